@@ -1,0 +1,35 @@
+/**
+ * Per-turn context enters history as text blocks at the head of the turn's user message, and
+ * only for keys whose text changed since the model last saw them. Unchanged context adds
+ * nothing, so the cached prefix of the next request is as long as possible.
+ */
+import { createHash } from "node:crypto";
+import type { ImageContent, TextContent, UserMessage } from "../llm/types.ts";
+import type { ContextSupplement, SeenContext } from "./types.ts";
+
+export function withContext(
+  message: UserMessage,
+  supplements: readonly ContextSupplement[],
+  seen: readonly SeenContext[],
+): { message: UserMessage; seen: readonly SeenContext[] } {
+  const blocks: TextContent[] = [];
+  let nextSeen = seen;
+  for (const supplement of supplements) {
+    const hash = createHash("sha256").update(supplement.text, "utf8").digest("hex");
+    const previous = nextSeen.find((entry) => entry.key === supplement.key);
+    if (previous?.hash === hash) continue;
+    blocks.push({ type: "text", text: supplement.text });
+    nextSeen = previous
+      ? nextSeen.map((entry) => (entry.key === supplement.key ? { key: entry.key, hash } : entry))
+      : [...nextSeen, { key: supplement.key, hash }];
+  }
+  if (blocks.length === 0) return { message, seen };
+  return {
+    message: { ...message, content: [...blocks, ...toBlocks(message.content)] },
+    seen: nextSeen,
+  };
+}
+
+function toBlocks(content: UserMessage["content"]): (TextContent | ImageContent)[] {
+  return typeof content === "string" ? [{ type: "text", text: content }] : [...content];
+}

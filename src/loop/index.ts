@@ -1,0 +1,16 @@
+export { toCanonicalJSON } from "./canonical-json.ts";
+export {
+  appendHashes,
+  chainHash,
+  EMPTY_CHAIN_HASH,
+  EMPTY_HISTORY_HASHES,
+  hashHistory,
+  hashMessage,
+  hashMessageBytes,
+  toMessageBytes,
+} from "./history-hash.ts";
+export { toCallID, toOperationID, toTurnID } from "./ids.ts";
+export { buildPrompt, buildRequest, buildTools } from "./request.ts";
+export { createConversation, isIdle } from "./state.ts";
+export { transition } from "./transition.ts";
+export type * from "./types.ts";

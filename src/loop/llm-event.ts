@@ -1,0 +1,145 @@
+/**
+ * Model stream events (DESIGN §5, event rules). Deltas only touch the in-memory pending response;
+ * exactly one assistant message, the one carried by `done`, is appended per model call.
+ */
+import type { AssistantMessage, ResponseEvent, ToolCall } from "../llm/types.ts";
+import { appendHashes } from "./history-hash.ts";
+import { toOperationID } from "./ids.ts";
+import { applyBlockEvent, createPendingResponse } from "./pending-response.ts";
+import { CONTINUE_LLM, toApplied, toRejected } from "./state.ts";
+import { dispatchNextToolCall, toNotRunResult } from "./tool-result.ts";
+import type { ConversationState, LLMEventInput, RuntimeState, Transition } from "./types.ts";
+
+type DoneEvent = Extract<ResponseEvent, { type: "done" }>;
+type ErrorEvent = Extract<ResponseEvent, { type: "error" }>;
+
+export function applyLLMEvent(state: RuntimeState, input: LLMEventInput): Transition {
+  const { committed, pending } = state;
+  const current = committed.status === "waiting_llm" ? committed.call : null;
+  if (current === null || current.callID !== input.callID) {
+    const finished = committed.call?.callID === input.callID;
+    return toRejected(
+      state,
+      finished ? "call_finished" : "other_call",
+      `${input.event.type} for ${finished ? "finished" : "other"} call ${input.callID}`,
+    );
+  }
+  const event = input.event;
+  switch (event.type) {
+    case "start":
+      if (pending !== null) return toRejected(state, "out_of_order", "second start", CONTINUE_LLM);
+      return toApplied(
+        { committed, pending: createPendingResponse(input.callID, event) },
+        CONTINUE_LLM,
+        [event],
+      );
+    case "done":
+      return applyDone(committed, input.callID, event);
+    case "error":
+      return applyError(committed, input.callID, event);
+    default: {
+      if (pending === null) {
+        return toRejected(state, "out_of_order", `${event.type} before start`, CONTINUE_LLM);
+      }
+      const next = applyBlockEvent(pending, event);
+      if (typeof next === "string") return toRejected(state, "out_of_order", next, CONTINUE_LLM);
+      return toApplied({ committed, pending: next }, CONTINUE_LLM, [event]);
+    }
+  }
+}
+
+function applyDone(committed: ConversationState, callID: string, event: DoneEvent): Transition {
+  const message = event.message;
+  const problem = findProblem(event);
+  if (problem !== null) {
+    const failure = { callID, reason: "invalid_response", message: problem } as const;
+    return toApplied(
+      {
+        committed: { ...committed, status: "failed", failure, lastCommitID: callID },
+        pending: null,
+      },
+      { type: "failed", message: { ...message, stopReason: "error", errorMessage: problem } },
+    );
+  }
+  const toolCalls = message.content.filter((block): block is ToolCall => block.type === "toolCall");
+  const appended: ConversationState = {
+    ...committed,
+    messages: [...committed.messages, message],
+    hashes: appendHashes(committed.hashes, [message]),
+    lastCommitID: callID,
+  };
+  const emit = [event];
+
+  if (toolCalls.length > 0 && event.reason === "length") {
+    // The response was cut off: its tool calls may be incomplete, so none is run. Each still gets
+    // a result, so the next request holds a valid history.
+    const results = toolCalls.map((call) =>
+      toNotRunResult(
+        call,
+        "Not run: the response reached the output token limit before this tool call was complete.",
+        message.timestamp,
+      ),
+    );
+    return toApplied(
+      {
+        committed: {
+          ...appended,
+          status: "final",
+          messages: [...appended.messages, ...results],
+          hashes: appendHashes(appended.hashes, results),
+        },
+        pending: null,
+      },
+      { type: "final", message },
+      emit,
+    );
+  }
+  if (toolCalls.length > 0) {
+    // `stop` with tool calls is treated as `toolUse`: some OpenAI-compatible servers report it so.
+    const waiting = {
+      calls: toolCalls,
+      answered: 0,
+      early: toolCalls.map(() => null),
+      operationIDs: toolCalls.map((call) => toOperationID(callID, call.id)),
+    };
+    return dispatchNextToolCall({ ...appended, waiting }, emit);
+  }
+  return toApplied(
+    { committed: { ...appended, status: "final" }, pending: null },
+    { type: "final", message },
+    emit,
+  );
+}
+
+function applyError(committed: ConversationState, callID: string, event: ErrorEvent): Transition {
+  const aborted = event.reason === "aborted";
+  const message = event.error.errorMessage ?? (aborted ? "aborted" : "model call failed");
+  const next: ConversationState = {
+    ...committed,
+    status: aborted ? "canceled" : "failed",
+    failure: { callID, reason: aborted ? "aborted" : "error", message },
+    lastCommitID: callID,
+  };
+  return toApplied(
+    { committed: next, pending: null },
+    aborted ? { type: "canceled", reason: message } : { type: "failed", message: event.error },
+    [event],
+  );
+}
+
+/** Why a `done` cannot be committed, or null when it can. */
+function findProblem(event: DoneEvent): string | null {
+  if (event.reason === "deferred") return "deferred responses are not supported";
+  const message: AssistantMessage | undefined = event.message;
+  if (message?.role !== "assistant" || !Array.isArray(message.content)) {
+    return "done without an assistant message";
+  }
+  const ids = new Set<string>();
+  for (const block of message.content) {
+    if (block.type !== "toolCall") continue;
+    if (typeof block.id !== "string" || block.id === "") return "a tool call has no id";
+    if (ids.has(block.id)) return `tool call id ${block.id} appears twice`;
+    ids.add(block.id);
+  }
+  return null;
+}

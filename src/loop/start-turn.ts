@@ -1,0 +1,62 @@
+import type { UserMessage } from "../llm/types.ts";
+import { withContext } from "./context-message.ts";
+import { appendHashes } from "./history-hash.ts";
+import { toTurnID } from "./ids.ts";
+import { startModelCall } from "./request.ts";
+import { isIdle, toApplied, toRejected } from "./state.ts";
+import type {
+  ContextSupplement,
+  ConversationState,
+  RuntimeState,
+  StartInput,
+  Transition,
+  TurnSettings,
+  UserMessageInput,
+} from "./types.ts";
+
+export function applyStart(state: RuntimeState, input: StartInput): Transition {
+  if (!isIdle(state.committed.status)) {
+    return toRejected(state, "turn_in_progress", `a turn is ${state.committed.status}`);
+  }
+  return beginTurn(
+    state.committed,
+    input.inputID,
+    input.settings,
+    input.userMessage,
+    input.context,
+  );
+}
+
+export function applyUserMessage(state: RuntimeState, input: UserMessageInput): Transition {
+  const { status, settings } = state.committed;
+  if (!isIdle(status)) return toRejected(state, "turn_in_progress", `a turn is ${status}`);
+  if (settings === null) {
+    return toRejected(state, "no_settings", "a user message needs a previous turn's settings");
+  }
+  return beginTurn(state.committed, input.inputID, settings, input.message, []);
+}
+
+/** Appends the turn's user message (with changed context) and calls the model. */
+function beginTurn(
+  committed: ConversationState,
+  inputID: string,
+  settings: TurnSettings,
+  userMessage: UserMessage,
+  context: readonly ContextSupplement[],
+): Transition {
+  const { message, seen } = withContext(userMessage, context, committed.context);
+  const turnCount = committed.turnCount + 1;
+  const { state, command } = startModelCall({
+    ...committed,
+    turnCount,
+    turnID: toTurnID(turnCount),
+    settings,
+    messages: [...committed.messages, message],
+    hashes: appendHashes(committed.hashes, [message]),
+    stepCount: 0,
+    context: seen,
+    failure: null,
+    lastCommitID: inputID,
+  });
+  return toApplied({ committed: state, pending: null }, command);
+}

@@ -1,0 +1,97 @@
+/**
+ * Tool results (DESIGN §5, tool calls). Results are matched by tool-call id and appended in the
+ * order of the assistant message's content, whatever order they arrive in. Calls are dispatched
+ * one at a time; the next model call starts only when every call has its result.
+ */
+import type { ToolCall, ToolResultMessage } from "../llm/types.ts";
+import { appendHashes } from "./history-hash.ts";
+import { startModelCall } from "./request.ts";
+import { toApplied, toRejected, WAIT_INPUT } from "./state.ts";
+import type {
+  ConversationState,
+  RuntimeState,
+  ToolResultInput,
+  Transition,
+  WaitingClient,
+} from "./types.ts";
+
+export function applyToolResult(state: RuntimeState, input: ToolResultInput): Transition {
+  const { committed } = state;
+  const waiting = committed.status === "waiting_client" ? committed.waiting : null;
+  const id = input.message.toolCallId;
+  if (waiting === null) {
+    return toRejected(state, "not_waiting_for_tool", `result for ${id} while ${committed.status}`);
+  }
+  const index = waiting.calls.findIndex((call) => call.id === id);
+  if (index < 0) return toRejected(state, "unknown_tool_call", `no outstanding tool call ${id}`);
+  if (index < waiting.answered || waiting.early[index] !== null) {
+    return toRejected(state, "duplicate_tool_result", `tool call ${id} already has a result`);
+  }
+  const early = waiting.early.map((result, i) => (i === index ? input.message : result));
+  const received = {
+    ...committed,
+    waiting: { ...waiting, early },
+    lastCommitID: input.inputID,
+  };
+  if (index > waiting.answered) {
+    // Kept until the calls before it are answered; not yet history.
+    return toApplied({ committed: received, pending: null }, WAIT_INPUT);
+  }
+  return dispatchNextToolCall(received);
+}
+
+/**
+ * Appends every result that is next in order, then asks for the next unanswered tool call, or
+ * calls the model when all are answered.
+ */
+export function dispatchNextToolCall(
+  state: ConversationState & { waiting: WaitingClient },
+  emit: Transition["emit"] = [],
+): Transition {
+  const { waiting } = state;
+  const results: ToolResultMessage[] = [];
+  let answered = waiting.answered;
+  for (let result = waiting.early[answered]; result; result = waiting.early[answered]) {
+    results.push(result);
+    answered += 1;
+  }
+  const appended: ConversationState = {
+    ...state,
+    messages: results.length > 0 ? [...state.messages, ...results] : state.messages,
+    hashes: results.length > 0 ? appendHashes(state.hashes, results) : state.hashes,
+  };
+  const call = waiting.calls[answered];
+  const operationID = waiting.operationIDs[answered];
+  if (call === undefined || operationID === undefined) {
+    const next = startModelCall(appended);
+    return toApplied({ committed: next.state, pending: null }, next.command, emit);
+  }
+  return toApplied(
+    {
+      committed: {
+        ...appended,
+        status: "waiting_client",
+        waiting: {
+          ...waiting,
+          answered,
+          early: waiting.early.map((result, i) => (i < answered ? null : result)),
+        },
+      },
+      pending: null,
+    },
+    { type: "call_client", operationID, toolCall: call },
+    emit,
+  );
+}
+
+/** An error result for a tool call that was not run. */
+export function toNotRunResult(call: ToolCall, text: string, timestamp: number): ToolResultMessage {
+  return {
+    role: "toolResult",
+    toolCallId: call.id,
+    toolName: call.name,
+    content: [{ type: "text", text }],
+    isError: true,
+    timestamp,
+  };
+}

@@ -1,0 +1,359 @@
+/**
+ * One test per row of the (status, input) table in README.md, named by the row id.
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, test } from "node:test";
+import { toCallID, toOperationID } from "./ids.ts";
+import {
+  assistantMessage,
+  CONVERSATION_ID,
+  cancel,
+  followUp,
+  given,
+  llm,
+  result,
+  SETTINGS,
+  start,
+  streamed,
+  T0,
+  text,
+  toEvents,
+  toolCall,
+  userMessage,
+} from "./testing.ts";
+import type { Input } from "./types.ts";
+
+const call0 = toCallID(CONVERSATION_ID, "t1", 0);
+const call1 = toCallID(CONVERSATION_ID, "t1", 1);
+const readA = toolCall("tc-a", "read", { path: "a.ts" });
+const readB = toolCall("tc-b", "read", { path: "b.ts" });
+const readC = toolCall("tc-c", "read", { path: "c.ts" });
+const answer = assistantMessage([text("Done.")]);
+const threeCalls = assistantMessage([text("Reading."), readA, readB, readC]);
+
+/** Events of `message` up to (not including) the terminal one. */
+function openStream(callID: string, message = answer): Input[] {
+  return streamed(callID, message).slice(0, -1);
+}
+
+/** A first turn that ended normally. */
+const finishedTurn = [start("hello"), ...streamed(call0, answer)];
+/** A first turn waiting for the results of three tool calls. */
+const waitingForTools = [start("read three files"), ...streamed(call0, threeCalls)];
+
+const rows: Record<string, () => void> = {
+  L1() {
+    for (const before of [[], finishedTurn]) {
+      given(before)
+        .when(start("next", { inputID: "req-1:0" }))
+        .thenExpect({
+          command: "call_llm",
+          status: "waiting_llm",
+          appended: [userMessage("next")],
+        });
+    }
+    // failed and canceled are idle too
+    given(start("x"), llm(call0, { type: "error", reason: "error", error: answer }))
+      .when(start("again"))
+      .thenExpect({ command: "call_llm" });
+    given(start("x"), cancel()).when(start("again")).thenExpect({ command: "call_llm" });
+  },
+  L2() {
+    given(finishedTurn)
+      .when(followUp("and then?"))
+      .thenExpect({
+        command: "call_llm",
+        status: "waiting_llm",
+        appended: [userMessage("and then?")],
+      });
+  },
+  L3() {
+    given().when(followUp("hi")).thenRejected("no_settings");
+  },
+  L4() {
+    given(start("one")).when(start("two")).thenRejected("turn_in_progress");
+    given(start("one")).when(followUp("two")).thenRejected("turn_in_progress");
+    given(waitingForTools).when(start("two")).thenRejected("turn_in_progress");
+    given(waitingForTools).when(followUp("two")).thenRejected("turn_in_progress");
+  },
+  L5() {
+    const [first] = toEvents(answer);
+    assert.ok(first);
+    const outcome = given(start("hi"))
+      .when(llm(call0, first))
+      .thenExpect({
+        command: "continue_llm",
+        emit: ["start"],
+        status: "waiting_llm",
+        appended: [],
+      });
+    assert.equal(outcome.transition.state.pending?.callID, call0);
+  },
+  L6() {
+    const [first] = toEvents(answer);
+    assert.ok(first);
+    const outcome = given(start("hi"), llm(call0, first)).when(llm(call0, first));
+    outcome.thenRejected("out_of_order");
+    assert.equal(outcome.transition.command.type, "continue_llm");
+  },
+  L7() {
+    const events = openStream(call0).slice(1);
+    const outcome = given(start("hi"), openStream(call0)[0] as Input).whenAll(events);
+    outcome.thenExpect({ command: "continue_llm", emit: ["text_end"], appended: [] });
+    assert.deepEqual(outcome.transition.state.pending?.blocks, [
+      { type: "text", text: "Done.", open: false },
+    ]);
+  },
+  L8() {
+    const [first, textStart, delta] = toEvents(answer);
+    assert.ok(first && textStart && delta);
+    const cases: [Input[], Input][] = [
+      [[], llm(call0, delta)], // before start
+      [[llm(call0, first)], llm(call0, delta)], // block not open
+      [[llm(call0, first), llm(call0, textStart)], llm(call0, textStart)], // opened twice
+      [openStream(call0), llm(call0, delta)], // block already closed
+    ];
+    for (const [before, input] of cases) {
+      const outcome = given(start("hi"), before).when(input).thenRejected("out_of_order");
+      assert.equal(outcome.transition.command.type, "continue_llm");
+    }
+  },
+  L9() {
+    given(start("hi"), openStream(call0))
+      .when(streamed(call0, answer).at(-1) as Input)
+      .thenExpect({
+        command: { type: "final", message: answer },
+        emit: ["done"],
+        status: "final",
+        appended: [answer],
+      });
+    const cut = assistantMessage([text("Partial ans")], "length");
+    const outcome = given(start("hi"), openStream(call0, cut))
+      .when(streamed(call0, cut).at(-1) as Input)
+      .thenExpect({ command: "final", status: "final", appended: [cut] });
+    assert.equal(outcome.transition.state.pending, null);
+  },
+  L10() {
+    given(start("read"), openStream(call0, threeCalls))
+      .when(streamed(call0, threeCalls).at(-1) as Input)
+      .thenExpect({
+        command: {
+          type: "call_client",
+          operationID: toOperationID(call0, "tc-a"),
+          toolCall: readA,
+        },
+        emit: ["done"],
+        status: "waiting_client",
+        appended: [threeCalls],
+      });
+    const stopWithCall = assistantMessage([readA], "stop");
+    given(start("read"))
+      .when({
+        type: "llm_event",
+        callID: call0,
+        event: { type: "done", reason: "stop", message: stopWithCall },
+      })
+      .thenExpect({ command: "call_client", status: "waiting_client", appended: [stopWithCall] });
+  },
+  L11() {
+    const noCalls = assistantMessage([text("nothing to run")], "toolUse");
+    given(start("hi"))
+      .when(llm(call0, { type: "done", reason: "toolUse", message: noCalls }))
+      .thenExpect({ command: "final", status: "final", appended: [noCalls] });
+  },
+  L12() {
+    const cut = assistantMessage([text("Let me read."), readA], "length");
+    const outcome = given(start("hi")).when(
+      llm(call0, { type: "done", reason: "length", message: cut }),
+    );
+    outcome.thenExpect({ command: "final", status: "final" });
+    const appended = outcome.transition.state.committed.messages.slice(1);
+    assert.equal(appended.length, 2);
+    assert.equal(appended[0], cut);
+    const notRun = appended[1];
+    assert.ok(notRun?.role === "toolResult" && notRun.isError && notRun.toolCallId === "tc-a");
+  },
+  L13() {
+    const bad: Input[] = [
+      llm(call0, { type: "done", reason: "deferred", message: answer }),
+      llm(call0, {
+        type: "done",
+        reason: "toolUse",
+        message: assistantMessage([toolCall("", "read")]),
+      }),
+      llm(call0, { type: "done", reason: "toolUse", message: assistantMessage([readA, readA]) }),
+    ];
+    for (const input of bad) {
+      const outcome = given(start("hi"), openStream(call0))
+        .when(input)
+        .thenExpect({ command: "failed", status: "failed", appended: [] });
+      assert.equal(outcome.transition.state.committed.failure?.reason, "invalid_response");
+      assert.equal(outcome.transition.state.pending, null);
+    }
+  },
+  L14() {
+    const error = { ...assistantMessage([text("Par")], "error"), errorMessage: "upstream 500" };
+    const outcome = given(start("hi"), openStream(call0))
+      .when(llm(call0, { type: "error", reason: "error", error }))
+      .thenExpect({
+        command: { type: "failed", message: error },
+        emit: ["error"],
+        status: "failed",
+        appended: [],
+      });
+    assert.equal(outcome.transition.state.pending, null);
+    assert.deepEqual(outcome.transition.state.committed.failure, {
+      callID: call0,
+      reason: "error",
+      message: "upstream 500",
+    });
+  },
+  L15() {
+    const aborted = {
+      ...assistantMessage([text("Par")], "aborted"),
+      errorMessage: "Request was aborted",
+    };
+    given(start("hi"), openStream(call0))
+      .when(llm(call0, { type: "error", reason: "aborted", error: aborted }))
+      .thenExpect({
+        command: { type: "canceled", reason: "Request was aborted" },
+        emit: ["error"],
+        status: "canceled",
+        appended: [],
+      });
+  },
+  L16() {
+    const [first] = toEvents(answer);
+    assert.ok(first);
+    given(start("hi")).when(llm("someone-else", first)).thenRejected("other_call");
+    // a late event of an earlier call of the same turn
+    const late = given(waitingForTools, result(readA, "a"), result(readB, "b"), result(readC, "c"))
+      .when(streamed(call0, threeCalls).at(-1) as Input)
+      .thenRejected("other_call");
+    assert.equal(late.transition.command.type, "wait_input");
+  },
+  L17() {
+    const done = streamed(call0, answer).at(-1) as Input;
+    const outcome = given(finishedTurn).when(done).thenRejected("call_finished");
+    assert.equal(outcome.transition.command.type, "wait_input");
+    given(waitingForTools)
+      .when(streamed(call0, threeCalls).at(-1) as Input)
+      .thenRejected("call_finished");
+  },
+  L18() {
+    const [first] = toEvents(answer);
+    assert.ok(first);
+    given().when(llm(call0, first)).thenRejected("other_call");
+    given(finishedTurn).when(llm(call1, first)).thenRejected("other_call");
+  },
+  L19() {
+    given(start("hi")).when(result(readA, "a")).thenRejected("not_waiting_for_tool");
+  },
+  L20() {
+    const outcome = given(start("hi"), openStream(call0))
+      .when(cancel("stop"))
+      .thenExpect({
+        command: { type: "canceled", reason: "stop" },
+        status: "canceled",
+        appended: [],
+      });
+    assert.equal(outcome.transition.state.pending, null);
+  },
+  L21() {
+    const outcome = given(waitingForTools)
+      .when(result(readA, "contents of a"))
+      .thenExpect({
+        command: {
+          type: "call_client",
+          operationID: toOperationID(call0, "tc-b"),
+          toolCall: readB,
+        },
+        status: "waiting_client",
+        appended: [toolResultOf(readA, "contents of a")],
+      });
+    assert.equal(outcome.transition.state.committed.waiting?.answered, 1);
+    // with an early result for C, answering B appends B then C and asks for nothing more
+    given(waitingForTools, result(readA, "a"), result(readC, "c"))
+      .when(result(readB, "b"))
+      .thenExpect({
+        command: "call_llm",
+        appended: [toolResultOf(readB, "b"), toolResultOf(readC, "c")],
+      });
+  },
+  L22() {
+    const outcome = given(waitingForTools, result(readA, "a"), result(readB, "b"))
+      .when(result(readC, "c"))
+      .thenExpect({
+        command: "call_llm",
+        status: "waiting_llm",
+        appended: [toolResultOf(readC, "c")],
+      });
+    const command = outcome.transition.command;
+    assert.ok(command.type === "call_llm");
+    assert.equal(command.callID, call1);
+    assert.equal(command.messageCount, 5);
+    assert.equal(command.request.systemPrompt, SETTINGS.systemPrompt);
+  },
+  L23() {
+    const outcome = given(waitingForTools)
+      .when(result(readC, "c"))
+      .thenExpect({ command: "wait_input", status: "waiting_client", appended: [] });
+    assert.deepEqual(
+      outcome.transition.state.committed.waiting?.early[2],
+      toolResultOf(readC, "c"),
+    );
+  },
+  L24() {
+    given(waitingForTools)
+      .when(result(toolCall("tc-zzz", "read"), "?"))
+      .thenRejected("unknown_tool_call");
+  },
+  L25() {
+    given(waitingForTools, result(readA, "a"))
+      .when(result(readA, "again"))
+      .thenRejected("duplicate_tool_result");
+    given(waitingForTools, result(readC, "c"))
+      .when(result(readC, "again"))
+      .thenRejected("duplicate_tool_result");
+  },
+  L26() {
+    const outcome = given(waitingForTools, result(readA, "a"), result(readC, "c"))
+      .when(cancel())
+      .thenExpect({ command: "canceled", status: "canceled" });
+    const appended = outcome.transition.state.committed.messages.slice(3);
+    assert.equal(appended.length, 2);
+    const [b, c] = appended;
+    assert.ok(b?.role === "toolResult" && b.toolCallId === "tc-b" && b.isError);
+    assert.deepEqual(c, toolResultOf(readC, "c"));
+  },
+  L27() {
+    given().when(result(readA, "a")).thenRejected("not_waiting_for_tool");
+    given(finishedTurn).when(result(readA, "a")).thenRejected("not_waiting_for_tool");
+  },
+  L28() {
+    given().when(cancel()).thenRejected("not_running");
+    given(finishedTurn).when(cancel()).thenRejected("not_running");
+  },
+};
+
+function toolResultOf(call: typeof readA, output: string) {
+  return {
+    role: "toolResult" as const,
+    toolCallId: call.id,
+    toolName: call.name,
+    content: [{ type: "text" as const, text: output }],
+    isError: false,
+    timestamp: T0,
+  };
+}
+
+describe("transition: the (status, input) table", () => {
+  for (const [row, check] of Object.entries(rows)) test(row, check);
+
+  test("every row of README.md has a test, and every test a row", () => {
+    const readme = readFileSync(new URL("./README.md", import.meta.url), "utf8");
+    const documented = [...readme.matchAll(/^\| (L\d+) +\|/gm)].map((match) => match[1]);
+    assert.deepEqual(documented, Object.keys(rows));
+  });
+});

@@ -1,0 +1,289 @@
+/**
+ * The vocabulary of the pure loop (DESIGN §4): inputs, state, commands and the transition.
+ * Everything here is plain, readonly, JSON-serialisable data: no classes, closures or handles.
+ */
+import type {
+  AssistantMessage,
+  Message,
+  RequestMessages,
+  ResponseEvent,
+  TextContent,
+  ThinkingContent,
+  Tool,
+  ToolCall,
+  ToolResultMessage,
+  Usage,
+  UserMessage,
+} from "../llm/types.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A piece of per-turn context the model must see (environment, workspace, rules, selected files,
+ * …). The text is rendered by whoever builds the input; the loop only decides whether it changed
+ * since the model last saw the same `key`, and if so appends it (DESIGN §4.1: context is a new
+ * message, never an edit).
+ */
+export interface ContextSupplement {
+  readonly key: string;
+  readonly text: string;
+}
+
+/**
+ * What a turn runs with. Built outside the loop (the loop knows no client protocol) and kept in
+ * state so that requests after a tool result use the same prompt, tools and model.
+ */
+export interface TurnSettings {
+  /** The configured model name the runner resolves to a provider. */
+  readonly model: string;
+  /** Byte-stable per agent mode, so the provider's cached prefix survives across turns. */
+  readonly systemPrompt: string;
+  readonly tools: readonly Tool[];
+}
+
+/** Fields every external input carries: its idempotency key and the time it arrived. */
+interface ExternalInput {
+  /** Stable id chosen outside the loop (e.g. request id + append seqno); used for de-duplication. */
+  readonly inputID: string;
+  /** Arrival time, epoch milliseconds. The loop never reads a clock. */
+  readonly at: number;
+}
+
+/** Begin a turn: a user message, its context and the settings to run it with. */
+export interface StartInput extends ExternalInput {
+  readonly type: "start";
+  readonly userMessage: UserMessage;
+  readonly context: readonly ContextSupplement[];
+  readonly settings: TurnSettings;
+}
+
+/** Begin a turn with a user message, reusing the previous turn's settings. */
+export interface UserMessageInput extends ExternalInput {
+  readonly type: "user_message";
+  readonly message: UserMessage;
+}
+
+/** One event of the model call `callID`, exactly as the LLM layer produced it. */
+export interface LLMEventInput {
+  readonly type: "llm_event";
+  readonly callID: string;
+  readonly event: ResponseEvent;
+}
+
+/** The result of a tool call, matched to the call by `message.toolCallId`. */
+export interface ToolResultInput extends ExternalInput {
+  readonly type: "tool_result";
+  readonly message: ToolResultMessage;
+}
+
+/** Stop the current turn. */
+export interface CancelInput extends ExternalInput {
+  readonly type: "cancel";
+  readonly reason: string;
+}
+
+export type Input = StartInput | UserMessageInput | LLMEventInput | ToolResultInput | CancelInput;
+
+// ---------------------------------------------------------------------------------------------
+// State
+// ---------------------------------------------------------------------------------------------
+
+export type Status = "ready" | "waiting_llm" | "waiting_client" | "final" | "failed" | "canceled";
+
+/** A model call of the current turn. */
+export interface LLMCall {
+  readonly callID: string;
+  /** 0-based index of this call within its turn. */
+  readonly step: number;
+}
+
+/**
+ * The tool calls of the assistant message being answered, in content order. Results are appended
+ * strictly in this order; a result that arrives early waits in `early` (not in history).
+ */
+export interface WaitingClient {
+  readonly calls: readonly ToolCall[];
+  /** How many of `calls` already have their result appended to history. */
+  readonly answered: number;
+  /** Results received for calls after the next one to append, keyed by position in `calls`. */
+  readonly early: readonly (ToolResultMessage | null)[];
+  /** The operation id of every call, same order as `calls`. */
+  readonly operationIDs: readonly string[];
+}
+
+/** Hashes of the history (see history-hash.ts), maintained incrementally on every append. */
+export interface HistoryHashes {
+  /** chain[n] over all messages; equals `messagesHash` of the next request. */
+  readonly chainHash: string;
+  /** sha256 of the canonical bytes of the last message ("" when there is none). */
+  readonly lastMessageHash: string;
+}
+
+/** The last failure of a model call, kept for diagnosis. Never part of history. */
+export interface Failure {
+  readonly callID: string;
+  readonly reason: "error" | "aborted" | "invalid_response";
+  readonly message: string;
+}
+
+/** What the model has seen of each context key: sha256 of the text last appended. */
+export interface SeenContext {
+  readonly key: string;
+  readonly hash: string;
+}
+
+/** The committed part of a conversation: what the store persists. */
+export interface ConversationState {
+  readonly conversationID: string;
+  readonly status: Status;
+  /** Number of turns started so far. */
+  readonly turnCount: number;
+  /** Id of the current (or last) turn; "" before the first. */
+  readonly turnID: string;
+  readonly settings: TurnSettings | null;
+  /** The complete, append-only history. */
+  readonly messages: readonly Message[];
+  readonly hashes: HistoryHashes;
+  /** Model calls started in the current turn. */
+  readonly stepCount: number;
+  /** The current (or last) model call. */
+  readonly call: LLMCall | null;
+  readonly waiting: WaitingClient | null;
+  readonly context: readonly SeenContext[];
+  readonly failure: Failure | null;
+  /** inputID of the last input that changed this state ("" when none). */
+  readonly lastCommitID: string;
+}
+
+/** A content block being streamed. */
+export type PendingBlock =
+  | { readonly type: "text"; readonly text: string; readonly open: boolean }
+  | { readonly type: "thinking"; readonly thinking: string; readonly open: boolean }
+  | {
+      readonly type: "toolCall";
+      readonly id: string;
+      readonly name: string;
+      /** The raw argument text, concatenated from the deltas. */
+      readonly argumentsText: string;
+      readonly open: boolean;
+    };
+
+/**
+ * The response of the current model call while it streams. In memory only: it is never
+ * committed, and on a restart it is dropped and the call retried (DESIGN §4.3).
+ */
+export interface PendingResponse {
+  readonly callID: string;
+  /** Blocks by `contentIndex`; `null` where no block was opened. */
+  readonly blocks: readonly (PendingBlock | null)[];
+  readonly usage: Usage | null;
+}
+
+export interface RuntimeState {
+  readonly committed: ConversationState;
+  readonly pending: PendingResponse | null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands and the transition
+// ---------------------------------------------------------------------------------------------
+
+/** Keep reading the current model stream. */
+export interface ContinueLLMCommand {
+  readonly type: "continue_llm";
+}
+
+/** Open a model stream with this exact request. */
+export interface CallLLMCommand {
+  readonly type: "call_llm";
+  readonly callID: string;
+  readonly model: string;
+  readonly request: RequestMessages;
+  /** chain hash of `request.messages` (history-hash.ts). */
+  readonly messagesHash: string;
+  readonly messageCount: number;
+  readonly lastMessageHash: string;
+}
+
+/** Ask the client to run one tool call. */
+export interface CallClientCommand {
+  readonly type: "call_client";
+  readonly operationID: string;
+  readonly toolCall: ToolCall;
+}
+
+/** Nothing to do until the next external input. */
+export interface WaitInputCommand {
+  readonly type: "wait_input";
+}
+
+/** The turn ended with this assistant message. */
+export interface FinalCommand {
+  readonly type: "final";
+  readonly message: AssistantMessage;
+}
+
+/** The turn failed; `message` describes the failure and is not part of history. */
+export interface FailedCommand {
+  readonly type: "failed";
+  readonly message: AssistantMessage;
+}
+
+/** The turn was canceled. */
+export interface CanceledCommand {
+  readonly type: "canceled";
+  readonly reason: string;
+}
+
+export type Command =
+  | ContinueLLMCommand
+  | CallLLMCommand
+  | CallClientCommand
+  | WaitInputCommand
+  | FinalCommand
+  | FailedCommand
+  | CanceledCommand;
+
+/**
+ * Why an input was not applied. A rejected input leaves the state exactly as it was; the
+ * transition reports it instead of throwing.
+ */
+export type RejectionReason =
+  /** start or user_message while a turn runs. */
+  | "turn_in_progress"
+  /** user_message before any turn set the settings. */
+  | "no_settings"
+  /** An event of a model call other than the one being read. */
+  | "other_call"
+  /** An event of a model call that already ended (e.g. a second `done`). */
+  | "call_finished"
+  /** An event out of the stream grammar (a delta before `start`, a second `start`, …). */
+  | "out_of_order"
+  /** A tool result while no tool call is outstanding. */
+  | "not_waiting_for_tool"
+  /** A tool result whose id matches no outstanding tool call. */
+  | "unknown_tool_call"
+  /** A second result for a tool call. */
+  | "duplicate_tool_result"
+  /** A cancel while no turn runs. */
+  | "not_running";
+
+export interface Rejection {
+  readonly reason: RejectionReason;
+  readonly detail: string;
+}
+
+/**
+ * The result of one step. `state.committed` is a new object exactly when the committed state
+ * changed (the runner commits then); `emit` holds native events for the client, in order.
+ */
+export interface Transition {
+  readonly state: RuntimeState;
+  readonly emit: readonly ResponseEvent[];
+  readonly command: Command;
+  readonly rejected: Rejection | null;
+}
+
+export type { AssistantMessage, Message, TextContent, ThinkingContent, ToolCall };
