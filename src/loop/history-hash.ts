@@ -1,7 +1,7 @@
 /**
  * History hashing (DESIGN §7, §9).
  *
- * - `bytes(message)` is the UTF-8 of the message's canonical JSON.
+ * - `bytes(message)` is the UTF-8 of the message's canonical JSON (canonical-json.ts).
  * - `hash(message) = sha256(bytes(message))`.
  * - `chain[-1]` is 32 zero bytes; `chain[n] = sha256(chain[n-1] || hash(message n))`, over the
  *   raw 32-byte digests.

@@ -124,10 +124,9 @@ export function toolResult(
 
 // Inputs ----------------------------------------------------------------------------------------
 
-let inputCounter = 0;
-function nextInputID(prefix: string): string {
-  inputCounter += 1;
-  return `${prefix}-${inputCounter}`;
+/** Input ids are derived from the input's content, so that the same script gives the same ids. */
+function textOf(message: UserMessage): string {
+  return typeof message.content === "string" ? message.content : JSON.stringify(message.content);
 }
 
 export function start(
@@ -137,7 +136,7 @@ export function start(
   const userMsg = typeof message === "string" ? userMessage(message) : message;
   return {
     type: "start",
-    inputID: options.inputID ?? nextInputID("start"),
+    inputID: options.inputID ?? `start:${textOf(userMsg)}`,
     at: userMsg.timestamp,
     userMessage: userMsg,
     context: options.context ?? [],
@@ -149,7 +148,7 @@ export function followUp(message: UserMessage | string): Input {
   const userMsg = typeof message === "string" ? userMessage(message) : message;
   return {
     type: "user_message",
-    inputID: nextInputID("user"),
+    inputID: `user:${textOf(userMsg)}`,
     at: userMsg.timestamp,
     message: userMsg,
   };
@@ -162,14 +161,14 @@ export function llm(callID: string, event: ResponseEvent): Input {
 export function result(call: ToolCall, output: string, isError = false): Input {
   return {
     type: "tool_result",
-    inputID: nextInputID("result"),
+    inputID: `result:${call.id}`,
     at: T0,
     message: toolResult(call, output, isError),
   };
 }
 
 export function cancel(reason = "user canceled"): Input {
-  return { type: "cancel", inputID: nextInputID("cancel"), at: T0, reason };
+  return { type: "cancel", inputID: `cancel:${reason}`, at: T0, reason };
 }
 
 // Streams ---------------------------------------------------------------------------------------
@@ -385,4 +384,79 @@ export function serialise(value: unknown): string {
 
 function describe(input: Input): string {
   return input.type === "llm_event" ? `llm_event(${input.event.type})` : input.type;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A scripted driver: the loop with a scripted model and client, the way the runner drives it
+// ---------------------------------------------------------------------------------------------
+
+export interface Script {
+  /** The model's response to each call, in call order. */
+  readonly responses: readonly AssistantMessage[];
+  /** The client's output for a tool call. */
+  readonly run?: (call: ToolCall) => string;
+  /** Answer all tool calls of a message at once, last first (out of order). */
+  readonly reverseResults?: boolean;
+  /** Split deltas into pieces of this size. */
+  readonly chunkSize?: number;
+}
+
+export interface Driven {
+  readonly state: RuntimeState;
+  readonly transitions: Transition[];
+  /** The inputs fed to the loop, one per transition. */
+  readonly inputs: Input[];
+  readonly calls: Extract<Command, { type: "call_llm" }>[];
+  readonly outcome: Command;
+}
+
+/**
+ * Runs `input` and everything it leads to until the turn ends or waits for an input the script
+ * does not provide, checking every transition as `when` does.
+ */
+export function drive(
+  state: RuntimeState,
+  input: Input,
+  script: Script,
+  responseOffset = 0,
+): Driven {
+  const transitions: Transition[] = [];
+  const inputs: Input[] = [];
+  const calls: Extract<Command, { type: "call_llm" }>[] = [];
+  const queue: Input[] = [input];
+  let current = state;
+  let responseIndex = responseOffset;
+  let outcome: Command = { type: "wait_input" };
+  const run = script.run ?? ((call: ToolCall) => `output of ${call.name}`);
+  while (queue.length > 0) {
+    const next = queue.shift() as Input;
+    const step = checkedTransition(current, next);
+    inputs.push(next);
+    transitions.push(step);
+    current = step.state;
+    outcome = step.command;
+    switch (step.command.type) {
+      case "call_llm": {
+        calls.push(step.command);
+        const response = script.responses[responseIndex];
+        responseIndex += 1;
+        if (response === undefined) return { state: current, transitions, inputs, calls, outcome };
+        queue.push(...streamed(step.command.callID, response, script.chunkSize));
+        break;
+      }
+      case "call_client": {
+        const waiting = current.committed.waiting;
+        if (script.reverseResults && waiting !== null && waiting.answered === 0) {
+          const pendingCalls = [...waiting.calls].reverse();
+          queue.push(...pendingCalls.map((call) => result(call, run(call))));
+        } else if (!script.reverseResults) {
+          queue.push(result(step.command.toolCall, run(step.command.toolCall)));
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return { state: current, transitions, inputs, calls, outcome };
 }

@@ -286,4 +286,16 @@ export interface Transition {
   readonly rejected: Rejection | null;
 }
 
-export type { AssistantMessage, Message, TextContent, ThinkingContent, ToolCall };
+export type {
+  AssistantMessage,
+  Message,
+  RequestMessages,
+  ResponseEvent,
+  TextContent,
+  ThinkingContent,
+  Tool,
+  ToolCall,
+  ToolResultMessage,
+  Usage,
+  UserMessage,
+};
