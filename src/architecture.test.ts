@@ -36,14 +36,12 @@ export function toImports(file: string, source: string): Import[] {
     if (specifier === undefined) continue;
     const clause = match[3] ?? "";
     const named = /^\{([\s\S]*)\}$/.exec(clause.trim());
-    const allTypeNames =
-      named !== null &&
-      named[1] !== undefined &&
-      named[1]
-        .split(",")
+    const names =
+      named?.[1]
+        ?.split(",")
         .map((part) => part.trim())
-        .filter((part) => part !== "")
-        .every((part) => part.startsWith("type "));
+        .filter((part) => part !== "") ?? [];
+    const allTypeNames = names.length > 0 && names.every((part) => part.startsWith("type "));
     imports.push({ from: file, specifier, typeOnly: match[2] !== undefined || allTypeNames });
   }
   return imports;
