@@ -1,0 +1,77 @@
+import assert from "node:assert/strict";
+import { describe, mock, test } from "node:test";
+import { createAppendSequencer, SequenceGapError } from "./append-sequencer.ts";
+
+const options = { gapTimeoutMs: 10_000, maxAhead: 8 };
+
+describe("createAppendSequencer()", () => {
+  test("should apply in-order appends at once", async () => {
+    const seq = createAppendSequencer(options);
+    assert.equal(await seq.enter(0), "apply");
+    seq.leave(0);
+    assert.equal(await seq.enter(1), "apply");
+    seq.leave(1);
+    assert.equal(seq.next, 2);
+  });
+
+  test("should hold an early append until the gap is filled, then apply in order", async () => {
+    const seq = createAppendSequencer(options);
+    const order: number[] = [];
+    const third = seq.enter(2).then((r) => {
+      order.push(2);
+      return r;
+    });
+    const second = seq.enter(1).then((r) => {
+      order.push(1);
+      return r;
+    });
+    assert.equal(await seq.enter(0), "apply");
+    order.push(0);
+    seq.leave(0);
+    assert.equal(await second, "apply");
+    seq.leave(1);
+    assert.equal(await third, "apply");
+    seq.leave(2);
+    assert.deepEqual(order, [0, 1, 2]);
+  });
+
+  test("should report repeats as stale: applied, in flight, or already waiting", async () => {
+    const seq = createAppendSequencer(options);
+    assert.equal(await seq.enter(0), "apply");
+    assert.equal(await seq.enter(0), "stale");
+    const waiting = seq.enter(2);
+    assert.equal(await seq.enter(2), "stale");
+    seq.leave(0);
+    assert.equal(await seq.enter(0), "stale");
+    assert.equal(await seq.enter(1), "apply");
+    seq.leave(1);
+    assert.equal(await waiting, "apply");
+  });
+
+  test("should refuse an append too far ahead, and invalid seqnos", async () => {
+    const seq = createAppendSequencer(options);
+    await assert.rejects(seq.enter(9), SequenceGapError);
+    await assert.rejects(seq.enter(-1), SequenceGapError);
+    await assert.rejects(seq.enter(1.5), SequenceGapError);
+  });
+
+  test("should give up on a gap that is not filled in time", async () => {
+    mock.timers.enable({ apis: ["setTimeout"] });
+    try {
+      const seq = createAppendSequencer(options);
+      const early = seq.enter(3);
+      mock.timers.tick(options.gapTimeoutMs);
+      await assert.rejects(early, /did not arrive within 10000 ms/);
+      assert.equal(await seq.enter(0), "apply");
+    } finally {
+      mock.timers.reset();
+    }
+  });
+
+  test("close should reject waiting appends", async () => {
+    const seq = createAppendSequencer(options);
+    const early = seq.enter(1);
+    seq.close("request discarded");
+    await assert.rejects(early, /request discarded/);
+  });
+});

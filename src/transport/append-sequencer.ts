@@ -1,0 +1,104 @@
+/**
+ * Orders the BidiAppends of one request id by `append_seqno` (cursor-protocol.md §1.4): seqnos
+ * start at 0 and grow by one; appends are applied strictly in that order, one at a time.
+ *
+ * - An append whose seqno is next is applied at once.
+ * - One that arrives early waits for the gap to fill, for at most `gapTimeoutMs`, and is refused
+ *   at once if it is more than `maxAhead` ahead (a bound on memory).
+ * - One whose seqno was already applied, is being applied, or is already waiting is a repeat
+ *   (`stale`): the caller acknowledges it without applying it again.
+ */
+export interface AppendSequencer {
+  /**
+   * Resolves `apply` when it is this append's turn (the caller must then call `leave(seqno)`,
+   * whatever happens), or `stale` for a repeat. Rejects with `SequenceGapError`.
+   */
+  enter(seqno: number): Promise<"apply" | "stale">;
+  leave(seqno: number): void;
+  /** The next seqno expected. */
+  readonly next: number;
+  /** Rejects every waiting append (e.g. when the request is discarded). */
+  close(reason: string): void;
+}
+
+export class SequenceGapError extends Error {
+  override readonly name = "SequenceGapError";
+  readonly seqno: number;
+  readonly expected: number;
+  constructor(seqno: number, expected: number, detail: string) {
+    super(`append_seqno ${seqno} cannot be applied: ${detail} (next expected: ${expected})`);
+    this.seqno = seqno;
+    this.expected = expected;
+  }
+}
+
+export interface AppendSequencerOptions {
+  readonly gapTimeoutMs: number;
+  readonly maxAhead: number;
+}
+
+export function createAppendSequencer(options: AppendSequencerOptions): AppendSequencer {
+  let next = 0;
+  let inFlight: number | null = null;
+  const waiting = new Map<
+    number,
+    { resolve: (value: "apply") => void; reject: (error: Error) => void; timer: NodeJS.Timeout }
+  >();
+
+  const admit = (seqno: number): void => {
+    const waiter = waiting.get(seqno);
+    if (waiter === undefined) return;
+    waiting.delete(seqno);
+    clearTimeout(waiter.timer);
+    inFlight = seqno;
+    waiter.resolve("apply");
+  };
+
+  return {
+    get next() {
+      return next;
+    },
+    enter(seqno) {
+      if (!Number.isSafeInteger(seqno) || seqno < 0) {
+        return Promise.reject(new SequenceGapError(seqno, next, "not a valid seqno"));
+      }
+      if (seqno < next || seqno === inFlight || waiting.has(seqno)) return Promise.resolve("stale");
+      if (seqno === next && inFlight === null) {
+        inFlight = seqno;
+        return Promise.resolve("apply");
+      }
+      if (seqno - next > options.maxAhead) {
+        return Promise.reject(
+          new SequenceGapError(seqno, next, `more than ${options.maxAhead} ahead`),
+        );
+      }
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiting.delete(seqno);
+          reject(
+            new SequenceGapError(
+              seqno,
+              next,
+              `the appends before it did not arrive within ${options.gapTimeoutMs} ms`,
+            ),
+          );
+        }, options.gapTimeoutMs);
+        timer.unref?.();
+        waiting.set(seqno, { resolve, reject, timer });
+      });
+    },
+    leave(seqno) {
+      if (seqno !== inFlight) return;
+      inFlight = null;
+      next = seqno + 1;
+      admit(next);
+    },
+    close(reason) {
+      for (const [seqno, waiter] of waiting) {
+        clearTimeout(waiter.timer);
+        waiter.reject(new SequenceGapError(seqno, next, reason));
+      }
+      waiting.clear();
+    },
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * One port for both HTTP/1.1 (RunSSE + BidiAppend, the unary RPCs) and cleartext HTTP/2 with
+ * prior knowledge (the bidi `Run`): each new connection is routed by its first bytes, the HTTP/2
+ * connection preface or anything else.
+ */
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import http2, { type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
+import net, { type AddressInfo, type Socket } from "node:net";
+import { Duplex } from "node:stream";
+
+export type RequestHandler = (
+  request: IncomingMessage | Http2ServerRequest,
+  response: ServerResponse | Http2ServerResponse,
+) => void;
+
+export interface Listener {
+  readonly address: AddressInfo;
+  /** Stops accepting connections, closes idle ones, and resolves when all are closed. */
+  close(): Promise<void>;
+  /** Destroys every open connection now. */
+  destroy(): void;
+}
+
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
+
+export async function listen(
+  handler: RequestHandler,
+  host: string,
+  port: number,
+): Promise<Listener> {
+  const h1 = http.createServer(handler as http.RequestListener);
+  const h2 = http2.createServer(
+    handler as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+  );
+  const sockets = new Set<Socket>();
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
+
+  const route = (socket: Socket): void => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    let head = Buffer.alloc(0);
+    const onData = (chunk: Buffer): void => {
+      head = Buffer.concat([head, chunk]);
+      const n = Math.min(head.length, PREFACE.length);
+      const isH2 = head.subarray(0, n).equals(PREFACE.subarray(0, n));
+      if (isH2 && head.length < PREFACE.length) return;
+      socket.off("data", onData);
+      if (isH2) {
+        // http2 reads a net.Socket's native handle directly and would miss the bytes already
+        // read here, so it gets a stream that replays them first.
+        h2.emit("connection", toReplayingStream(socket, head));
+      } else {
+        socket.pause();
+        socket.unshift(head);
+        h1.emit("connection", socket);
+        socket.resume();
+      }
+    };
+    socket.on("data", onData);
+    socket.on("error", () => socket.destroy());
+  };
+
+  const server = net.createServer(route);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+
+  return {
+    address: server.address() as AddressInfo,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        h1.closeIdleConnections();
+        for (const session of sessions) session.close();
+      }),
+    destroy() {
+      for (const session of sessions) session.destroy();
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
+/** A duplex over `socket` whose readable side yields `head` first. */
+function toReplayingStream(socket: Socket, head: Buffer): Duplex {
+  const stream = new Duplex({
+    read() {
+      socket.resume();
+    },
+    write(chunk, encoding, callback) {
+      socket.write(chunk, encoding, callback);
+    },
+    final(callback) {
+      socket.end(callback);
+    },
+    destroy(error, callback) {
+      socket.destroy(error ?? undefined);
+      callback(error);
+    },
+  });
+  stream.push(head);
+  socket.on("data", (chunk: Buffer) => {
+    if (!stream.push(chunk)) socket.pause();
+  });
+  socket.on("end", () => stream.push(null));
+  socket.on("close", () => stream.destroy());
+  return stream;
+}

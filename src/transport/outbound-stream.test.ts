@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import { describe, mock, test } from "node:test";
+import { createOutboundStream } from "./outbound-stream.ts";
+
+const create = () => createOutboundStream<string>({ heartbeatMs: 5000, heartbeat: () => "♥" });
+
+async function take(it: AsyncIterator<string>, n: number): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < n; i += 1) {
+    const next = await it.next();
+    if (next.done) break;
+    out.push(next.value);
+  }
+  return out;
+}
+
+describe("createOutboundStream()", () => {
+  test("a late subscriber gets the whole backlog, then live messages, then the end", async () => {
+    const stream = create();
+    stream.push("a");
+    stream.push("b");
+    const it = stream.subscribe();
+    assert.deepEqual(await take(it, 2), ["a", "b"]);
+    const next = it.next();
+    stream.push("c");
+    assert.deepEqual(await next, { done: false, value: "c" });
+    stream.end();
+    assert.deepEqual(await it.next(), { done: true, value: undefined });
+    assert.equal(stream.delivered, 3);
+  });
+
+  test("a reconnecting subscriber resumes after the last delivered message", async () => {
+    const stream = create();
+    for (const m of ["a", "b", "c"]) stream.push(m);
+    const first = stream.subscribe();
+    assert.deepEqual(await take(first, 2), ["a", "b"]);
+    // "b" was handed out but the consumer never asked for more: the connection dropped.
+    await first.return(undefined);
+    assert.equal(stream.delivered, 1);
+    const second = stream.subscribe();
+    stream.push("d");
+    stream.end();
+    assert.deepEqual(await take(second, 10), ["b", "c", "d"]);
+  });
+
+  test("a new subscriber takes over from the previous one", async () => {
+    const stream = create();
+    const first = stream.subscribe();
+    const pending = first.next();
+    const second = stream.subscribe();
+    assert.deepEqual(await pending, { done: true, value: undefined });
+    stream.push("x");
+    stream.end();
+    assert.deepEqual(await take(second, 5), ["x"]);
+  });
+
+  test("end with an error is thrown after the backlog is drained", async () => {
+    const stream = create();
+    stream.push("last words");
+    stream.end(new Error("canceled"));
+    const it = stream.subscribe();
+    assert.deepEqual(await it.next(), { done: false, value: "last words" });
+    await assert.rejects(it.next(), /canceled/);
+    assert.throws(() => stream.push("late"), /push after end/);
+  });
+
+  test("an idle subscriber gets heartbeats; activity postpones them", async () => {
+    mock.timers.enable({ apis: ["setTimeout"] });
+    try {
+      const stream = create();
+      const it = stream.subscribe();
+      let next = it.next();
+      await Promise.resolve();
+      mock.timers.tick(5000);
+      assert.deepEqual(await next, { done: false, value: "♥" });
+      next = it.next();
+      await Promise.resolve();
+      mock.timers.tick(4000);
+      stream.push("data");
+      assert.deepEqual(await next, { done: false, value: "data" });
+      assert.equal(stream.length, 1, "heartbeats are not backlogged");
+    } finally {
+      mock.timers.reset();
+    }
+  });
+
+  test("aborting the subscriber's signal ends it without losing messages", async () => {
+    const stream = create();
+    const controller = new AbortController();
+    const it = stream.subscribe(controller.signal);
+    const pending = it.next();
+    controller.abort();
+    assert.deepEqual(await pending, { done: true, value: undefined });
+    stream.push("kept");
+    stream.end();
+    assert.deepEqual(await take(stream.subscribe(), 5), ["kept"]);
+  });
+});
