@@ -1,0 +1,300 @@
+/**
+ * The store logic, written once over a `Backend` (tables.ts): the SQLite store and the in-memory
+ * store are this function applied to two backends, so they decide identically.
+ */
+import { StoreError } from "./errors.ts";
+import {
+  EMPTY_HEAD,
+  fromStoredRows,
+  type MessageHashCache,
+  toAppendedRows,
+  toStateJSON,
+} from "./history.ts";
+import { fromJSONText, toJSONText } from "./json-text.ts";
+import {
+  applyRecordWrite,
+  type CallAlreadyFinished,
+  saveClientOperationRow,
+  saveLLMCallRow,
+  setClientOperationStatusRow,
+  setLLMCallStatusRow,
+  toClientOperationRecord,
+  toLLMCallRecord,
+  type WriteContext,
+} from "./records.ts";
+import type { Backend, InputCommitRow, Tables } from "./tables.ts";
+import type {
+  ClientOperationRecord,
+  CommitResult,
+  InputCommit,
+  LLMCallRecord,
+  PreviousCommit,
+  Store,
+} from "./types.ts";
+
+export interface StoreOptions {
+  /** The clock for `createdAt`/`updatedAt`/`committedAt`, epoch milliseconds. */
+  readonly now?: () => number;
+}
+
+/** Unwinds a write transaction that must leave nothing behind but is not an error. */
+class Abort {
+  readonly result: CommitResult;
+  constructor(result: CommitResult) {
+    this.result = result;
+  }
+}
+
+export function createStore(backend: Backend, options: StoreOptions = {}): Store {
+  const now = options.now ?? Date.now;
+  const location = backend.location;
+  const cache: MessageHashCache = new WeakMap();
+  let closed = false;
+
+  const context = (conversationID: string | null = null): WriteContext => ({
+    location,
+    now: Math.floor(now()),
+    conversationID,
+  });
+  const open = (): Backend => {
+    if (closed) {
+      throw new StoreError(
+        "closed",
+        location,
+        `The store for ${location} is closed; open it again to use it.`,
+      );
+    }
+    return backend;
+  };
+  const readCall = (tables: Tables, callID: string): LLMCallRecord => {
+    const row = tables.readLLMCall(callID);
+    if (row === null) throw new Error(`model call ${callID} vanished inside its transaction`);
+    return toLLMCallRecord(row);
+  };
+  const readOperation = (tables: Tables, operationID: string): ClientOperationRecord => {
+    const row = tables.readClientOperation(operationID);
+    if (row === null) throw new Error(`operation ${operationID} vanished inside its transaction`);
+    return toClientOperationRecord(row);
+  };
+
+  return {
+    location,
+
+    async load(conversationID) {
+      return open().read((tables) => {
+        const row = tables.readConversation(conversationID);
+        if (row === null) return null;
+        const state = fromStoredRows(row, tables.readMessages(conversationID), cache, location);
+        return { state, version: row.version };
+      });
+    },
+
+    async findInputCommit(conversationID, inputID) {
+      return open().read((tables) => {
+        const row = tables.readInputCommit(conversationID, inputID);
+        return row === null ? null : toPreviousCommit(row);
+      });
+    },
+
+    async commitInput(commit) {
+      const db = open();
+      try {
+        return db.write((tables) => commitInTables(tables, commit, context, cache, location));
+      } catch (error) {
+        if (error instanceof Abort) return error.result;
+        throw error;
+      }
+    },
+
+    async saveLLMCall(call) {
+      return open().write((tables) => {
+        saveLLMCallRow(tables, call, context(), false);
+        return readCall(tables, call.callID);
+      });
+    },
+
+    async setLLMCallStatus(callID, status) {
+      return open().write((tables) => {
+        setLLMCallStatusRow(tables, callID, status, context(), false);
+        return readCall(tables, callID);
+      });
+    },
+
+    async getLLMCall(callID) {
+      return open().read((tables) => {
+        const row = tables.readLLMCall(callID);
+        return row === null ? null : toLLMCallRecord(row);
+      });
+    },
+
+    async saveClientOperation(operation) {
+      return open().write((tables) => {
+        saveClientOperationRow(tables, operation, context());
+        return readOperation(tables, operation.operationID);
+      });
+    },
+
+    async setClientOperationStatus(operationID, status, result) {
+      return open().write((tables) => {
+        setClientOperationStatusRow(tables, operationID, status, result, context());
+        return readOperation(tables, operationID);
+      });
+    },
+
+    async getClientOperation(operationID) {
+      return open().read((tables) => {
+        const row = tables.readClientOperation(operationID);
+        return row === null ? null : toClientOperationRecord(row);
+      });
+    },
+
+    async listUnfinished(conversationID) {
+      return open().read((tables) => ({
+        llmCalls: tables.listUnfinishedLLMCalls(conversationID ?? null).map(toLLMCallRecord),
+        clientOperations: tables
+          .listUnfinishedClientOperations(conversationID ?? null)
+          .map(toClientOperationRecord),
+      }));
+    },
+
+    async saveStreamDiagnostic(diagnostic) {
+      open().write((tables) => {
+        if (tables.readLLMCall(diagnostic.callID) === null) {
+          throw new StoreError(
+            "not_found",
+            location,
+            `No model call ${diagnostic.callID} in ${location}; save the call before its ` +
+              "diagnostics. Nothing was written.",
+          );
+        }
+        if (typeof diagnostic.kind !== "string" || !Number.isSafeInteger(diagnostic.at)) {
+          throw new StoreError(
+            "invalid_argument",
+            location,
+            `A stream diagnostic needs a string kind and an integer time (${location}); nothing ` +
+              "was written.",
+          );
+        }
+        tables.insertStreamDiagnostic({
+          callID: diagnostic.callID,
+          at: diagnostic.at,
+          kind: diagnostic.kind,
+          detailJSON: toJSONText(diagnostic.detail, "diagnostic detail", location),
+        });
+      });
+    },
+
+    async listStreamDiagnostics(callID) {
+      return open().read((tables) =>
+        tables.listStreamDiagnostics(callID).map((row) => ({
+          callID: row.callID,
+          at: row.at,
+          kind: row.kind,
+          detail: fromJSONText(row.detailJSON),
+        })),
+      );
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      backend.close();
+    },
+  };
+}
+
+function commitInTables(
+  tables: Tables,
+  commit: InputCommit,
+  context: (conversationID: string) => WriteContext,
+  cache: MessageHashCache,
+  location: string,
+): CommitResult {
+  const { inputID, expectedVersion, state } = commit;
+  const conversationID = state?.conversationID;
+  if (typeof conversationID !== "string" || conversationID === "") {
+    throw invalidCommit("the state has no conversationID", location);
+  }
+  if (typeof inputID !== "string" || inputID === "") {
+    throw invalidCommit("the inputID must be a non-empty string", location);
+  }
+  if (!Number.isSafeInteger(expectedVersion) || expectedVersion < 0) {
+    throw invalidCommit("the expected version must be a non-negative integer", location);
+  }
+
+  const previous = tables.readInputCommit(conversationID, inputID);
+  if (previous !== null) return { type: "duplicate", previous: toPreviousCommit(previous) };
+
+  const head = tables.readHead(conversationID);
+  const actualVersion = head?.version ?? 0;
+  if (actualVersion !== expectedVersion) {
+    return { type: "conflict", conversationID, expectedVersion, actualVersion };
+  }
+
+  const rows = toAppendedRows(head ?? EMPTY_HEAD, state, cache, location);
+  const toText = (value: unknown): string => toJSONText(value, "the state", location);
+  const written = context(conversationID);
+  const version = expectedVersion + 1;
+  const conversation = {
+    conversationID,
+    version,
+    messageCount: state.messages.length,
+    chainHash: state.hashes.chainHash,
+    lastMessageHash: state.hashes.lastMessageHash,
+    stateJSON: toStateJSON(state, toText),
+    createdAt: written.now,
+    updatedAt: written.now,
+  };
+  const resultJSON = toJSONText(commit.result, "the commit result", location);
+
+  // The conditional write is the final arbiter, whatever was read above.
+  const swapped =
+    head === null
+      ? tables.insertConversation(conversation)
+      : tables.updateConversation(conversation, expectedVersion);
+  if (!swapped) {
+    throw new Abort({
+      type: "conflict",
+      conversationID,
+      expectedVersion,
+      actualVersion: tables.readHead(conversationID)?.version ?? 0,
+    });
+  }
+  tables.appendMessages(conversationID, rows);
+  const committed: InputCommitRow = {
+    conversationID,
+    inputID,
+    version,
+    messageCount: state.messages.length,
+    chainHash: state.hashes.chainHash,
+    resultJSON,
+    committedAt: written.now,
+  };
+  tables.insertInputCommit(committed);
+
+  for (const write of commit.records ?? []) {
+    const finished: CallAlreadyFinished | null = applyRecordWrite(tables, write, written, true);
+    if (finished !== null) throw new Abort({ type: "call_finished", ...finished });
+  }
+  return { type: "committed", commit: toPreviousCommit(committed) };
+}
+
+function toPreviousCommit(row: InputCommitRow): PreviousCommit {
+  return {
+    conversationID: row.conversationID,
+    inputID: row.inputID,
+    version: row.version,
+    messageCount: row.messageCount,
+    chainHash: row.chainHash,
+    result: fromJSONText(row.resultJSON),
+    committedAt: row.committedAt,
+  };
+}
+
+function invalidCommit(detail: string, location: string): StoreError {
+  return new StoreError(
+    "invalid_argument",
+    location,
+    `Cannot commit to ${location}: ${detail}. Nothing was written.`,
+  );
+}

@@ -1,0 +1,18 @@
+export type { StoreOptions } from "./create-store.ts";
+export {
+  DATABASE_DIRECTORY,
+  DATABASE_FILE,
+  type DataDirectoryInputs,
+  toDefaultDatabasePath,
+} from "./default-path.ts";
+export { isStoreError, STORE_ERROR_CODES, StoreError, type StoreErrorCode } from "./errors.ts";
+export { createMemoryStore } from "./memory-store.ts";
+export {
+  createOperationRunner,
+  type OperationRunner,
+  type OperationToRun,
+  type RunOperation,
+} from "./run-once.ts";
+export { SCHEMA_VERSION } from "./schema.ts";
+export { openSqliteStore, type SqliteStoreOptions } from "./sqlite-store.ts";
+export type * from "./types.ts";

@@ -1,0 +1,164 @@
+/**
+ * The in-memory store: the same logic as the SQLite store (create-store.ts) over plain maps, for
+ * fast tests. Rows hold JSON as text, exactly as the database does, so byte-level behaviour is the
+ * same. A write transaction keeps an undo log and rolls back if its work throws.
+ */
+import { createStore, type StoreOptions } from "./create-store.ts";
+import type {
+  Backend,
+  ClientOperationRow,
+  ConversationRow,
+  InputCommitRow,
+  LLMCallRow,
+  MessageRow,
+  StreamDiagnosticRow,
+  Tables,
+} from "./tables.ts";
+import type { Store } from "./types.ts";
+
+export const MEMORY_LOCATION = "the in-memory store";
+
+export function createMemoryStore(options: StoreOptions = {}): Store {
+  return createStore(createMemoryBackend(), options);
+}
+
+function createMemoryBackend(): Backend {
+  const conversations = new Map<string, ConversationRow>();
+  const messages = new Map<string, MessageRow[]>();
+  const inputs = new Map<string, InputCommitRow>();
+  const calls = new Map<string, LLMCallRow>();
+  const operations = new Map<string, ClientOperationRow>();
+  const diagnostics = new Map<string, StreamDiagnosticRow[]>();
+  let undo: (() => void)[] | null = null;
+
+  /** Sets `key` in `map`, remembering how to restore the previous value. */
+  function put<K, V>(map: Map<K, V>, key: K, value: V): void {
+    const had = map.has(key);
+    const before = map.get(key);
+    undo?.push(() => {
+      if (had) map.set(key, before as V);
+      else map.delete(key);
+    });
+    map.set(key, value);
+  }
+
+  function pushAll<V>(map: Map<string, V[]>, key: string, values: readonly V[]): void {
+    const list = map.get(key) ?? [];
+    if (!map.has(key)) put(map, key, list);
+    const length = list.length;
+    undo?.push(() => {
+      list.length = length;
+    });
+    list.push(...values);
+  }
+
+  const inputKey = (conversationID: string, inputID: string): string =>
+    JSON.stringify([conversationID, inputID]);
+  const byAge =
+    <R extends { createdAt: number }>(id: (row: R) => string) =>
+    (a: R, b: R) =>
+      a.createdAt - b.createdAt || (id(a) < id(b) ? -1 : id(a) > id(b) ? 1 : 0);
+
+  const tables: Tables = {
+    readHead(conversationID) {
+      const row = conversations.get(conversationID);
+      return row === undefined
+        ? null
+        : {
+            version: row.version,
+            messageCount: row.messageCount,
+            chainHash: row.chainHash,
+            lastMessageHash: row.lastMessageHash,
+          };
+    },
+    readConversation: (conversationID) => conversations.get(conversationID) ?? null,
+    readMessages: (conversationID) => [...(messages.get(conversationID) ?? [])],
+    insertConversation(row) {
+      if (conversations.has(row.conversationID)) return false;
+      put(conversations, row.conversationID, row);
+      return true;
+    },
+    updateConversation(row, expectedVersion) {
+      const current = conversations.get(row.conversationID);
+      if (current === undefined || current.version !== expectedVersion) return false;
+      put(conversations, row.conversationID, { ...row, createdAt: current.createdAt });
+      return true;
+    },
+    appendMessages(conversationID, rows) {
+      const stored = messages.get(conversationID)?.length ?? 0;
+      rows.forEach((row, i) => {
+        if (row.seq !== stored + i) throw new Error(`message ${row.seq} is out of sequence`);
+      });
+      pushAll(messages, conversationID, rows);
+    },
+
+    readInputCommit: (conversationID, inputID) =>
+      inputs.get(inputKey(conversationID, inputID)) ?? null,
+    insertInputCommit(row) {
+      const key = inputKey(row.conversationID, row.inputID);
+      if (inputs.has(key)) throw new Error(`input ${row.inputID} is already committed`);
+      put(inputs, key, row);
+    },
+
+    readLLMCall: (callID) => calls.get(callID) ?? null,
+    insertLLMCall(row) {
+      if (calls.has(row.callID)) throw new Error(`model call ${row.callID} exists`);
+      put(calls, row.callID, row);
+    },
+    updateLLMCallStatus(callID, status, updatedAt) {
+      const row = calls.get(callID);
+      if (row !== undefined) put(calls, callID, { ...row, status, updatedAt });
+    },
+
+    readClientOperation: (operationID) => operations.get(operationID) ?? null,
+    insertClientOperation(row) {
+      if (operations.has(row.operationID)) throw new Error(`operation ${row.operationID} exists`);
+      put(operations, row.operationID, row);
+    },
+    updateClientOperation(operationID, status, resultJSON, updatedAt) {
+      const row = operations.get(operationID);
+      if (row !== undefined)
+        put(operations, operationID, { ...row, status, resultJSON, updatedAt });
+    },
+
+    listUnfinishedLLMCalls: (conversationID) =>
+      [...calls.values()]
+        .filter(
+          (row) =>
+            (row.status === "planned" || row.status === "streaming") &&
+            (conversationID === null || row.conversationID === conversationID),
+        )
+        .sort(byAge((row) => row.callID)),
+    listUnfinishedClientOperations: (conversationID) =>
+      [...operations.values()]
+        .filter(
+          (row) =>
+            (row.status === "planned" || row.status === "sent") &&
+            (conversationID === null || row.conversationID === conversationID),
+        )
+        .sort(byAge((row) => row.operationID)),
+
+    insertStreamDiagnostic(row) {
+      pushAll(diagnostics, row.callID, [row]);
+    },
+    listStreamDiagnostics: (callID) => [...(diagnostics.get(callID) ?? [])],
+  };
+
+  return {
+    location: MEMORY_LOCATION,
+    write(work) {
+      const log: (() => void)[] = [];
+      undo = log;
+      try {
+        return work(tables);
+      } catch (error) {
+        for (const step of log.reverse()) step();
+        throw error;
+      } finally {
+        undo = null;
+      }
+    },
+    read: (work) => work(tables),
+    close() {},
+  };
+}

@@ -1,0 +1,157 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { describe, test } from "node:test";
+import { toCanonicalJSON } from "../loop/canonical-json.ts";
+import { hashHistory } from "../loop/history-hash.ts";
+import { toStateJSON } from "./history.ts";
+import { APPLICATION_ID, MIGRATIONS, migrate, SCHEMA_VERSION } from "./schema.ts";
+import { openSqliteStore } from "./sqlite-store.ts";
+import { type ScriptedCommit, toScriptedCommits } from "./testing/scripted-conversation.ts";
+import { createTempDirectory } from "./testing/temp-directory.ts";
+
+const CONVERSATION = "conv-schema";
+
+/** The schema objects of a file, comparable across files. */
+function readSchema(path: string): unknown[] {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    return db
+      .prepare("select type, name, tbl_name, sql from sqlite_schema order by type, name")
+      .all()
+      .map((row) => ({ ...row }));
+  } finally {
+    db.close();
+  }
+}
+
+function readPragma(path: string, name: string): unknown {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    return db.prepare(`pragma ${name}`).get()?.[name];
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Writes the first two commits of the scripted conversation as schema version 1 laid them out
+ * (conversations, messages and input_commits have not changed since).
+ */
+function seedVersion1(db: DatabaseSync, commits: readonly ScriptedCommit[]): void {
+  commits.forEach((commit, index) => {
+    const { state } = commit;
+    if (index === 0) {
+      db.prepare("insert into conversations values (?, 1, ?, ?, ?, ?, 10, 10)").run(
+        CONVERSATION,
+        state.messages.length,
+        state.hashes.chainHash,
+        state.hashes.lastMessageHash,
+        toStateJSON(state, toCanonicalJSON),
+      );
+    } else {
+      db.prepare(
+        "update conversations set version = ?, message_count = ?, chain_hash = ?, " +
+          "last_message_hash = ?, state_json = ? where conversation_id = ?",
+      ).run(
+        index + 1,
+        state.messages.length,
+        state.hashes.chainHash,
+        state.hashes.lastMessageHash,
+        toStateJSON(state, toCanonicalJSON),
+        CONVERSATION,
+      );
+    }
+    const stored = index === 0 ? 0 : (commits[index - 1] as ScriptedCommit).state.messages.length;
+    for (let seq = stored; seq < state.messages.length; seq += 1) {
+      const prefix = hashHistory(state.messages.slice(0, seq + 1));
+      db.prepare("insert into messages values (?, ?, ?, ?, ?)").run(
+        CONVERSATION,
+        seq,
+        toCanonicalJSON(state.messages[seq]),
+        prefix.lastMessageHash,
+        prefix.chainHash,
+      );
+    }
+    db.prepare("insert into input_commits values (?, ?, ?, ?, ?, ?, 10)").run(
+      CONVERSATION,
+      commit.inputID,
+      index + 1,
+      state.messages.length,
+      state.hashes.chainHash,
+      toCanonicalJSON(commit.command),
+    );
+  });
+}
+
+describe("schema migrations", () => {
+  test("migrations are numbered 1, 2, … without gaps", () => {
+    assert.deepEqual(
+      MIGRATIONS.map((migration) => migration.version),
+      MIGRATIONS.map((_, i) => i + 1),
+    );
+    assert.equal(SCHEMA_VERSION, MIGRATIONS.length);
+  });
+
+  test("an empty file is created at the latest version and marked as ours", async () => {
+    const directory = createTempDirectory();
+    try {
+      const path = join(directory.path, "new.db");
+      await openSqliteStore({ path }).close();
+      assert.equal(readPragma(path, "user_version"), SCHEMA_VERSION);
+      assert.equal(readPragma(path, "application_id"), APPLICATION_ID);
+      const reopened = openSqliteStore({ path });
+      await reopened.close();
+      assert.equal(readPragma(path, "user_version"), SCHEMA_VERSION);
+    } finally {
+      directory.remove();
+    }
+  });
+
+  for (let version = 0; version < SCHEMA_VERSION; version += 1) {
+    test(`a file at version ${version} is upgraded, keeps its data and has the latest schema`, async () => {
+      const directory = createTempDirectory();
+      try {
+        const fresh = join(directory.path, "fresh.db");
+        await openSqliteStore({ path: fresh }).close();
+
+        const old = join(directory.path, "old.db");
+        const commits = toScriptedCommits(CONVERSATION);
+        const db = new DatabaseSync(old);
+        migrate(db, version);
+        if (version >= 1) seedVersion1(db, commits.slice(0, 2));
+        db.close();
+        assert.equal(readPragma(old, "user_version"), version);
+
+        const store = openSqliteStore({ path: old });
+        try {
+          if (version >= 1) {
+            const loaded = await store.load(CONVERSATION);
+            assert.equal(loaded?.version, 2);
+            assert.equal(toCanonicalJSON(loaded?.state), toCanonicalJSON(commits[1]?.state));
+            const previous = await store.findInputCommit(CONVERSATION, commits[0]?.inputID ?? "");
+            assert.deepEqual(previous?.result, JSON.parse(toCanonicalJSON(commits[0]?.command)));
+          }
+          // The upgraded file takes new commits.
+          const base = version >= 1 ? 2 : 0;
+          for (const [i, commit] of commits.slice(base).entries()) {
+            const result = await store.commitInput({
+              inputID: commit.inputID,
+              expectedVersion: base + i,
+              state: commit.state,
+              result: null,
+            });
+            assert.equal(result.type, "committed");
+          }
+        } finally {
+          await store.close();
+        }
+        assert.deepEqual(readSchema(old), readSchema(fresh));
+        assert.equal(readPragma(old, "user_version"), SCHEMA_VERSION);
+        assert.equal(readPragma(old, "application_id"), APPLICATION_ID);
+      } finally {
+        directory.remove();
+      }
+    });
+  }
+});

@@ -1,0 +1,171 @@
+/**
+ * The SQLite schema as numbered migrations. The file's `user_version` is the number of
+ * migrations applied; `application_id` marks the file as ours, so another program's database is
+ * never mistaken for an empty one. Each migration runs in its own transaction, so a crash leaves
+ * the file at the previous version, never in between. Migrations are only ever appended.
+ */
+import type { DatabaseSync } from "node:sqlite";
+
+/** "cbyk": the SQLite `application_id` of a cursor-byok database. */
+export const APPLICATION_ID = 0x6362796b;
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "conversations, append-only messages, input commits, model calls, client operations",
+    sql: `
+      create table conversations (
+        conversation_id text primary key,
+        version integer not null check (version >= 1),
+        message_count integer not null check (message_count >= 0),
+        chain_hash text not null,
+        last_message_hash text not null,
+        state_json text not null,
+        created_at integer not null,
+        updated_at integer not null
+      ) strict;
+
+      create table messages (
+        conversation_id text not null references conversations (conversation_id),
+        seq integer not null check (seq >= 0),
+        json text not null,
+        hash text not null,
+        chain_hash text not null,
+        primary key (conversation_id, seq)
+      ) strict;
+
+      create trigger messages_no_update before update on messages
+      begin
+        select raise(abort, 'messages are append-only: a stored message is never changed');
+      end;
+
+      create trigger messages_no_delete before delete on messages
+      begin
+        select raise(abort, 'messages are append-only: a stored message is never deleted');
+      end;
+
+      create table input_commits (
+        conversation_id text not null references conversations (conversation_id),
+        input_id text not null,
+        version integer not null,
+        message_count integer not null,
+        chain_hash text not null,
+        result_json text not null,
+        committed_at integer not null,
+        primary key (conversation_id, input_id)
+      ) strict;
+
+      create table llm_calls (
+        call_id text primary key,
+        conversation_id text not null references conversations (conversation_id),
+        turn_id text not null,
+        model text not null,
+        request text not null,
+        request_hash text not null,
+        messages_hash text not null,
+        message_count integer not null,
+        last_message_hash text not null,
+        status text not null
+          check (status in ('planned', 'streaming', 'committed', 'failed', 'canceled')),
+        created_at integer not null,
+        updated_at integer not null
+      ) strict;
+
+      create index llm_calls_unfinished on llm_calls (created_at, call_id)
+        where status in ('planned', 'streaming');
+
+      create trigger llm_calls_request_fixed
+      before update of call_id, conversation_id, request, request_hash, messages_hash,
+        message_count, last_message_hash on llm_calls
+      begin
+        select raise(abort, 'a saved model request is never changed');
+      end;
+
+      create table client_operations (
+        operation_id text primary key,
+        conversation_id text not null references conversations (conversation_id),
+        turn_id text not null,
+        tool_call_id text not null,
+        request_json text not null,
+        status text not null check (status in ('planned', 'sent', 'completed', 'canceled')),
+        result_json text,
+        created_at integer not null,
+        updated_at integer not null,
+        check ((status = 'completed') = (result_json is not null))
+      ) strict;
+
+      create index client_operations_unfinished on client_operations (created_at, operation_id)
+        where status in ('planned', 'sent');
+
+      create trigger client_operations_request_fixed
+      before update of operation_id, conversation_id, request_json on client_operations
+      begin
+        select raise(abort, 'a saved client operation request is never changed');
+      end;
+    `,
+  },
+  {
+    version: 2,
+    name: "stream diagnostics",
+    sql: `
+      create table stream_diagnostics (
+        id integer primary key,
+        call_id text not null references llm_calls (call_id),
+        at integer not null,
+        kind text not null,
+        detail_json text not null
+      ) strict;
+
+      create index stream_diagnostics_call on stream_diagnostics (call_id, id);
+    `,
+  },
+];
+
+/** The schema version this build writes. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** What a file says about itself before anything is written to it. */
+export interface DatabaseIdentity {
+  readonly applicationID: number;
+  readonly userVersion: number;
+  /** Tables, indexes, views and triggers in the file. */
+  readonly objectCount: number;
+}
+
+/** Reads the identity without writing. */
+export function readIdentity(db: DatabaseSync): DatabaseIdentity {
+  const applicationID = Number(db.prepare("pragma application_id").get()?.application_id ?? 0);
+  const userVersion = Number(db.prepare("pragma user_version").get()?.user_version ?? 0);
+  const objectCount = Number(db.prepare("select count(*) as n from sqlite_schema").get()?.n ?? 0);
+  return { applicationID, userVersion, objectCount };
+}
+
+/**
+ * Applies the migrations after the file's version, up to `target`, each in one transaction. The
+ * version is re-read inside the transaction, so two processes opening the same new file apply
+ * each migration once.
+ */
+export function migrate(db: DatabaseSync, target: number = SCHEMA_VERSION): void {
+  for (const migration of MIGRATIONS) {
+    if (migration.version > target) return;
+    db.exec("begin immediate");
+    try {
+      const current = Number(db.prepare("pragma user_version").get()?.user_version ?? 0);
+      if (current < migration.version) {
+        db.exec(migration.sql);
+        if (migration.version === 1) db.exec(`pragma application_id = ${APPLICATION_ID}`);
+        db.exec(`pragma user_version = ${migration.version}`);
+      }
+      db.exec("commit");
+    } catch (error) {
+      if (db.isTransaction) db.exec("rollback");
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,193 @@
+import assert from "node:assert/strict";
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { describe, test } from "node:test";
+import { toCanonicalJSON } from "../loop/canonical-json.ts";
+import { hashHistory, toMessageBytes } from "../loop/history-hash.ts";
+import { openSqliteStore } from "./sqlite-store.ts";
+import { runStoreContract, toLLMCall } from "./testing/contract.ts";
+import { type ScriptedCommit, toScriptedCommits } from "./testing/scripted-conversation.ts";
+import { createTempDirectory } from "./testing/temp-directory.ts";
+import type { Store } from "./types.ts";
+
+runStoreContract("SQLite file", async () => {
+  const directory = createTempDirectory();
+  return {
+    store: openSqliteStore({ path: join(directory.path, "store.db") }),
+    async cleanup() {
+      directory.remove();
+    },
+  };
+});
+
+const CONVERSATION = "conv-sqlite";
+
+/** Commits the scripted conversation; returns its commits. */
+async function commitAll(store: Store): Promise<ScriptedCommit[]> {
+  const commits = toScriptedCommits(CONVERSATION);
+  for (const [index, commit] of commits.entries()) {
+    const records =
+      commit.command.type === "call_llm"
+        ? [{ type: "llm_call" as const, call: toLLMCall(commit) }]
+        : [];
+    const result = await store.commitInput({
+      inputID: commit.inputID,
+      expectedVersion: index,
+      state: commit.state,
+      result: commit.command,
+      records,
+    });
+    assert.equal(result.type, "committed");
+  }
+  return commits;
+}
+
+describe("SQLite store", () => {
+  test("a new file and its new folder are readable by the owner only", {
+    skip: process.platform === "win32" ? "POSIX permissions" : false,
+  }, async () => {
+    const directory = createTempDirectory();
+    try {
+      const path = join(directory.path, "new-folder", "cursor-byok.db");
+      const store = openSqliteStore({ path });
+      await commitAll(store);
+      await store.close();
+      assert.equal(statSync(path).mode & 0o777, 0o600);
+      assert.equal(statSync(join(directory.path, "new-folder")).mode & 0o777, 0o700);
+    } finally {
+      directory.remove();
+    }
+  });
+
+  test("the database uses WAL and stores each message's canonical bytes and hashes", async () => {
+    const directory = createTempDirectory();
+    try {
+      const path = join(directory.path, "store.db");
+      const store = openSqliteStore({ path });
+      const commits = await commitAll(store);
+      const messages = commits.at(-1)?.state.messages ?? [];
+      const raw = new DatabaseSync(path, { readOnly: true });
+      try {
+        assert.equal(raw.prepare("pragma journal_mode").get()?.journal_mode, "wal");
+        const rows = raw
+          .prepare("select seq, json, hash, chain_hash from messages order by seq")
+          .all();
+        assert.equal(rows.length, messages.length);
+        rows.forEach((row, i) => {
+          const prefix = hashHistory(messages.slice(0, i + 1));
+          assert.deepEqual(
+            Buffer.from(String(row.json), "utf8"),
+            Buffer.from(toMessageBytes(messages[i] as (typeof messages)[number])),
+          );
+          assert.equal(row.hash, prefix.lastMessageHash);
+          assert.equal(row.chain_hash, prefix.chainHash);
+        });
+      } finally {
+        raw.close();
+        await store.close();
+      }
+    } finally {
+      directory.remove();
+    }
+  });
+
+  test("messages are append-only in the database: UPDATE and DELETE fail", async () => {
+    const directory = createTempDirectory();
+    try {
+      const path = join(directory.path, "store.db");
+      const store = openSqliteStore({ path });
+      await commitAll(store);
+      await store.close();
+      const raw = new DatabaseSync(path);
+      try {
+        const before = raw.prepare("select * from messages order by seq").all();
+        assert.throws(
+          () => raw.exec("update messages set json = '{}' where seq = 0"),
+          /append-only/,
+        );
+        assert.throws(() => raw.exec("delete from messages where seq = 0"), /append-only/);
+        assert.throws(() => raw.exec("delete from messages"), /append-only/);
+        assert.throws(() => raw.exec("update llm_calls set request = 'other'"), /never changed/);
+        assert.deepEqual(raw.prepare("select * from messages order by seq").all(), before);
+      } finally {
+        raw.close();
+      }
+    } finally {
+      directory.remove();
+    }
+  });
+
+  test("a reopened store has everything that was committed", async () => {
+    const directory = createTempDirectory();
+    try {
+      const path = join(directory.path, "store.db");
+      const first = openSqliteStore({ path });
+      const commits = await commitAll(first);
+      const unfinished = await first.listUnfinished();
+      await first.close();
+      const second = openSqliteStore({ path });
+      try {
+        const loaded = await second.load(CONVERSATION);
+        assert.equal(loaded?.version, commits.length);
+        assert.equal(toCanonicalJSON(loaded?.state), toCanonicalJSON(commits.at(-1)?.state));
+        assert.deepEqual(await second.listUnfinished(), unfinished);
+        assert.equal(unfinished.llmCalls.length, 2);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      directory.remove();
+    }
+  });
+
+  test("two connections to one file: the version check decides between them", async () => {
+    const directory = createTempDirectory();
+    try {
+      const path = join(directory.path, "store.db");
+      const a = openSqliteStore({ path });
+      const b = openSqliteStore({ path });
+      try {
+        const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+        await a.commitInput({
+          inputID: first.inputID,
+          expectedVersion: 0,
+          state: first.state,
+          result: 1,
+        });
+        assert.equal((await b.load(CONVERSATION))?.version, 1);
+        const won = await a.commitInput({
+          inputID: second.inputID,
+          expectedVersion: 1,
+          state: second.state,
+          result: 2,
+        });
+        const lost = await b.commitInput({
+          inputID: "other",
+          expectedVersion: 1,
+          state: second.state,
+          result: 3,
+        });
+        assert.equal(won.type, "committed");
+        assert.deepEqual(lost, {
+          type: "conflict",
+          conversationID: CONVERSATION,
+          expectedVersion: 1,
+          actualVersion: 2,
+        });
+        const repeated = await b.commitInput({
+          inputID: second.inputID,
+          expectedVersion: 1,
+          state: second.state,
+          result: 2,
+        });
+        assert.equal(repeated.type, "duplicate");
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    } finally {
+      directory.remove();
+    }
+  });
+});

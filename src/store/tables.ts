@@ -1,0 +1,130 @@
+/**
+ * The storage contract under both stores: rows as the database holds them (JSON as text) and
+ * the few synchronous operations the store logic needs. The logic (create-store.ts) is written
+ * once against this contract, so the SQLite store and the in-memory store decide identically;
+ * they differ only in how rows are kept.
+ */
+import type { ClientOperationStatus, LLMCallStatus } from "./types.ts";
+
+/** What a commit needs to know about a conversation before it writes. */
+export interface ConversationHead {
+  readonly version: number;
+  readonly messageCount: number;
+  readonly chainHash: string;
+  readonly lastMessageHash: string;
+}
+
+export interface ConversationRow extends ConversationHead {
+  readonly conversationID: string;
+  /** The committed state without its messages (`messages` is `[]` in this text). */
+  readonly stateJSON: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface MessageRow {
+  /** 0-based position in history. */
+  readonly seq: number;
+  /** The message's canonical JSON; its UTF-8 bytes are what `hash` covers. */
+  readonly json: string;
+  readonly hash: string;
+  readonly chainHash: string;
+}
+
+export interface InputCommitRow {
+  readonly conversationID: string;
+  readonly inputID: string;
+  readonly version: number;
+  readonly messageCount: number;
+  readonly chainHash: string;
+  readonly resultJSON: string;
+  readonly committedAt: number;
+}
+
+export interface LLMCallRow {
+  readonly callID: string;
+  readonly conversationID: string;
+  readonly turnID: string;
+  readonly model: string;
+  readonly request: string;
+  readonly requestHash: string;
+  readonly messagesHash: string;
+  readonly messageCount: number;
+  readonly lastMessageHash: string;
+  readonly status: LLMCallStatus;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface ClientOperationRow {
+  readonly operationID: string;
+  readonly conversationID: string;
+  readonly turnID: string;
+  readonly toolCallID: string;
+  readonly requestJSON: string;
+  readonly status: ClientOperationStatus;
+  readonly resultJSON: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface StreamDiagnosticRow {
+  readonly callID: string;
+  readonly at: number;
+  readonly kind: string;
+  readonly detailJSON: string;
+}
+
+/**
+ * Synchronous access to the rows, valid only inside one `Backend.read`/`Backend.write` call.
+ * Conditional writes report whether a row was written; nothing here validates business rules.
+ */
+export interface Tables {
+  readHead(conversationID: string): ConversationHead | null;
+  readConversation(conversationID: string): ConversationRow | null;
+  /** Messages in `seq` order. */
+  readMessages(conversationID: string): MessageRow[];
+  /** Inserts at version 1 unless the conversation exists; false when it does. */
+  insertConversation(row: ConversationRow): boolean;
+  /** `update … where conversation_id = ? and version = ?`; false when no row matched. */
+  updateConversation(row: ConversationRow, expectedVersion: number): boolean;
+  appendMessages(conversationID: string, rows: readonly MessageRow[]): void;
+
+  readInputCommit(conversationID: string, inputID: string): InputCommitRow | null;
+  insertInputCommit(row: InputCommitRow): void;
+
+  readLLMCall(callID: string): LLMCallRow | null;
+  insertLLMCall(row: LLMCallRow): void;
+  updateLLMCallStatus(callID: string, status: LLMCallStatus, updatedAt: number): void;
+
+  readClientOperation(operationID: string): ClientOperationRow | null;
+  insertClientOperation(row: ClientOperationRow): void;
+  updateClientOperation(
+    operationID: string,
+    status: ClientOperationStatus,
+    resultJSON: string | null,
+    updatedAt: number,
+  ): void;
+
+  /** Calls `planned`/`streaming` and operations `planned`/`sent`, by `createdAt` then id. */
+  listUnfinishedLLMCalls(conversationID: string | null): LLMCallRow[];
+  listUnfinishedClientOperations(conversationID: string | null): ClientOperationRow[];
+
+  insertStreamDiagnostic(row: StreamDiagnosticRow): void;
+  /** In insertion order. */
+  listStreamDiagnostics(callID: string): StreamDiagnosticRow[];
+}
+
+/** A database the store logic runs on. */
+export interface Backend {
+  /** File path, or a label; named in every error. */
+  readonly location: string;
+  /**
+   * Runs `work` in one write transaction: everything it wrote is kept if it returns, and
+   * nothing if it throws (the error is rethrown, database failures as `StoreError`s).
+   */
+  write<T>(work: (tables: Tables) => T): T;
+  /** Runs `work` on one consistent snapshot. */
+  read<T>(work: (tables: Tables) => T): T;
+  close(): void;
+}

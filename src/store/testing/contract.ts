@@ -1,0 +1,711 @@
+/**
+ * The store contract: one suite, written as a function of a store factory, run against every
+ * store (memory-store.test.ts, sqlite-store.test.ts), so no store can drift from the others.
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { describe, test } from "node:test";
+import fc from "fast-check";
+import { toCanonicalJSON } from "../../loop/canonical-json.ts";
+import { hashHistory, toMessageBytes } from "../../loop/history-hash.ts";
+import { createConversation } from "../../loop/state.ts";
+import { toolCall } from "../../loop/testing.ts";
+import { transition } from "../../loop/transition.ts";
+import type { CallLLMCommand, ConversationState, Message } from "../../loop/types.ts";
+import { isStoreError, type StoreErrorCode } from "../errors.ts";
+import { createOperationRunner } from "../run-once.ts";
+import type {
+  ClientOperationInput,
+  CommitResult,
+  InputCommit,
+  LLMCallInput,
+  LLMCallStatus,
+  RecordWrite,
+  Store,
+} from "../types.ts";
+import { type ScriptedCommit, toScriptedCommits } from "./scripted-conversation.ts";
+
+export interface StoreFixture {
+  readonly store: Store;
+  /** Removes whatever the fixture created (files, directories). */
+  cleanup(): Promise<void>;
+}
+
+export type OpenStore = () => Promise<StoreFixture>;
+
+const CONVERSATION = "conv-contract";
+
+export function runStoreContract(name: string, open: OpenStore): void {
+  const it = (title: string, body: (store: Store) => Promise<void>): void => {
+    test(title, async () => {
+      const fixture = await open();
+      try {
+        await body(fixture.store);
+      } finally {
+        await fixture.store.close();
+        await fixture.cleanup();
+      }
+    });
+  };
+
+  describe(`store contract: ${name}`, () => {
+    describe("history", () => {
+      it("an unknown conversation loads as null and has no commits", async (store) => {
+        assert.equal(await store.load("nobody"), null);
+        assert.equal(await store.findInputCommit("nobody", "input-1"), null);
+      });
+
+      it("every commit loads back byte for byte, at the next version", async (store) => {
+        const commits = toScriptedCommits(CONVERSATION);
+        for (const [index, commit] of commits.entries()) {
+          const result = await commitScripted(store, commit, index);
+          assert.equal(result.type, "committed");
+          const loaded = await store.load(CONVERSATION);
+          assert.ok(loaded !== null);
+          assert.equal(loaded.version, index + 1);
+          assert.equal(toCanonicalJSON(loaded.state), toCanonicalJSON(commit.state));
+          assertSameBytes(loaded.state.messages, commit.state.messages);
+        }
+      });
+
+      it("any messages round-trip byte for byte (property)", async (store) => {
+        let run = 0;
+        await fc.assert(
+          fc.asyncProperty(
+            fc.array(arbitraryMessage, { minLength: 1, maxLength: 4 }),
+            async (messages) => {
+              run += 1;
+              const state = withMessages(createConversation(`prop-${run}`).committed, messages);
+              const result = await store.commitInput({
+                inputID: "only",
+                expectedVersion: 0,
+                state,
+                result: null,
+              });
+              assert.equal(result.type, "committed");
+              const loaded = await store.load(state.conversationID);
+              assert.ok(loaded !== null);
+              assertSameBytes(loaded.state.messages, messages);
+            },
+          ),
+          { numRuns: 40, seed: 20260101 },
+        );
+      });
+
+      it("a message with a lone surrogate and unsorted keys keeps its bytes", async (store) => {
+        const messages: Message[] = [
+          {
+            role: "user",
+            content: 'half a pair: \ud83d, escapes: \u0000 \u2028 "q"',
+            timestamp: 1,
+          },
+          {
+            role: "assistant",
+            content: [toolCall("t1", "edit", { z: 1, a: { y: [2, 1], b: null }, "": -0.5 })],
+            api: "openai-completions",
+            provider: "test",
+            model: "m",
+            usage: zeroUsage(),
+            stopReason: "toolUse",
+            timestamp: 2,
+          },
+        ];
+        const state = withMessages(createConversation(CONVERSATION).committed, messages);
+        await store.commitInput({ inputID: "i", expectedVersion: 0, state, result: null });
+        const loaded = await store.load(CONVERSATION);
+        assert.ok(loaded !== null);
+        assertSameBytes(loaded.state.messages, messages);
+      });
+
+      it("a load returns a copy: changing it changes nothing stored", async (store) => {
+        const [first] = toScriptedCommits(CONVERSATION);
+        await commitScripted(store, first as ScriptedCommit, 0);
+        const loaded = await store.load(CONVERSATION);
+        assert.ok(loaded !== null);
+        (loaded.state.messages[0] as { content: unknown }).content = "changed";
+        const again = await store.load(CONVERSATION);
+        assert.equal(toCanonicalJSON(again?.state), toCanonicalJSON(first?.state));
+      });
+
+      it("the stored chain hash is the loop's hash of the same messages", async (store) => {
+        const commits = toScriptedCommits(CONVERSATION);
+        for (const [index, commit] of commits.entries()) {
+          const result = await commitScripted(store, commit, index);
+          assert.ok(result.type === "committed");
+          const expected = hashHistory(commit.state.messages);
+          assert.equal(result.commit.chainHash, expected.chainHash);
+          assert.equal(result.commit.messageCount, commit.state.messages.length);
+          if (commit.command.type === "call_llm") {
+            // The request's messagesHash is the stored chain at the moment it is sent.
+            assert.equal(commit.command.messagesHash, result.commit.chainHash);
+            assert.equal(commit.command.messageCount, result.commit.messageCount);
+          }
+        }
+        const loaded = await store.load(CONVERSATION);
+        assert.deepEqual(loaded?.state.hashes, hashHistory(loaded?.state.messages ?? []));
+      });
+    });
+
+    describe("compare-and-swap", () => {
+      it("of two writers of the same version, one commits and one gets a conflict", async (store) => {
+        const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+        await commitScripted(store, first, 0);
+        const canceled = cancelState(first.state, "cancel-1");
+        const results = await Promise.all([
+          store.commitInput({
+            inputID: second.inputID,
+            expectedVersion: 1,
+            state: second.state,
+            result: "a",
+          }),
+          store.commitInput({
+            inputID: "cancel-1",
+            expectedVersion: 1,
+            state: canceled,
+            result: "b",
+          }),
+        ]);
+        assert.deepEqual(
+          results.map((result) => result.type),
+          ["committed", "conflict"],
+        );
+        assert.deepEqual(results[1], {
+          type: "conflict",
+          conversationID: CONVERSATION,
+          expectedVersion: 1,
+          actualVersion: 2,
+        });
+        const loaded = await store.load(CONVERSATION);
+        assert.equal(toCanonicalJSON(loaded?.state), toCanonicalJSON(second.state));
+        assert.equal(await store.findInputCommit(CONVERSATION, "cancel-1"), null);
+      });
+
+      it("a new conversation needs version 0, an existing one its current version", async (store) => {
+        const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+        assert.deepEqual(
+          await store.commitInput({
+            inputID: "x",
+            expectedVersion: 1,
+            state: first.state,
+            result: null,
+          }),
+          { type: "conflict", conversationID: CONVERSATION, expectedVersion: 1, actualVersion: 0 },
+        );
+        await commitScripted(store, first, 0);
+        assert.deepEqual(
+          await store.commitInput({
+            inputID: "y",
+            expectedVersion: 0,
+            state: second.state,
+            result: null,
+          }),
+          { type: "conflict", conversationID: CONVERSATION, expectedVersion: 0, actualVersion: 1 },
+        );
+      });
+
+      it("a lost compare-and-swap writes none of its records", async (store) => {
+        const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+        await commitScripted(store, first, 0);
+        const before = await snapshot(store);
+        const result = await store.commitInput({
+          inputID: "late",
+          expectedVersion: 0,
+          state: second.state,
+          result: null,
+          records: [{ type: "llm_call", call: toLLMCall(first) }],
+        });
+        assert.equal(result.type, "conflict");
+        assert.equal(await snapshot(store), before);
+      });
+    });
+
+    describe("input de-duplication", () => {
+      it("a repeated input returns the recorded result and writes nothing", async (store) => {
+        const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+        const committed = await commitScripted(store, first, 0);
+        assert.ok(committed.type === "committed");
+        await commitScripted(store, second, 1);
+        const before = await snapshot(store);
+        // Same input id, stale version, other state: still the recorded result, not a conflict.
+        const again = await store.commitInput({
+          inputID: first.inputID,
+          expectedVersion: 0,
+          state: second.state,
+          result: "ignored",
+        });
+        assert.deepEqual(again, { type: "duplicate", previous: committed.commit });
+        assert.deepEqual(
+          again.type === "duplicate" && again.previous.result,
+          toJSON(first.command),
+        );
+        assert.equal(await snapshot(store), before);
+        assert.deepEqual(
+          await store.findInputCommit(CONVERSATION, first.inputID),
+          committed.commit,
+        );
+      });
+    });
+
+    describe("history integrity", () => {
+      it("a state whose hashes do not extend the stored chain is refused", async (store) => {
+        const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+        await commitScripted(store, first, 0);
+        const before = await snapshot(store);
+        const wrongHash = {
+          ...second.state,
+          hashes: { ...second.state.hashes, chainHash: "f".repeat(64) },
+        };
+        await assertStoreError(
+          store,
+          store.commitInput({ inputID: "bad", expectedVersion: 1, state: wrongHash, result: null }),
+          "chain_mismatch",
+        );
+        assert.equal(await snapshot(store), before);
+        assert.equal(await store.findInputCommit(CONVERSATION, "bad"), null);
+      });
+
+      it("a history that shrank or changed a stored message is refused", async (store) => {
+        const commits = toScriptedCommits(CONVERSATION);
+        for (const [index, commit] of commits.slice(0, 3).entries()) {
+          await commitScripted(store, commit, index);
+        }
+        const stored = (commits[2] as ScriptedCommit).state;
+        const next = (commits[3] as ScriptedCommit).state;
+        const before = await snapshot(store);
+        const edit = (index: number): ConversationState => {
+          const messages = next.messages.map((message, i) =>
+            i === index ? { ...message, timestamp: message.timestamp + 1 } : message,
+          );
+          return withMessages(next, messages as Message[]);
+        };
+        for (const state of [
+          withMessages(stored, stored.messages.slice(0, 2) as Message[]),
+          edit(0),
+          edit(stored.messages.length - 1),
+        ]) {
+          await assertStoreError(
+            store,
+            store.commitInput({ inputID: "bad", expectedVersion: 3, state, result: null }),
+            "chain_mismatch",
+          );
+        }
+        assert.equal(await snapshot(store), before);
+      });
+
+      it("a result or record that is not plain JSON is refused", async (store) => {
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        for (const result of [new Date(0), { f: () => 1 }, Number.NaN, undefined]) {
+          await assertStoreError(
+            store,
+            store.commitInput({ inputID: "a", expectedVersion: 0, state: first.state, result }),
+            "invalid_argument",
+          );
+        }
+        assert.equal(await store.load(CONVERSATION), null);
+      });
+    });
+
+    describe("model calls", () => {
+      it("a saved call keeps its first request and hashes it", async (store) => {
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        await commitScripted(store, first, 0);
+        const call = toLLMCall(first);
+        const saved = await store.saveLLMCall(call);
+        assert.equal(saved.request, call.request);
+        assert.equal(saved.requestHash, sha256(call.request));
+        const retried = await store.saveLLMCall({
+          ...call,
+          request: `${call.request} `,
+          status: "streaming",
+        });
+        assert.equal(retried.request, call.request);
+        assert.equal(retried.requestHash, saved.requestHash);
+        assert.equal(retried.status, "streaming");
+        assert.deepEqual(await store.getLLMCall(call.callID), retried);
+      });
+
+      it("a call's status only moves forward, and a terminal status is final", async (store) => {
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        await commitScripted(store, first, 0);
+        const { callID } = await store.saveLLMCall(toLLMCall(first, "streaming"));
+        const steps: [LLMCallStatus, LLMCallStatus][] = [
+          ["planned", "streaming"],
+          ["streaming", "streaming"],
+          ["failed", "failed"],
+          ["streaming", "failed"],
+          ["committed", "failed"],
+        ];
+        for (const [asked, expected] of steps) {
+          assert.equal((await store.setLLMCallStatus(callID, asked)).status, expected);
+        }
+      });
+
+      it("unknown calls and conversations are not found", async (store) => {
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        await assertStoreError(store, store.saveLLMCall(toLLMCall(first)), "not_found");
+        await assertStoreError(store, store.setLLMCallStatus("nope", "streaming"), "not_found");
+        assert.equal(await store.getLLMCall("nope"), null);
+      });
+
+      it("a commit writes its records in the same transaction", async (store) => {
+        const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+        const call = toLLMCall(first);
+        await commitScripted(store, first, 0, [{ type: "llm_call", call }]);
+        assert.equal((await store.getLLMCall(call.callID))?.request, call.request);
+        const operation = toOperation(second);
+        await commitScripted(store, second, 1, [
+          { type: "llm_call_status", callID: call.callID, status: "committed" },
+          { type: "client_operation", operation },
+        ]);
+        assert.equal((await store.getLLMCall(call.callID))?.status, "committed");
+        assert.deepEqual(
+          (await store.getClientOperation(operation.operationID))?.request,
+          operation.request,
+        );
+      });
+
+      it("a record that fails makes the whole commit fail", async (store) => {
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        await assertStoreError(
+          store,
+          commitScripted(store, first, 0, [
+            { type: "llm_call", call: toLLMCall(first) },
+            { type: "llm_call_status", callID: "unknown", status: "streaming" },
+          ]),
+          "not_found",
+        );
+        assert.equal(await store.load(CONVERSATION), null);
+        assert.equal(await store.getLLMCall(toLLMCall(first).callID), null);
+      });
+
+      it("a model call is committed once: a second commit of it writes nothing", async (store) => {
+        const [first, second, third] = toScriptedCommits(CONVERSATION) as ScriptedCommit[];
+        assert.ok(first && second && third);
+        const call = toLLMCall(first);
+        await commitScripted(store, first, 0, [{ type: "llm_call", call }]);
+        await commitScripted(store, second, 1, [
+          { type: "llm_call_status", callID: call.callID, status: "committed" },
+        ]);
+        const before = await snapshot(store);
+        const result = await commitScripted(store, third, 2, [
+          { type: "llm_call_status", callID: call.callID, status: "committed" },
+        ]);
+        assert.deepEqual(result, {
+          type: "call_finished",
+          callID: call.callID,
+          status: "committed",
+        });
+        assert.equal(await snapshot(store), before);
+        assert.equal(await store.findInputCommit(CONVERSATION, third.inputID), null);
+      });
+    });
+
+    describe("client operations", () => {
+      it("an operation keeps its request and its first result", async (store) => {
+        const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+        await commitScripted(store, first, 0);
+        await commitScripted(store, second, 1);
+        const operation = toOperation(second);
+        await store.saveClientOperation(operation);
+        await assertStoreError(
+          store,
+          store.setClientOperationStatus(operation.operationID, "completed"),
+          "invalid_argument",
+        );
+        await assertStoreError(
+          store,
+          store.setClientOperationStatus(operation.operationID, "sent", "early"),
+          "invalid_argument",
+        );
+        const done = await store.setClientOperationStatus(operation.operationID, "completed", {
+          output: "first",
+        });
+        assert.deepEqual(done.result, { output: "first" });
+        const again = await store.saveClientOperation({
+          ...operation,
+          request: { other: true },
+          status: "completed",
+          result: { output: "second" },
+        });
+        assert.deepEqual(again, done);
+        const canceled = await store.setClientOperationStatus(operation.operationID, "canceled");
+        assert.equal(canceled.status, "completed");
+        await assertStoreError(store, store.setClientOperationStatus("nope", "sent"), "not_found");
+      });
+
+      it("unfinished calls and operations are listed for recovery", async (store) => {
+        const commits = toScriptedCommits(CONVERSATION);
+        const [first, second] = commits as [ScriptedCommit, ScriptedCommit];
+        await commitScripted(store, first, 0, [{ type: "llm_call", call: toLLMCall(first) }]);
+        let unfinished = await store.listUnfinished();
+        assert.deepEqual(
+          unfinished.llmCalls.map((call) => [call.callID, call.status]),
+          [[toLLMCall(first).callID, "planned"]],
+        );
+        await commitScripted(store, second, 1, [
+          { type: "llm_call_status", callID: toLLMCall(first).callID, status: "committed" },
+          { type: "client_operation", operation: { ...toOperation(second), status: "sent" } },
+        ]);
+        unfinished = await store.listUnfinished(CONVERSATION);
+        assert.deepEqual(unfinished.llmCalls, []);
+        assert.deepEqual(
+          unfinished.clientOperations.map((operation) => [operation.operationID, operation.status]),
+          [[toOperation(second).operationID, "sent"]],
+        );
+        assert.deepEqual(await store.listUnfinished("other"), {
+          llmCalls: [],
+          clientOperations: [],
+        });
+      });
+    });
+
+    describe("run once", () => {
+      const setUp = async (store: Store): Promise<ClientOperationInput> => {
+        const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+        await commitScripted(store, first, 0);
+        await commitScripted(store, second, 1);
+        return toOperation(second);
+      };
+
+      it("an operation never run is run once and its result saved", async (store) => {
+        const operation = await setUp(store);
+        const runs: unknown[] = [];
+        const record = await createOperationRunner(store).runOnce(operation, async (saved) => {
+          runs.push(saved.request);
+          assert.equal((await store.getClientOperation(operation.operationID))?.status, "sent");
+          return { output: "ok" };
+        });
+        assert.deepEqual(runs, [operation.request]);
+        assert.equal(record.status, "completed");
+        assert.deepEqual(record.result, { output: "ok" });
+        assert.deepEqual(await store.getClientOperation(operation.operationID), record);
+      });
+
+      it("a running operation is awaited, not run again", async (store) => {
+        const operation = await setUp(store);
+        const runner = createOperationRunner(store);
+        let runs = 0;
+        let release: (value: unknown) => void = () => {};
+        const gate = new Promise((resolve) => {
+          release = resolve;
+        });
+        const run = async (): Promise<unknown> => {
+          runs += 1;
+          await gate;
+          return "shared";
+        };
+        const first = runner.runOnce(operation, run);
+        const second = runner.runOnce(operation, run);
+        release(undefined);
+        const [a, b] = await Promise.all([first, second]);
+        assert.equal(runs, 1);
+        assert.deepEqual(a, b);
+        assert.equal(a.result, "shared");
+      });
+
+      it("a completed operation returns its saved result without running", async (store) => {
+        const operation = await setUp(store);
+        await createOperationRunner(store).runOnce(operation, async () => "saved");
+        const record = await createOperationRunner(store).runOnce(operation, async () => {
+          throw new Error("must not run");
+        });
+        assert.equal(record.result, "saved");
+      });
+
+      it("an operation a dead process left sent is run again; a failed run can be retried", async (store) => {
+        const operation = await setUp(store);
+        await store.saveClientOperation({ ...operation, status: "sent" });
+        const runner = createOperationRunner(store);
+        await assert.rejects(
+          runner.runOnce(operation, async () => {
+            throw new Error("client went away");
+          }),
+          /client went away/,
+        );
+        assert.equal((await store.getClientOperation(operation.operationID))?.status, "sent");
+        const record = await runner.runOnce(operation, async () => "second try");
+        assert.equal(record.result, "second try");
+      });
+
+      it("a canceled operation is not run", async (store) => {
+        const operation = await setUp(store);
+        await store.saveClientOperation({ ...operation, status: "canceled" });
+        const record = await createOperationRunner(store).runOnce(operation, async () => {
+          throw new Error("must not run");
+        });
+        assert.equal(record.status, "canceled");
+        assert.equal(record.result, null);
+      });
+    });
+
+    describe("stream diagnostics", () => {
+      it("diagnostics are kept per call, in order", async (store) => {
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        await commitScripted(store, first, 0);
+        const { callID } = await store.saveLLMCall(toLLMCall(first));
+        const notes = [
+          { callID, at: 1, kind: "retry", detail: { status: 429, attempt: 1 } },
+          { callID, at: 2, kind: "retry", detail: { status: 503, attempt: 2 } },
+        ];
+        for (const note of notes) await store.saveStreamDiagnostic(note);
+        assert.deepEqual(await store.listStreamDiagnostics(callID), notes);
+        assert.deepEqual(await store.listStreamDiagnostics("other"), []);
+        await assertStoreError(
+          store,
+          store.saveStreamDiagnostic({ callID: "nope", at: 1, kind: "x", detail: null }),
+          "not_found",
+        );
+      });
+    });
+
+    it("a closed store refuses every call", async (store) => {
+      await store.close();
+      await assertStoreError(store, store.load(CONVERSATION), "closed");
+      await assertStoreError(store, store.listUnfinished(), "closed");
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+function commitScripted(
+  store: Store,
+  commit: ScriptedCommit,
+  version: number,
+  records: readonly RecordWrite[] = [],
+): Promise<CommitResult> {
+  const input: InputCommit = {
+    inputID: commit.inputID,
+    expectedVersion: version,
+    state: commit.state,
+    result: commit.command,
+    records,
+  };
+  return store.commitInput(input);
+}
+
+/** A model call as a runner would save it for the `call_llm` command of `commit`. */
+export function toLLMCall(commit: ScriptedCommit, status: LLMCallStatus = "planned"): LLMCallInput {
+  assert.equal(commit.command.type, "call_llm");
+  const command = commit.command as CallLLMCommand;
+  return {
+    callID: command.callID,
+    conversationID: commit.state.conversationID,
+    turnID: commit.state.turnID,
+    model: command.model,
+    request: toCanonicalJSON({ model: command.model, ...command.request, stream: true }),
+    messagesHash: command.messagesHash,
+    messageCount: command.messageCount,
+    lastMessageHash: command.lastMessageHash,
+    status,
+  };
+}
+
+/** The client operation for the `call_client` command of `commit`. */
+export function toOperation(commit: ScriptedCommit): ClientOperationInput {
+  assert.equal(commit.command.type, "call_client");
+  const command = commit.command as Extract<ScriptedCommit["command"], { type: "call_client" }>;
+  return {
+    operationID: command.operationID,
+    conversationID: commit.state.conversationID,
+    turnID: commit.state.turnID,
+    toolCallID: command.toolCall.id,
+    request: command.toolCall,
+    status: "planned",
+  };
+}
+
+function withMessages(state: ConversationState, messages: readonly Message[]): ConversationState {
+  return { ...state, messages, hashes: hashHistory(messages) };
+}
+
+function cancelState(state: ConversationState, inputID: string): ConversationState {
+  const step = transition(
+    { committed: state, pending: null },
+    { type: "cancel", inputID, at: 0, reason: "user" },
+  );
+  assert.equal(step.rejected, null);
+  return step.state.committed;
+}
+
+function assertSameBytes(actual: readonly Message[], expected: readonly Message[]): void {
+  assert.equal(actual.length, expected.length);
+  actual.forEach((message, i) => {
+    assert.deepEqual(
+      toMessageBytes(message),
+      toMessageBytes(expected[i] as Message),
+      `message ${i}`,
+    );
+  });
+}
+
+async function assertStoreError(
+  store: Store,
+  promise: Promise<unknown>,
+  code: StoreErrorCode,
+): Promise<void> {
+  await assert.rejects(promise, (error) => {
+    assert.ok(isStoreError(error, code), `expected StoreError ${code}, got ${String(error)}`);
+    assert.ok(error.message.includes(store.location), `message names ${store.location}`);
+    return true;
+  });
+}
+
+/** Everything the store says about the test conversation, as one comparable string. */
+async function snapshot(store: Store): Promise<string> {
+  const loaded = await store.load(CONVERSATION);
+  const unfinished = await store.listUnfinished();
+  return toCanonicalJSON({ loaded, unfinished });
+}
+
+function toJSON(value: unknown): unknown {
+  return JSON.parse(toCanonicalJSON(value));
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text, "utf8").digest("hex");
+}
+
+function zeroUsage(): Extract<Message, { role: "assistant" }>["usage"] {
+  return {
+    input: 0,
+    output: 0,
+    cacheRead: 0,
+    cacheWrite: 0,
+    totalTokens: 0,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+  };
+}
+
+const arbitraryText = fc.string({ unit: "binary", maxLength: 200 });
+
+const arbitraryMessage: fc.Arbitrary<Message> = fc.oneof(
+  fc.record({
+    role: fc.constant("user" as const),
+    content: arbitraryText,
+    timestamp: fc.nat(),
+  }),
+  fc.record({
+    role: fc.constant("assistant" as const),
+    content: fc.array(
+      fc.oneof(
+        fc.record({ type: fc.constant("text" as const), text: arbitraryText }),
+        fc.record({
+          type: fc.constant("toolCall" as const),
+          id: fc.string({ minLength: 1, maxLength: 20 }),
+          name: fc.string({ minLength: 1, maxLength: 20 }),
+          arguments: fc.dictionary(fc.string({ maxLength: 10 }), fc.jsonValue({ maxDepth: 3 })),
+        }),
+      ),
+      { maxLength: 3 },
+    ),
+    api: fc.constant("openai-completions" as const),
+    provider: fc.constant("test"),
+    model: fc.constant("m"),
+    usage: fc.constant(zeroUsage()),
+    stopReason: fc.constant("stop" as const),
+    timestamp: fc.nat(),
+  }),
+) as fc.Arbitrary<Message>;

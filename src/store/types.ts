@@ -1,0 +1,259 @@
+/**
+ * The store's vocabulary (DESIGN §7, §8): what a commit carries, the records of model calls and
+ * client operations, and the results a commit can have. Everything is plain, readonly data.
+ *
+ * JSON-valued fields (`result`, a client operation's `request` and `result`, a diagnostic's
+ * `detail`) must be plain JSON: they are stored as canonical JSON text (loop/canonical-json.ts)
+ * and every read returns a freshly parsed copy, so no caller ever shares an object with the store.
+ */
+import type { ConversationState } from "../loop/types.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Model calls
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * `planned → streaming → committed | failed | canceled`. A status only moves forward; the three
+ * terminal statuses are final. `committed` means the call's assistant message is in history.
+ */
+export type LLMCallStatus = "planned" | "streaming" | "committed" | "failed" | "canceled";
+
+/** A model call as the runner saves it before the upstream stream opens (DESIGN §7, step 3). */
+export interface LLMCallInput {
+  readonly callID: string;
+  readonly conversationID: string;
+  readonly turnID: string;
+  readonly model: string;
+  /** The exact provider request body. A retry sends these bytes, never a rebuilt request. */
+  readonly request: string;
+  /** chain hash of the request's messages (loop/history-hash.ts). */
+  readonly messagesHash: string;
+  readonly messageCount: number;
+  readonly lastMessageHash: string;
+  readonly status: LLMCallStatus;
+}
+
+export interface LLMCallRecord extends LLMCallInput {
+  /** sha256 (hex) of the UTF-8 bytes of `request`, computed by the store. */
+  readonly requestHash: string;
+  /** Epoch milliseconds, from the store's clock. */
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client operations
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * `planned → sent → completed | canceled`. A status only moves forward; `completed` and
+ * `canceled` are final. An operation left `sent` by a process that died may or may not have
+ * reached the client: recovery re-runs it (run-once.ts), so towards the client it is
+ * at-least-once, while its result is recorded — and appended to history — exactly once.
+ */
+export type ClientOperationStatus = "planned" | "sent" | "completed" | "canceled";
+
+/** One tool call run by the client (DESIGN §8: operation id = call id + tool call id). */
+export interface ClientOperationInput {
+  readonly operationID: string;
+  readonly conversationID: string;
+  readonly turnID: string;
+  readonly toolCallID: string;
+  /** What is sent to the client (plain JSON, e.g. the tool call). */
+  readonly request: unknown;
+  readonly status: ClientOperationStatus;
+  /** Required with status `completed`, absent otherwise (plain JSON). */
+  readonly result?: unknown;
+}
+
+export interface ClientOperationRecord {
+  readonly operationID: string;
+  readonly conversationID: string;
+  readonly turnID: string;
+  readonly toolCallID: string;
+  readonly request: unknown;
+  readonly status: ClientOperationStatus;
+  /** The saved result; `null` until the operation completed. */
+  readonly result: unknown;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Diagnostics
+// ---------------------------------------------------------------------------------------------
+
+/** A note about a model stream (a retry, an upstream error, a raw event). Never history. */
+export interface StreamDiagnostic {
+  readonly callID: string;
+  /** Epoch milliseconds, chosen by the caller. */
+  readonly at: number;
+  readonly kind: string;
+  /** Plain JSON. */
+  readonly detail: unknown;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commits
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A record written in the same transaction as a commit. `llm_call` and `client_operation` save a
+ * record (or, if it exists, keep its request and only move its status forward); the `*_status`
+ * writes move the status of an existing record forward.
+ */
+export type RecordWrite =
+  | { readonly type: "llm_call"; readonly call: LLMCallInput }
+  | { readonly type: "llm_call_status"; readonly callID: string; readonly status: LLMCallStatus }
+  | { readonly type: "client_operation"; readonly operation: ClientOperationInput }
+  | {
+      readonly type: "client_operation_status";
+      readonly operationID: string;
+      readonly status: ClientOperationStatus;
+      readonly result?: unknown;
+    };
+
+/** One applied input, committed atomically (DESIGN §7, step 2). */
+export interface InputCommit {
+  /** The input's idempotency key (DESIGN §8). */
+  readonly inputID: string;
+  /** The version the state was loaded at; 0 creates the conversation. */
+  readonly expectedVersion: number;
+  /**
+   * The loop's next committed state. Its messages must extend the stored history: the store
+   * appends `messages.slice(storedCount)` and checks that its chain equals `hashes.chainHash`.
+   */
+  readonly state: ConversationState;
+  /** What a repeat of this input returns (plain JSON, e.g. the command the transition produced). */
+  readonly result: unknown;
+  readonly records?: readonly RecordWrite[];
+}
+
+/** What a committed input left behind; returned again when the same input arrives twice. */
+export interface PreviousCommit {
+  readonly conversationID: string;
+  readonly inputID: string;
+  /** The conversation's version after this commit. */
+  readonly version: number;
+  /** History length and chain hash after this commit. */
+  readonly messageCount: number;
+  readonly chainHash: string;
+  readonly result: unknown;
+  readonly committedAt: number;
+}
+
+export interface Committed {
+  readonly type: "committed";
+  readonly commit: PreviousCommit;
+}
+
+/** The compare-and-swap was lost: the conversation is not at the expected version. */
+export interface Conflict {
+  readonly type: "conflict";
+  readonly conversationID: string;
+  readonly expectedVersion: number;
+  /** The stored version (0 when the conversation does not exist). */
+  readonly actualVersion: number;
+}
+
+/** The input was committed before; nothing was written. */
+export interface DuplicateInput {
+  readonly type: "duplicate";
+  readonly previous: PreviousCommit;
+}
+
+/**
+ * The commit would mark a model call `committed` that already ended (committed, failed or
+ * canceled): a second `done` for one call never reaches history. Nothing was written.
+ */
+export interface CallFinished {
+  readonly type: "call_finished";
+  readonly callID: string;
+  readonly status: LLMCallStatus;
+}
+
+export type CommitResult = Committed | Conflict | DuplicateInput | CallFinished;
+
+export interface LoadedConversation {
+  readonly state: ConversationState;
+  readonly version: number;
+}
+
+/** Work a dead process left behind: model calls to retry, client operations to re-run. */
+export interface Unfinished {
+  /** Status `planned` or `streaming`, oldest first. */
+  readonly llmCalls: readonly LLMCallRecord[];
+  /** Status `planned` or `sent`, oldest first. */
+  readonly clientOperations: readonly ClientOperationRecord[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The store
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Persistence of conversations (DESIGN §7). Methods return promises so that a server database
+ * can implement the same interface. Failures are `StoreError`s (errors.ts); a lost
+ * compare-and-swap, a repeated input and a second commit of a model call are results, not errors.
+ *
+ * Every method is atomic: it writes everything or nothing.
+ */
+export interface Store {
+  /** Where the data lives (a file path, or a label for the in-memory store); used in errors. */
+  readonly location: string;
+
+  /** The committed state and its version, or `null` for an unknown conversation. */
+  load(conversationID: string): Promise<LoadedConversation | null>;
+
+  /** The commit of an input seen before, or `null`. */
+  findInputCommit(conversationID: string, inputID: string): Promise<PreviousCommit | null>;
+
+  /**
+   * Appends the state's new messages, stores the rest of the state, records the input and
+   * writes `records`, in one transaction guarded by `expectedVersion`.
+   *
+   * Checked in this order: a repeated input → `duplicate`; a version other than expected →
+   * `conflict`; history that does not extend the stored one → `StoreError("chain_mismatch")`;
+   * a model call marked `committed` twice → `call_finished`.
+   */
+  commitInput(commit: InputCommit): Promise<CommitResult>;
+
+  /**
+   * Saves a model call. If the call exists, its request and hashes are kept (a retry must send
+   * the saved bytes), its status only moves forward, and the saved record is returned: callers
+   * use the returned `request`, not their own.
+   */
+  saveLLMCall(call: LLMCallInput): Promise<LLMCallRecord>;
+
+  /** Moves a saved call's status forward; a backward or post-terminal move leaves it unchanged. */
+  setLLMCallStatus(callID: string, status: LLMCallStatus): Promise<LLMCallRecord>;
+
+  getLLMCall(callID: string): Promise<LLMCallRecord | null>;
+
+  /**
+   * Saves a client operation; as `saveLLMCall`, an existing operation keeps its request, its
+   * status only moves forward, a completed operation keeps its first result, and the saved
+   * record is returned.
+   */
+  saveClientOperation(operation: ClientOperationInput): Promise<ClientOperationRecord>;
+
+  /** Moves a saved operation's status forward; `result` is required for `completed`. */
+  setClientOperationStatus(
+    operationID: string,
+    status: ClientOperationStatus,
+    result?: unknown,
+  ): Promise<ClientOperationRecord>;
+
+  getClientOperation(operationID: string): Promise<ClientOperationRecord | null>;
+
+  /** Unfinished model calls and client operations, of one conversation or of all. */
+  listUnfinished(conversationID?: string): Promise<Unfinished>;
+
+  saveStreamDiagnostic(diagnostic: StreamDiagnostic): Promise<void>;
+
+  /** The diagnostics of one call, in the order they were saved. */
+  listStreamDiagnostics(callID: string): Promise<StreamDiagnostic[]>;
+
+  /** Releases the database. Any later call fails with `StoreError("closed")`. */
+  close(): Promise<void>;
+}
