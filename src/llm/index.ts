@@ -1,1 +1,26 @@
+export {
+  API_KINDS,
+  type ApiKeySource,
+  type ApiKind,
+  ConfigError,
+  createModelConfig,
+  createModelConfigs,
+  type InputModality,
+  type ModelConfig,
+  type ModelConfigInput,
+  type ModelPrices,
+  THINKING_LEVELS,
+  type ThinkingLevel,
+} from "./config.ts";
+export { DEFAULT_DEMO_HELP, DEMO_MODEL_NAME, type DemoOptions } from "./demo.ts";
+export { hashBody } from "./exact-fetch.ts";
+export {
+  type CreateLLMOptions,
+  createLLM,
+  type LLM,
+  type ModelInfo,
+  toPromptCacheKey,
+} from "./llm.ts";
+export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
+export { createSecret, redactSecret, type Secret } from "./secret.ts";
 export type * from "./types.ts";

@@ -70,3 +70,67 @@ export interface ResponseStream extends AsyncIterable<ResponseEvent> {
   /** Fires when the stream is aborted. */
   readonly signal: AbortSignal;
 }
+
+/**
+ * The exact provider request of one model call, handed to `beforeSend` after the body is
+ * serialised and before any byte goes upstream, so the store can save it (DESIGN §7 step 3).
+ * Holds no credentials: headers are not part of it.
+ */
+export interface ExactRequest {
+  readonly callID: string;
+  /** The configured model name. */
+  readonly model: string;
+  readonly method: string;
+  readonly url: string;
+  /** The serialised request body, exactly as sent. */
+  readonly body: string;
+  /** sha256 of the body's UTF-8 bytes, lowercase hex. */
+  readonly bodyHash: string;
+  /** True when `body` is a saved body sent again (`replay`), not one built for this call. */
+  readonly replayed: boolean;
+}
+
+/** One attempt at sending the request: the status it got, or why it failed; and the wait after it. */
+export interface RequestAttempt {
+  /** 1-based. */
+  readonly attempt: number;
+  readonly status?: number;
+  /** Connection failure, when there was no response. */
+  readonly error?: string;
+  /** The wait before the next attempt, when there was one. */
+  readonly retryDelayMs?: number;
+}
+
+/** One model call as the runner starts it (from a loop `call_llm` command). */
+export interface LLMCall {
+  readonly callID: string;
+  /** The configured model name. */
+  readonly model: string;
+  readonly request: RequestMessages;
+  /** Derives the provider prompt-cache key, stable across the conversation's calls. */
+  readonly conversationID: string;
+  /** Aborting it aborts the call, like `LLMStream.abort()`. */
+  readonly signal?: AbortSignal;
+  /** A body saved by an earlier attempt of this call: it is sent byte for byte instead of a rebuilt one. */
+  readonly replay?: { readonly body: string };
+  /**
+   * Awaited once, after the body is serialised and before anything is sent (on a replay too, with
+   * `replayed: true`). If it rejects, nothing is sent and the stream ends with an `error` event
+   * whose message is `beforeSend failed: <reason>`. An abort does not wait for it.
+   */
+  readonly beforeSend?: (exact: ExactRequest) => Promise<void>;
+}
+
+/** The stream of one model call, with what the call sent. */
+export interface LLMStream extends ResponseStream {
+  readonly callID: string;
+  /** The exact request, once serialised; `undefined` if the call failed before that. */
+  readonly exactRequest: ExactRequest | undefined;
+  /** The send attempts so far (retries included). */
+  readonly attempts: readonly RequestAttempt[];
+  /**
+   * The raw argument text of the tool call at `contentIndex`: its `toolcall_delta` fragments
+   * concatenated, as received. History keeps only the parsed `ToolCall.arguments`.
+   */
+  toolCallArgumentsText(contentIndex: number): string | undefined;
+}

@@ -1,0 +1,128 @@
+/**
+ * The `fetch` handed to pi-ai for one model call: the single place where the call's request
+ * leaves the process.
+ *
+ * - It captures the body exactly as the provider SDK serialised it, hashes it, and awaits the
+ *   caller's `beforeSend` hook before any byte goes upstream (DESIGN §7 step 3). If the hook
+ *   fails, nothing is sent.
+ * - On a replay it sends the saved body instead of the freshly built one, byte for byte
+ *   (DESIGN §8), so a retried call never depends on rebuilding the same bytes.
+ * - It retries on retryable statuses and connection failures (retry.ts) with the same body.
+ *   Retrying here, before the SDK sees a response, is what makes "only before the first event"
+ *   hold: pi-ai emits `start` only once it has a response. The SDKs' own retries are off.
+ * - One call sends one request. A second request from the same call (a library fallback that
+ *   rebuilds the body) is refused, so what was saved is what was sent.
+ */
+import { createHash } from "node:crypto";
+import { describeError, toAbortError, untilAborted } from "./abort.ts";
+import { decideRetry, type RetryPolicy } from "./retry.ts";
+import { redactSecret } from "./secret.ts";
+import type { ExactRequest, RequestAttempt } from "./types.ts";
+
+export interface ExactFetchOptions {
+  readonly callID: string;
+  readonly model: string;
+  readonly baseFetch: typeof fetch;
+  readonly policy: RetryPolicy;
+  /** Aborts waits and sends (in addition to the SDK's own signal). */
+  readonly signal: AbortSignal;
+  readonly replayBody?: string;
+  readonly beforeSend?: (exact: ExactRequest) => Promise<void>;
+  /** Credentials that must not appear in the recorded URL. */
+  readonly secrets: readonly string[];
+}
+
+/** What the call sent so far. Written only by the code that sends (this fetch, or the demo). */
+export interface ExactFetchState {
+  exact: ExactRequest | undefined;
+  readonly attempts: RequestAttempt[];
+  /** Why `beforeSend` failed, when it did. */
+  hookFailure: string | undefined;
+}
+
+export function hashBody(body: string): string {
+  return createHash("sha256").update(body, "utf8").digest("hex");
+}
+
+export function createExactFetch(options: ExactFetchOptions): {
+  readonly fetch: typeof fetch;
+  readonly state: ExactFetchState;
+} {
+  const state: ExactFetchState = { exact: undefined, attempts: [], hookFailure: undefined };
+
+  const exactFetch = async (
+    input: string | URL | Request,
+    init?: RequestInit,
+  ): Promise<Response> => {
+    if (state.exact !== undefined) {
+      throw new Error("refused a second upstream request within one model call");
+    }
+    if (input instanceof Request || typeof init?.body !== "string") {
+      throw new Error("unsupported provider request: expected a URL and a string body");
+    }
+    const signal =
+      init.signal === undefined || init.signal === null
+        ? options.signal
+        : AbortSignal.any([init.signal, options.signal]);
+    const body = options.replayBody ?? init.body;
+    const url = String(input);
+    const exact: ExactRequest = Object.freeze({
+      callID: options.callID,
+      model: options.model,
+      method: init.method ?? "POST",
+      url: options.secrets.reduce((text, secret) => redactSecret(text, secret), url),
+      body,
+      bodyHash: hashBody(body),
+      replayed: options.replayBody !== undefined,
+    });
+    state.exact = exact;
+
+    if (options.beforeSend !== undefined) {
+      try {
+        await untilAborted(options.beforeSend(exact), signal);
+      } catch (error) {
+        if (signal.aborted) throw toAbortError(signal);
+        state.hookFailure = describeError(error);
+        throw new Error(`beforeSend failed: ${state.hookFailure}`);
+      }
+    }
+
+    // The body may differ from the one the SDK measured (replay), so let fetch set the length.
+    const headers = new Headers(init.headers);
+    headers.delete("content-length");
+    const request: RequestInit = { ...init, headers, body, signal };
+
+    for (let attempt = 1; ; attempt++) {
+      if (signal.aborted) throw toAbortError(signal);
+      let response: Response;
+      try {
+        response = await options.baseFetch(input, request);
+      } catch (error) {
+        if (signal.aborted) throw toAbortError(signal);
+        const decision = decideRetry(options.policy, attempt, { type: "connection_error" });
+        const failure = describeError(error);
+        if (decision.type === "stop") {
+          state.attempts.push({ attempt, error: failure });
+          throw error;
+        }
+        state.attempts.push({ attempt, error: failure, retryDelayMs: decision.delayMs });
+        await options.policy.sleep(decision.delayMs, signal);
+        continue;
+      }
+      const decision = decideRetry(options.policy, attempt, {
+        type: "response",
+        status: response.status,
+        headers: response.headers,
+      });
+      if (decision.type === "stop") {
+        state.attempts.push({ attempt, status: response.status });
+        return response;
+      }
+      state.attempts.push({ attempt, status: response.status, retryDelayMs: decision.delayMs });
+      await response.body?.cancel().catch(() => undefined);
+      await options.policy.sleep(decision.delayMs, signal);
+    }
+  };
+
+  return { fetch: exactFetch as typeof fetch, state };
+}

@@ -1,0 +1,371 @@
+/**
+ * The LLM layer's entry point: configured models in, one `LLMStream` per model call out.
+ *
+ * `createLLM({ models })` resolves a configured model name to its provider and streams the call
+ * through pi-ai, adding what our design needs on top (see README.md): snapshots, the exact
+ * request body with a `beforeSend` hook, byte-identical replay, our retry policy, prompt caching
+ * on by default, and errors that never throw and never show a key. With no model configured it
+ * serves the built-in `demo` model.
+ */
+import {
+  type AssistantMessage,
+  type AssistantMessageEvent,
+  normalizeContext,
+  type ProviderStreams,
+  type SimpleStreamOptions,
+} from "@earendil-works/pi-ai";
+import { anthropicMessagesApi } from "@earendil-works/pi-ai/api/anthropic-messages.lazy";
+import { googleGenerativeAIApi } from "@earendil-works/pi-ai/api/google-generative-ai.lazy";
+import { openAICompletionsApi } from "@earendil-works/pi-ai/api/openai-completions.lazy";
+import { openAIResponsesApi } from "@earendil-works/pi-ai/api/openai-responses.lazy";
+import type {
+  ApiKeySource,
+  ApiKind,
+  InputModality,
+  ModelConfig,
+  ModelPrices,
+  ThinkingLevel,
+} from "./config.ts";
+import { createDemoModel, DEMO_API, type DemoModel, type DemoOptions } from "./demo.ts";
+import { createExactFetch, type ExactFetchState, hashBody } from "./exact-fetch.ts";
+import { toPiModel } from "./pi-model.ts";
+import { createResponseStream } from "./response-stream.ts";
+import { createRetryPolicy, type RetryPolicy } from "./retry.ts";
+import { redactSecret } from "./secret.ts";
+import { toStablePayload } from "./stable-payload.ts";
+import type { LLMCall, LLMStream } from "./types.ts";
+
+/** What Cursor's model picker needs to know about a model. */
+export interface ModelInfo {
+  readonly name: string;
+  readonly provider: string;
+  readonly api: ApiKind | "demo";
+  readonly upstreamId: string;
+  readonly contextWindow: number;
+  readonly maxOutput: number;
+  readonly reasoning: boolean;
+  readonly thinking: ThinkingLevel;
+  readonly input: readonly InputModality[];
+  /** USD per million tokens. */
+  readonly prices: ModelPrices;
+  readonly demo: boolean;
+}
+
+export interface CreateLLMOptions {
+  readonly models: readonly ModelConfig[];
+  /** Where `apiKeyEnv` keys are read, at call time. Default: `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The HTTP client; default `globalThis.fetch`. */
+  readonly fetch?: typeof fetch;
+  /** Overrides of the retry policy (retry.ts), e.g. an instant `sleep` in tests. */
+  readonly retry?: Partial<RetryPolicy>;
+  /** The demo model, served when `models` is empty; `false` never serves it. */
+  readonly demo?: DemoOptions | false;
+  /** Per-request timeout of the provider SDKs, in milliseconds (their default is 10 minutes). */
+  readonly timeoutMs?: number;
+}
+
+export interface LLM {
+  /** Starts a model call. Never throws: every failure is the stream's terminal `error` event. */
+  stream(call: LLMCall): LLMStream;
+  /** Every model that can be called, in configuration order (the demo model when none is configured). */
+  listModels(): readonly ModelInfo[];
+  findModel(name: string): ModelInfo | undefined;
+}
+
+const API_IMPLEMENTATIONS: Readonly<Record<ApiKind, ProviderStreams>> = {
+  "openai-chat": openAICompletionsApi(),
+  "openai-responses": openAIResponsesApi(),
+  anthropic: anthropicMessagesApi(),
+  gemini: googleGenerativeAIApi(),
+  "openai-compatible": openAICompletionsApi(),
+};
+
+/** Sent as the key to keyless OpenAI-compatible servers, which ignore it (the SDK requires one). */
+const NO_KEY = "no-key";
+const USER_AGENT = "cursor-byok";
+
+export function createLLM(options: CreateLLMOptions): LLM {
+  const configs = new Map(options.models.map((config) => [config.name, config]));
+  const demo: DemoModel | undefined =
+    options.models.length === 0 && options.demo !== false
+      ? createDemoModel(options.demo === undefined ? {} : options.demo)
+      : undefined;
+  const policy = createRetryPolicy(options.retry);
+  const env = options.env ?? process.env;
+  const baseFetch = options.fetch ?? globalThis.fetch;
+
+  const infos: ModelInfo[] = options.models.map(toModelInfo);
+  if (demo !== undefined) infos.push(toDemoInfo(demo));
+
+  const stream = (call: LLMCall): LLMStream => {
+    const { controller, release } = linkAbort(call.signal);
+    if (demo !== undefined && call.model === demo.name) {
+      return streamDemo(demo, call, controller, release);
+    }
+    const config = configs.get(call.model);
+    if (config === undefined) {
+      return failedStream(call, controller, release, `unknown model "${call.model}"`);
+    }
+    const key = resolveApiKey(config.apiKey, env);
+    if (key.type === "missing") {
+      return failedStream(
+        call,
+        controller,
+        release,
+        `no API key for model "${config.name}": environment variable ${key.variable} is not set`,
+        config,
+      );
+    }
+    return streamProvider(config, key.value, call, controller, release, {
+      policy,
+      baseFetch,
+      timeoutMs: options.timeoutMs,
+    });
+  };
+
+  return {
+    stream,
+    listModels: () => infos,
+    findModel: (name) => infos.find((info) => info.name === name),
+  };
+}
+
+interface Transport {
+  readonly policy: RetryPolicy;
+  readonly baseFetch: typeof fetch;
+  readonly timeoutMs: number | undefined;
+}
+
+/** The call's own controller, aborted when the caller's signal is; `release` unlinks them. */
+function linkAbort(signal: AbortSignal | undefined): {
+  readonly controller: AbortController;
+  readonly release: () => void;
+} {
+  const controller = new AbortController();
+  if (signal === undefined) return { controller, release: () => undefined };
+  if (signal.aborted) {
+    controller.abort(signal.reason);
+    return { controller, release: () => undefined };
+  }
+  const onAbort = () => controller.abort(signal.reason);
+  signal.addEventListener("abort", onAbort, { once: true });
+  return { controller, release: () => signal.removeEventListener("abort", onAbort) };
+}
+
+function streamProvider(
+  config: ModelConfig,
+  apiKey: string,
+  call: LLMCall,
+  controller: AbortController,
+  release: () => void,
+  { policy, baseFetch, timeoutMs }: Transport,
+): LLMStream {
+  const model = toPiModel(config);
+  const headers = Object.fromEntries(
+    Object.entries(config.headers).map(([name, value]) => [name, value.reveal()]),
+  );
+  const secrets = [apiKey, ...Object.values(headers)].filter((secret) => secret !== NO_KEY);
+  const exact = createExactFetch({
+    callID: call.callID,
+    model: config.name,
+    baseFetch,
+    policy,
+    signal: controller.signal,
+    secrets,
+    ...(call.replay === undefined ? {} : { replayBody: call.replay.body }),
+    ...(call.beforeSend === undefined ? {} : { beforeSend: call.beforeSend }),
+  });
+  const streamOptions: SimpleStreamOptions = {
+    apiKey,
+    headers,
+    signal: controller.signal,
+    fetch: exact.fetch,
+    maxTokens: config.maxOutput,
+    ...(config.thinking === "off" ? {} : { reasoning: config.thinking }),
+    // Prompt caching on, with explicit values so no environment variable changes it.
+    cacheRetention: "short",
+    sessionId: toPromptCacheKey(call.conversationID),
+    disableContinuation: true,
+    maxRetries: 0,
+    identity: { userAgent: { custom: USER_AGENT } },
+    onPayload: (payload) => toStablePayload(model.api, payload),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+  };
+  const events = startEvents(() =>
+    API_IMPLEMENTATIONS[config.api].streamSimple(
+      model,
+      normalizeContext(call.request),
+      streamOptions,
+    ),
+  );
+  return createResponseStream({
+    callID: call.callID,
+    controller,
+    events,
+    toFailure: (reason, message) =>
+      toErrorMessage(model.api, model.provider, model.id, reason, message),
+    finishError: (error) => finishError(error, exact.state, secrets),
+    exactRequest: () => exact.state.exact,
+    attempts: () => exact.state.attempts,
+    onEnd: release,
+  });
+}
+
+function streamDemo(
+  demo: DemoModel,
+  call: LLMCall,
+  controller: AbortController,
+  release: () => void,
+): LLMStream {
+  const state: ExactFetchState = { exact: undefined, attempts: [], hookFailure: undefined };
+  return createResponseStream({
+    callID: call.callID,
+    controller,
+    events: demo.events(call, controller.signal, state),
+    toFailure: (reason, message) =>
+      toErrorMessage(DEMO_API, demo.provider, demo.name, reason, message),
+    finishError: (error) => finishError(error, state, []),
+    exactRequest: () => state.exact,
+    attempts: () => state.attempts,
+    onEnd: release,
+  });
+}
+
+function failedStream(
+  call: LLMCall,
+  controller: AbortController,
+  release: () => void,
+  message: string,
+  config?: ModelConfig,
+): LLMStream {
+  const api = config === undefined ? "unknown" : toPiModel(config).api;
+  const error = toErrorMessage(
+    api,
+    config?.provider ?? "unknown",
+    config?.upstreamId ?? call.model,
+    "error",
+    message,
+  );
+  async function* events(): AsyncIterable<AssistantMessageEvent> {
+    yield { type: "error", reason: "error", error };
+  }
+  return createResponseStream({
+    callID: call.callID,
+    controller,
+    events: events(),
+    toFailure: (reason, text) => ({ ...error, stopReason: reason, errorMessage: text }),
+    onEnd: release,
+  });
+}
+
+/** pi-ai's stream, with a synchronous throw (a library bug or a missing key) turned into events. */
+async function* startEvents(
+  start: () => AsyncIterable<AssistantMessageEvent>,
+): AsyncIterable<AssistantMessageEvent> {
+  yield* start();
+}
+
+/** The terminal error as we hand it out: the real cause of a hook failure, and no secrets. */
+function finishError(
+  error: AssistantMessage,
+  state: ExactFetchState,
+  secrets: readonly string[],
+): AssistantMessage {
+  let message = error.errorMessage ?? (error.stopReason === "aborted" ? "Request was aborted" : "");
+  if (state.hookFailure !== undefined && error.stopReason === "error") {
+    message = `beforeSend failed: ${state.hookFailure}`;
+  }
+  if (message === "") message = "the model call failed";
+  const errorMessage = secrets.reduce((text, secret) => redactSecret(text, secret), message);
+  return { ...error, errorMessage };
+}
+
+function toErrorMessage(
+  api: string,
+  provider: string,
+  modelId: string,
+  reason: "error" | "aborted",
+  errorMessage: string,
+): AssistantMessage {
+  return {
+    role: "assistant",
+    content: [],
+    api,
+    provider,
+    model: modelId,
+    usage: {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 0,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
+    stopReason: reason,
+    errorMessage,
+    timestamp: Date.now(),
+  };
+}
+
+type ResolvedKey =
+  | { readonly type: "key"; readonly value: string }
+  | { readonly type: "missing"; readonly variable: string };
+
+function resolveApiKey(
+  source: ApiKeySource,
+  env: Readonly<Record<string, string | undefined>>,
+): ResolvedKey {
+  switch (source.type) {
+    case "value":
+      return { type: "key", value: source.value.reveal() };
+    case "none":
+      return { type: "key", value: NO_KEY };
+    case "env": {
+      const value = env[source.name]?.trim();
+      return value === undefined || value === ""
+        ? { type: "missing", variable: source.name }
+        : { type: "key", value };
+    }
+  }
+}
+
+/**
+ * The provider prompt-cache key of a conversation (OpenAI `prompt_cache_key`, session affinity
+ * headers): the same for all its calls, 36 characters, and not the conversation id itself.
+ */
+export function toPromptCacheKey(conversationID: string): string {
+  return `cbk-${hashBody(conversationID).slice(0, 32)}`;
+}
+
+function toModelInfo(config: ModelConfig): ModelInfo {
+  return {
+    name: config.name,
+    provider: config.provider,
+    api: config.api,
+    upstreamId: config.upstreamId,
+    contextWindow: config.contextWindow,
+    maxOutput: config.maxOutput,
+    reasoning: config.reasoning,
+    thinking: config.thinking,
+    input: config.input,
+    prices: config.prices,
+    demo: false,
+  };
+}
+
+function toDemoInfo(demo: DemoModel): ModelInfo {
+  return {
+    name: demo.name,
+    provider: demo.provider,
+    api: "demo",
+    upstreamId: demo.name,
+    contextWindow: demo.contextWindow,
+    maxOutput: demo.maxOutput,
+    reasoning: false,
+    thinking: "off",
+    input: ["text"],
+    prices: demo.prices,
+    demo: true,
+  };
+}

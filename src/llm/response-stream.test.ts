@@ -1,0 +1,138 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { createResponseStream } from "./response-stream.ts";
+import { collect } from "./testing/streams.ts";
+import type { AssistantMessage, ResponseEvent } from "./types.ts";
+
+function message(stopReason: AssistantMessage["stopReason"], text = ""): AssistantMessage {
+  return {
+    role: "assistant",
+    content: text === "" ? [] : [{ type: "text", text }],
+    api: "test-api",
+    provider: "test",
+    model: "m",
+    usage: {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 0,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
+    stopReason,
+    timestamp: 0,
+  };
+}
+
+function streamOf(events: AsyncIterable<ResponseEvent>, controller = new AbortController()) {
+  return createResponseStream({
+    callID: "call-1",
+    controller,
+    events,
+    toFailure: (reason, errorMessage) => ({ ...message(reason), errorMessage }),
+  });
+}
+
+async function* from(...events: ResponseEvent[]): AsyncIterable<ResponseEvent> {
+  yield* events;
+}
+
+const START: ResponseEvent = { type: "start", partial: message("pending") };
+
+describe("response stream", () => {
+  test("a source that ends without a terminal event ends with a synthetic error", async () => {
+    const events = await collect(streamOf(from(START)));
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ["start", "error"],
+    );
+    const last = events[1];
+    assert.ok(last?.type === "error" && last.reason === "error");
+    assert.match(last.error.errorMessage ?? "", /without a terminal event/);
+  });
+
+  test("a source that throws ends with an error carrying the message; the stream never rejects", async () => {
+    async function* failing(): AsyncIterable<ResponseEvent> {
+      yield START;
+      throw new Error("socket hang up");
+    }
+    const events = await collect(streamOf(failing()));
+    const last = events.at(-1);
+    assert.ok(last?.type === "error");
+    assert.equal(last.error.errorMessage, "socket hang up");
+  });
+
+  test("a failure after abort() is reported as aborted", async () => {
+    const controller = new AbortController();
+    async function* waiting(): AsyncIterable<ResponseEvent> {
+      yield START;
+      await new Promise((resolve) => controller.signal.addEventListener("abort", resolve));
+      throw new Error("aborted by the test");
+    }
+    const stream = streamOf(waiting(), controller);
+    assert.equal((await stream.recv())?.type, "start");
+    stream.abort();
+    assert.equal(stream.signal.aborted, true);
+    const last = await stream.recv();
+    assert.ok(last?.type === "error" && last.reason === "aborted");
+    assert.equal(await stream.recv(), undefined);
+  });
+
+  test("nothing follows the terminal event", async () => {
+    const events = await collect(
+      streamOf(
+        from(
+          START,
+          { type: "done", reason: "stop", message: message("stop") },
+          { type: "text_start", contentIndex: 0, partial: message("pending") },
+          { type: "error", reason: "error", error: message("error") },
+        ),
+      ),
+    );
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ["start", "done"],
+    );
+  });
+
+  test("readers waiting when the stream ends get the terminal event, then undefined", async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    async function* gated(): AsyncIterable<ResponseEvent> {
+      await gate;
+      yield { type: "error", reason: "error", error: message("error") };
+    }
+    const stream = streamOf(gated());
+    const first = stream.recv();
+    const second = stream.recv();
+    release();
+    assert.equal((await first)?.type, "error");
+    assert.equal(await second, undefined);
+    assert.equal(await stream.recv(), undefined);
+  });
+
+  test("iterable with for await; the terminal error goes through finishError", async () => {
+    const stream = createResponseStream({
+      callID: "call-2",
+      controller: new AbortController(),
+      events: from(START, {
+        type: "error",
+        reason: "error",
+        error: { ...message("error"), errorMessage: "raw" },
+      }),
+      toFailure: (reason) => message(reason),
+      finishError: (error) => ({ ...error, errorMessage: `finished: ${error.errorMessage}` }),
+    });
+    const types: string[] = [];
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === "error") assert.equal(event.error.errorMessage, "finished: raw");
+    }
+    assert.deepEqual(types, ["start", "error"]);
+    assert.equal(stream.callID, "call-2");
+    assert.equal(stream.exactRequest, undefined);
+    assert.deepEqual(stream.attempts, []);
+  });
+});

@@ -1,0 +1,165 @@
+/**
+ * Turns pi-ai's events, whose `partial` is one live object the provider keeps mutating, into
+ * events that are snapshots (DESIGN §4.1).
+ *
+ * The content of each snapshot is rebuilt from the events themselves, not copied from the live
+ * object: text and thinking grow by their deltas, a tool call's arguments are parsed from the
+ * concatenated `toolcall_delta` text, and a block takes its final form (signatures included)
+ * from its `*_end` event. So the partial of an event shows exactly what the events up to it
+ * said, even when pi-ai queued several events and mutated the live object ahead of them.
+ * Message-level fields (usage, response id, stop reason) are copied from the live object when
+ * the event is read. Unchanged blocks are shared between snapshots, so a delta costs time in
+ * the size of what changed, not of the whole message. Snapshots, their content arrays and
+ * their blocks are frozen.
+ */
+import {
+  type AssistantMessage,
+  type AssistantMessageEvent,
+  ToolCallArgumentsStream,
+} from "@earendil-works/pi-ai";
+
+type Block = AssistantMessage["content"][number];
+
+export interface Snapshotter {
+  /** The snapshot form of `event`. Events must be given in stream order. */
+  toSnapshot(event: AssistantMessageEvent): AssistantMessageEvent;
+  /** The concatenated `toolcall_delta` text of the tool call at `contentIndex`. */
+  toolCallArgumentsText(contentIndex: number): string | undefined;
+}
+
+export function createSnapshotter(): Snapshotter {
+  let content: Block[] = [];
+  const argumentStreams = new Map<number, ToolCallArgumentsStream>();
+
+  const setBlock = (index: number, block: Block, live: AssistantMessage) => {
+    const next = content.slice();
+    // A block announced out of order: fill the gap from the live message so indexes line up.
+    for (let i = next.length; i < index; i++) {
+      const gap = live.content[i];
+      next.push(
+        Object.freeze(gap === undefined ? { type: "text", text: "" } : structuredClone(gap)),
+      );
+    }
+    next[index] = Object.freeze(block);
+    content = next;
+  };
+
+  const snapshot = (live: AssistantMessage): AssistantMessage => {
+    const { content: _live, usage, diagnostics, deferred, ...fields } = live;
+    return Object.freeze({
+      ...fields,
+      content: Object.freeze(content.slice()) as Block[],
+      usage: Object.freeze({ ...usage, cost: Object.freeze({ ...usage.cost }) }),
+      ...(diagnostics === undefined ? {} : { diagnostics: structuredClone(diagnostics) }),
+      ...(deferred === undefined ? {} : { deferred: structuredClone(deferred) }),
+    });
+  };
+
+  const toSnapshot = (event: AssistantMessageEvent): AssistantMessageEvent => {
+    switch (event.type) {
+      case "start":
+        content = [];
+        argumentStreams.clear();
+        return { type: "start", partial: snapshot(event.partial) };
+      case "text_start":
+        setBlock(event.contentIndex, { type: "text", text: "" }, event.partial);
+        return { ...event, partial: snapshot(event.partial) };
+      case "text_delta": {
+        const block = content[event.contentIndex];
+        const next: Block =
+          block?.type === "text"
+            ? { ...block, text: block.text + event.delta }
+            : { type: "text", text: event.delta };
+        setBlock(event.contentIndex, next, event.partial);
+        return { ...event, partial: snapshot(event.partial) };
+      }
+      case "text_end": {
+        const live = event.partial.content[event.contentIndex];
+        const final =
+          live?.type === "text" ? structuredClone(live) : { type: "text" as const, text: "" };
+        setBlock(event.contentIndex, { ...final, text: event.content }, event.partial);
+        return { ...event, partial: snapshot(event.partial) };
+      }
+      case "thinking_start": {
+        const live = event.partial.content[event.contentIndex];
+        // Redacted thinking arrives whole at its start and gets no deltas.
+        const start =
+          live?.type === "thinking" && live.redacted === true
+            ? structuredClone(live)
+            : { type: "thinking" as const, thinking: "" };
+        setBlock(event.contentIndex, start, event.partial);
+        return { ...event, partial: snapshot(event.partial) };
+      }
+      case "thinking_delta": {
+        const block = content[event.contentIndex];
+        const next: Block =
+          block?.type === "thinking"
+            ? { ...block, thinking: block.thinking + event.delta }
+            : { type: "thinking", thinking: event.delta };
+        setBlock(event.contentIndex, next, event.partial);
+        return { ...event, partial: snapshot(event.partial) };
+      }
+      case "thinking_end": {
+        const live = event.partial.content[event.contentIndex];
+        const final =
+          live?.type === "thinking"
+            ? structuredClone(live)
+            : { type: "thinking" as const, thinking: "" };
+        setBlock(event.contentIndex, { ...final, thinking: event.content }, event.partial);
+        return { ...event, partial: snapshot(event.partial) };
+      }
+      case "toolcall_start": {
+        const live = event.partial.content[event.contentIndex];
+        argumentStreams.set(event.contentIndex, new ToolCallArgumentsStream());
+        setBlock(
+          event.contentIndex,
+          {
+            type: "toolCall",
+            id: live?.type === "toolCall" ? live.id : "",
+            name: live?.type === "toolCall" ? live.name : "",
+            arguments: {},
+          },
+          event.partial,
+        );
+        return { ...event, partial: snapshot(event.partial) };
+      }
+      case "toolcall_delta": {
+        let stream = argumentStreams.get(event.contentIndex);
+        if (stream === undefined) {
+          stream = new ToolCallArgumentsStream();
+          argumentStreams.set(event.contentIndex, stream);
+        }
+        const args = stream.append(event.delta);
+        const block = content[event.contentIndex];
+        const live = event.partial.content[event.contentIndex];
+        // Some providers name the call or give its id only after arguments started.
+        const id =
+          (live?.type === "toolCall" ? live.id : "") ||
+          (block?.type === "toolCall" ? block.id : "");
+        const name =
+          (live?.type === "toolCall" ? live.name : "") ||
+          (block?.type === "toolCall" ? block.name : "");
+        setBlock(
+          event.contentIndex,
+          { type: "toolCall", id, name, arguments: args },
+          event.partial,
+        );
+        return { ...event, partial: snapshot(event.partial) };
+      }
+      case "toolcall_end": {
+        const toolCall = structuredClone(event.toolCall);
+        setBlock(event.contentIndex, toolCall, event.partial);
+        return { ...event, toolCall, partial: snapshot(event.partial) };
+      }
+      case "done":
+        return { ...event, message: structuredClone(event.message) };
+      case "error":
+        return { ...event, error: structuredClone(event.error) };
+    }
+  };
+
+  return {
+    toSnapshot,
+    toolCallArgumentsText: (contentIndex) => argumentStreams.get(contentIndex)?.text,
+  };
+}
