@@ -10,7 +10,7 @@ export {
   toMessageBytes,
 } from "./history-hash.ts";
 export { toCallID, toOperationID, toTurnID } from "./ids.ts";
-export { buildPrompt, buildRequest, buildTools } from "./request.ts";
+export { buildPrompt, buildRequest, buildTools, toResumeCommand } from "./request.ts";
 export { createConversation, isIdle } from "./state.ts";
 export { transition } from "./transition.ts";
 export type * from "./types.ts";

@@ -4,7 +4,12 @@
  */
 import type { RequestMessages, Tool } from "../llm/types.ts";
 import { toCallID } from "./ids.ts";
-import type { CallLLMCommand, ConversationState, TurnSettings } from "./types.ts";
+import type {
+  CallClientCommand,
+  CallLLMCommand,
+  ConversationState,
+  TurnSettings,
+} from "./types.ts";
 
 const NO_SETTINGS: TurnSettings = { model: "", systemPrompt: "", tools: [] };
 
@@ -41,16 +46,40 @@ export function startModelCall(state: ConversationState): {
     call: { callID, step },
     waiting: null,
   };
+  return { state: next, command: toCallLLMCommand(next, callID) };
+}
+
+/** The command for model call `callID` from the state that waits for it. */
+function toCallLLMCommand(state: ConversationState, callID: string): CallLLMCommand {
   return {
-    state: next,
-    command: {
-      type: "call_llm",
-      callID,
-      model: (state.settings ?? NO_SETTINGS).model,
-      request: buildRequest(next),
-      messagesHash: next.hashes.chainHash,
-      messageCount: next.messages.length,
-      lastMessageHash: next.hashes.lastMessageHash,
-    },
+    type: "call_llm",
+    callID,
+    model: (state.settings ?? NO_SETTINGS).model,
+    request: buildRequest(state),
+    messagesHash: state.hashes.chainHash,
+    messageCount: state.messages.length,
+    lastMessageHash: state.hashes.lastMessageHash,
   };
+}
+
+/**
+ * What a runner must do to continue a turn a stopped process left unfinished: repeat the model
+ * call the state waits for (same call id; the runner sends its saved request), or ask the client
+ * again for the tool call it waits for. `null` when the state waits for nothing.
+ */
+export function toResumeCommand(
+  state: ConversationState,
+): CallLLMCommand | CallClientCommand | null {
+  if (state.status === "waiting_llm" && state.call !== null) {
+    return toCallLLMCommand(state, state.call.callID);
+  }
+  const waiting = state.waiting;
+  if (state.status === "waiting_client" && waiting !== null) {
+    const toolCall = waiting.calls[waiting.answered];
+    const operationID = waiting.operationIDs[waiting.answered];
+    if (toolCall !== undefined && operationID !== undefined) {
+      return { type: "call_client", operationID, toolCall };
+    }
+  }
+  return null;
 }

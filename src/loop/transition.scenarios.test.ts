@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { ToolResultMessage } from "../llm/types.ts";
-import { toCallID } from "./ids.ts";
+import { toCallID, toOperationID } from "./ids.ts";
+import { toResumeCommand } from "./request.ts";
 import { createConversation } from "./state.ts";
 import {
   assistantMessage,
@@ -191,5 +192,31 @@ describe("stops, failures and cancels", () => {
     given(start("hi"), events)
       .when(events.at(-1) as (typeof events)[number])
       .thenRejected("call_finished");
+  });
+});
+
+describe("toResumeCommand()", () => {
+  const readA = toolCall("a", "read", { path: "a" });
+  const readB = toolCall("b", "read", { path: "b" });
+  const calling = assistantMessage([readA, readB]);
+
+  test("repeats the model call a state waits for, with the same id and request", () => {
+    const waiting = given(start("hi"));
+    const first = given().when(start("hi")).transition.command;
+    assert.deepEqual(toResumeCommand(waiting.state.committed), first);
+  });
+
+  test("asks again for the tool call a state waits for", () => {
+    const state = given(start("go"), streamed(call(1, 0), calling), result(readA, "a")).state;
+    const resumed = toResumeCommand(state.committed);
+    assert.ok(resumed?.type === "call_client");
+    assert.equal(resumed.toolCall, readB);
+    assert.equal(resumed.operationID, toOperationID(call(1, 0), "b"));
+  });
+
+  test("is null when nothing is awaited", () => {
+    assert.equal(toResumeCommand(fresh().committed), null);
+    const done = drive(fresh(), start("hi"), { responses: [assistantMessage([text("ok")])] });
+    assert.equal(toResumeCommand(done.state.committed), null);
   });
 });

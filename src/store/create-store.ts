@@ -22,6 +22,7 @@ import {
   toLLMCallRecord,
   type WriteContext,
 } from "./records.ts";
+import { toRequestStream } from "./request-streams.ts";
 import type { Backend, InputCommitRow, Tables } from "./tables.ts";
 import type {
   ClientOperationRecord,
@@ -193,6 +194,13 @@ export function createStore(backend: Backend, options: StoreOptions = {}): Store
           detail: fromJSONText(row.detailJSON),
         })),
       );
+    },
+
+    async findRequestStream(requestID) {
+      return open().read((tables) => {
+        const row = tables.readRequestStream(requestID);
+        return row === null ? null : toRequestStream(row);
+      });
     },
 
     async close() {

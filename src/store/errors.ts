@@ -28,6 +28,11 @@ export const STORE_ERROR_CODES = [
   "chain_mismatch",
   /** An argument is not valid: not plain JSON, a missing result, a wrong conversation, … */
   "invalid_argument",
+  /**
+   * A commit binds a request id that is bound to another conversation: a client bug or a reused
+   * request id. Nothing of the commit was written.
+   */
+  "request_bound_elsewhere",
   /** A status change or diagnostic for a record that does not exist. */
   "not_found",
   /** The store was closed. */

@@ -11,6 +11,7 @@ import type {
   InputCommitRow,
   LLMCallRow,
   MessageRow,
+  RequestStreamRow,
   StreamDiagnosticRow,
   Tables,
 } from "./tables.ts";
@@ -29,6 +30,7 @@ function createMemoryBackend(): Backend {
   const calls = new Map<string, LLMCallRow>();
   const operations = new Map<string, ClientOperationRow>();
   const diagnostics = new Map<string, StreamDiagnosticRow[]>();
+  const requestStreams = new Map<string, RequestStreamRow>();
   let undo: (() => void)[] | null = null;
 
   /** Sets `key` in `map`, remembering how to restore the previous value. */
@@ -142,6 +144,15 @@ function createMemoryBackend(): Backend {
       pushAll(diagnostics, row.callID, [row]);
     },
     listStreamDiagnostics: (callID) => [...(diagnostics.get(callID) ?? [])],
+
+    readRequestStream: (requestID) => requestStreams.get(requestID) ?? null,
+    insertRequestStream(row) {
+      if (requestStreams.has(row.requestID)) throw new Error(`request ${row.requestID} is bound`);
+      if (!conversations.has(row.conversationID)) {
+        throw new Error(`request ${row.requestID}: no conversation ${row.conversationID}`);
+      }
+      put(requestStreams, row.requestID, row);
+    },
   };
 
   return {

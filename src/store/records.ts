@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto";
 import { StoreError } from "./errors.ts";
 import { fromJSONText, toJSONText } from "./json-text.ts";
+import { bindRequestStreamRow } from "./request-streams.ts";
 import type { ClientOperationRow, LLMCallRow, Tables } from "./tables.ts";
 import type {
   ClientOperationInput,
@@ -82,6 +83,9 @@ export function applyRecordWrite(
       return null;
     case "client_operation_status":
       setClientOperationStatusRow(tables, write.operationID, write.status, write.result, context);
+      return null;
+    case "request_stream":
+      bindRequestStreamRow(tables, write.requestID, context);
       return null;
     default: {
       const unknown: never = write;

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, test } from "node:test";
@@ -7,8 +8,10 @@ import { hashHistory } from "../loop/history-hash.ts";
 import { toStateJSON } from "./history.ts";
 import { APPLICATION_ID, MIGRATIONS, migrate, SCHEMA_VERSION } from "./schema.ts";
 import { openSqliteStore } from "./sqlite-store.ts";
+import { toLLMCall } from "./testing/contract.ts";
 import { type ScriptedCommit, toScriptedCommits } from "./testing/scripted-conversation.ts";
 import { createTempDirectory } from "./testing/temp-directory.ts";
+import type { LLMCallInput } from "./types.ts";
 
 const CONVERSATION = "conv-schema";
 
@@ -84,6 +87,26 @@ function seedVersion1(db: DatabaseSync, commits: readonly ScriptedCommit[]): voi
   });
 }
 
+/** Adds what schema version 2 added: a model call of the first commit, with a diagnostic. */
+function seedVersion2(db: DatabaseSync, commit: ScriptedCommit): LLMCallInput {
+  const call = toLLMCall(commit);
+  db.prepare("insert into llm_calls values (?, ?, ?, ?, ?, ?, ?, ?, ?, 'planned', 10, 10)").run(
+    call.callID,
+    call.conversationID,
+    call.turnID,
+    call.model,
+    call.request,
+    createHash("sha256").update(call.request, "utf8").digest("hex"),
+    call.messagesHash,
+    call.messageCount,
+    call.lastMessageHash,
+  );
+  db.prepare(
+    "insert into stream_diagnostics (call_id, at, kind, detail_json) values (?, 11, 'retry', ?)",
+  ).run(call.callID, '{"attempt":1}');
+  return call;
+}
+
 describe("schema migrations", () => {
   test("migrations are numbered 1, 2, … without gaps", () => {
     assert.deepEqual(
@@ -120,6 +143,7 @@ describe("schema migrations", () => {
         const db = new DatabaseSync(old);
         migrate(db, version);
         if (version >= 1) seedVersion1(db, commits.slice(0, 2));
+        const call = version >= 2 ? seedVersion2(db, commits[0] as ScriptedCommit) : null;
         db.close();
         assert.equal(readPragma(old, "user_version"), version);
 
@@ -132,6 +156,12 @@ describe("schema migrations", () => {
             const previous = await store.findInputCommit(CONVERSATION, commits[0]?.inputID ?? "");
             assert.deepEqual(previous?.result, JSON.parse(toCanonicalJSON(commits[0]?.command)));
           }
+          if (call !== null) {
+            assert.equal((await store.getLLMCall(call.callID))?.request, call.request);
+            assert.deepEqual(await store.listStreamDiagnostics(call.callID), [
+              { callID: call.callID, at: 11, kind: "retry", detail: { attempt: 1 } },
+            ]);
+          }
           // The upgraded file takes new commits.
           const base = version >= 1 ? 2 : 0;
           for (const [i, commit] of commits.slice(base).entries()) {
@@ -140,9 +170,14 @@ describe("schema migrations", () => {
               expectedVersion: base + i,
               state: commit.state,
               result: null,
+              records: i === 0 ? [{ type: "request_stream", requestID: "req-upgraded" }] : [],
             });
             assert.equal(result.type, "committed");
           }
+          assert.equal(
+            (await store.findRequestStream("req-upgraded"))?.conversationID,
+            CONVERSATION,
+          );
         } finally {
           await store.close();
         }

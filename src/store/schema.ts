@@ -125,6 +125,24 @@ export const MIGRATIONS: readonly Migration[] = [
       create index stream_diagnostics_call on stream_diagnostics (call_id, id);
     `,
   },
+  {
+    version: 3,
+    name: "request streams: the conversation of a client's agent stream",
+    sql: `
+      create table request_streams (
+        request_id text primary key,
+        conversation_id text not null references conversations (conversation_id),
+        created_at integer not null
+      ) strict;
+
+      create index request_streams_conversation on request_streams (conversation_id);
+
+      create trigger request_streams_fixed before update on request_streams
+      begin
+        select raise(abort, 'a request stream stays bound to its conversation');
+      end;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -5,16 +5,17 @@ import { DatabaseSync } from "node:sqlite";
 import { describe, test } from "node:test";
 import { toCanonicalJSON } from "../loop/canonical-json.ts";
 import { hashHistory, toMessageBytes } from "../loop/history-hash.ts";
+import { isStoreError } from "./errors.ts";
 import { openSqliteStore } from "./sqlite-store.ts";
 import { runStoreContract, toLLMCall } from "./testing/contract.ts";
 import { type ScriptedCommit, toScriptedCommits } from "./testing/scripted-conversation.ts";
 import { createTempDirectory } from "./testing/temp-directory.ts";
 import type { Store } from "./types.ts";
 
-runStoreContract("SQLite file", async () => {
+runStoreContract("SQLite file", async (options) => {
   const directory = createTempDirectory();
   return {
-    store: openSqliteStore({ path: join(directory.path, "store.db") }),
+    store: openSqliteStore({ ...options, path: join(directory.path, "store.db") }),
     async cleanup() {
       directory.remove();
     },
@@ -135,6 +136,75 @@ describe("SQLite store", () => {
         assert.equal(unfinished.llmCalls.length, 2);
       } finally {
         await second.close();
+      }
+    } finally {
+      directory.remove();
+    }
+  });
+
+  test("a request stream binding survives a reopen and is never changed in the file", async () => {
+    const directory = createTempDirectory();
+    try {
+      const path = join(directory.path, "store.db");
+      const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+      const before = openSqliteStore({ path, now: () => 1234 });
+      const result = await before.commitInput({
+        inputID: first.inputID,
+        expectedVersion: 0,
+        state: first.state,
+        result: null,
+        records: [{ type: "request_stream", requestID: "req-1" }],
+      });
+      assert.equal(result.type, "committed");
+      await before.close();
+
+      const after = openSqliteStore({ path });
+      try {
+        const bound = { conversationID: CONVERSATION, createdAt: 1234 };
+        assert.deepEqual(await after.findRequestStream("req-1"), bound);
+        const [elsewhere] = toScriptedCommits("conv-elsewhere") as [ScriptedCommit];
+        await assert.rejects(
+          after.commitInput({
+            inputID: elsewhere.inputID,
+            expectedVersion: 0,
+            state: elsewhere.state,
+            result: null,
+            records: [{ type: "request_stream", requestID: "req-1" }],
+          }),
+          (error) => isStoreError(error, "request_bound_elsewhere"),
+        );
+        const again = await after.commitInput({
+          inputID: second.inputID,
+          expectedVersion: 1,
+          state: second.state,
+          result: null,
+          records: [{ type: "request_stream", requestID: "req-1" }],
+        });
+        assert.equal(again.type, "committed");
+        assert.deepEqual(await after.findRequestStream("req-1"), bound);
+      } finally {
+        await after.close();
+      }
+
+      const raw = new DatabaseSync(path);
+      try {
+        assert.throws(
+          () =>
+            raw
+              .prepare("update request_streams set conversation_id = ? where request_id = ?")
+              .run("conv-elsewhere", "req-1"),
+          /stays bound to its conversation/,
+        );
+        raw.exec("pragma foreign_keys = on");
+        assert.throws(
+          () =>
+            raw
+              .prepare("insert into request_streams values (?, ?, ?)")
+              .run("req-2", "conv-missing", 1),
+          /FOREIGN KEY/,
+        );
+      } finally {
+        raw.close();
       }
     } finally {
       directory.remove();

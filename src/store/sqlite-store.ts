@@ -227,6 +227,12 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
     listStreamDiagnostics: sql(
       "select call_id, at, kind, detail_json from stream_diagnostics where call_id = ? order by id",
     ),
+    readRequestStream: sql(
+      "select request_id, conversation_id, created_at from request_streams where request_id = ?",
+    ),
+    insertRequestStream: sql(
+      "insert into request_streams (request_id, conversation_id, created_at) values (?, ?, ?)",
+    ),
   };
 
   const tables: Tables = {
@@ -381,6 +387,20 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
         kind: text(row, "kind"),
         detailJSON: text(row, "detail_json"),
       }));
+    },
+
+    readRequestStream(requestID) {
+      const row = statements.readRequestStream.get(requestID);
+      return row === undefined
+        ? null
+        : {
+            requestID: text(row, "request_id"),
+            conversationID: text(row, "conversation_id"),
+            createdAt: int(row, "created_at"),
+          };
+    },
+    insertRequestStream(row) {
+      statements.insertRequestStream.run(row.requestID, row.conversationID, row.createdAt);
     },
   };
 

@@ -75,6 +75,12 @@ export interface StreamDiagnosticRow {
   readonly detailJSON: string;
 }
 
+export interface RequestStreamRow {
+  readonly requestID: string;
+  readonly conversationID: string;
+  readonly createdAt: number;
+}
+
 /**
  * Synchronous access to the rows, valid only inside one `Backend.read`/`Backend.write` call.
  * Conditional writes report whether a row was written; nothing here validates business rules.
@@ -113,6 +119,10 @@ export interface Tables {
   insertStreamDiagnostic(row: StreamDiagnosticRow): void;
   /** In insertion order. */
   listStreamDiagnostics(callID: string): StreamDiagnosticRow[];
+
+  readRequestStream(requestID: string): RequestStreamRow | null;
+  /** Inserts a new binding; the request id must not be bound yet. */
+  insertRequestStream(row: RequestStreamRow): void;
 }
 
 /** A database the store logic runs on. */

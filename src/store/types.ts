@@ -94,13 +94,30 @@ export interface StreamDiagnostic {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Request streams
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The conversation a client's agent stream (its protocol `request_id`) belongs to, so that a
+ * client reconnecting the same stream after a restart reaches the same conversation. A binding is
+ * permanent: a request id is bound to one conversation, once.
+ */
+export interface RequestStream {
+  readonly conversationID: string;
+  /** Epoch milliseconds, from the store's clock, of the commit that bound it. */
+  readonly createdAt: number;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Commits
 // ---------------------------------------------------------------------------------------------
 
 /**
  * A record written in the same transaction as a commit. `llm_call` and `client_operation` save a
  * record (or, if it exists, keep its request and only move its status forward); the `*_status`
- * writes move the status of an existing record forward.
+ * writes move the status of an existing record forward. `request_stream` binds a request id to
+ * the commit's conversation: again to the same conversation it does nothing, to another one it
+ * fails the whole commit with `StoreError("request_bound_elsewhere")`.
  */
 export type RecordWrite =
   | { readonly type: "llm_call"; readonly call: LLMCallInput }
@@ -111,7 +128,8 @@ export type RecordWrite =
       readonly operationID: string;
       readonly status: ClientOperationStatus;
       readonly result?: unknown;
-    };
+    }
+  | { readonly type: "request_stream"; readonly requestID: string };
 
 /** One applied input, committed atomically (DESIGN §7, step 2). */
 export interface InputCommit {
@@ -214,7 +232,8 @@ export interface Store {
    *
    * Checked in this order: a repeated input → `duplicate`; a version other than expected →
    * `conflict`; history that does not extend the stored one → `StoreError("chain_mismatch")`;
-   * a model call marked `committed` twice → `call_finished`.
+   * a model call marked `committed` twice → `call_finished`; a request id bound to another
+   * conversation → `StoreError("request_bound_elsewhere")`.
    */
   commitInput(commit: InputCommit): Promise<CommitResult>;
 
@@ -253,6 +272,9 @@ export interface Store {
 
   /** The diagnostics of one call, in the order they were saved. */
   listStreamDiagnostics(callID: string): Promise<StreamDiagnostic[]>;
+
+  /** The conversation a request id was bound to (a `request_stream` record), or `null`. */
+  findRequestStream(requestID: string): Promise<RequestStream | null>;
 
   /** Releases the database. Any later call fails with `StoreError("closed")`. */
   close(): Promise<void>;

@@ -12,6 +12,7 @@ import { createConversation } from "../../loop/state.ts";
 import { toolCall } from "../../loop/testing.ts";
 import { transition } from "../../loop/transition.ts";
 import type { CallLLMCommand, ConversationState, Message } from "../../loop/types.ts";
+import type { StoreOptions } from "../create-store.ts";
 import { isStoreError, type StoreErrorCode } from "../errors.ts";
 import { createOperationRunner } from "../run-once.ts";
 import type {
@@ -31,14 +32,19 @@ export interface StoreFixture {
   cleanup(): Promise<void>;
 }
 
-export type OpenStore = () => Promise<StoreFixture>;
+/** Opens a new, empty store; `options` (e.g. a test clock) are passed to the store. */
+export type OpenStore = (options?: StoreOptions) => Promise<StoreFixture>;
 
 const CONVERSATION = "conv-contract";
 
 export function runStoreContract(name: string, open: OpenStore): void {
-  const it = (title: string, body: (store: Store) => Promise<void>): void => {
+  const it = (
+    title: string,
+    body: (store: Store) => Promise<void>,
+    options?: StoreOptions,
+  ): void => {
     test(title, async () => {
-      const fixture = await open();
+      const fixture = await open(options);
       try {
         await body(fixture.store);
       } finally {
@@ -558,10 +564,124 @@ export function runStoreContract(name: string, open: OpenStore): void {
       });
     });
 
+    describe("request streams", () => {
+      const bind = (requestID: string): RecordWrite => ({ type: "request_stream", requestID });
+      let clock = 0;
+      const ticking: StoreOptions = { now: () => clock };
+
+      it("a request id bound in a commit is found with its conversation", async (store) => {
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        assert.equal(await store.findRequestStream("req-1"), null);
+        const result = await commitScripted(store, first, 0, [bind("req-1")]);
+        assert.ok(result.type === "committed");
+        assert.deepEqual(await store.findRequestStream("req-1"), {
+          conversationID: CONVERSATION,
+          createdAt: result.commit.committedAt,
+        });
+      });
+
+      it("an unknown request id is not found", async (store) => {
+        assert.equal(await store.findRequestStream("req-1"), null);
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        await commitScripted(store, first, 0, [bind("req-1")]);
+        for (const requestID of ["req-2", "REQ-1", "", CONVERSATION, first.inputID]) {
+          assert.equal(await store.findRequestStream(requestID), null, requestID);
+        }
+      });
+
+      it(
+        "binding a request id to its own conversation again changes nothing",
+        async (store) => {
+          const [first, second] = toScriptedCommits(CONVERSATION) as [
+            ScriptedCommit,
+            ScriptedCommit,
+          ];
+          clock = 1000;
+          await commitScripted(store, first, 0, [bind("req-1")]);
+          assert.deepEqual(await store.findRequestStream("req-1"), {
+            conversationID: CONVERSATION,
+            createdAt: 1000,
+          });
+          clock = 2000;
+          const again = await commitScripted(store, second, 1, [bind("req-1"), bind("req-1")]);
+          assert.ok(again.type === "committed");
+          assert.equal(again.commit.committedAt, 2000);
+          assert.deepEqual(await store.findRequestStream("req-1"), {
+            conversationID: CONVERSATION,
+            createdAt: 1000,
+          });
+          assert.equal((await store.load(CONVERSATION))?.version, 2);
+        },
+        ticking,
+      );
+
+      it("a request id bound to another conversation fails the whole commit", async (store) => {
+        const OTHER = "conv-other";
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        const [otherFirst, otherSecond] = toScriptedCommits(OTHER) as [
+          ScriptedCommit,
+          ScriptedCommit,
+        ];
+        await commitScripted(store, first, 0, [bind("req-1")]);
+        const bound = await store.findRequestStream("req-1");
+        await commitScripted(store, otherFirst, 0);
+        const before = await snapshot(store, OTHER);
+        const operation = toOperation(otherSecond);
+        const assertBoundElsewhere = async (
+          attempt: Promise<unknown>,
+          conversationID: string,
+        ): Promise<void> => {
+          await assert.rejects(attempt, (error) => {
+            assert.ok(isStoreError(error, "request_bound_elsewhere"), String(error));
+            for (const name of [store.location, "req-1", CONVERSATION, conversationID]) {
+              assert.ok(error.message.includes(name), `the message names ${name}`);
+            }
+            return true;
+          });
+        };
+
+        // An existing conversation: its state, messages, input and records all roll back.
+        await assertBoundElsewhere(
+          commitScripted(store, otherSecond, 1, [
+            bind("req-2"),
+            { type: "client_operation", operation },
+            bind("req-1"),
+          ]),
+          OTHER,
+        );
+        assert.equal(await snapshot(store, OTHER), before);
+        assert.equal(await store.findInputCommit(OTHER, otherSecond.inputID), null);
+        assert.equal(await store.getClientOperation(operation.operationID), null);
+        assert.equal(await store.findRequestStream("req-2"), null);
+
+        // A new conversation is not created.
+        const [fresh] = toScriptedCommits("conv-fresh") as [ScriptedCommit];
+        await assertBoundElsewhere(commitScripted(store, fresh, 0, [bind("req-1")]), "conv-fresh");
+        assert.equal(await store.load("conv-fresh"), null);
+
+        assert.deepEqual(await store.findRequestStream("req-1"), bound);
+        // The refused commit can be made without the binding.
+        assert.equal((await commitScripted(store, otherSecond, 1)).type, "committed");
+      });
+
+      it("a request id must be a non-empty string", async (store) => {
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        for (const requestID of ["", 7, undefined]) {
+          await assertStoreError(
+            store,
+            commitScripted(store, first, 0, [bind(requestID as string)]),
+            "invalid_argument",
+          );
+        }
+        assert.equal(await store.load(CONVERSATION), null);
+      });
+    });
+
     it("a closed store refuses every call", async (store) => {
       await store.close();
       await assertStoreError(store, store.load(CONVERSATION), "closed");
       await assertStoreError(store, store.listUnfinished(), "closed");
+      await assertStoreError(store, store.findRequestStream("req-1"), "closed");
     });
   });
 }
@@ -653,9 +773,9 @@ async function assertStoreError(
   });
 }
 
-/** Everything the store says about the test conversation, as one comparable string. */
-async function snapshot(store: Store): Promise<string> {
-  const loaded = await store.load(CONVERSATION);
+/** Everything the store says about a conversation (the test one by default), as one string. */
+async function snapshot(store: Store, conversationID = CONVERSATION): Promise<string> {
+  const loaded = await store.load(conversationID);
   const unfinished = await store.listUnfinished();
   return toCanonicalJSON({ loaded, unfinished });
 }

@@ -1,0 +1,52 @@
+/**
+ * Request-stream bindings: the conversation a client's agent stream (its protocol `request_id`)
+ * belongs to, so that a stream reconnected after a restart reaches the same conversation. A
+ * binding is written only inside a commit, so it exists exactly when that commit does, and it
+ * never changes: binding again to the same conversation does nothing, binding to another one is
+ * refused and the commit rolls back.
+ */
+import { StoreError } from "./errors.ts";
+import type { WriteContext } from "./records.ts";
+import type { RequestStreamRow, Tables } from "./tables.ts";
+import type { RequestStream } from "./types.ts";
+
+/** Binds `requestID` to the conversation of the commit in `context`. */
+export function bindRequestStreamRow(
+  tables: Tables,
+  requestID: string,
+  context: WriteContext,
+): void {
+  const { conversationID, location } = context;
+  if (conversationID === null) {
+    throw new StoreError(
+      "invalid_argument",
+      location,
+      `A request stream is bound only inside a commit (${location}); nothing was written.`,
+    );
+  }
+  if (typeof requestID !== "string" || requestID === "") {
+    throw new StoreError(
+      "invalid_argument",
+      location,
+      `A request stream's requestID must be a non-empty string (${location}); nothing was ` +
+        "written.",
+    );
+  }
+  const existing = tables.readRequestStream(requestID);
+  if (existing === null) {
+    tables.insertRequestStream({ requestID, conversationID, createdAt: context.now });
+    return;
+  }
+  if (existing.conversationID === conversationID) return;
+  throw new StoreError(
+    "request_bound_elsewhere",
+    location,
+    `Request ${requestID} is bound to conversation ${existing.conversationID} in ${location}, ` +
+      `so it cannot be bound to conversation ${conversationID}: a client bug or a reused ` +
+      "request id. Nothing of this commit was written; a new stream needs a new request id.",
+  );
+}
+
+export function toRequestStream(row: RequestStreamRow): RequestStream {
+  return { conversationID: row.conversationID, createdAt: row.createdAt };
+}

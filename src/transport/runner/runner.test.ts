@@ -1,0 +1,374 @@
+/**
+ * The runner against the real LLM layer (a fake OpenAI-compatible provider on 127.0.0.1), the
+ * real loop and a real store: commit order, tool round trips, cancels, supersede, duplicates and
+ * resuming after a stop.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, test } from "node:test";
+import { createLLM, createModelConfigs } from "../../llm/index.ts";
+import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
+import { type FakeProvider, startFakeProvider } from "../../llm/testing/fake-provider.ts";
+import type {
+  CallClientCommand,
+  ConversationState,
+  ResponseEvent,
+  StartInput,
+  ToolResultMessage,
+} from "../../loop/index.ts";
+import { createMemoryStore, openSqliteStore, type Store } from "../../store/index.ts";
+import { createRunner } from "./runner.ts";
+import type { Runner, TurnOutcome, TurnOutput } from "./types.ts";
+
+const CONV = "conv-runner";
+const READ = {
+  name: "read",
+  description: "Read a file.",
+  parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+};
+
+interface RecordingOutput extends TurnOutput {
+  readonly events: ResponseEvent[];
+  readonly tools: {
+    command: CallClientCommand;
+    answer: (result: string) => void;
+    fail: (e: Error) => void;
+  }[];
+  readonly ended: Promise<TurnOutcome>;
+  readonly commits: ConversationState[];
+  nextTool(): Promise<RecordingOutput["tools"][number]>;
+}
+
+function createOutput(): RecordingOutput {
+  let endTurn!: (outcome: TurnOutcome) => void;
+  const ended = new Promise<TurnOutcome>((resolve) => {
+    endTurn = resolve;
+  });
+  const tools: RecordingOutput["tools"] = [];
+  const waiting: ((tool: RecordingOutput["tools"][number]) => void)[] = [];
+  let taken = 0;
+  const output: RecordingOutput = {
+    events: [],
+    tools,
+    ended,
+    commits: [],
+    publish(events) {
+      output.events.push(...events);
+    },
+    runTool(command) {
+      return new Promise<ToolResultMessage>((resolve, reject) => {
+        const tool = {
+          command,
+          answer: (text: string) =>
+            resolve({
+              role: "toolResult",
+              toolCallId: command.toolCall.id,
+              toolName: command.toolCall.name,
+              content: [{ type: "text", text }],
+              isError: false,
+              timestamp: 1,
+            }),
+          fail: reject,
+        };
+        tools.push(tool);
+        const waiter = waiting.shift();
+        if (waiter !== undefined) {
+          taken += 1;
+          waiter(tool);
+        }
+      });
+    },
+    committed(state) {
+      output.commits.push(state);
+    },
+    end(outcome) {
+      endTurn(outcome);
+    },
+    nextTool() {
+      const tool = tools[taken];
+      if (tool !== undefined) {
+        taken += 1;
+        return Promise.resolve(tool);
+      }
+      return new Promise((resolve) => waiting.push(resolve));
+    },
+  };
+  return output;
+}
+
+function start(text: string, inputID = `in:${text}`): StartInput {
+  return {
+    type: "start",
+    inputID,
+    at: 1_767_225_600_000,
+    userMessage: { role: "user", content: text, timestamp: 1_767_225_600_000 },
+    context: [],
+    settings: { model: "scripted", systemPrompt: "You are a test agent.", tools: [READ] },
+  };
+}
+
+describe("createRunner()", () => {
+  let provider: FakeProvider;
+  let store: Store;
+  let runner: Runner;
+  const errors: unknown[] = [];
+
+  const makeRunner = (s: Store) =>
+    createRunner({
+      store: s,
+      llm: createLLM({
+        models: createModelConfigs([
+          {
+            name: "scripted",
+            api: "openai-compatible",
+            model: "scripted-model",
+            baseUrl: provider.url,
+            apiKey: "sk-test-key",
+          },
+        ]),
+      }),
+      onError: (error) => errors.push(error),
+    });
+
+  beforeEach(async () => {
+    provider = await startFakeProvider();
+    store = createMemoryStore();
+    runner = makeRunner(store);
+    errors.length = 0;
+  });
+  afterEach(async () => {
+    await runner.shutdown();
+    await provider.close();
+    await store.close();
+  });
+
+  test("a text turn streams every event, commits the answer and saves the exact request", async () => {
+    provider.reply({
+      type: "sse",
+      body: toChatCompletionSse({ text: "Hello there, friend.", chunkSize: 5 }),
+    });
+    const output = createOutput();
+    assert.deepEqual(await runner.submit(CONV, start("hi"), output), {
+      type: "applied",
+      rejected: null,
+    });
+    const outcome = await output.ended;
+    assert.equal(outcome.type, "final");
+    const deltas = output.events.filter((e) => e.type === "text_delta").map((e) => e.delta);
+    assert.deepEqual(deltas.join(""), "Hello there, friend.");
+    assert.deepEqual(
+      output.events.map((e) => e.type).filter((t, i, all) => t !== all[i - 1]),
+      ["start", "text_start", "text_delta", "text_end", "done"],
+    );
+    const loaded = await store.load(CONV);
+    assert.equal(loaded?.state.messages.length, 2);
+    const call = await store.getLLMCall(loaded?.state.call?.callID ?? "");
+    assert.equal(call?.status, "committed");
+    assert.equal(
+      call?.request,
+      (await provider.request(0)).body,
+      "the saved request is the body sent",
+    );
+    assert.ok(!call?.request.includes("sk-test-key"));
+    assert.deepEqual(errors, []);
+  });
+
+  test("a tool round trip: the next model call starts only after the result, with a prefix-extending body", async () => {
+    provider.reply(
+      {
+        type: "sse",
+        body: toChatCompletionSse({
+          text: "Reading.",
+          toolCalls: [{ id: "call_1", name: "read", arguments: { path: "a.ts" } }],
+        }),
+      },
+      { type: "sse", body: toChatCompletionSse({ text: "It says hi." }) },
+    );
+    const output = createOutput();
+    await runner.submit(CONV, start("what is in a.ts?"), output);
+    const tool = await output.nextTool();
+    assert.equal(tool.command.toolCall.name, "read");
+    assert.deepEqual(tool.command.toolCall.arguments, { path: "a.ts" });
+    assert.equal(provider.requests.length, 1, "no second model call before the result");
+    assert.equal((await store.getClientOperation(tool.command.operationID))?.status, "sent");
+    tool.answer("export const a = 'hi';");
+    assert.equal((await output.ended).type, "final");
+    const [first, second] = [await provider.request(0), await provider.request(1)];
+    const m1 = JSON.parse(first.body).messages as unknown[];
+    const m2 = JSON.parse(second.body).messages as unknown[];
+    assert.deepEqual(m2.slice(0, m1.length), m1);
+    assert.equal(m2.length, m1.length + 2);
+    const op = await store.getClientOperation(tool.command.operationID);
+    assert.equal(op?.status, "completed");
+    assert.equal((await store.load(CONV))?.state.messages.length, 4);
+  });
+
+  test("cancel while the model streams: canceled, nothing appended, call marked canceled", async () => {
+    provider.reply({
+      type: "stall",
+      body: toChatCompletionSse({ text: "a long answer" }),
+      events: 2,
+    });
+    const output = createOutput();
+    await runner.submit(CONV, start("hi"), output);
+    const request = await provider.request(0);
+    await runner.submit(
+      CONV,
+      { type: "cancel", inputID: "cancel-1", at: 2, reason: "user stop" },
+      output,
+    );
+    assert.deepEqual(await output.ended, { type: "canceled", reason: "user stop" });
+    await request.closed;
+    const loaded = await store.load(CONV);
+    assert.equal(loaded?.state.status, "canceled");
+    assert.equal(loaded?.state.messages.length, 1);
+    assert.equal((await store.getLLMCall(loaded?.state.call?.callID ?? ""))?.status, "canceled");
+  });
+
+  test("cancel while a tool runs: a not-run result is appended and the operation canceled", async () => {
+    provider.reply({
+      type: "sse",
+      body: toChatCompletionSse({
+        toolCalls: [{ id: "call_1", name: "read", arguments: { path: "x" } }],
+      }),
+    });
+    const output = createOutput();
+    await runner.submit(CONV, start("read x"), output);
+    const tool = await output.nextTool();
+    await runner.submit(
+      CONV,
+      { type: "cancel", inputID: "cancel-1", at: 2, reason: "stop" },
+      output,
+    );
+    assert.equal((await output.ended).type, "canceled");
+    tool.answer("too late");
+    const loaded = await store.load(CONV);
+    const last = loaded?.state.messages.at(-1);
+    assert.ok(last?.role === "toolResult" && last.isError);
+    assert.equal((await store.getClientOperation(tool.command.operationID))?.status, "canceled");
+  });
+
+  test("a new message while a turn runs supersedes it", async () => {
+    provider.reply(
+      { type: "stall", body: toChatCompletionSse({ text: "slow" }), events: 1 },
+      { type: "sse", body: toChatCompletionSse({ text: "fresh answer" }) },
+    );
+    const first = createOutput();
+    await runner.submit(CONV, start("first"), first);
+    await provider.request(0);
+    const second = createOutput();
+    await runner.submit(CONV, start("second"), second);
+    assert.equal((await first.ended).type, "canceled");
+    assert.equal((await second.ended).type, "final");
+    const roles = (await store.load(CONV))?.state.messages.map((m) => m.role);
+    assert.deepEqual(roles, ["user", "user", "assistant"]);
+  });
+
+  test("the same input submitted twice is applied once", async () => {
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "once" }) });
+    const output = createOutput();
+    await runner.submit(CONV, start("hi", "req-1:0"), output);
+    await output.ended;
+    assert.deepEqual(await runner.submit(CONV, start("hi", "req-1:0"), createOutput()), {
+      type: "duplicate",
+    });
+    assert.equal(provider.requests.length, 1);
+  });
+
+  test("an unknown model fails the turn with a clear message and commits nothing but the question", async () => {
+    const output = createOutput();
+    const input = { ...start("hi"), settings: { ...start("hi").settings, model: "nope" } };
+    await runner.submit(CONV, input, output);
+    const outcome = await output.ended;
+    assert.ok(outcome.type === "failed");
+    assert.match(outcome.message.errorMessage ?? "", /nope/);
+    assert.equal((await store.load(CONV))?.state.messages.length, 1);
+  });
+});
+
+describe("resuming after the process stopped", () => {
+  let dir: string;
+  let provider: FakeProvider;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "cursor-byok-runner-"));
+    provider = await startFakeProvider();
+  });
+  afterEach(async () => {
+    await provider.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const llm = () =>
+    createLLM({
+      models: createModelConfigs([
+        {
+          name: "scripted",
+          api: "openai-compatible",
+          model: "scripted-model",
+          baseUrl: provider.url,
+          apiKey: "k",
+        },
+      ]),
+    });
+
+  test("a model call cut off mid-stream is retried with the same id and the saved bytes", async () => {
+    const path = join(dir, "db.sqlite");
+    provider.reply(
+      { type: "stall", body: toChatCompletionSse({ text: "partial answer" }), events: 2 },
+      { type: "sse", body: toChatCompletionSse({ text: "complete answer" }) },
+    );
+    const storeA = openSqliteStore({ path });
+    const runnerA = createRunner({ store: storeA, llm: llm() });
+    await runnerA.submit(CONV, start("hi"), createOutput());
+    const firstRequest = await provider.request(0);
+    await runnerA.shutdown(); // like a crash: nothing is committed for the open call
+    await storeA.close();
+
+    const storeB = openSqliteStore({ path });
+    const runnerB = createRunner({ store: storeB, llm: llm() });
+    const output = createOutput();
+    assert.equal(await runnerB.resume(CONV, output), true);
+    assert.equal((await output.ended).type, "final");
+    const retried = await provider.request(1);
+    assert.equal(retried.body, firstRequest.body, "byte-identical retry");
+    const loaded = await storeB.load(CONV);
+    assert.equal(loaded?.state.messages.length, 2);
+    assert.equal((await storeB.getLLMCall(loaded?.state.call?.callID ?? ""))?.status, "committed");
+    await runnerB.shutdown();
+    await storeB.close();
+  });
+
+  test("a tool call left waiting is asked for again, and its result completes the turn", async () => {
+    const path = join(dir, "db.sqlite");
+    provider.reply(
+      {
+        type: "sse",
+        body: toChatCompletionSse({
+          toolCalls: [{ id: "call_7", name: "read", arguments: { path: "z" } }],
+        }),
+      },
+      { type: "sse", body: toChatCompletionSse({ text: "z is empty" }) },
+    );
+    const storeA = openSqliteStore({ path });
+    const runnerA = createRunner({ store: storeA, llm: llm() });
+    const outputA = createOutput();
+    await runnerA.submit(CONV, start("read z"), outputA);
+    const lost = await outputA.nextTool();
+    await runnerA.shutdown();
+    await storeA.close();
+
+    const storeB = openSqliteStore({ path });
+    const runnerB = createRunner({ store: storeB, llm: llm() });
+    const outputB = createOutput();
+    assert.equal(await runnerB.resume(CONV, outputB), true);
+    const again = await outputB.nextTool();
+    assert.equal(again.command.operationID, lost.command.operationID);
+    again.answer("");
+    assert.equal((await outputB.ended).type, "final");
+    assert.equal((await storeB.load(CONV))?.state.messages.length, 4);
+    await runnerB.shutdown();
+    await storeB.close();
+  });
+});

@@ -1,0 +1,415 @@
+/**
+ * The runner (DESIGN §5, §7): thin glue that feeds inputs to `transition`, commits what changed,
+ * publishes the emitted events, and executes the command. It decides nothing itself.
+ *
+ * - Inputs of one conversation enter `transition` one at a time (a serial queue per
+ *   conversation); the store's version compare-and-swap is the final arbiter.
+ * - Commit order: a state change is committed before its events or command reach the client; a
+ *   model call's exact request is saved (in the LLM layer's `beforeSend`) before any byte goes
+ *   upstream; a client operation is saved before it is sent (`runOnce`).
+ * - Model events are read outside the queue and each is applied as its own queued step, so a
+ *   cancel can come between two events.
+ * - A tool result is a new input, applied when the client answers; nothing waits for it.
+ */
+import type { LLMStream } from "../../llm/index.ts";
+import {
+  type AssistantMessage,
+  type CallClientCommand,
+  type CallLLMCommand,
+  type Command,
+  type ConversationState,
+  createConversation,
+  type Input,
+  isIdle,
+  type RuntimeState,
+  type ToolResultMessage,
+  type Transition,
+  toResumeCommand,
+  transition,
+} from "../../loop/index.ts";
+import { createOperationRunner, type RecordWrite } from "../../store/index.ts";
+import { createSerialQueue } from "../serial-queue.ts";
+import type {
+  Runner,
+  RunnerOptions,
+  SubmitOptions,
+  SubmitResult,
+  TurnOutcome,
+  TurnOutput,
+} from "./types.ts";
+
+/** What the runner holds in memory for a conversation. */
+interface Live {
+  readonly conversationID: string;
+  state: RuntimeState;
+  version: number;
+  output: TurnOutput | null;
+  /** The model stream being read, if any. */
+  stream: { readonly callID: string; readonly stream: LLMStream } | null;
+  /** Operation ids whose tool runs in this process now. */
+  readonly tools: Set<string>;
+}
+
+/** Idle conversations kept in memory (the rest are loaded from the store when needed). */
+const IDLE_CACHE_SIZE = 32;
+
+export function createRunner(options: RunnerOptions): Runner {
+  const { store, llm } = options;
+  const now = options.now ?? Date.now;
+  const report = options.onError ?? (() => {});
+  const queue = createSerialQueue();
+  const operations = createOperationRunner(store);
+  const live = new Map<string, Live>();
+  const background = new Set<Promise<void>>();
+  let stopping = false;
+
+  /**
+   * Runs work outside the caller's queue step. Model calls are awaited by `shutdown`; tool calls
+   * are not, since they wait for a client that may never answer.
+   */
+  const spawn = (
+    conversationID: string,
+    what: "model call" | "tool call",
+    work: () => Promise<void>,
+  ): void => {
+    const task = work()
+      .catch((error: unknown) => report(error, { conversationID, what }))
+      .finally(() => background.delete(task));
+    if (what === "model call") background.add(task);
+  };
+
+  async function load(conversationID: string): Promise<Live> {
+    const cached = live.get(conversationID);
+    if (cached !== undefined) {
+      live.delete(conversationID);
+      live.set(conversationID, cached); // most recently used last
+      return cached;
+    }
+    const loaded = await store.load(conversationID);
+    const entry: Live = {
+      conversationID,
+      state:
+        loaded === null
+          ? createConversation(conversationID)
+          : { committed: loaded.state, pending: null },
+      version: loaded?.version ?? 0,
+      output: null,
+      stream: null,
+      tools: new Set(),
+    };
+    live.set(conversationID, entry);
+    evictIdle();
+    return entry;
+  }
+
+  function evictIdle(): void {
+    let idle = [...live.values()].filter(
+      (entry) => entry.output === null && entry.stream === null && entry.tools.size === 0,
+    );
+    for (const entry of idle) {
+      if (idle.length <= IDLE_CACHE_SIZE) break;
+      live.delete(entry.conversationID);
+      idle = idle.slice(1);
+    }
+  }
+
+  /**
+   * Applies one input: transition, commit, publish, execute. Runs inside the conversation's
+   * queue. Returns null when the store had already applied it (a duplicate).
+   */
+  async function apply(
+    entry: Live,
+    input: Input,
+    inputID: string,
+    extra: readonly RecordWrite[] = [],
+  ): Promise<Transition | null> {
+    const before = entry.state;
+    const step = transition(before, input);
+    if (step.state.committed !== before.committed) {
+      const records = [...(await toRecords(before.committed, step)), ...extra];
+      let result: Awaited<ReturnType<typeof store.commitInput>>;
+      try {
+        result = await store.commitInput({
+          inputID,
+          expectedVersion: entry.version,
+          state: step.state.committed,
+          result: { command: step.command.type, rejected: step.rejected?.reason ?? null },
+          records,
+        });
+      } catch (error) {
+        fail(entry, `the conversation could not be saved: ${describe(error)}`);
+        throw error;
+      }
+      switch (result.type) {
+        case "committed":
+          entry.version = result.commit.version;
+          break;
+        case "duplicate":
+        case "call_finished":
+          await reload(entry);
+          return null;
+        case "conflict": {
+          // Another writer moved the conversation: start again from what it committed.
+          await reload(entry);
+          return apply(entry, input, inputID, extra);
+        }
+      }
+    }
+    entry.state = step.state;
+    const output = entry.output;
+    output?.publish(step.emit, step.state);
+    if (step.state.committed !== before.committed) output?.committed(step.state.committed);
+    execute(entry, step.command);
+    return step;
+  }
+
+  async function reload(entry: Live): Promise<void> {
+    const loaded = await store.load(entry.conversationID);
+    entry.state =
+      loaded === null
+        ? createConversation(entry.conversationID)
+        : { committed: loaded.state, pending: null };
+    entry.version = loaded?.version ?? 0;
+  }
+
+  /** The records a committed step implies (DESIGN §7): operation saved, call status moved. */
+  async function toRecords(before: ConversationState, step: Transition): Promise<RecordWrite[]> {
+    const records: RecordWrite[] = [];
+    const after = step.state.committed;
+    if (step.command.type === "call_client") {
+      records.push({
+        type: "client_operation",
+        operation: {
+          operationID: step.command.operationID,
+          conversationID: after.conversationID,
+          turnID: after.turnID,
+          toolCallID: step.command.toolCall.id,
+          request: step.command.toolCall,
+          status: "planned",
+        },
+      });
+    }
+    const endedCall =
+      before.status === "waiting_llm" && after.status !== "waiting_llm" ? before.call : null;
+    if (endedCall !== null && (await store.getLLMCall(endedCall.callID)) !== null) {
+      const status =
+        after.status === "canceled"
+          ? "canceled"
+          : after.status === "failed"
+            ? "failed"
+            : "committed";
+      records.push({ type: "llm_call_status", callID: endedCall.callID, status });
+    }
+    if (before.status === "waiting_client" && after.status === "canceled" && before.waiting) {
+      for (const operationID of before.waiting.operationIDs.slice(before.waiting.answered)) {
+        if ((await store.getClientOperation(operationID)) !== null) {
+          records.push({ type: "client_operation_status", operationID, status: "canceled" });
+        }
+      }
+    }
+    return records;
+  }
+
+  function execute(entry: Live, command: Command): void {
+    switch (command.type) {
+      case "call_llm":
+        spawn(entry.conversationID, "model call", () => callModel(entry, command));
+        return;
+      case "call_client":
+        spawn(entry.conversationID, "tool call", () => callTool(entry, command));
+        return;
+      case "final":
+      case "failed":
+      case "canceled":
+        endTurn(entry, command);
+        return;
+      case "continue_llm":
+      case "wait_input":
+        return;
+    }
+  }
+
+  function endTurn(entry: Live, outcome: TurnOutcome): void {
+    if (outcome.type === "canceled") entry.stream?.stream.abort("canceled");
+    const output = entry.output;
+    entry.output = null;
+    output?.end(outcome, entry.state.committed);
+  }
+
+  /** Ends the turn on the client with a failure the loop never saw (e.g. the store failed). */
+  function fail(entry: Live, message: string): void {
+    entry.stream?.stream.abort("failed");
+    live.delete(entry.conversationID);
+    endTurn(entry, { type: "failed", message: toFailureMessage(message, now()) });
+  }
+
+  async function callModel(entry: Live, command: CallLLMCommand): Promise<void> {
+    if (stopping) return;
+    const conversationID = entry.conversationID;
+    const turnID = entry.state.committed.turnID;
+    const saved = await store.getLLMCall(command.callID);
+    const stream = llm.stream({
+      callID: command.callID,
+      model: command.model,
+      request: command.request,
+      conversationID,
+      ...(saved === null ? {} : { replay: { body: saved.request } }),
+      beforeSend: async (exact) => {
+        await store.saveLLMCall({
+          callID: command.callID,
+          conversationID,
+          turnID,
+          model: command.model,
+          request: exact.body,
+          messagesHash: command.messagesHash,
+          messageCount: command.messageCount,
+          lastMessageHash: command.lastMessageHash,
+          status: "planned",
+        });
+        await store.setLLMCallStatus(command.callID, "streaming");
+      },
+    });
+    entry.stream = { callID: command.callID, stream };
+    try {
+      for await (const event of stream) {
+        if (stopping) return;
+        const step = await queue.run(conversationID, () =>
+          apply(entry, { type: "llm_event", callID: command.callID, event }, command.callID),
+        );
+        if (step === null || step.command.type !== "continue_llm") return;
+      }
+    } finally {
+      if (entry.stream?.stream === stream) entry.stream = null;
+      if (!stopping) stream.abort("stream no longer read");
+    }
+  }
+
+  async function callTool(entry: Live, command: CallClientCommand): Promise<void> {
+    const output = entry.output;
+    if (stopping || output === null || entry.tools.has(command.operationID)) return;
+    const state = entry.state.committed;
+    entry.tools.add(command.operationID);
+    try {
+      const record = await operations.runOnce(
+        {
+          operationID: command.operationID,
+          conversationID: entry.conversationID,
+          turnID: state.turnID,
+          toolCallID: command.toolCall.id,
+          request: command.toolCall,
+        },
+        () => output.runTool(command, state),
+      );
+      if (record.status !== "completed" || stopping) return;
+      const message = record.result as ToolResultMessage;
+      await queue.run(entry.conversationID, () =>
+        apply(
+          entry,
+          { type: "tool_result", inputID: `result:${command.operationID}`, at: now(), message },
+          `result:${command.operationID}`,
+        ),
+      );
+    } finally {
+      entry.tools.delete(command.operationID);
+    }
+  }
+
+  return {
+    submit(conversationID, input, output, submitOptions: SubmitOptions = {}) {
+      return queue.run(conversationID, async (): Promise<SubmitResult> => {
+        const entry = await load(conversationID);
+        if (await store.findInputCommit(conversationID, input.inputID))
+          return { type: "duplicate" };
+        if (input.type === "cancel") {
+          const step = await apply(entry, input, input.inputID);
+          return step === null ? { type: "duplicate" } : applied(step);
+        }
+        if (!isIdle(entry.state.committed.status)) {
+          const cancel = {
+            type: "cancel",
+            inputID: `${input.inputID}:supersede`,
+            at: input.at,
+            reason: "superseded by a new message",
+          } as const;
+          await apply(entry, cancel, cancel.inputID);
+        }
+        entry.output = output;
+        const extra: RecordWrite[] =
+          submitOptions.requestID === undefined
+            ? []
+            : [{ type: "request_stream", requestID: submitOptions.requestID }];
+        const step = await apply(entry, input, input.inputID, extra);
+        if (step?.rejected) entry.output = null;
+        return step === null ? { type: "duplicate" } : applied(step);
+      });
+    },
+
+    resume(conversationID, output) {
+      return queue.run(conversationID, async () => {
+        const entry = await load(conversationID);
+        entry.output = output;
+        const command = toResumeCommand(entry.state.committed);
+        if (command === null) {
+          entry.output = null;
+          return false;
+        }
+        const busy =
+          command.type === "call_llm"
+            ? entry.stream !== null
+            : entry.tools.has(command.operationID);
+        if (!busy) execute(entry, command);
+        return true;
+      });
+    },
+
+    detach(conversationID, output) {
+      const entry = live.get(conversationID);
+      if (entry?.output === output) entry.output = null;
+    },
+
+    async inspect(conversationID) {
+      return queue.run(conversationID, async () => {
+        const cached = live.get(conversationID);
+        if (cached !== undefined) return cached.state;
+        const loaded = await store.load(conversationID);
+        return loaded === null ? null : { committed: loaded.state, pending: null };
+      });
+    },
+
+    async shutdown() {
+      stopping = true;
+      for (const entry of live.values()) entry.stream?.stream.abort("server shutting down");
+      while (background.size > 0) await Promise.allSettled([...background]);
+    },
+  };
+}
+
+function applied(step: Transition): SubmitResult {
+  return { type: "applied", rejected: step.rejected?.reason ?? null };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** An assistant message that carries a failure the loop did not produce. */
+function toFailureMessage(message: string, at: number): AssistantMessage {
+  return {
+    role: "assistant",
+    content: [],
+    api: "cursor-byok",
+    provider: "cursor-byok",
+    model: "",
+    usage: {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 0,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
+    stopReason: "error",
+    errorMessage: message,
+    timestamp: at,
+  };
+}

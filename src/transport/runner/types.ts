@@ -1,0 +1,96 @@
+/**
+ * The runner's vocabulary: what it needs from a client protocol session (`TurnOutput`) and what it
+ * offers (`Runner`). The runner is protocol-neutral; the Cursor session implements `TurnOutput`.
+ */
+import type { LLM } from "../../llm/index.ts";
+import type {
+  CallClientCommand,
+  CanceledCommand,
+  CancelInput,
+  ConversationState,
+  FailedCommand,
+  FinalCommand,
+  ResponseEvent,
+  RuntimeState,
+  StartInput,
+  ToolResultMessage,
+  UserMessageInput,
+} from "../../loop/index.ts";
+import type { Store } from "../../store/index.ts";
+
+/** How a turn ended. */
+export type TurnOutcome = FinalCommand | FailedCommand | CanceledCommand;
+
+/**
+ * The client side of the turn in progress. The runner calls it from inside the conversation's
+ * serial queue, so calls arrive in order and never overlap (except `runTool`'s promise, which
+ * settles later).
+ */
+export interface TurnOutput {
+  /** Native events the loop emitted, in order; `state` is the state after them. */
+  publish(events: readonly ResponseEvent[], state: RuntimeState): void;
+  /**
+   * Runs one tool call on the client (or on the server, for server-side tools) and resolves with
+   * the result for the model. A tool failure is a result with `isError`; the promise rejects
+   * only when the operation cannot complete at all (the client went away, the turn was
+   * canceled), and the runner then leaves the operation to be re-run or canceled.
+   */
+  runTool(command: CallClientCommand, state: ConversationState): Promise<ToolResultMessage>;
+  /** The committed state changed (a checkpoint is due). */
+  committed(state: ConversationState): void;
+  /** The turn ended; nothing more is published for it. */
+  end(outcome: TurnOutcome, state: ConversationState): void;
+}
+
+/** Inputs from outside: the runner creates model events and tool results itself. */
+export type ExternalInput = StartInput | UserMessageInput | CancelInput;
+
+export interface SubmitOptions {
+  /** Persistently binds a client stream id (e.g. Cursor's request id) to the conversation. */
+  readonly requestID?: string;
+}
+
+export type SubmitResult =
+  /** Applied (possibly rejected by the loop, see `rejected`). */
+  | { readonly type: "applied"; readonly rejected: string | null }
+  /** This input was applied before; nothing was done again. */
+  | { readonly type: "duplicate" };
+
+export interface Runner {
+  /**
+   * Applies an external input to the conversation and everything it leads to, with `output` as
+   * the client side of the turn. A `start` or `user_message` while a turn runs first cancels that
+   * turn ("superseded by a new message"). Resolves once the input is committed and its command
+   * dispatched (not when the turn ends).
+   */
+  submit(
+    conversationID: string,
+    input: ExternalInput,
+    output: TurnOutput,
+    options?: SubmitOptions,
+  ): Promise<SubmitResult>;
+  /**
+   * Attaches `output` to the conversation and continues what it waits for: a model call is
+   * repeated with its saved request, a tool call is asked for again. Used when a client
+   * reconnects, e.g. after a restart. Resolves false when nothing was waiting.
+   */
+  resume(conversationID: string, output: TurnOutput): Promise<boolean>;
+  /** Detaches `output` if it is still the conversation's output. */
+  detach(conversationID: string, output: TurnOutput): void;
+  /** The conversation's current state (in memory, or loaded), or null when unknown. */
+  inspect(conversationID: string): Promise<RuntimeState | null>;
+  /**
+   * Stops every model stream without committing anything for them (their calls stay unfinished
+   * and are retried on the next start), and waits for queued work to settle.
+   */
+  shutdown(): Promise<void>;
+}
+
+export interface RunnerOptions {
+  readonly store: Store;
+  readonly llm: Pick<LLM, "stream">;
+  /** Epoch milliseconds; for the times on inputs the runner creates. */
+  readonly now?: () => number;
+  /** Receives what the runner could not hand to anyone (a failed commit, a lost stream). */
+  readonly onError?: (error: unknown, context: { conversationID: string; what: string }) => void;
+}
