@@ -20,10 +20,9 @@ import {
   setLLMCallStatusRow,
   toClientOperationRecord,
   toLLMCallRecord,
-  type WriteContext,
 } from "./records.ts";
 import { toRequestStream } from "./request-streams.ts";
-import type { Backend, InputCommitRow, Tables } from "./tables.ts";
+import type { Backend, InputCommitRow, Tables, WriteContext } from "./tables.ts";
 import type {
   ClientOperationRecord,
   CommitResult,

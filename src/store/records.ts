@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { StoreError } from "./errors.ts";
 import { fromJSONText, toJSONText } from "./json-text.ts";
 import { bindRequestStreamRow } from "./request-streams.ts";
-import type { ClientOperationRow, LLMCallRow, Tables } from "./tables.ts";
+import type { ClientOperationRow, LLMCallRow, Tables, WriteContext } from "./tables.ts";
 import type {
   ClientOperationInput,
   ClientOperationRecord,
@@ -40,13 +40,6 @@ const FINAL_RANK = 2;
 export interface CallAlreadyFinished {
   readonly callID: string;
   readonly status: LLMCallStatus;
-}
-
-export interface WriteContext {
-  readonly location: string;
-  readonly now: number;
-  /** Set inside `commitInput`: records must belong to this conversation. */
-  readonly conversationID: string | null;
 }
 
 /** The status after asking to move from `from` to `to`: forward only, terminal is final. */

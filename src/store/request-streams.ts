@@ -6,8 +6,7 @@
  * refused and the commit rolls back.
  */
 import { StoreError } from "./errors.ts";
-import type { WriteContext } from "./records.ts";
-import type { RequestStreamRow, Tables } from "./tables.ts";
+import type { RequestStreamRow, Tables, WriteContext } from "./tables.ts";
 import type { RequestStream } from "./types.ts";
 
 /** Binds `requestID` to the conversation of the commit in `context`. */

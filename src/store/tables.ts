@@ -125,6 +125,14 @@ export interface Tables {
   insertRequestStream(row: RequestStreamRow): void;
 }
 
+/** What every write needs to know: where (for errors), when, and for which conversation. */
+export interface WriteContext {
+  readonly location: string;
+  readonly now: number;
+  /** Set inside `commitInput`: records must belong to this conversation. */
+  readonly conversationID: string | null;
+}
+
 /** A database the store logic runs on. */
 export interface Backend {
   /** File path, or a label; named in every error. */
