@@ -1,0 +1,172 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { fromClientMessage } from "./client-message.ts";
+import { AgentClientMessageSchema } from "./gen/agent/v1/agent_stream_pb.js";
+import { ideRunRequest } from "./testing.ts";
+
+function event(message: MessageInitShape<typeof AgentClientMessageSchema>["message"]) {
+  return fromClientMessage(create(AgentClientMessageSchema, { message }));
+}
+
+test("a run request with a user message starts a turn", () => {
+  const request = ideRunRequest();
+  const result = fromClientMessage(
+    create(AgentClientMessageSchema, { message: { case: "runRequest", value: request } }),
+  );
+  assert.equal(result.type, "run");
+  if (result.type === "run") {
+    assert.equal(result.action, "user_message");
+    assert.equal(result.request, request);
+  }
+});
+
+test("plan actions start a turn; resume resumes; no action prewarms", () => {
+  const withAction = (action: MessageInitShape<typeof AgentClientMessageSchema>["message"]) =>
+    event(action);
+  assert.deepEqual(
+    pick(
+      withAction({
+        case: "runRequest",
+        value: { action: { action: { case: "startPlanAction", value: {} } } },
+      }),
+    ),
+    { type: "run", action: "start_plan" },
+  );
+  assert.deepEqual(
+    pick(
+      withAction({
+        case: "runRequest",
+        value: { action: { action: { case: "executePlanAction", value: {} } } },
+      }),
+    ),
+    { type: "run", action: "execute_plan" },
+  );
+  assert.equal(
+    withAction({
+      case: "runRequest",
+      value: { action: { action: { case: "resumeAction", value: {} } } },
+    }).type,
+    "resume",
+  );
+  assert.deepEqual(event({ case: "runRequest", value: { conversationId: "c1" } }), {
+    type: "prewarm",
+    conversationID: "c1",
+  });
+  assert.equal(
+    event({
+      case: "runRequest",
+      value: { action: { action: { case: "summarizeAction", value: {} } } },
+    }).type,
+    "unsupported",
+  );
+});
+
+test("prewarm requests carry their conversation id", () => {
+  assert.deepEqual(event({ case: "prewarmRequest", value: { conversationId: "c2" } }), {
+    type: "prewarm",
+    conversationID: "c2",
+  });
+  assert.deepEqual(event({ case: "prewarmRequest", value: {} }), {
+    type: "prewarm",
+    conversationID: null,
+  });
+});
+
+test("cancel, resume and other standalone actions", () => {
+  assert.deepEqual(
+    event({
+      case: "conversationAction",
+      value: { action: { case: "cancelAction", value: { reason: "user" } } },
+    }),
+    { type: "cancel", reason: "user" },
+  );
+  assert.deepEqual(
+    event({ case: "conversationAction", value: { action: { case: "resumeAction", value: {} } } }),
+    {
+      type: "resume",
+      request: null,
+    },
+  );
+  assert.equal(event({ case: "conversationAction", value: {} }).type, "unsupported");
+  assert.equal(
+    event({ case: "conversationAction", value: { action: { case: "summarizeAction", value: {} } } })
+      .type,
+    "unsupported",
+  );
+});
+
+test("exec results keep both ids and the result branch", () => {
+  const result = event({
+    case: "execClientMessage",
+    value: {
+      id: 7,
+      execId: "exec-abc",
+      message: {
+        case: "readResult",
+        value: { result: { case: "fileNotFound", value: { path: "/x" } } },
+      },
+    },
+  });
+  assert.equal(result.type, "exec_result");
+  if (result.type === "exec_result") {
+    assert.equal(result.id, 7);
+    assert.equal(result.execID, "exec-abc");
+    assert.equal(result.result.case, "readResult");
+  }
+});
+
+test("exec control messages", () => {
+  assert.deepEqual(
+    event({
+      case: "execClientControlMessage",
+      value: { message: { case: "streamClose", value: { id: 3 } } },
+    }),
+    { type: "exec_stream_close", id: 3 },
+  );
+  assert.deepEqual(
+    event({
+      case: "execClientControlMessage",
+      value: { message: { case: "throw", value: { id: 4, error: "boom" } } },
+    }),
+    { type: "exec_throw", id: 4, error: "boom" },
+  );
+  assert.deepEqual(
+    event({
+      case: "execClientControlMessage",
+      value: { message: { case: "heartbeat", value: { id: 5 } } },
+    }),
+    { type: "exec_heartbeat", id: 5 },
+  );
+  assert.equal(event({ case: "execClientControlMessage", value: {} }).type, "unsupported");
+});
+
+test("interaction responses, KV results and heartbeats", () => {
+  const response = event({
+    case: "interactionResponse",
+    value: {
+      id: 9,
+      result: {
+        case: "switchModeRequestResponse",
+        value: { result: { case: "approved", value: {} } },
+      },
+    },
+  });
+  assert.equal(response.type, "interaction_response");
+  if (response.type === "interaction_response")
+    assert.equal(response.result.case, "switchModeRequestResponse");
+  const kv = event({
+    case: "kvClientMessage",
+    value: { id: 2, message: { case: "setBlobResult", value: {} } },
+  });
+  assert.equal(kv.type, "kv_result");
+  assert.deepEqual(event({ case: "clientHeartbeat", value: {} }), { type: "heartbeat" });
+});
+
+test("a message without a known branch is unsupported, not an error", () => {
+  assert.equal(fromClientMessage(create(AgentClientMessageSchema)).type, "unsupported");
+});
+
+function pick(value: ReturnType<typeof fromClientMessage>) {
+  return value.type === "run" ? { type: value.type, action: value.action } : { type: value.type };
+}

@@ -1,0 +1,124 @@
+/**
+ * Classifies an `AgentClientMessage` into what the runner must do with it. Stateless and total:
+ * every message, including ones carrying branches this schema does not model, maps to exactly
+ * one `ClientEvent`, and none of them touches conversation history by itself.
+ */
+import type { AgentClientMessage } from "./gen/agent/v1/agent_stream_pb.js";
+import type { ConversationAction } from "./gen/agent/v1/conversation_action_pb.js";
+import type { ExecClientMessage } from "./gen/agent/v1/exec_pb.js";
+import type { InteractionResponse } from "./gen/agent/v1/interaction_query_pb.js";
+import type { KvClientMessage } from "./gen/agent/v1/kv_pb.js";
+import type { AgentRunRequest } from "./gen/agent/v1/run_request_pb.js";
+
+/** The action of a run request that starts a turn. */
+export type RunAction = "user_message" | "start_plan" | "execute_plan";
+
+export type ClientEvent =
+  /** Start a turn (see run-request.ts). */
+  | { readonly type: "run"; readonly action: RunAction; readonly request: AgentRunRequest }
+  /** Continue an interrupted turn; `request` is set when it came inside a run request. */
+  | { readonly type: "resume"; readonly request: AgentRunRequest | null }
+  /** Warm up a conversation; no turn starts. */
+  | { readonly type: "prewarm"; readonly conversationID: string | null }
+  | { readonly type: "cancel"; readonly reason: string }
+  /** A result (or one streamed shell event) for exec `id` / `execID`. */
+  | {
+      readonly type: "exec_result";
+      readonly id: number;
+      readonly execID: string;
+      readonly result: ExecClientMessage["message"];
+    }
+  /** Closes the transport of an exec; not terminal (it may precede the result). */
+  | { readonly type: "exec_stream_close"; readonly id: number }
+  /** The client could not run exec `id`; terminal for that exec. */
+  | { readonly type: "exec_throw"; readonly id: number; readonly error: string }
+  /** Keep-alive of a long-running exec. */
+  | { readonly type: "exec_heartbeat"; readonly id: number }
+  | {
+      readonly type: "interaction_response";
+      readonly id: number;
+      readonly result: InteractionResponse["result"];
+    }
+  | { readonly type: "kv_result"; readonly id: number; readonly result: KvClientMessage["message"] }
+  | { readonly type: "heartbeat" }
+  /** A message or action this server does not act on; `what` names it for logs. */
+  | { readonly type: "unsupported"; readonly what: string };
+
+export function fromClientMessage(message: AgentClientMessage): ClientEvent {
+  const branch = message.message;
+  switch (branch.case) {
+    case "runRequest":
+      return fromRunRequestAction(branch.value);
+    case "prewarmRequest":
+      return { type: "prewarm", conversationID: branch.value.conversationId ?? null };
+    case "conversationAction":
+      return fromStandaloneAction(branch.value);
+    case "execClientMessage":
+      return {
+        type: "exec_result",
+        id: branch.value.id,
+        execID: branch.value.execId,
+        result: branch.value.message,
+      };
+    case "execClientControlMessage": {
+      const control = branch.value.message;
+      switch (control.case) {
+        case "streamClose":
+          return { type: "exec_stream_close", id: control.value.id };
+        case "throw":
+          return { type: "exec_throw", id: control.value.id, error: control.value.error };
+        case "heartbeat":
+          return { type: "exec_heartbeat", id: control.value.id };
+        case undefined:
+          return { type: "unsupported", what: "exec_client_control_message without a branch" };
+      }
+      break;
+    }
+    case "interactionResponse":
+      return {
+        type: "interaction_response",
+        id: branch.value.id,
+        result: branch.value.result,
+      };
+    case "kvClientMessage":
+      return { type: "kv_result", id: branch.value.id, result: branch.value.message };
+    case "clientHeartbeat":
+      return { type: "heartbeat" };
+    case undefined:
+      return { type: "unsupported", what: "agent_client_message without a known branch" };
+  }
+  return { type: "unsupported", what: "agent_client_message" };
+}
+
+function fromRunRequestAction(request: AgentRunRequest): ClientEvent {
+  const action = request.action?.action ?? { case: undefined };
+  switch (action.case) {
+    case "userMessageAction":
+      return { type: "run", action: "user_message", request };
+    case "startPlanAction":
+      return { type: "run", action: "start_plan", request };
+    case "executePlanAction":
+      return { type: "run", action: "execute_plan", request };
+    case "resumeAction":
+      return { type: "resume", request };
+    case undefined:
+      // A run request without an action warms the conversation up, like a prewarm request.
+      return { type: "prewarm", conversationID: request.conversationId ?? null };
+    default:
+      return { type: "unsupported", what: `run_request action ${action.case}` };
+  }
+}
+
+function fromStandaloneAction(action: ConversationAction): ClientEvent {
+  const branch = action.action;
+  switch (branch.case) {
+    case "cancelAction":
+      return { type: "cancel", reason: branch.value.reason };
+    case "resumeAction":
+      return { type: "resume", request: null };
+    case undefined:
+      return { type: "unsupported", what: "conversation_action without a known action" };
+    default:
+      return { type: "unsupported", what: `conversation_action ${branch.case}` };
+  }
+}

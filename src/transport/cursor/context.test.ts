@@ -1,0 +1,160 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { toContextSupplements, withoutCredentials } from "./context.ts";
+import { RequestContextSchema } from "./gen/agent/v1/request_context_pb.js";
+import { SelectedContextSchema } from "./gen/agent/v1/user_message_pb.js";
+
+const context = create(RequestContextSchema, {
+  env: {
+    osVersion: "linux 6.8.0",
+    workspacePaths: ["/w"],
+    shell: "bash",
+    timeZone: "UTC",
+    processWorkingDirectory: "/w",
+  },
+  gitRepos: [
+    { path: "/w/b", branchName: "dev", status: "" },
+    { path: "/w/a", branchName: "main", remoteUrl: "git@example.com:a.git", status: "M x.ts" },
+  ],
+  rules: [
+    {
+      fullPath: "/w/.cursor/rules/z.mdc",
+      content: "Always Z.",
+      type: { type: { case: "global", value: {} } },
+    },
+    {
+      fullPath: "/w/.cursor/rules/db.mdc",
+      content: "DB rules",
+      type: { type: { case: "agentFetched", value: { description: "database conventions" } } },
+    },
+    {
+      fullPath: "/w/.cursor/rules/ts.mdc",
+      content: "TS rules",
+      type: { type: { case: "fileGlobbed", value: { globs: ["*.ts"] } } },
+    },
+    {
+      fullPath: "/w/.cursor/rules/manual.mdc",
+      content: "manual",
+      type: { type: { case: "manuallyAttached", value: {} } },
+    },
+    {
+      fullPath: "/w/.cursor/rules/team.mdc",
+      content: "disabled",
+      type: { type: { case: "global", value: {} } },
+    },
+  ],
+  disabledTeamRules: ["/w/.cursor/rules/team.mdc"],
+  mcpInstructions: [{ serverName: "github", instructions: "Use the github tools for issues." }],
+  projectLayouts: [
+    { absPath: "/w", childrenFiles: [{ name: "package.json" }], childrenWereProcessed: true },
+  ],
+});
+
+function render(overrides: Partial<Parameters<typeof toContextSupplements>[0]> = {}) {
+  return toContextSupplements({
+    requestContext: context,
+    selectedContext: undefined,
+    customInstructions: undefined,
+    excludeWorkspace: false,
+    ...overrides,
+  });
+}
+
+test("keys are stable names, in a fixed order", () => {
+  assert.deepEqual(
+    render().map((supplement) => supplement.key),
+    ["environment", "git", "project-layout", "rules", "mcp-instructions"],
+  );
+});
+
+test("the environment is rendered without clocks or ids", () => {
+  const environment = render().find((supplement) => supplement.key === "environment");
+  assert.equal(
+    environment?.text,
+    "<environment>\nOS: linux 6.8.0\nShell: bash\nWorkspace roots: /w\nWorking directory: /w\nTime zone: UTC\n</environment>",
+  );
+});
+
+test("git repos are sorted by path whatever order the client sends", () => {
+  const git = render().find((supplement) => supplement.key === "git")?.text ?? "";
+  assert.ok(git.indexOf("/w/a") < git.indexOf("/w/b"));
+  assert.match(git, /remote: git@example.com:a.git/);
+  assert.match(git, /status:\nM x.ts/);
+});
+
+test("always-applied rules are inlined, others listed for reading, disabled ones dropped", () => {
+  const rules = render().find((supplement) => supplement.key === "rules")?.text ?? "";
+  assert.match(rules, /<rule path="\/w\/.cursor\/rules\/z.mdc">\nAlways Z.\n<\/rule>/);
+  assert.match(rules, /- \/w\/.cursor\/rules\/db.mdc: database conventions/);
+  assert.match(rules, /- \/w\/.cursor\/rules\/ts.mdc: applies to \*.ts/);
+  assert.doesNotMatch(rules, /manual/);
+  assert.doesNotMatch(rules, /disabled/);
+});
+
+test("rendering is deterministic", () => {
+  assert.deepEqual(render(), render());
+});
+
+test("selected items get one key each, named by what they are", () => {
+  const selected = create(SelectedContextSchema, {
+    files: [{ path: "/w/a.ts", content: "const a = 1;" }],
+    codeSelections: [
+      { path: "/w/b.ts", content: "b()", range: { start: { line: 3 }, end: { line: 5 } } },
+    ],
+    terminals: [{ content: "$ npm test\nFAIL", title: "bash" }],
+    cursorRules: [{ rule: { fullPath: "/w/.cursor/rules/manual.mdc", content: "manual rule" } }],
+    gitDiff: { content: "diff --git a/x b/x" },
+    extraContext: ["note one"],
+  });
+  const keys = render({ requestContext: undefined, selectedContext: selected }).map(
+    (supplement) => supplement.key,
+  );
+  assert.deepEqual(keys, [
+    "file:/w/a.ts",
+    "selection:/w/b.ts:3-5",
+    "terminal:bash",
+    "rule:/w/.cursor/rules/manual.mdc",
+    "git-diff",
+    "extra:0",
+  ]);
+});
+
+test("attribute values are escaped so a path cannot break a tag", () => {
+  const selected = create(SelectedContextSchema, {
+    files: [{ path: '/w/"quoted"&.ts', content: "x" }],
+  });
+  const [file] = render({ requestContext: undefined, selectedContext: selected });
+  assert.match(file?.text ?? "", /path="\/w\/&quot;quoted&quot;&amp;.ts"/);
+});
+
+test("huge attachments are cut in the middle, and the cut is stated", () => {
+  const selected = create(SelectedContextSchema, {
+    files: [{ path: "/w/big.txt", content: "x".repeat(250_000) }],
+  });
+  const [file] = render({ requestContext: undefined, selectedContext: selected });
+  assert.ok((file?.text.length ?? 0) < 110_000);
+  assert.match(file?.text ?? "", /characters omitted/);
+});
+
+test("custom instructions become their own supplement; exclusion keeps MCP instructions", () => {
+  const keys = render({ excludeWorkspace: true, customInstructions: "Be brief." }).map(
+    (supplement) => supplement.key,
+  );
+  assert.deepEqual(keys, ["mcp-instructions", "custom-instructions"]);
+});
+
+test("credentials embedded in git remote URLs are stripped", () => {
+  const withToken = create(RequestContextSchema, {
+    gitRepos: [
+      { path: "/w", branchName: "main", remoteUrl: "https://dev:ghp_secret123@github.com/o/r.git" },
+    ],
+  });
+  const git =
+    render({ requestContext: withToken }).find((supplement) => supplement.key === "git")?.text ??
+    "";
+  assert.doesNotMatch(git, /ghp_secret123/);
+  assert.match(git, /remote: https:\/\/github.com\/o\/r.git/);
+  assert.equal(withoutCredentials("git@github.com:o/r.git"), "git@github.com:o/r.git");
+  assert.equal(withoutCredentials("ssh://git@host:22/r"), "ssh://host:22/r");
+});

@@ -1,0 +1,278 @@
+/**
+ * Per-turn context → context supplements for the loop (`{ key, text }`). The loop appends a
+ * supplement only when its text changed since the model last saw the same key, so keys are
+ * stable names and texts are deterministic renderings of what the client sent: no clock, no
+ * random ids, fixed ordering (client order for lists the user orders, sorted otherwise).
+ */
+import type { ContextSupplement } from "../../loop/types.ts";
+import type { CursorRule } from "./gen/agent/v1/common_pb.js";
+import type { RequestContext } from "./gen/agent/v1/request_context_pb.js";
+import type { SelectedContext } from "./gen/agent/v1/user_message_pb.js";
+import { truncateMiddle } from "./tools/text.ts";
+import { renderTree } from "./tools/tree.ts";
+
+export interface ContextSources {
+  readonly requestContext: RequestContext | undefined;
+  readonly selectedContext: SelectedContext | undefined;
+  /** `AgentRunRequest.custom_system_prompt`: kept out of the system prompt so it stays static. */
+  readonly customInstructions: string | undefined;
+  /** `AgentRunRequest.exclude_workspace_context`: drop environment, git, layout and rules. */
+  readonly excludeWorkspace: boolean;
+}
+
+/** Largest rendering of one attached item; longer ones are cut in the middle (stated). */
+const ITEM_LIMIT = 100_000;
+const LAYOUT_LINES = 400;
+
+export function toContextSupplements(sources: ContextSources): ContextSupplement[] {
+  const supplements: ContextSupplement[] = [];
+  const add = (key: string, text: string | null) => {
+    if (text !== null && text !== "") supplements.push({ key, text });
+  };
+  const context = sources.requestContext;
+  if (context !== undefined && !sources.excludeWorkspace) {
+    add("environment", renderEnvironment(context));
+    add("git", renderGit(context));
+    add("project-layout", renderLayouts(context));
+    add("rules", renderRules(context));
+  }
+  if (context !== undefined) add("mcp-instructions", renderMcpInstructions(context));
+  const custom = sources.customInstructions?.trim() ?? "";
+  if (custom !== "") add("custom-instructions", tag("custom_instructions", {}, custom));
+  if (sources.selectedContext !== undefined) {
+    for (const item of renderSelected(sources.selectedContext)) add(item.key, item.text);
+  }
+  return supplements;
+}
+
+function renderEnvironment(context: RequestContext): string | null {
+  const env = context.env;
+  if (env === undefined) return null;
+  const lines: string[] = [];
+  if (env.osVersion !== "") lines.push(`OS: ${env.osVersion}`);
+  if (env.shell !== "") lines.push(`Shell: ${env.shell}`);
+  if (env.workspacePaths.length > 0)
+    lines.push(`Workspace roots: ${env.workspacePaths.join(", ")}`);
+  if (env.processWorkingDirectory !== undefined && env.processWorkingDirectory !== "") {
+    lines.push(`Working directory: ${env.processWorkingDirectory}`);
+  }
+  if (env.timeZone !== "") lines.push(`Time zone: ${env.timeZone}`);
+  if (env.sandboxEnabled) lines.push("Commands run in a sandbox.");
+  if (lines.length === 0) return null;
+  return tag("environment", {}, lines.join("\n"));
+}
+
+function renderGit(context: RequestContext): string | null {
+  if (context.gitRepos.length === 0) return null;
+  const repos = [...context.gitRepos]
+    .sort((a, b) => compare(a.path, b.path))
+    .map((repo) => {
+      const head = [`Repository ${repo.path}`, `branch: ${repo.branchName || "(detached)"}`];
+      if (repo.remoteUrl !== undefined && repo.remoteUrl !== "")
+        head.push(`remote: ${withoutCredentials(repo.remoteUrl)}`);
+      const status = repo.status.trim();
+      return status === ""
+        ? head.join("\n")
+        : `${head.join("\n")}\nstatus:\n${truncateMiddle(status, 4000)}`;
+    });
+  return tag("git", {}, repos.join("\n\n"));
+}
+
+function renderLayouts(context: RequestContext): string | null {
+  if (context.projectLayouts.length === 0) return null;
+  const trees = context.projectLayouts.map((root) => renderTree(root, LAYOUT_LINES));
+  return tag("project_layout", {}, trees.join("\n\n"));
+}
+
+function renderRules(context: RequestContext): string | null {
+  const disabled = new Set(context.disabledTeamRules);
+  const rules = [...context.rules, ...context.nonFileRules]
+    .filter((rule) => !disabled.has(rule.fullPath))
+    .sort((a, b) => compare(a.fullPath, b.fullPath));
+  const always = rules.filter(isAlwaysApplied);
+  const onDemand = rules.filter((rule) => !isAlwaysApplied(rule) && ruleHint(rule) !== null);
+  const parts: string[] = [];
+  for (const rule of always) {
+    parts.push(
+      tag("rule", { path: rule.fullPath }, truncateMiddle(rule.content.trim(), ITEM_LIMIT)),
+    );
+  }
+  if (context.cloudRule !== undefined && context.cloudRule.trim() !== "") {
+    parts.push(tag("rule", { source: "team" }, context.cloudRule.trim()));
+  }
+  if (onDemand.length > 0) {
+    const list = onDemand.map((rule) => `- ${rule.fullPath}: ${ruleHint(rule)}`);
+    parts.push(`Rules to read with read_file when they apply:\n${list.join("\n")}`);
+  }
+  if (parts.length === 0) return null;
+  return tag("rules", {}, `Follow these project rules.\n\n${parts.join("\n\n")}`);
+}
+
+function isAlwaysApplied(rule: CursorRule): boolean {
+  return rule.isRequired === true || rule.type?.type.case === "global";
+}
+
+function ruleHint(rule: CursorRule): string | null {
+  const type = rule.type?.type;
+  switch (type?.case) {
+    case "agentFetched":
+      return type.value.description.trim() || "read when relevant";
+    case "fileGlobbed":
+      return type.value.globs.length > 0 ? `applies to ${type.value.globs.join(", ")}` : null;
+    default:
+      return null;
+  }
+}
+
+function renderMcpInstructions(context: RequestContext): string | null {
+  const entries = context.mcpInstructions
+    .filter((entry) => entry.instructions.trim() !== "")
+    .sort((a, b) => compare(a.serverName, b.serverName));
+  if (entries.length === 0) return null;
+  const parts = entries.map((entry) =>
+    tag(
+      "server",
+      { name: entry.serverName },
+      truncateMiddle(entry.instructions.trim(), ITEM_LIMIT),
+    ),
+  );
+  return tag("mcp_instructions", {}, parts.join("\n"));
+}
+
+function renderSelected(selected: SelectedContext): ContextSupplement[] {
+  const items: ContextSupplement[] = [];
+  for (const file of selected.files) {
+    items.push({
+      key: `file:${file.path}`,
+      text: tag("attached_file", { path: file.path }, truncateMiddle(file.content, ITEM_LIMIT)),
+    });
+  }
+  for (const selection of selected.codeSelections) {
+    const range = toLineRange(selection.range);
+    items.push({
+      key: `selection:${selection.path}:${range}`,
+      text: tag(
+        "attached_selection",
+        { path: selection.path, lines: range },
+        truncateMiddle(selection.content, ITEM_LIMIT),
+      ),
+    });
+  }
+  for (const folder of selected.folders) {
+    const tree =
+      folder.directoryTree === undefined ? "" : renderTree(folder.directoryTree, LAYOUT_LINES);
+    items.push({
+      key: `folder:${folder.path}`,
+      text: tag("attached_folder", { path: folder.path }, tree),
+    });
+  }
+  selected.terminals.forEach((terminal, index) => {
+    const name = terminal.title ?? terminal.path ?? `terminal ${index + 1}`;
+    items.push({
+      key: `terminal:${name}`,
+      text: tag("attached_terminal", { name }, truncateMiddle(terminal.content, ITEM_LIMIT)),
+    });
+  });
+  selected.terminalSelections.forEach((selection, index) => {
+    const name = selection.title ?? selection.path ?? `terminal ${index + 1}`;
+    items.push({
+      key: `terminal-selection:${name}:${toLineRange(selection.range)}`,
+      text: tag(
+        "attached_terminal_selection",
+        { name },
+        truncateMiddle(selection.content, ITEM_LIMIT),
+      ),
+    });
+  });
+  for (const entry of selected.cursorRules) {
+    const rule = entry.rule;
+    if (rule === undefined) continue;
+    items.push({
+      key: `rule:${rule.fullPath}`,
+      text: tag("rule", { path: rule.fullPath }, truncateMiddle(rule.content.trim(), ITEM_LIMIT)),
+    });
+  }
+  for (const command of selected.cursorCommands) {
+    items.push({
+      key: `command:${command.name}`,
+      text: tag("command", { name: command.name }, truncateMiddle(command.content, ITEM_LIMIT)),
+    });
+  }
+  for (const link of selected.externalLinks) {
+    const body = link.pdfContent !== undefined ? truncateMiddle(link.pdfContent, ITEM_LIMIT) : "";
+    items.push({ key: `link:${link.url}`, text: tag("attached_link", { url: link.url }, body) });
+  }
+  if (selected.gitDiff !== undefined && selected.gitDiff.content !== "") {
+    items.push({
+      key: "git-diff",
+      text: tag(
+        "git_diff",
+        { of: "working tree" },
+        truncateMiddle(selected.gitDiff.content, ITEM_LIMIT),
+      ),
+    });
+  }
+  const branchDiff = selected.gitDiffFromBranchToMain;
+  if (branchDiff !== undefined && branchDiff.content !== "") {
+    items.push({
+      key: "git-diff-main",
+      text: tag(
+        "git_diff",
+        { of: "branch vs main" },
+        truncateMiddle(branchDiff.content, ITEM_LIMIT),
+      ),
+    });
+  }
+  for (const commit of selected.gitCommits) {
+    const body = [commit.message, commit.description ?? "", commit.diff].filter(
+      (part) => part !== "",
+    );
+    items.push({
+      key: `commit:${commit.sha}`,
+      text: tag("git_commit", { sha: commit.sha }, truncateMiddle(body.join("\n\n"), ITEM_LIMIT)),
+    });
+  }
+  const extras = [
+    ...selected.extraContext,
+    ...selected.extraContextEntries.flatMap((entry) =>
+      entry.dataOrBlobId.case === "data" ? [entry.dataOrBlobId.value] : [],
+    ),
+  ];
+  extras.forEach((extra, index) => {
+    if (extra.trim() === "") return;
+    items.push({
+      key: `extra:${index}`,
+      text: tag("extra_context", {}, truncateMiddle(extra, ITEM_LIMIT)),
+    });
+  });
+  return items;
+}
+
+function toLineRange(
+  range: { start?: { line: number }; end?: { line: number } } | undefined,
+): string {
+  if (range?.start === undefined) return "?";
+  const start = range.start.line;
+  const end = range.end?.line ?? start;
+  return start === end ? `${start}` : `${start}-${end}`;
+}
+
+/** `<name a="…">body</name>`; attribute values are escaped so a path cannot break the tag. */
+function tag(name: string, attributes: Record<string, string>, body: string): string {
+  const attrs = Object.entries(attributes)
+    .map(([key, value]) => ` ${key}="${value.replaceAll("&", "&amp;").replaceAll('"', "&quot;")}"`)
+    .join("");
+  return `<${name}${attrs}>\n${body}\n</${name}>`;
+}
+
+/**
+ * A remote URL without the user-info part: `https://user:token@host/x` → `https://host/x`.
+ * Context enters history (and so the store), where a credential must never land.
+ */
+export function withoutCredentials(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1");
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

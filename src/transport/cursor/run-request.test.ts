@@ -1,0 +1,259 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { test } from "node:test";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { toCanonicalJSON } from "../../loop/canonical-json.ts";
+import { AgentMode, TodoItemSchema, TodoStatus } from "./gen/agent/v1/common_pb.js";
+import { ConversationActionSchema } from "./gen/agent/v1/conversation_action_pb.js";
+import { ConversationStateStructureSchema } from "./gen/agent/v1/conversation_state_pb.js";
+import { ApiKeyCredentialsSchema } from "./gen/agent/v1/models_pb.js";
+import type { AgentRunRequest } from "./gen/agent/v1/run_request_pb.js";
+import { toSystemPrompt } from "./prompt.ts";
+import { fromRunRequest, type RunOptions, toModelSelection } from "./run-request.ts";
+import {
+  CONVERSATION_ID,
+  cliRunRequest,
+  ideRunRequest,
+  REQUEST_ID,
+  T0,
+  WORKSPACE,
+} from "./testing.ts";
+
+const OPTIONS: RunOptions = {
+  at: T0,
+  inputID: `${REQUEST_ID}:0`,
+  requestID: REQUEST_ID,
+  contextWindow: 200_000,
+};
+
+function start(
+  request: AgentRunRequest,
+  action: "user_message" | "start_plan" | "execute_plan" = "user_message",
+) {
+  const result = fromRunRequest(request, action, OPTIONS);
+  assert.ok(result.ok, result.ok ? "" : result.error.message);
+  return result.value;
+}
+
+test("an IDE run request becomes a start input with settings, context and turn state", () => {
+  const turn = start(ideRunRequest());
+  assert.equal(turn.harness, "cursor-ide");
+  assert.equal(turn.messageID, "msg-1");
+  assert.equal(turn.input.type, "start");
+  assert.equal(turn.input.inputID, `${REQUEST_ID}:0`);
+  assert.equal(turn.input.at, T0);
+  assert.deepEqual(turn.input.userMessage, {
+    role: "user",
+    content: "Fix the failing test in src/math.ts",
+    timestamp: T0,
+  });
+  assert.equal(turn.input.settings.model, "claude-sonnet");
+  assert.equal(turn.input.settings.systemPrompt, toSystemPrompt("agent"));
+  const names = turn.input.settings.tools.map((tool) => tool.name);
+  assert.deepEqual(names, [
+    "read_file",
+    "edit_file",
+    "write_file",
+    "delete_file",
+    "list_dir",
+    "grep",
+    "glob",
+    "shell",
+    "read_lints",
+    "todo_write",
+    "ask_question",
+    "mcp__github__create_issue",
+  ]);
+  assert.deepEqual(
+    turn.input.context.map((supplement) => supplement.key),
+    ["environment", "git", "rules", `file:${WORKSPACE}/src/math.ts`],
+  );
+  assert.equal(turn.state.conversationID, CONVERSATION_ID);
+  assert.equal(turn.state.requestID, REQUEST_ID);
+  assert.equal(turn.state.mode, "agent");
+  assert.equal(turn.state.workspaceRoot, WORKSPACE);
+  assert.equal(turn.state.contextWindow, 200_000);
+  assert.equal(turn.state.nextID, 1);
+});
+
+test("a CLI run request (no harness, model only in model_details) starts a turn too", () => {
+  const turn = start(cliRunRequest());
+  assert.equal(turn.harness, "");
+  assert.equal(turn.input.settings.model, "gpt-5");
+  assert.equal(turn.state.workspaceRoot, "/Users/dev/app");
+  assert.deepEqual(
+    turn.input.context.map((supplement) => supplement.key),
+    ["environment"],
+  );
+  assert.ok(!turn.input.settings.tools.some((tool) => tool.name.startsWith("mcp__")));
+});
+
+test("settings and context are byte-identical for the same request (prefix-cache stability)", () => {
+  const a = start(ideRunRequest());
+  const b = start(ideRunRequest());
+  assert.equal(toCanonicalJSON(a.input.settings), toCanonicalJSON(b.input.settings));
+  assert.equal(toCanonicalJSON(a.input.context), toCanonicalJSON(b.input.context));
+  const digest = createHash("sha256").update(toCanonicalJSON(a.input.settings.tools)).digest("hex");
+  assert.equal(
+    digest,
+    createHash("sha256").update(toCanonicalJSON(b.input.settings.tools)).digest("hex"),
+  );
+});
+
+test("MCP schema key order from the client does not change the tool bytes", () => {
+  const reordered = ideRunRequest((request) => {
+    const tool = request.mcpTools?.mcpTools[0];
+    assert.ok(tool !== undefined);
+    tool.inputSchemaJson = JSON.stringify({
+      properties: { body: { type: "string" }, title: { type: "string" } },
+      type: "object",
+      required: ["title"],
+    });
+  });
+  assert.equal(
+    toCanonicalJSON(start(reordered).input.settings.tools),
+    toCanonicalJSON(start(ideRunRequest()).input.settings.tools),
+  );
+});
+
+test("the model comes from requested_model, else model_details; parameters are kept", () => {
+  assert.deepEqual(toModelSelection(ideRunRequest()), {
+    model: "claude-sonnet",
+    maxMode: false,
+    parameters: [{ id: "thinking", value: "high" }],
+    isVariantString: false,
+  });
+  assert.equal(toModelSelection(cliRunRequest())?.model, "gpt-5");
+  const noModel = ideRunRequest((request) => {
+    request.requestedModel = undefined;
+    request.modelDetails = undefined;
+  });
+  assert.equal(toModelSelection(noModel), null);
+  const result = fromRunRequest(noModel, "user_message", OPTIONS);
+  assert.equal(result.ok, false);
+});
+
+test("credentials the client attaches to the model never reach the loop input", () => {
+  const request = ideRunRequest((value) => {
+    if (value.modelDetails) {
+      value.modelDetails.credentials = {
+        case: "apiKeyCredentials",
+        value: create(ApiKeyCredentialsSchema, { apiKey: "sk-live-SECRET-1234567890" }),
+      };
+    }
+  });
+  const turn = start(request);
+  assert.doesNotMatch(toCanonicalJSON(turn.input), /SECRET/);
+});
+
+test("a run request without conversation_id or user message is a typed error", () => {
+  const noConversation = ideRunRequest((request) => {
+    request.conversationId = undefined;
+  });
+  const result = fromRunRequest(noConversation, "user_message", OPTIONS);
+  assert.equal(result.ok, false);
+  if (!result.ok) assert.equal(result.error.reason, "bad_field");
+  const empty = ideRunRequest((request) => {
+    const action = request.action?.action;
+    if (action?.case === "userMessageAction" && action.value.userMessage)
+      action.value.userMessage.text = "";
+  });
+  assert.equal(fromRunRequest(empty, "user_message", OPTIONS).ok, false);
+  assert.equal(fromRunRequest(ideRunRequest(), "start_plan", OPTIONS).ok, false, "action mismatch");
+});
+
+test("the mode comes from the user message, else the checkpoint; modes pick prompt and tools", () => {
+  const ask = start(
+    ideRunRequest((request) => {
+      const action = request.action?.action;
+      if (action?.case === "userMessageAction" && action.value.userMessage)
+        action.value.userMessage.mode = AgentMode.ASK;
+    }),
+  );
+  assert.equal(ask.state.mode, "ask");
+  assert.equal(ask.input.settings.systemPrompt, toSystemPrompt("ask"));
+  assert.deepEqual(
+    ask.input.settings.tools.map((tool) => tool.name),
+    ["read_file", "list_dir", "grep", "glob", "read_lints", "ask_question"],
+  );
+  const fromCheckpoint = start(
+    ideRunRequest((request) => {
+      const action = request.action?.action;
+      if (action?.case === "userMessageAction" && action.value.userMessage) {
+        action.value.userMessage.mode = AgentMode.UNSPECIFIED;
+      }
+      request.conversationState = create(ConversationStateStructureSchema, {
+        mode: AgentMode.DEBUG,
+      });
+    }),
+  );
+  assert.equal(fromCheckpoint.state.mode, "debug");
+});
+
+test("start_plan runs in plan mode with create_plan", () => {
+  const request = ideRunRequest((value) => {
+    value.action = create(ConversationActionSchema, {
+      action: {
+        case: "startPlanAction",
+        value: { userMessage: { text: "Plan the refactor", messageId: "m", mode: AgentMode.PLAN } },
+      },
+    });
+  });
+  const turn = start(request, "start_plan");
+  assert.equal(turn.state.mode, "plan");
+  assert.ok(turn.input.settings.tools.some((tool) => tool.name === "create_plan"));
+  assert.ok(!turn.input.settings.tools.some((tool) => tool.name === "shell"));
+});
+
+test("execute_plan starts an agent turn that carries the plan", () => {
+  const request = ideRunRequest((value) => {
+    value.action = create(ConversationActionSchema, {
+      action: {
+        case: "executePlanAction",
+        value: {
+          planFileContent: "1. Fix add()\n2. Run tests",
+          executionMode: AgentMode.AGENT,
+          kickoffMessageId: "kick-1",
+        },
+      },
+    });
+  });
+  const turn = start(request, "execute_plan");
+  assert.equal(turn.state.mode, "agent");
+  assert.equal(turn.messageID, "kick-1");
+  assert.equal(
+    turn.input.userMessage.content,
+    "Implement the following plan.\n\n1. Fix add()\n2. Run tests",
+  );
+});
+
+test("the previous checkpoint's todos and turns carry into the turn state", () => {
+  const todo = create(TodoItemSchema, { id: "1", content: "Fix add", status: TodoStatus.PENDING });
+  const previous = create(ConversationStateStructureSchema, {
+    todos: [toBinary(TodoItemSchema, todo), new Uint8Array([0xff, 0xff])],
+    turns: [new Uint8Array([1, 2, 3])],
+    tokenDetails: { usedTokens: 1234, maxTokens: 200_000 },
+  });
+  const turn = start(
+    ideRunRequest((request) => {
+      request.conversationState = previous;
+    }),
+  );
+  assert.equal(turn.state.todos.length, 1, "the undecodable entry is dropped");
+  assert.equal(turn.state.todos[0]?.content, "Fix add");
+  assert.equal(turn.state.previous, previous);
+  assert.equal(turn.state.contextTokens, 1234);
+});
+
+test("exclude_workspace_context drops environment, git and rules but keeps attachments", () => {
+  const turn = start(
+    ideRunRequest((request) => {
+      request.excludeWorkspaceContext = true;
+      request.customSystemPrompt = "Answer in French.";
+    }),
+  );
+  assert.deepEqual(
+    turn.input.context.map((supplement) => supplement.key),
+    ["custom-instructions", `file:${WORKSPACE}/src/math.ts`],
+  );
+});

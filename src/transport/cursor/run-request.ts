@@ -1,0 +1,218 @@
+/**
+ * A run request → the loop's `start` input and the turn's protocol state. It builds what the
+ * loop needs and nothing more: the user message (text and images), the context supplements
+ * (context.ts), and the settings — the byte-stable system prompt of the mode (prompt.ts) and
+ * the tool definitions (catalogue + the client's MCP tools). Credentials the client may attach
+ * to model descriptors are never read. Protocol ids stay here and in the turn state.
+ */
+import { create, fromBinary } from "@bufbuild/protobuf";
+import type { StartInput } from "../../loop/types.ts";
+import { toBlobStore } from "./blobs.ts";
+import type { RunAction } from "./client-message.ts";
+import { toContextSupplements } from "./context.ts";
+import { type Decoded, toDecoded, toDecodeError } from "./decode-error.ts";
+import { AgentMode, type TodoItem, TodoItemSchema } from "./gen/agent/v1/common_pb.js";
+import { ConversationStateStructureSchema } from "./gen/agent/v1/conversation_state_pb.js";
+import type { RequestContext } from "./gen/agent/v1/request_context_pb.js";
+import type { AgentRunRequest } from "./gen/agent/v1/run_request_pb.js";
+import {
+  type UserMessage as CursorUserMessage,
+  UserMessageSchema,
+} from "./gen/agent/v1/user_message_pb.js";
+import { fromAgentMode } from "./mode.ts";
+import { toSystemPrompt } from "./prompt.ts";
+import { toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
+import { type TurnState, ZERO_USAGE } from "./turn-state.ts";
+import { toUserMessage } from "./user-message.ts";
+
+/** The model the client asked for; the runner resolves it to a provider. */
+export interface ModelSelection {
+  /** `requested_model.model_id`, else `model_details.model_id`; may carry a variant suffix. */
+  readonly model: string;
+  readonly maxMode: boolean;
+  /** Model parameters such as a thinking effort (`{ id, value }` as the client sent them). */
+  readonly parameters: readonly { readonly id: string; readonly value: string }[];
+  readonly isVariantString: boolean;
+}
+
+export interface RunOptions {
+  /** Arrival time, epoch ms. */
+  readonly at: number;
+  /** Idempotency key of the start input (request id + append seqno). */
+  readonly inputID: string;
+  /** The request id of the stream this turn runs on. */
+  readonly requestID: string;
+  /** The context window of the model the runner resolved (for the usage indicator). */
+  readonly contextWindow: number;
+}
+
+export interface TurnStart {
+  readonly input: StartInput;
+  readonly state: TurnState;
+  /** The client's id of the user message; a replayed request carries the same one. */
+  readonly messageID: string;
+  /** `harness` of the run request (`cursor-ide` from the IDE; absent from the CLI). */
+  readonly harness: string;
+}
+
+export function toModelSelection(request: AgentRunRequest): ModelSelection | null {
+  const requested = request.requestedModel;
+  const model = requested?.modelId || request.modelDetails?.modelId || "";
+  if (model === "") return null;
+  return {
+    model,
+    maxMode: requested?.maxMode ?? request.modelDetails?.maxMode ?? false,
+    parameters: (requested?.parameters ?? []).map(({ id, value }) => ({ id, value })),
+    isVariantString: requested?.isVariantStringRepresentation ?? false,
+  };
+}
+
+export function fromRunRequest(
+  request: AgentRunRequest,
+  action: RunAction,
+  options: RunOptions,
+): Decoded<TurnStart> {
+  const conversationID = request.conversationId ?? "";
+  if (conversationID === "")
+    return toDecodeError("bad_field", "the run request has no conversation_id");
+  const model = toModelSelection(request);
+  if (model === null) return toDecodeError("bad_field", "the run request names no model");
+  const turn = toTurnAction(request, action);
+  if (turn === null)
+    return toDecodeError("bad_field", `the run request's ${action} action carries no user message`);
+  const blobs = toBlobStore(request.preFetchedBlobs);
+  const userMessage = toUserMessage(turn.userMessage, blobs, options.at, turn.prepend);
+  const hasContent =
+    typeof userMessage.content === "string"
+      ? userMessage.content !== ""
+      : userMessage.content.length > 0;
+  if (!hasContent) return toDecodeError("bad_field", "the user message is empty");
+
+  const previous = request.conversationState ?? create(ConversationStateStructureSchema);
+  const agentMode =
+    turn.agentMode !== AgentMode.UNSPECIFIED ? turn.agentMode : (previous.mode ?? AgentMode.AGENT);
+  const mode = fromAgentMode(agentMode);
+  const mcpTools = toMcpToolRefs([
+    ...(request.mcpTools?.mcpTools ?? []),
+    ...(turn.requestContext?.tools ?? []),
+  ]);
+  const env = turn.requestContext?.env;
+  const workspaceRoot =
+    env?.workspacePaths[0] ||
+    env?.processWorkingDirectory ||
+    request.mcpFileSystemOptions?.workspaceProjectDir ||
+    "";
+  const context = toContextSupplements({
+    requestContext: turn.requestContext,
+    selectedContext: turn.userMessage.selectedContext,
+    customInstructions: request.customSystemPrompt,
+    excludeWorkspace: request.excludeWorkspaceContext ?? false,
+  });
+  const input: StartInput = {
+    type: "start",
+    inputID: options.inputID,
+    at: options.at,
+    userMessage,
+    context,
+    settings: {
+      model: model.model,
+      systemPrompt: toSystemPrompt(mode),
+      tools: toToolDefinitions(mode, mcpTools),
+    },
+  };
+  const state: TurnState = {
+    conversationID,
+    requestID: options.requestID,
+    mode,
+    agentMode,
+    workspaceRoot,
+    mcpTools,
+    contextWindow: options.contextWindow,
+    nextID: 1,
+    open: null,
+    modelCallID: "",
+    streaming: [],
+    thinking: null,
+    thinkingDurations: [],
+    usage: ZERO_USAGE,
+    contextTokens: previous.tokenDetails?.usedTokens ?? 0,
+    userMessage: turn.userMessage,
+    steps: [],
+    previous,
+    todos: toTodos(previous.todos),
+  };
+  return toDecoded({
+    input,
+    state,
+    messageID: turn.userMessage.messageId,
+    harness: request.harness ?? "",
+  });
+}
+
+interface TurnAction {
+  readonly userMessage: CursorUserMessage;
+  readonly prepend: readonly CursorUserMessage[];
+  readonly requestContext: RequestContext | undefined;
+  readonly agentMode: AgentMode;
+}
+
+function toTurnAction(request: AgentRunRequest, action: RunAction): TurnAction | null {
+  const branch = request.action?.action;
+  if (action === "user_message" && branch?.case === "userMessageAction") {
+    const value = branch.value;
+    if (value.userMessage === undefined) return null;
+    return {
+      userMessage: value.userMessage,
+      prepend: value.prependUserMessages,
+      requestContext: value.requestContext,
+      agentMode: value.userMessage.mode,
+    };
+  }
+  if (action === "start_plan" && branch?.case === "startPlanAction") {
+    const value = branch.value;
+    if (value.userMessage === undefined) return null;
+    return {
+      userMessage: value.userMessage,
+      prepend: [],
+      requestContext: value.requestContext,
+      agentMode: AgentMode.PLAN,
+    };
+  }
+  if (action === "execute_plan" && branch?.case === "executePlanAction") {
+    const value = branch.value;
+    const content = value.planFileContent || value.plan?.plan || "";
+    const path = value.planFilePath || value.planFileUri || "";
+    const text =
+      content !== ""
+        ? `Implement the following plan.\n\n${content}`
+        : path !== ""
+          ? `Implement the plan in ${path}.`
+          : "";
+    if (text === "") return null;
+    const userMessage = create(UserMessageSchema, {
+      text,
+      messageId: value.kickoffMessageId ?? "",
+      mode: value.executionMode !== AgentMode.UNSPECIFIED ? value.executionMode : AgentMode.AGENT,
+    });
+    return {
+      userMessage,
+      prepend: [],
+      requestContext: value.requestContext,
+      agentMode: userMessage.mode,
+    };
+  }
+  return null;
+}
+
+/** The todo list of the previous checkpoint; entries that do not decode are dropped. */
+function toTodos(entries: readonly Uint8Array[]): TodoItem[] {
+  const todos: TodoItem[] = [];
+  for (const entry of entries) {
+    try {
+      todos.push(fromBinary(TodoItemSchema, entry));
+    } catch {
+      // An entry another server wrote in another shape: not ours to interpret.
+    }
+  }
+  return todos;
+}

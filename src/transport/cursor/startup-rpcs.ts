@@ -1,0 +1,106 @@
+/**
+ * Responses to the start-up RPCs the agent needs (cursor-protocol.md §6): the server config that
+ * keeps the client on protocols we serve, the model lists for the IDE picker and the CLI, and
+ * the server time. Pure builders; the transport serves them as Connect unary responses.
+ */
+import { create } from "@bufbuild/protobuf";
+import {
+  type GetDefaultModelForCliResponse,
+  GetDefaultModelForCliResponseSchema,
+  type GetUsableModelsResponse,
+  GetUsableModelsResponseSchema,
+  type ModelDetails,
+  ModelDetailsSchema,
+} from "./gen/agent/v1/models_pb.js";
+import {
+  type AvailableModelsResponse,
+  AvailableModelsResponseSchema,
+} from "./gen/aiserver/v1/available_models_pb.js";
+import {
+  type GetServerConfigResponse,
+  GetServerConfigResponseSchema,
+  Http2Config,
+} from "./gen/aiserver/v1/server_config_pb.js";
+import {
+  type ServerTimeResponse,
+  ServerTimeResponseSchema,
+} from "./gen/aiserver/v1/server_time_pb.js";
+
+/** A model this server offers, as the client lists it. */
+export interface OfferedModel {
+  /** The id the client sends back in run requests. */
+  readonly id: string;
+  readonly displayName: string;
+  readonly contextWindow: number;
+  readonly supportsThinking: boolean;
+  readonly supportsImages: boolean;
+}
+
+export const SERVER_CONFIG_VERSION = "cursor-byok-1";
+
+/**
+ * Forces the client off HTTP/2 bidi `Run` onto RunSSE + BidiAppend (FORCE_ALL_DISABLED), the
+ * transport every peer serves; `Run` can be enabled here once the transport serves it.
+ */
+export function toServerConfigResponse(): GetServerConfigResponse {
+  return create(GetServerConfigResponseSchema, {
+    configVersion: SERVER_CONFIG_VERSION,
+    http2Config: Http2Config.FORCE_ALL_DISABLED,
+  });
+}
+
+/** The IDE's model picker: every offered model, the first one the default everywhere. */
+export function toAvailableModelsResponse(
+  models: readonly OfferedModel[],
+): AvailableModelsResponse {
+  const ids = models.map((model) => model.id);
+  const feature = { defaultModel: ids[0] ?? "", fallbackModels: ids.slice(1) };
+  return create(AvailableModelsResponseSchema, {
+    modelNames: ids,
+    models: models.map((model) => ({
+      name: model.id,
+      defaultOn: true,
+      supportsAgent: true,
+      supportsThinking: model.supportsThinking,
+      supportsImages: model.supportsImages,
+      supportsMaxMode: false,
+      supportsNonMaxMode: true,
+      supportsPlanMode: true,
+      contextTokenLimit: model.contextWindow,
+      clientDisplayName: model.displayName,
+      serverModelName: model.id,
+      inputboxShortModelName: model.displayName,
+    })),
+    composerModelConfig: feature,
+    cmdKModelConfig: feature,
+    backgroundComposerModelConfig: feature,
+    planExecutionModelConfig: feature,
+    useModelParameters: false,
+  });
+}
+
+/** The CLI's model list (agent.v1 ModelDetails; never credentials). */
+export function toUsableModelsResponse(models: readonly OfferedModel[]): GetUsableModelsResponse {
+  return create(GetUsableModelsResponseSchema, { models: models.map(toModelDetails) });
+}
+
+export function toDefaultModelForCliResponse(model: OfferedModel): GetDefaultModelForCliResponse {
+  return create(GetDefaultModelForCliResponseSchema, { model: toModelDetails(model) });
+}
+
+/** Both times in epoch milliseconds, as the client expects (doubles). */
+export function toServerTimeResponse(receivedAt: number, sentAt: number): ServerTimeResponse {
+  return create(ServerTimeResponseSchema, {
+    receiveTimestamp: receivedAt,
+    transmitTimestamp: sentAt,
+  });
+}
+
+function toModelDetails(model: OfferedModel): ModelDetails {
+  return create(ModelDetailsSchema, {
+    modelId: model.id,
+    displayModelId: model.id,
+    displayName: model.displayName,
+    displayNameShort: model.displayName,
+  });
+}

@@ -1,0 +1,203 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { fromClientMessage } from "./client-message.ts";
+import {
+  AgentClientMessageSchema,
+  type AgentServerMessage,
+} from "./gen/agent/v1/agent_stream_pb.js";
+import { callClient, execReply, resultText, T0, turnState } from "./testing.ts";
+import { abortToolCall, continueToolCall, startToolCall, toExecID } from "./tool-session.ts";
+
+const CONTEXT = { at: T0 + 5, inputID: "req:3" };
+
+function kinds(messages: readonly AgentServerMessage[]): string[] {
+  return messages.map((message) =>
+    message.message.case === "interactionUpdate"
+      ? (message.message.value.message.case ?? "")
+      : (message.message.case ?? ""),
+  );
+}
+
+const readSuccess = (state: ReturnType<typeof turnState>) =>
+  execReply(state, {
+    case: "readResult",
+    value: { result: { case: "success", value: { output: { case: "content", value: "x\n" } } } },
+  });
+
+test("a client tool: started → checkpoint (pending) → exec; completed → checkpoint", () => {
+  const state = turnState();
+  const started = startToolCall(state, callClient("read_file", { path: "a.ts" }), CONTEXT);
+  assert.deepEqual(kinds(started.messages), [
+    "toolCallStarted",
+    "conversationCheckpointUpdate",
+    "execServerMessage",
+  ]);
+  assert.equal(started.input, null);
+  const checkpoint = started.messages[1]?.message;
+  assert.ok(checkpoint?.case === "conversationCheckpointUpdate");
+  assert.equal(checkpoint.value.pendingToolCalls.length, 1);
+  assert.deepEqual(JSON.parse(checkpoint.value.pendingToolCalls[0] ?? ""), {
+    id: "toolu_01",
+    role: "assistant",
+    content: [
+      { type: "tool-call", toolCallId: "toolu_01", toolName: "read_file", args: { path: "a.ts" } },
+    ],
+  });
+  const done = continueToolCall(
+    started.state,
+    fromClientMessage(readSuccess(started.state)),
+    CONTEXT,
+  );
+  assert.deepEqual(kinds(done.messages), ["toolCallCompleted", "conversationCheckpointUpdate"]);
+  const after = done.messages[1]?.message;
+  assert.ok(after?.case === "conversationCheckpointUpdate");
+  assert.deepEqual(after.value.pendingToolCalls, []);
+  assert.equal(done.state.open, null);
+  assert.deepEqual(done.input, {
+    type: "tool_result",
+    inputID: "req:3",
+    at: T0 + 5,
+    message: {
+      role: "toolResult",
+      toolCallId: "toolu_01",
+      toolName: "read_file",
+      content: [{ type: "text", text: "1|x" }],
+      isError: false,
+      timestamp: T0 + 5,
+    },
+  });
+});
+
+test("ids: call_id and model_call_id on UI updates; exec id and exec_id on the exec", () => {
+  const state = turnState({ nextID: 7 });
+  const started = startToolCall(
+    state,
+    callClient("read_file", { path: "a.ts" }, "call_abc"),
+    CONTEXT,
+  );
+  const update = started.messages[0]?.message;
+  assert.ok(
+    update?.case === "interactionUpdate" && update.value.message.case === "toolCallStarted",
+  );
+  assert.equal(update.value.message.value.callId, "call_abc");
+  assert.equal(update.value.message.value.modelCallId, state.modelCallID);
+  assert.equal(update.value.message.value.toolCall?.toolCallId, "call_abc");
+  assert.equal(update.value.message.value.toolCall?.startedAtMs, BigInt(T0 + 5));
+  const exec = started.messages[2]?.message;
+  assert.ok(exec?.case === "execServerMessage");
+  assert.equal(exec.value.id, 7);
+  assert.equal(exec.value.execId, toExecID(callClient("read_file", {}, "call_abc").operationID, 7));
+  assert.equal(started.state.nextID, 8);
+});
+
+test("exec ids are deterministic and differ per operation and step", () => {
+  assert.equal(toExecID("op", 1), toExecID("op", 1));
+  assert.notEqual(toExecID("op", 1), toExecID("op", 2));
+  assert.notEqual(toExecID("op", 1), toExecID("op2", 1));
+  assert.match(toExecID("op", 1), /^exec-[0-9a-f]{24}$/);
+});
+
+test("a reply matches by exec_id, or by id when the client sent no exec_id", () => {
+  const started = startToolCall(turnState(), callClient("read_file", { path: "a.ts" }), CONTEXT);
+  const reply = readSuccess(started.state);
+  const byID = create(AgentClientMessageSchema, reply);
+  assert.ok(byID.message.case === "execClientMessage");
+  byID.message.value.execId = "";
+  assert.notEqual(continueToolCall(started.state, fromClientMessage(byID), CONTEXT).input, null);
+  const wrongExecID = create(AgentClientMessageSchema, reply);
+  assert.ok(wrongExecID.message.case === "execClientMessage");
+  wrongExecID.message.value.execId = "exec-other";
+  const ignored = continueToolCall(started.state, fromClientMessage(wrongExecID), CONTEXT);
+  assert.equal(ignored.state, started.state, "state unchanged");
+  assert.match(ignored.ignored ?? "", /not the running one/);
+});
+
+test("stream_close and heartbeats are not terminal; a throw is", () => {
+  const started = startToolCall(turnState(), callClient("read_file", { path: "a.ts" }), CONTEXT);
+  const id = started.state.open?.awaiting.id ?? -1;
+  for (const message of [
+    { case: "streamClose" as const, value: { id } },
+    { case: "heartbeat" as const, value: { id } },
+  ]) {
+    const event = fromClientMessage(
+      create(AgentClientMessageSchema, {
+        message: { case: "execClientControlMessage", value: { message } },
+      }),
+    );
+    const step = continueToolCall(started.state, event, CONTEXT);
+    assert.equal(step.state, started.state);
+    assert.notEqual(step.ignored, null);
+  }
+  const thrown = continueToolCall(
+    started.state,
+    { type: "exec_throw", id, error: "EPIPE" },
+    CONTEXT,
+  );
+  assert.equal(thrown.input?.message.isError, true);
+  assert.match(resultText(thrown.input?.message ?? assert.fail()), /could not read .*EPIPE/);
+  assert.deepEqual(kinds(thrown.messages), ["toolCallCompleted", "conversationCheckpointUpdate"]);
+});
+
+test("replies when no call runs, or for a query while an exec runs, are ignored", () => {
+  const idle = continueToolCall(turnState(), { type: "exec_throw", id: 1, error: "x" }, CONTEXT);
+  assert.match(idle.ignored ?? "", /no tool call is running/);
+  const started = startToolCall(turnState(), callClient("read_file", { path: "a.ts" }), CONTEXT);
+  const query = continueToolCall(
+    started.state,
+    { type: "interaction_response", id: 1, result: { case: undefined } },
+    CONTEXT,
+  );
+  assert.equal(query.state, started.state);
+  const again = startToolCall(
+    started.state,
+    callClient("read_file", { path: "b.ts" }, "toolu_02"),
+    CONTEXT,
+  );
+  assert.match(again.ignored ?? "", /still running/);
+});
+
+test("unknown tools and invalid JSON arguments are isError results without UI or client traffic", () => {
+  const unknown = startToolCall(turnState(), callClient("launch_rockets", {}), CONTEXT);
+  assert.deepEqual(unknown.messages, []);
+  assert.match(
+    resultText(unknown.input?.message ?? assert.fail()),
+    /no tool named "launch_rockets"/,
+  );
+  const command = callClient("read_file", {});
+  const broken = startToolCall(
+    turnState(),
+    { ...command, toolCall: { ...command.toolCall, argumentsError: "Unexpected token } at 12" } },
+    CONTEXT,
+  );
+  assert.equal(broken.input?.message.isError, true);
+  assert.match(
+    resultText(broken.input?.message ?? assert.fail()),
+    /not a valid JSON object: Unexpected token/,
+  );
+});
+
+test("abort: exec abort for the running exec, the call closed in the UI and recorded", () => {
+  const started = startToolCall(turnState(), callClient("read_file", { path: "a.ts" }), CONTEXT);
+  const id = started.state.open?.awaiting.id;
+  const aborted = abortToolCall(started.state, T0 + 9, "canceled");
+  assert.deepEqual(kinds(aborted.messages), ["execServerControlMessage", "toolCallCompleted"]);
+  const abort = aborted.messages[0]?.message;
+  assert.ok(abort?.case === "execServerControlMessage" && abort.value.message.case === "abort");
+  assert.equal(abort.value.message.value.id, id);
+  assert.equal(aborted.state.open, null);
+  assert.equal(aborted.state.steps.at(-1)?.message.case, "toolCall");
+  assert.deepEqual(abortToolCall(turnState(), T0, "x").messages, []);
+});
+
+test("the state passed in is never mutated", () => {
+  const state = turnState();
+  const before = structuredClone(state);
+  const started = startToolCall(
+    state,
+    callClient("edit_file", { path: "a", old_string: "x", new_string: "y" }),
+    CONTEXT,
+  );
+  continueToolCall(started.state, fromClientMessage(readSuccess(started.state)), CONTEXT);
+  assert.deepEqual(state, before);
+});

@@ -1,0 +1,192 @@
+/**
+ * The tool catalogue: which tools a mode offers, in a fixed order with fixed definitions, plus
+ * the client's MCP tools (sorted, schemas key-sorted). The same mode and MCP set always give
+ * byte-identical tool definitions, so the provider's cached prefix survives across turns.
+ */
+import { toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import type { JsonObject, JsonValue, Tool } from "../../../llm/types.ts";
+import type { McpToolDefinition } from "../gen/agent/v1/mcp_pb.js";
+import type { Mode } from "../mode.ts";
+import { askQuestion } from "./ask-question.ts";
+import { createPlan } from "./create-plan.ts";
+import { deleteFile } from "./delete-file.ts";
+import { editFile } from "./edit-file.ts";
+import { glob } from "./glob.ts";
+import { grep } from "./grep.ts";
+import { listDir } from "./list-dir.ts";
+import { createMcpTool, type McpToolRef } from "./mcp.ts";
+import { readFile } from "./read-file.ts";
+import { readLints } from "./read-lints.ts";
+import { shell } from "./shell.ts";
+import { todoWrite } from "./todo-write.ts";
+import type {
+  ClientReply,
+  ParseResult,
+  ToolEnv,
+  ToolHandler,
+  ToolOutput,
+  ToolProgress,
+  UiTool,
+} from "./types.ts";
+import { writeFile } from "./write-file.ts";
+
+/** A handler with its argument and data types erased, so handlers can share one list. */
+export interface AnyTool {
+  readonly name: string;
+  readonly definition: Tool;
+  readonly modes: readonly Mode[];
+  parse(args: JsonObject, env: ToolEnv): ParseResult<unknown>;
+  preview(): UiTool;
+  started(args: unknown, env: ToolEnv): UiTool;
+  start(args: unknown, env: ToolEnv): ToolProgress<unknown>;
+  resume(
+    args: unknown,
+    stage: string,
+    data: unknown,
+    reply: ClientReply,
+    env: ToolEnv,
+  ): ToolProgress<unknown>;
+  failed(args: unknown, error: string, env: ToolEnv): ToolOutput;
+}
+
+/**
+ * Erases a handler's types. Sound because the session only ever passes a handler the arguments
+ * its own `parse` returned and the data its own `start`/`resume` returned.
+ */
+function erase<A, D>(handler: ToolHandler<A, D>): AnyTool {
+  return {
+    name: handler.name,
+    definition: handler.definition,
+    modes: handler.modes,
+    parse: (args, env) => handler.parse(args, env),
+    preview: () => handler.preview(),
+    started: (args, env) => handler.started(args as A, env),
+    start: (args, env) => handler.start(args as A, env),
+    resume: (args, stage, data, reply, env) =>
+      handler.resume(args as A, stage, data as D, reply, env),
+    failed: (args, error, env) => handler.failed(args as A, error, env),
+  };
+}
+
+export const BUILT_IN_TOOLS: readonly AnyTool[] = [
+  erase(readFile),
+  erase(editFile),
+  erase(writeFile),
+  erase(deleteFile),
+  erase(listDir),
+  erase(grep),
+  erase(glob),
+  erase(shell),
+  erase(readLints),
+  erase(todoWrite),
+  erase(askQuestion),
+  erase(createPlan),
+];
+
+/** The model-facing tool definitions of `mode`: built-ins in catalogue order, then MCP tools. */
+export function toToolDefinitions(mode: Mode, mcp: readonly McpToolRef[]): Tool[] {
+  return listTools(mode, mcp).map((tool) => tool.definition);
+}
+
+/** The tool `name` as offered in `mode`, or null when the mode does not offer it. */
+export function findTool(name: string, mode: Mode, mcp: readonly McpToolRef[]): AnyTool | null {
+  return listTools(mode, mcp).find((tool) => tool.name === name) ?? null;
+}
+
+function listTools(mode: Mode, mcp: readonly McpToolRef[]): AnyTool[] {
+  const mcpTools = mcp.map((ref) => erase(createMcpTool(ref)));
+  return [...BUILT_IN_TOOLS, ...mcpTools].filter((tool) => tool.modes.includes(mode));
+}
+
+const MAX_NAME = 64;
+
+/**
+ * The client's MCP tool definitions → refs with model-facing names that every provider accepts
+ * (`^[A-Za-z0-9_-]{1,64}$`), unique, sorted by name. Duplicate definitions (same server and
+ * tool, e.g. from both the run request and the request context) are kept once.
+ */
+export function toMcpToolRefs(definitions: readonly McpToolDefinition[]): McpToolRef[] {
+  const seen = new Set<string>();
+  const unique = definitions.filter((definition) => {
+    const key = `${definition.providerIdentifier}\u0000${definition.toolName || definition.name}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+  const sorted = [...unique].sort((a, b) => compare(baseName(a), baseName(b)));
+  const names = new Set<string>();
+  return sorted.map((definition) => {
+    const name = uniqueName(baseName(definition), names);
+    names.add(name);
+    return {
+      name,
+      definitionName: definition.name,
+      providerIdentifier: definition.providerIdentifier,
+      toolName: definition.toolName || definition.name,
+      description: definition.description,
+      parameters: toParameters(definition),
+    };
+  });
+}
+
+function baseName(definition: McpToolDefinition): string {
+  const server = sanitize(definition.providerIdentifier);
+  const tool = sanitize(definition.toolName || definition.name);
+  return (server === "" ? `mcp__${tool}` : `mcp__${server}__${tool}`).slice(0, MAX_NAME);
+}
+
+function uniqueName(base: string, taken: ReadonlySet<string>): string {
+  if (!taken.has(base)) return base;
+  for (let n = 2; ; n += 1) {
+    const suffix = `_${n}`;
+    const candidate = `${base.slice(0, MAX_NAME - suffix.length)}${suffix}`;
+    if (!taken.has(candidate)) return candidate;
+  }
+}
+
+function sanitize(text: string): string {
+  return text.replace(/[^A-Za-z0-9_-]+/g, "_").replace(/^_+|_+$/g, "");
+}
+
+/** The tool's input schema as a JSON object schema with sorted keys. */
+function toParameters(definition: McpToolDefinition): JsonObject {
+  let schema: JsonValue | undefined;
+  if (definition.inputSchema !== undefined) {
+    schema = toJson(ValueSchema, definition.inputSchema) as JsonValue;
+  } else if (definition.inputSchemaJson !== undefined) {
+    try {
+      schema = JSON.parse(definition.inputSchemaJson) as JsonValue;
+    } catch {
+      schema = undefined;
+    }
+  }
+  const object: JsonObject =
+    schema !== null && typeof schema === "object" && !Array.isArray(schema)
+      ? { ...(schema as JsonObject) }
+      : {};
+  object.type = "object";
+  if (
+    object.properties === null ||
+    typeof object.properties !== "object" ||
+    Array.isArray(object.properties)
+  ) {
+    object.properties = {};
+  }
+  return sortKeys(object) as JsonObject;
+}
+
+function sortKeys(value: JsonValue): JsonValue {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value === null || typeof value !== "object") return value;
+  const sorted: JsonObject = {};
+  for (const key of Object.keys(value).sort())
+    sorted[key] = sortKeys((value as JsonObject)[key] as JsonValue);
+  return sorted;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export type { McpToolRef };

@@ -1,0 +1,318 @@
+/**
+ * shell: runs a command in the user's terminal with the client's streamed `shell_stream_args`
+ * exec. stdout/stderr events are shown live as `shell_output_delta` updates and accumulated
+ * (bounded, see capped-text.ts) for the result the model sees: exit code and both streams, cuts
+ * stated. A one-shot `shell_result` reply is accepted too.
+ */
+import { create } from "@bufbuild/protobuf";
+import {
+  ShellAbortReason,
+  type ShellArgs,
+  ShellArgsSchema,
+  type ShellResult,
+  ShellResultSchema,
+  type ShellStreamExit,
+  TimeoutBehavior,
+} from "../gen/agent/v1/exec_shell_pb.js";
+import {
+  type ShellOutputDeltaUpdate,
+  ShellOutputDeltaUpdateSchema,
+} from "../gen/agent/v1/interaction_update_pb.js";
+import { ShellToolCallSchema } from "../gen/agent/v1/tool_call_pb.js";
+import { parseArgs } from "./args.ts";
+import { appendCapped, type CappedText, EMPTY_CAPPED_TEXT, renderCapped } from "./capped-text.ts";
+import { toOutput, toUnexpectedReply } from "./output.ts";
+import { resolvePath } from "./paths.ts";
+import { parseCommand } from "./shell-parse.ts";
+import { truncateMiddle } from "./text.ts";
+import type { ToolEnv, ToolHandler, ToolOutput, ToolProgress, UiUpdate } from "./types.ts";
+
+export interface ShellToolArgs {
+  readonly command: string;
+  readonly workingDirectory: string;
+  readonly timeoutMs: number;
+  readonly description: string | undefined;
+}
+
+export interface ShellData {
+  readonly stdout: CappedText;
+  readonly stderr: CappedText;
+}
+
+export const DEFAULT_SHELL_TIMEOUT_MS = 120_000;
+export const MAX_SHELL_TIMEOUT_MS = 600_000;
+/** Most characters of each stream the model sees; more is cut in the middle (stated). */
+export const MAX_STREAM_CHARS = 30_000;
+
+export const shell: ToolHandler<ShellToolArgs, ShellData> = {
+  name: "shell",
+  definition: {
+    name: "shell",
+    description:
+      "Run a shell command in the user's terminal and return its exit code, stdout and stderr. Commands run non-interactively (stdin is closed) and are stopped after timeout_ms.",
+    parameters: {
+      type: "object",
+      properties: {
+        command: { type: "string", description: "The command line to run." },
+        working_directory: {
+          type: "string",
+          description: "Directory to run in. Default: the workspace root.",
+        },
+        timeout_ms: {
+          type: "integer",
+          minimum: 1000,
+          maximum: MAX_SHELL_TIMEOUT_MS,
+          description: `Stop the command after this many milliseconds. Default ${DEFAULT_SHELL_TIMEOUT_MS}.`,
+        },
+        description: {
+          type: "string",
+          description: "A few words on what the command does, shown to the user.",
+        },
+      },
+      required: ["command"],
+    },
+  },
+  modes: ["agent", "debug"],
+  parse: (args, env) =>
+    parseArgs(args, (read) => ({
+      command: read.string("command"),
+      workingDirectory: resolvePath(
+        env.workspaceRoot,
+        read.optionalString("working_directory") ?? "",
+      ),
+      timeoutMs:
+        read.optionalInteger("timeout_ms", { min: 1000, max: MAX_SHELL_TIMEOUT_MS }) ??
+        DEFAULT_SHELL_TIMEOUT_MS,
+      description: read.optionalString("description"),
+    })),
+  preview: () => ({ case: "shellToolCall", value: create(ShellToolCallSchema) }),
+  started: (args, env) => ({
+    case: "shellToolCall",
+    value: create(ShellToolCallSchema, {
+      args: toShellArgs(args, env),
+      description: args.description,
+    }),
+  }),
+  start: (args, env) => ({
+    type: "request",
+    stage: "run",
+    data: { stdout: EMPTY_CAPPED_TEXT, stderr: EMPTY_CAPPED_TEXT },
+    request: { type: "exec", exec: { case: "shellStreamArgs", value: toShellArgs(args, env) } },
+  }),
+  resume: (args, _stage, data, reply, env) => {
+    if (reply.type !== "exec") return done(toFailure(args, env, toUnexpectedReply(reply)));
+    const result = reply.result;
+    if (result.case === "shellResult") return done(fromShellResult(args, env, result.value, []));
+    if (result.case !== "shellStream") return done(toFailure(args, env, toUnexpectedReply(reply)));
+    const event = result.value.event;
+    switch (event.case) {
+      case "start":
+        return wait(data, [toDelta({ case: "start", value: event.value })]);
+      case "stdout":
+        return wait({ ...data, stdout: appendCapped(data.stdout, event.value.data) }, [
+          toDelta({ case: "stdout", value: event.value }),
+        ]);
+      case "stderr":
+        return wait({ ...data, stderr: appendCapped(data.stderr, event.value.data) }, [
+          toDelta({ case: "stderr", value: event.value }),
+        ]);
+      case "exit":
+        return done(
+          fromShellResult(args, env, toShellResult(args, data, event.value), [
+            toDelta({ case: "exit", value: event.value }),
+          ]),
+        );
+      case "rejected":
+        return done(
+          fromShellResult(
+            args,
+            env,
+            create(ShellResultSchema, { result: { case: "rejected", value: event.value } }),
+            [],
+          ),
+        );
+      case "permissionDenied":
+        return done(
+          fromShellResult(
+            args,
+            env,
+            create(ShellResultSchema, { result: { case: "permissionDenied", value: event.value } }),
+            [],
+          ),
+        );
+      case "backgrounded": {
+        const note = `The command is still running in the background (shell ${event.value.shellId}); it did not finish within the timeout.`;
+        return done(
+          toOutputWithStreams(args, env, note, data, false, toShellResult(args, data, null)),
+        );
+      }
+      case "sandboxUnsupported":
+        return done(
+          toFailure(
+            args,
+            env,
+            `The command could not run: the sandbox is not supported here (${event.value.reason || event.value.sandboxPolicyType}).`,
+          ),
+        );
+      case "hookContext":
+      case undefined:
+        return wait(data, []);
+    }
+  },
+  failed: (args, error, env) =>
+    toFailure(args, env, `The client could not run the command: ${error}`),
+};
+
+function toDelta(event: ShellOutputDeltaUpdate["event"]): UiUpdate {
+  return { case: "shellOutputDelta", value: create(ShellOutputDeltaUpdateSchema, { event }) };
+}
+
+function done(output: ToolOutput): ToolProgress<ShellData> {
+  return { type: "done", output };
+}
+
+function wait(data: ShellData, updates: UiUpdate[]): ToolProgress<ShellData> {
+  return { type: "wait", data, updates };
+}
+
+function toShellArgs(args: ShellToolArgs, env: ToolEnv): ShellArgs {
+  const parsed = parseCommand(args.command);
+  return create(ShellArgsSchema, {
+    command: args.command,
+    workingDirectory: args.workingDirectory,
+    timeout: args.timeoutMs,
+    toolCallId: env.toolCallID,
+    simpleCommands: parsed.simpleCommands,
+    hasInputRedirect: parsed.hasInputRedirect,
+    hasOutputRedirect: parsed.hasOutputRedirect,
+    parsingResult: parsed.parsing,
+    timeoutBehavior: TimeoutBehavior.CANCEL,
+    description: args.description,
+    closeStdin: true,
+  });
+}
+
+/** The one-shot result equivalent to a finished stream, for the UI. */
+function toShellResult(
+  args: ShellToolArgs,
+  data: ShellData,
+  exit: ShellStreamExit | null,
+): ShellResult {
+  const common = {
+    command: args.command,
+    workingDirectory: exit?.cwd || args.workingDirectory,
+    stdout: renderCapped(data.stdout),
+    stderr: renderCapped(data.stderr),
+  };
+  if (exit !== null && exit.code === 0 && !exit.aborted) {
+    return create(ShellResultSchema, {
+      result: { case: "success", value: { ...common, exitCode: 0 } },
+    });
+  }
+  return create(ShellResultSchema, {
+    result: {
+      case: "failure",
+      value: {
+        ...common,
+        exitCode: exit?.code ?? 0,
+        aborted: exit?.aborted ?? false,
+        abortReason: exit?.abortReason,
+      },
+    },
+  });
+}
+
+function fromShellResult(
+  args: ShellToolArgs,
+  env: ToolEnv,
+  result: ShellResult,
+  updates: UiUpdate[],
+): ToolOutput {
+  const ui = {
+    case: "shellToolCall" as const,
+    value: create(ShellToolCallSchema, {
+      args: toShellArgs(args, env),
+      result,
+      description: args.description,
+    }),
+  };
+  const branch = result.result;
+  switch (branch.case) {
+    case "success":
+    case "failure": {
+      const value = branch.value;
+      const aborted = branch.case === "failure" && branch.value.aborted;
+      const status = aborted
+        ? `The command was stopped (${branch.value.abortReason === ShellAbortReason.TIMEOUT ? "timeout" : "aborted"}) with exit code ${value.exitCode}.`
+        : `Exit code: ${value.exitCode}${value.signal ? ` (signal ${value.signal})` : ""}`;
+      const text = [status, section("stdout", value.stdout), section("stderr", value.stderr)].join(
+        "\n",
+      );
+      return toOutput(text, ui, { updates, isError: false });
+    }
+    case "timeout":
+      return toOutput(`The command timed out after ${branch.value.timeoutMs} ms.`, ui, {
+        updates,
+        isError: true,
+      });
+    case "rejected":
+      return toOutput(
+        `The user declined to run the command${branch.value.reason ? `: ${branch.value.reason}` : "."}`,
+        ui,
+        { updates, isError: true },
+      );
+    case "spawnError":
+      return toOutput(`The command could not be started: ${branch.value.error}`, ui, {
+        updates,
+        isError: true,
+      });
+    case "permissionDenied":
+      return toOutput(`Permission denied running the command: ${branch.value.error}`, ui, {
+        updates,
+        isError: true,
+      });
+    case undefined:
+      return toOutput("The client sent an empty shell result.", ui, { updates, isError: true });
+  }
+}
+
+function toOutputWithStreams(
+  args: ShellToolArgs,
+  env: ToolEnv,
+  status: string,
+  data: ShellData,
+  isError: boolean,
+  result: ShellResult,
+): ToolOutput {
+  const text = [
+    status,
+    section("stdout", renderCapped(data.stdout)),
+    section("stderr", renderCapped(data.stderr)),
+  ].join("\n");
+  const ui = create(ShellToolCallSchema, {
+    args: toShellArgs(args, env),
+    result,
+    description: args.description,
+  });
+  return toOutput(text, { case: "shellToolCall", value: ui }, { isError });
+}
+
+function section(name: string, text: string): string {
+  if (text === "") return `${name}: (empty)`;
+  return `${name}:\n${truncateMiddle(text.replace(/\n$/, ""), MAX_STREAM_CHARS)}`;
+}
+
+function toFailure(args: ShellToolArgs, env: ToolEnv, message: string): ToolOutput {
+  const result = create(ShellResultSchema, {
+    result: {
+      case: "spawnError",
+      value: { command: args.command, workingDirectory: args.workingDirectory, error: message },
+    },
+  });
+  const ui = create(ShellToolCallSchema, {
+    args: toShellArgs(args, env),
+    result,
+    description: args.description,
+  });
+  return toOutput(message, { case: "shellToolCall", value: ui }, { isError: true });
+}

@@ -1,0 +1,114 @@
+/**
+ * The per-turn protocol state of the dialect: what the wire needs beyond the loop's state (exec
+ * ids, which exec belongs to which tool call, thinking start times, usage for `turn_ended`, the
+ * steps of the turn for checkpoints). Plain data passed in and returned by the codecs — never
+ * module-level state — and structuredClone-able (protobuf-es messages are plain objects).
+ * One value per turn (one request id / RunSSE stream).
+ */
+import type { JsonObject, Usage } from "../../llm/types.ts";
+import type { AgentMode, TodoItem } from "./gen/agent/v1/common_pb.js";
+import type {
+  ConversationStateStructure,
+  ConversationStep,
+} from "./gen/agent/v1/conversation_state_pb.js";
+import type { UserMessage as CursorUserMessage } from "./gen/agent/v1/user_message_pb.js";
+import type { Mode } from "./mode.ts";
+import type { McpToolRef } from "./tools/mcp.ts";
+
+/** Token usage summed over the model calls of a turn, for `turn_ended`. */
+export interface TurnUsage {
+  readonly input: number;
+  readonly output: number;
+  readonly cacheRead: number;
+  readonly cacheWrite: number;
+  readonly reasoning: number;
+}
+
+export const ZERO_USAGE: TurnUsage = {
+  input: 0,
+  output: 0,
+  cacheRead: 0,
+  cacheWrite: 0,
+  reasoning: 0,
+};
+
+/** What the client is waiting on for the open tool call. */
+export type Awaiting =
+  | { readonly type: "exec"; readonly id: number; readonly execID: string }
+  | { readonly type: "query"; readonly id: number };
+
+/** The tool call being run on the client (the loop runs one at a time). */
+export interface OpenToolCall {
+  readonly operationID: string;
+  readonly toolCallID: string;
+  readonly toolName: string;
+  /** The model call that produced this tool call. */
+  readonly modelCallID: string;
+  /** The arguments exactly as the model gave them. */
+  readonly arguments: JsonObject;
+  /** Parsed arguments (the handler's own plain-data type). */
+  readonly args: unknown;
+  readonly stage: string;
+  readonly data: unknown;
+  readonly awaiting: Awaiting;
+  readonly startedAt: number;
+}
+
+/** A tool call whose arguments are still streaming in from the model. */
+export interface StreamingToolCall {
+  readonly contentIndex: number;
+  readonly toolCallID: string;
+  readonly toolName: string;
+}
+
+export interface TurnState {
+  readonly conversationID: string;
+  /** The request id of this turn's stream (recorded in the turn structure). */
+  readonly requestID: string;
+  readonly mode: Mode;
+  /** The wire mode recorded in checkpoints (the client's own value, e.g. CUSTOM, is kept). */
+  readonly agentMode: AgentMode;
+  readonly workspaceRoot: string;
+  readonly mcpTools: readonly McpToolRef[];
+  /** The model's context window, for the client's context-usage indicator. */
+  readonly contextWindow: number;
+  /** Next exec / interaction-query id (uint32, per stream). */
+  readonly nextID: number;
+  readonly open: OpenToolCall | null;
+  /** The model call currently streaming ("" before the first). */
+  readonly modelCallID: string;
+  readonly streaming: readonly StreamingToolCall[];
+  /** The open thinking block of the current model call. */
+  readonly thinking: { readonly contentIndex: number; readonly startedAt: number } | null;
+  /** Thinking durations of the current model call, by content index. */
+  readonly thinkingDurations: readonly {
+    readonly contentIndex: number;
+    readonly durationMs: number;
+  }[];
+  readonly usage: TurnUsage;
+  /** Tokens in the context after the last model call (input + cache + output). */
+  readonly contextTokens: number;
+  /** The Cursor user message that started the turn. */
+  readonly userMessage: CursorUserMessage;
+  /** The steps of this turn so far, in order. */
+  readonly steps: readonly ConversationStep[];
+  /** The checkpoint the client sent with the run request (earlier turns, fields we keep as is). */
+  readonly previous: ConversationStateStructure;
+  /** The server-kept todo list. */
+  readonly todos: readonly TodoItem[];
+}
+
+export function addUsage(total: TurnUsage, usage: Usage): TurnUsage {
+  return {
+    input: total.input + usage.input,
+    output: total.output + usage.output,
+    cacheRead: total.cacheRead + usage.cacheRead,
+    cacheWrite: total.cacheWrite + usage.cacheWrite,
+    reasoning: total.reasoning + (usage.reasoning ?? 0),
+  };
+}
+
+/** Tokens the conversation occupies after a call with `usage`. */
+export function toContextTokens(usage: Usage): number {
+  return usage.input + usage.cacheRead + usage.cacheWrite + usage.output;
+}
