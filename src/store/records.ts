@@ -78,7 +78,7 @@ export function applyRecordWrite(
       setClientOperationStatusRow(tables, write.operationID, write.status, write.result, context);
       return null;
     case "request_stream":
-      bindRequestStreamRow(tables, write.requestID, context);
+      bindRequestStreamRow(tables, write.requestID, write.clientState, context);
       return null;
     default: {
       const unknown: never = write;

@@ -13,6 +13,7 @@ import type { RequestStream } from "./types.ts";
 export function bindRequestStreamRow(
   tables: Tables,
   requestID: string,
+  clientState: string | undefined,
   context: WriteContext,
 ): void {
   const { conversationID, location } = context;
@@ -21,6 +22,13 @@ export function bindRequestStreamRow(
       "invalid_argument",
       location,
       `A request stream is bound only inside a commit (${location}); nothing was written.`,
+    );
+  }
+  if (clientState !== undefined && typeof clientState !== "string") {
+    throw new StoreError(
+      "invalid_argument",
+      location,
+      `A request stream's clientState must be text (${location}); nothing was written.`,
     );
   }
   if (typeof requestID !== "string" || requestID === "") {
@@ -33,7 +41,12 @@ export function bindRequestStreamRow(
   }
   const existing = tables.readRequestStream(requestID);
   if (existing === null) {
-    tables.insertRequestStream({ requestID, conversationID, createdAt: context.now });
+    tables.insertRequestStream({
+      requestID,
+      conversationID,
+      clientState: clientState ?? null,
+      createdAt: context.now,
+    });
     return;
   }
   if (existing.conversationID === conversationID) return;
@@ -47,5 +60,9 @@ export function bindRequestStreamRow(
 }
 
 export function toRequestStream(row: RequestStreamRow): RequestStream {
-  return { conversationID: row.conversationID, createdAt: row.createdAt };
+  return {
+    conversationID: row.conversationID,
+    clientState: row.clientState,
+    createdAt: row.createdAt,
+  };
 }

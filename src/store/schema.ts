@@ -132,6 +132,7 @@ export const MIGRATIONS: readonly Migration[] = [
       create table request_streams (
         request_id text primary key,
         conversation_id text not null references conversations (conversation_id),
+        client_state text,
         created_at integer not null
       ) strict;
 

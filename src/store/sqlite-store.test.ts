@@ -153,14 +153,14 @@ describe("SQLite store", () => {
         expectedVersion: 0,
         state: first.state,
         result: null,
-        records: [{ type: "request_stream", requestID: "req-1" }],
+        records: [{ type: "request_stream", requestID: "req-1", clientState: "state-text" }],
       });
       assert.equal(result.type, "committed");
       await before.close();
 
       const after = openSqliteStore({ path });
       try {
-        const bound = { conversationID: CONVERSATION, createdAt: 1234 };
+        const bound = { conversationID: CONVERSATION, clientState: "state-text", createdAt: 1234 };
         assert.deepEqual(await after.findRequestStream("req-1"), bound);
         const [elsewhere] = toScriptedCommits("conv-elsewhere") as [ScriptedCommit];
         await assert.rejects(
@@ -199,8 +199,8 @@ describe("SQLite store", () => {
         assert.throws(
           () =>
             raw
-              .prepare("insert into request_streams values (?, ?, ?)")
-              .run("req-2", "conv-missing", 1),
+              .prepare("insert into request_streams values (?, ?, ?, ?)")
+              .run("req-2", "conv-missing", null, 1),
           /FOREIGN KEY/,
         );
       } finally {

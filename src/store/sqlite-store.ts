@@ -228,10 +228,10 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
       "select call_id, at, kind, detail_json from stream_diagnostics where call_id = ? order by id",
     ),
     readRequestStream: sql(
-      "select request_id, conversation_id, created_at from request_streams where request_id = ?",
+      "select request_id, conversation_id, client_state, created_at from request_streams where request_id = ?",
     ),
     insertRequestStream: sql(
-      "insert into request_streams (request_id, conversation_id, created_at) values (?, ?, ?)",
+      "insert into request_streams (request_id, conversation_id, client_state, created_at) values (?, ?, ?, ?)",
     ),
   };
 
@@ -396,11 +396,17 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
         : {
             requestID: text(row, "request_id"),
             conversationID: text(row, "conversation_id"),
+            clientState: row.client_state === null ? null : text(row, "client_state"),
             createdAt: int(row, "created_at"),
           };
     },
     insertRequestStream(row) {
-      statements.insertRequestStream.run(row.requestID, row.conversationID, row.createdAt);
+      statements.insertRequestStream.run(
+        row.requestID,
+        row.conversationID,
+        row.clientState,
+        row.createdAt,
+      );
     },
   };
 

@@ -78,6 +78,7 @@ export interface StreamDiagnosticRow {
 export interface RequestStreamRow {
   readonly requestID: string;
   readonly conversationID: string;
+  readonly clientState: string | null;
   readonly createdAt: number;
 }
 

@@ -104,6 +104,11 @@ export interface StreamDiagnostic {
  */
 export interface RequestStream {
   readonly conversationID: string;
+  /**
+   * What the transport saved with the binding to pick the stream up again (opaque text, e.g. the
+   * encoded request that opened it); `null` when nothing was saved.
+   */
+  readonly clientState: string | null;
   /** Epoch milliseconds, from the store's clock, of the commit that bound it. */
   readonly createdAt: number;
 }
@@ -129,7 +134,12 @@ export type RecordWrite =
       readonly status: ClientOperationStatus;
       readonly result?: unknown;
     }
-  | { readonly type: "request_stream"; readonly requestID: string };
+  | {
+      readonly type: "request_stream";
+      readonly requestID: string;
+      /** Saved with the first binding; a re-bind keeps the first one. */
+      readonly clientState?: string;
+    };
 
 /** One applied input, committed atomically (DESIGN §7, step 2). */
 export interface InputCommit {

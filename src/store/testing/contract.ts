@@ -576,8 +576,23 @@ export function runStoreContract(name: string, open: OpenStore): void {
         assert.ok(result.type === "committed");
         assert.deepEqual(await store.findRequestStream("req-1"), {
           conversationID: CONVERSATION,
+          clientState: null,
           createdAt: result.commit.committedAt,
         });
+      });
+
+      it("a binding keeps the client state saved with it, and a re-bind keeps the first", async (store) => {
+        const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+        await commitScripted(store, first, 0, [
+          { type: "request_stream", requestID: "req-1", clientState: "opened-by:run-request" },
+        ]);
+        await commitScripted(store, second, 1, [
+          { type: "request_stream", requestID: "req-1", clientState: "something else" },
+        ]);
+        assert.equal(
+          (await store.findRequestStream("req-1"))?.clientState,
+          "opened-by:run-request",
+        );
       });
 
       it("an unknown request id is not found", async (store) => {
@@ -600,6 +615,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
           await commitScripted(store, first, 0, [bind("req-1")]);
           assert.deepEqual(await store.findRequestStream("req-1"), {
             conversationID: CONVERSATION,
+            clientState: null,
             createdAt: 1000,
           });
           clock = 2000;
@@ -608,6 +624,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
           assert.equal(again.commit.committedAt, 2000);
           assert.deepEqual(await store.findRequestStream("req-1"), {
             conversationID: CONVERSATION,
+            clientState: null,
             createdAt: 1000,
           });
           assert.equal((await store.load(CONVERSATION))?.version, 2);

@@ -58,7 +58,15 @@ export function fromBidiAppendBody(
   if (!body.ok) return body;
   const request = parseRequest(body.value, input.format ?? "binary", limits);
   if (!request.ok) return request;
-  const { requestId, appendSeqno, data, dataBinary } = request.value;
+  return fromBidiAppendRequest(request.value, limits);
+}
+
+/** A `BidiAppendRequest` already parsed (e.g. by a Connect router) → the client message. */
+export function fromBidiAppendRequest(
+  request: BidiAppendRequest,
+  limits: DecodeLimits = DEFAULT_DECODE_LIMITS,
+): Decoded<BidiAppend> {
+  const { requestId, appendSeqno, data, dataBinary } = request;
   if (requestId === undefined || requestId.requestId === "") {
     return toDecodeError("bad_field", "BidiAppendRequest has no request_id");
   }

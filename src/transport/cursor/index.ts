@@ -9,6 +9,7 @@ export {
   type DecodeLimits,
   fromAgentClientMessageBytes,
   fromBidiAppendBody,
+  fromBidiAppendRequest,
   toBidiAppendBody,
 } from "./bidi-append.ts";
 export { MAX_CHECKPOINT_BYTES, toCheckpoint, toCheckpointMessage } from "./checkpoint.ts";

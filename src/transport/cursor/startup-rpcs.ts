@@ -39,13 +39,16 @@ export interface OfferedModel {
 export const SERVER_CONFIG_VERSION = "cursor-byok-1";
 
 /**
- * Forces the client off HTTP/2 bidi `Run` onto RunSSE + BidiAppend (FORCE_ALL_DISABLED), the
- * transport every peer serves; `Run` can be enabled here once the transport serves it.
+ * By default forces the client off HTTP/2 bidi `Run` onto RunSSE + BidiAppend
+ * (FORCE_ALL_DISABLED), the transport every peer serves; `http2: true` lets it use `Run`
+ * (FORCE_ALL_ENABLED).
  */
-export function toServerConfigResponse(): GetServerConfigResponse {
+export function toServerConfigResponse(
+  options: { readonly http2: boolean } = { http2: false },
+): GetServerConfigResponse {
   return create(GetServerConfigResponseSchema, {
     configVersion: SERVER_CONFIG_VERSION,
-    http2Config: Http2Config.FORCE_ALL_DISABLED,
+    http2Config: options.http2 ? Http2Config.FORCE_ALL_ENABLED : Http2Config.FORCE_ALL_DISABLED,
   });
 }
 

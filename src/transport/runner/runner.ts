@@ -337,7 +337,15 @@ export function createRunner(options: RunnerOptions): Runner {
         const extra: RecordWrite[] =
           submitOptions.requestID === undefined
             ? []
-            : [{ type: "request_stream", requestID: submitOptions.requestID }];
+            : [
+                {
+                  type: "request_stream",
+                  requestID: submitOptions.requestID,
+                  ...(submitOptions.clientState === undefined
+                    ? {}
+                    : { clientState: submitOptions.clientState }),
+                },
+              ];
         const step = await apply(entry, input, input.inputID, extra);
         if (step?.rejected) entry.output = null;
         return step === null ? { type: "duplicate" } : applied(step);

@@ -48,6 +48,8 @@ export type ExternalInput = StartInput | UserMessageInput | CancelInput;
 export interface SubmitOptions {
   /** Persistently binds a client stream id (e.g. Cursor's request id) to the conversation. */
   readonly requestID?: string;
+  /** Saved with the binding, for picking the stream up again after a restart. */
+  readonly clientState?: string;
 }
 
 export type SubmitResult =
