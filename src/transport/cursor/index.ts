@@ -33,6 +33,7 @@ export {
   type RunOptions,
   type TurnStart,
   toModelSelection,
+  toResumedTurnState,
 } from "./run-request.ts";
 export { toHeartbeatMessage, toServerMessageBytes, toUpdateMessage } from "./server-message.ts";
 export {

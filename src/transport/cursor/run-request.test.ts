@@ -9,7 +9,12 @@ import { ConversationStateStructureSchema } from "./gen/agent/v1/conversation_st
 import { ApiKeyCredentialsSchema } from "./gen/agent/v1/models_pb.js";
 import type { AgentRunRequest } from "./gen/agent/v1/run_request_pb.js";
 import { toSystemPrompt } from "./prompt.ts";
-import { fromRunRequest, type RunOptions, toModelSelection } from "./run-request.ts";
+import {
+  fromRunRequest,
+  type RunOptions,
+  toModelSelection,
+  toResumedTurnState,
+} from "./run-request.ts";
 import {
   CONVERSATION_ID,
   cliRunRequest,
@@ -256,4 +261,30 @@ test("exclude_workspace_context drops environment, git and rules but keeps attac
     turn.input.context.map((supplement) => supplement.key),
     ["custom-instructions", `file:${WORKSPACE}/src/math.ts`],
   );
+});
+
+test("a resumed stream gets the turn state its run request gives, without a loop input", () => {
+  const resumedFromSaved = toResumedTurnState(ideRunRequest(), OPTIONS);
+  assert.ok(resumedFromSaved.ok);
+  assert.deepEqual(resumedFromSaved.value, start(ideRunRequest()).state);
+
+  const resumeAction = ideRunRequest((value) => {
+    value.action = create(ConversationActionSchema, {
+      action: { case: "resumeAction", value: {} },
+    });
+    value.conversationState = create(ConversationStateStructureSchema, { mode: AgentMode.ASK });
+  });
+  const resumed = toResumedTurnState(resumeAction, OPTIONS);
+  assert.ok(resumed.ok);
+  assert.equal(resumed.value.conversationID, CONVERSATION_ID);
+  assert.equal(resumed.value.mode, "ask");
+  assert.equal(resumed.value.requestID, REQUEST_ID);
+
+  const anonymous = toResumedTurnState(
+    ideRunRequest((value) => {
+      value.conversationId = undefined;
+    }),
+    OPTIONS,
+  );
+  assert.ok(!anonymous.ok && anonymous.error.reason === "bad_field");
 });

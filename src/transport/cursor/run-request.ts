@@ -88,20 +88,7 @@ export function fromRunRequest(
       : userMessage.content.length > 0;
   if (!hasContent) return toDecodeError("bad_field", "the user message is empty");
 
-  const previous = request.conversationState ?? create(ConversationStateStructureSchema);
-  const agentMode =
-    turn.agentMode !== AgentMode.UNSPECIFIED ? turn.agentMode : (previous.mode ?? AgentMode.AGENT);
-  const mode = fromAgentMode(agentMode);
-  const mcpTools = toMcpToolRefs([
-    ...(request.mcpTools?.mcpTools ?? []),
-    ...(turn.requestContext?.tools ?? []),
-  ]);
-  const env = turn.requestContext?.env;
-  const workspaceRoot =
-    env?.workspacePaths[0] ||
-    env?.processWorkingDirectory ||
-    request.mcpFileSystemOptions?.workspaceProjectDir ||
-    "";
+  const state = toTurnState(request, conversationID, turn, options);
   const context = toContextSupplements({
     requestContext: turn.requestContext,
     selectedContext: turn.userMessage.selectedContext,
@@ -116,11 +103,64 @@ export function fromRunRequest(
     context,
     settings: {
       model: model.model,
-      systemPrompt: toSystemPrompt(mode),
-      tools: toToolDefinitions(mode, mcpTools),
+      systemPrompt: toSystemPrompt(state.mode),
+      tools: toToolDefinitions(state.mode, state.mcpTools),
     },
   };
-  const state: TurnState = {
+  return toDecoded({
+    input,
+    state,
+    messageID: turn.userMessage.messageId,
+    harness: request.harness ?? "",
+  });
+}
+
+/**
+ * The turn state for a stream that continues an interrupted turn instead of starting one: a run
+ * request whose action is `resume_action`, or the saved run request of a stream picked up again
+ * after a restart. No loop input comes of it; the runner resumes what the conversation waits for.
+ */
+export function toResumedTurnState(
+  request: AgentRunRequest,
+  options: RunOptions,
+): Decoded<TurnState> {
+  const conversationID = request.conversationId ?? "";
+  if (conversationID === "")
+    return toDecodeError("bad_field", "the run request has no conversation_id");
+  const branch = request.action?.action;
+  const saved = (["user_message", "start_plan", "execute_plan"] as const)
+    .map((action) => toTurnAction(request, action))
+    .find((turn) => turn !== null);
+  const resumed: TurnAction = saved ?? {
+    userMessage: create(UserMessageSchema, {}),
+    prepend: [],
+    requestContext: branch?.case === "resumeAction" ? branch.value.requestContext : undefined,
+    agentMode: AgentMode.UNSPECIFIED,
+  };
+  return toDecoded(toTurnState(request, conversationID, resumed, options));
+}
+
+function toTurnState(
+  request: AgentRunRequest,
+  conversationID: string,
+  turn: TurnAction,
+  options: RunOptions,
+): TurnState {
+  const previous = request.conversationState ?? create(ConversationStateStructureSchema);
+  const agentMode =
+    turn.agentMode !== AgentMode.UNSPECIFIED ? turn.agentMode : (previous.mode ?? AgentMode.AGENT);
+  const mode = fromAgentMode(agentMode);
+  const mcpTools = toMcpToolRefs([
+    ...(request.mcpTools?.mcpTools ?? []),
+    ...(turn.requestContext?.tools ?? []),
+  ]);
+  const env = turn.requestContext?.env;
+  const workspaceRoot =
+    env?.workspacePaths[0] ||
+    env?.processWorkingDirectory ||
+    request.mcpFileSystemOptions?.workspaceProjectDir ||
+    "";
+  return {
     conversationID,
     requestID: options.requestID,
     mode,
@@ -141,12 +181,6 @@ export function fromRunRequest(
     previous,
     todos: toTodos(previous.todos),
   };
-  return toDecoded({
-    input,
-    state,
-    messageID: turn.userMessage.messageId,
-    harness: request.harness ?? "",
-  });
 }
 
 interface TurnAction {
