@@ -1,10 +1,16 @@
 #!/usr/bin/env node
 /**
- * Composition root. The transport (HTTP server, Cursor dialect, runner) is not built yet, so
- * there is no server to start: say so plainly instead of pretending.
+ * Composition root: wires configuration, store, LLM layer and transport, and runs the command.
  */
-process.stderr.write(
-  "cursor-byok: the server is not built yet. The agent loop exists (src/loop); the LLM layer, " +
-    "store and Cursor transport are still to come. `npm test` runs what exists.\n",
-);
-process.exitCode = 1;
+import pino from "pino";
+import { runServe } from "./cli/serve.ts";
+
+const log = pino({ level: process.env.LOG_LEVEL ?? "info" });
+
+runServe({ models: [], server: {}, log }).catch((error: unknown) => {
+  log.error(
+    { error: error instanceof Error ? error.message : String(error) },
+    "cursor-byok failed",
+  );
+  process.exitCode = 1;
+});

@@ -1,0 +1,396 @@
+/**
+ * One Cursor agent stream: one request id, one turn. It ties the three halves together:
+ *
+ * - client → server: appends (BidiAppend, or the messages of an HTTP/2 `Run`) are applied in
+ *   `append_seqno` order (append-sequencer.ts) and translated by the dialect into runner calls or
+ *   tool-call progress;
+ * - runner → client: the stream is the runner's `TurnOutput` for the turn; everything it sends
+ *   goes through one ordered outbound backlog (outbound-stream.ts), which RunSSE subscribers read;
+ * - the dialect's per-turn protocol state (`TurnState`) lives here, as one plain value replaced on
+ *   every step.
+ *
+ * A RunSSE that drops does not cancel the turn: the stream waits `reconnectGraceMs` for a new
+ * subscriber before it cancels (DESIGN §10).
+ */
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { LLM } from "../llm/index.ts";
+import type { ConversationState, ToolResultMessage } from "../loop/index.ts";
+import { createAppendSequencer, SequenceGapError } from "./append-sequencer.ts";
+import {
+  type AgentRunRequest,
+  AgentRunRequestSchema,
+} from "./cursor/gen/agent/v1/run_request_pb.js";
+import {
+  type AgentClientMessage,
+  type AgentServerMessage,
+  type ClientEvent,
+  continueToolCall,
+  fromClientMessage,
+  fromResponseEvent,
+  fromRunRequest,
+  startToolCall,
+  type TurnState,
+  toCheckpointMessage,
+  toConnectError,
+  toHeartbeatMessage,
+  toModelSelection,
+  toResumedTurnState,
+  toTurnEnd,
+  toTurnEnded,
+} from "./cursor/index.ts";
+import type { Log } from "./log.ts";
+import { createOutboundStream, type OutboundStream } from "./outbound-stream.ts";
+import type { Runner, TurnOutput } from "./runner/types.ts";
+
+export interface AgentStreamOptions {
+  readonly heartbeatMs: number;
+  /** How long a dropped RunSSE may take to come back before the turn is canceled. */
+  readonly reconnectGraceMs: number;
+  /** How long an early append waits for the ones before it. */
+  readonly appendGapTimeoutMs: number;
+  /** How far ahead of the next expected seqno an append may be. */
+  readonly maxAppendsAhead: number;
+}
+
+export interface AgentStreamDeps {
+  readonly runner: Runner;
+  readonly models: Pick<LLM, "listModels" | "findModel">;
+  readonly now: () => number;
+  readonly log: Log;
+  readonly options: AgentStreamOptions;
+  /** Called once the stream has ended and no subscriber is attached (for cleanup). */
+  readonly onSettled?: (stream: AgentStream) => void;
+}
+
+export interface AgentStream {
+  readonly requestID: string;
+  readonly outbound: OutboundStream<AgentServerMessage>;
+  readonly conversationID: string | null;
+  /** Applies one client message that arrived with `seqno`; rejects with a `ConnectError`. */
+  append(seqno: number, message: AgentClientMessage): Promise<void>;
+  /** The server messages, from where the previous subscriber left off; see outbound-stream.ts. */
+  subscribe(signal: AbortSignal): AsyncGenerator<AgentServerMessage, void, undefined>;
+  /**
+   * Picks up the turn of a stream opened before a restart: rebuilds the protocol state from the
+   * saved run request and lets the runner continue what the conversation waits for.
+   */
+  restore(conversationID: string, runRequest: Uint8Array): Promise<void>;
+  /** Ends the stream now (server shutdown): the client sees a `canceled` end. */
+  close(reason: string): void;
+}
+
+export function createAgentStream(requestID: string, deps: AgentStreamDeps): AgentStream {
+  const { runner, log, now, options } = deps;
+  const outbound = createOutboundStream<AgentServerMessage>({
+    heartbeatMs: options.heartbeatMs,
+    heartbeat: toHeartbeatMessage,
+  });
+  const sequencer = createAppendSequencer({
+    gapTimeoutMs: options.appendGapTimeoutMs,
+    maxAhead: options.maxAppendsAhead,
+  });
+  let conversationID: string | null = null;
+  let turn: TurnState | null = null;
+  let tool: {
+    readonly operationID: string;
+    resolve(result: ToolResultMessage): void;
+    reject(error: Error): void;
+  } | null = null;
+  let graceTimer: NodeJS.Timeout | null = null;
+  const loggedUnsupported = new Set<string>();
+
+  const send = (messages: readonly AgentServerMessage[]): void => {
+    if (outbound.ended) return;
+    for (const message of messages) outbound.push(message);
+  };
+
+  const settle = (): void => {
+    if (outbound.ended && !outbound.subscribed) deps.onSettled?.(stream);
+  };
+
+  const endStream = (error?: ConnectError): void => {
+    if (outbound.ended) return;
+    outbound.end(error);
+    sequencer.close("the stream has ended");
+    if (graceTimer !== null) clearTimeout(graceTimer);
+    graceTimer = null;
+    settle();
+  };
+
+  const output: TurnOutput = {
+    publish(events, state) {
+      if (turn === null) return;
+      const callID = state.committed.call?.callID ?? "";
+      for (const event of events) {
+        const next = fromResponseEvent(turn, event, { at: now(), callID });
+        turn = next.state;
+        send(next.messages);
+      }
+    },
+    runTool(command) {
+      if (turn === null) return Promise.reject(new Error("the stream has no turn"));
+      const step = startToolCall(turn, command, {
+        at: now(),
+        inputID: `result:${command.operationID}`,
+      });
+      if (step.ignored !== null) return Promise.reject(new Error(step.ignored));
+      turn = step.state;
+      send(step.messages);
+      if (step.input !== null) return Promise.resolve(step.input.message);
+      return new Promise((resolve, reject) => {
+        tool = { operationID: command.operationID, resolve, reject };
+      });
+    },
+    committed() {
+      // Checkpoints are sent by the dialect at tool start, tool end and turn end.
+    },
+    end(outcome, state: ConversationState) {
+      if (turn !== null) {
+        const ended = toTurnEnd(turn, outcome, { at: now() });
+        turn = ended.state;
+        send(ended.messages);
+        endStream(ended.error ?? undefined);
+      } else {
+        endStream();
+      }
+      tool?.reject(new Error(`the turn ended (${outcome.type})`));
+      tool = null;
+      log.info(
+        {
+          conversation: state.conversationID,
+          request: requestID,
+          outcome: outcome.type,
+          ...(outcome.type === "failed" ? { error: outcome.message.errorMessage } : {}),
+        },
+        "turn ended",
+      );
+    },
+  };
+
+  /** The model the client asked for, or the first configured one. */
+  const resolveModel = (request: AgentRunRequest) => {
+    const asked = toModelSelection(request)?.model ?? "";
+    const exact = deps.models.findModel(asked) ?? deps.models.findModel(asked.split(":")[0] ?? "");
+    const chosen = exact ?? deps.models.listModels()[0];
+    if (exact === undefined && chosen !== undefined) {
+      log.warn({ asked, using: chosen.name }, "unknown model requested; using the default model");
+    }
+    return chosen;
+  };
+
+  const startTurn = async (
+    seqno: number,
+    event: Extract<ClientEvent, { type: "run" }>,
+  ): Promise<void> => {
+    if (turn !== null) {
+      throw new ConnectError("this request id already carries a turn", Code.FailedPrecondition);
+    }
+    const model = resolveModel(event.request);
+    if (model === undefined)
+      throw new ConnectError("no model is configured", Code.FailedPrecondition);
+    const started = fromRunRequest(event.request, event.action, {
+      at: now(),
+      inputID: `${requestID}:${seqno}`,
+      requestID,
+      contextWindow: model.contextWindow,
+    });
+    if (!started.ok) {
+      throw toConnectError({ kind: "bad_input", detail: started.error.message });
+    }
+    const { input, state } = started.value;
+    turn = state;
+    conversationID = state.conversationID;
+    log.info(
+      { conversation: conversationID, request: requestID, model: model.name, mode: state.mode },
+      "turn started",
+    );
+    const result = await runner.submit(
+      state.conversationID,
+      { ...input, settings: { ...input.settings, model: model.name } },
+      output,
+      {
+        requestID,
+        clientState: Buffer.from(toBinary(AgentRunRequestSchema, event.request)).toString("base64"),
+      },
+    );
+    if (result.type === "duplicate") {
+      // A replay of a run request already applied (a client retry): nothing new starts.
+      log.info({ conversation: conversationID, request: requestID }, "run request seen before");
+      endStream();
+    } else if (result.rejected !== null) {
+      endStream(
+        toConnectError({
+          kind: "bad_input",
+          detail: `the turn was not started: ${result.rejected}`,
+        }),
+      );
+    }
+  };
+
+  const resumeTurn = async (request: AgentRunRequest | null): Promise<void> => {
+    if (turn === null && request !== null) {
+      const model = resolveModel(request);
+      const resumed = toResumedTurnState(request, {
+        at: now(),
+        inputID: `${requestID}:resume`,
+        requestID,
+        contextWindow: model?.contextWindow ?? 0,
+      });
+      if (!resumed.ok) throw toConnectError({ kind: "bad_input", detail: resumed.error.message });
+      turn = resumed.value;
+      conversationID = resumed.value.conversationID;
+    }
+    if (conversationID === null || turn === null) return;
+    const waiting = await runner.resume(conversationID, output);
+    if (!waiting) {
+      // Nothing to continue: the turn already ended. Close the stream the way a turn ends.
+      send([toCheckpointMessage(turn), toTurnEnded(turn)]);
+      endStream();
+    }
+  };
+
+  const applyToolEvent = (seqno: number, event: ClientEvent): void => {
+    if (turn === null) return;
+    const step = continueToolCall(turn, event, { at: now(), inputID: `${requestID}:${seqno}` });
+    if (step.ignored !== null) {
+      log.debug(
+        { request: requestID, event: event.type, why: step.ignored },
+        "client event ignored",
+      );
+      return;
+    }
+    turn = step.state;
+    send(step.messages);
+    if (step.input !== null && tool !== null) {
+      const finished = tool;
+      tool = null;
+      finished.resolve(step.input.message);
+    }
+  };
+
+  const apply = async (seqno: number, message: AgentClientMessage): Promise<void> => {
+    const event = fromClientMessage(message);
+    switch (event.type) {
+      case "run":
+        return startTurn(seqno, event);
+      case "resume":
+        return resumeTurn(event.request);
+      case "cancel":
+        if (conversationID === null) return;
+        await runner.submit(
+          conversationID,
+          {
+            type: "cancel",
+            inputID: `${requestID}:${seqno}`,
+            at: now(),
+            reason: event.reason || "canceled",
+          },
+          output,
+        );
+        return;
+      case "exec_result":
+      case "exec_stream_close":
+      case "exec_throw":
+      case "exec_heartbeat":
+      case "interaction_response":
+        applyToolEvent(seqno, event);
+        return;
+      case "prewarm":
+      case "heartbeat":
+      case "kv_result":
+        return;
+      case "unsupported":
+        if (!loggedUnsupported.has(event.what)) {
+          loggedUnsupported.add(event.what);
+          log.info(
+            { request: requestID, what: event.what },
+            "client message not supported; ignored",
+          );
+        }
+        return;
+    }
+  };
+
+  const stream: AgentStream = {
+    requestID,
+    outbound,
+    get conversationID() {
+      return conversationID;
+    },
+    async append(seqno, message) {
+      let verdict: "apply" | "stale";
+      try {
+        verdict = await sequencer.enter(seqno);
+      } catch (error) {
+        const detail = error instanceof SequenceGapError ? error.message : String(error);
+        throw new ConnectError(detail, Code.FailedPrecondition);
+      }
+      if (verdict === "stale") return;
+      try {
+        await apply(seqno, message);
+      } finally {
+        sequencer.leave(seqno);
+      }
+    },
+    async *subscribe(signal) {
+      if (graceTimer !== null) clearTimeout(graceTimer);
+      graceTimer = null;
+      try {
+        yield* outbound.subscribe(signal);
+      } finally {
+        if (!outbound.ended && !outbound.subscribed) startGrace();
+        settle();
+      }
+    },
+    async restore(conversation, runRequestBytes) {
+      let request: AgentRunRequest;
+      try {
+        request = fromBinary(AgentRunRequestSchema, runRequestBytes);
+      } catch {
+        throw new ConnectError("the saved run request of this stream is unreadable", Code.DataLoss);
+      }
+      conversationID = conversation;
+      await resumeTurn(request);
+    },
+    close(reason) {
+      tool?.reject(new Error(reason));
+      tool = null;
+      endStream(new ConnectError(reason, Code.Canceled));
+    },
+  };
+
+  function startGrace(): void {
+    if (graceTimer !== null || outbound.ended) return;
+    graceTimer = setTimeout(() => {
+      graceTimer = null;
+      if (outbound.subscribed || outbound.ended) return;
+      log.info(
+        { request: requestID, conversation: conversationID },
+        "client gone; canceling the turn",
+      );
+      if (conversationID === null) {
+        endStream(new ConnectError("the client went away", Code.Canceled));
+        return;
+      }
+      void runner
+        .submit(
+          conversationID,
+          {
+            type: "cancel",
+            inputID: `${requestID}:gone`,
+            at: now(),
+            reason: "the client went away",
+          },
+          output,
+        )
+        .catch((error: unknown) =>
+          log.error({ request: requestID, error: String(error) }, "cancel failed"),
+        )
+        .finally(() => endStream(new ConnectError("the client went away", Code.Canceled)));
+    }, options.reconnectGraceMs);
+    graceTimer.unref?.();
+  }
+
+  return stream;
+}

@@ -1,0 +1,103 @@
+/**
+ * The Connect services the server implements (cursor-protocol.md §1.1, §6): the agent stream
+ * (RunSSE + BidiAppend over HTTP/1.1, bidi Run over HTTP/2) and the start-up RPCs built from the
+ * configured models.
+ */
+import { randomUUID } from "node:crypto";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import type { LLM, ModelInfo } from "../llm/index.ts";
+import type { AgentStreams } from "./agent-streams.ts";
+import {
+  AgentService,
+  AiService,
+  BidiService,
+  fromBidiAppendRequest,
+  type OfferedModel,
+  ServerConfigService,
+  toAvailableModelsResponse,
+  toConnectError,
+  toDefaultModelForCliResponse,
+  toServerConfigResponse,
+  toServerTimeResponse,
+  toUsableModelsResponse,
+} from "./cursor/index.ts";
+
+export interface RouteOptions {
+  /** Whether `GetServerConfig` lets clients use the HTTP/2 bidi `Run`. */
+  readonly offerHttp2: boolean;
+}
+
+export function createRoutes(
+  streams: AgentStreams,
+  models: Pick<LLM, "listModels">,
+  now: () => number,
+  options: RouteOptions,
+): (router: ConnectRouter) => void {
+  const offered = (): OfferedModel[] => models.listModels().map(toOfferedModel);
+  const serverConfig = () => toServerConfigResponse({ http2: options.offerHttp2 });
+
+  return (router) => {
+    router.service(AgentService, {
+      async *runSSE(request, context) {
+        const stream = await streams.open(request.requestId);
+        yield* stream.subscribe(context.signal);
+      },
+      async *run(requests, context) {
+        const stream = await streams.open(`run-${randomUUID()}`);
+        const pump = (async () => {
+          let seqno = 0;
+          for await (const message of requests) {
+            await stream.append(seqno, message);
+            seqno += 1;
+          }
+        })();
+        pump.catch((error: unknown) => stream.close(ConnectError.from(error).message));
+        yield* stream.subscribe(context.signal);
+      },
+      runPoll() {
+        throw new ConnectError(
+          "RunPoll is not served: allow HTTP/1.1 SSE or HTTP/2 in the client",
+          Code.Unimplemented,
+        );
+      },
+    });
+
+    router.service(BidiService, {
+      async bidiAppend(request) {
+        const decoded = fromBidiAppendRequest(request);
+        if (!decoded.ok) throw toConnectError({ kind: "bad_input", detail: decoded.error.message });
+        const { requestID, appendSeqno, message } = decoded.value;
+        const stream = await streams.open(requestID);
+        await stream.append(appendSeqno, message);
+        return {};
+      },
+    });
+
+    router.service(AiService, {
+      getServerConfig: serverConfig,
+      availableModels: () => toAvailableModelsResponse(offered()),
+      getUsableModels: () => toUsableModelsResponse(offered()),
+      getDefaultModelForCli() {
+        const [first] = offered();
+        if (first === undefined) throw new ConnectError("no model is configured", Code.NotFound);
+        return toDefaultModelForCliResponse(first);
+      },
+      serverTime() {
+        const at = now();
+        return toServerTimeResponse(at, at);
+      },
+    });
+
+    router.service(ServerConfigService, { getServerConfig: serverConfig });
+  };
+}
+
+function toOfferedModel(model: ModelInfo): OfferedModel {
+  return {
+    id: model.name,
+    displayName: model.name,
+    contextWindow: model.contextWindow,
+    supportsThinking: model.reasoning,
+    supportsImages: model.input.includes("image"),
+  };
+}

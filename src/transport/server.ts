@@ -1,0 +1,245 @@
+/**
+ * The HTTP server: one port for HTTP/1.1 and cleartext HTTP/2 (http/listen.ts), Connect for the
+ * services in routes.ts, and plain handlers for what Connect cannot express:
+ *
+ * - BidiAppend is also answered under `agent.v1.AgentService` (one client file uses that path);
+ * - the RunSSE response can carry `content-type: text/event-stream` over its binary Connect
+ *   envelopes, as the working IDE-facing peer does (cursor-protocol.md §1.3) — a setting;
+ * - start-up calls whose answers we do not model (identity, analytics sinks, network probe) get an
+ *   empty message, which is a valid message of any type;
+ * - anything else is Connect `unimplemented`, logged once per procedure;
+ * - with an access token configured, every request must present it as a bearer token.
+ */
+import { timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { AddressInfo } from "node:net";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { LLM } from "../llm/index.ts";
+import type { Store } from "../store/index.ts";
+import type { AgentStreamOptions } from "./agent-stream.ts";
+import { createAgentStreams } from "./agent-streams.ts";
+import { type Listener, listen } from "./http/listen.ts";
+import type { Log } from "./log.ts";
+import { createRoutes } from "./routes.ts";
+import { createRunner } from "./runner/runner.ts";
+
+export interface ServerOptions {
+  readonly host: string;
+  readonly port: number;
+  /** `event-stream` (default) sends RunSSE as `text/event-stream`; `connect` keeps Connect's type. */
+  readonly runSseContentType: "event-stream" | "connect";
+  /** Let clients use the HTTP/2 bidi `Run` (GetServerConfig `http2_config`); default false. */
+  readonly offerHttp2: boolean;
+  readonly stream: AgentStreamOptions;
+  /** How long an ended stream is kept for a late RunSSE. */
+  readonly streamRetentionMs: number;
+  /** How long a stream that never gets a run request is kept. */
+  readonly idleStreamMs: number;
+  /** The largest request message accepted (after decompression). */
+  readonly maxMessageBytes: number;
+  /** When set, every request must carry `authorization: Bearer <token>`. */
+  readonly accessToken?: string;
+}
+
+export const DEFAULT_SERVER_OPTIONS: ServerOptions = {
+  host: "127.0.0.1",
+  port: 8765,
+  runSseContentType: "event-stream",
+  offerHttp2: false,
+  stream: {
+    heartbeatMs: 5_000,
+    reconnectGraceMs: 30_000,
+    appendGapTimeoutMs: 10_000,
+    maxAppendsAhead: 64,
+  },
+  streamRetentionMs: 60_000,
+  idleStreamMs: 120_000,
+  maxMessageBytes: 32 * 1024 * 1024,
+};
+
+export interface ServerDeps {
+  readonly store: Store;
+  readonly llm: LLM;
+  readonly log: Log;
+  readonly now?: () => number;
+}
+
+export interface Server {
+  /** `http://host:port` */
+  readonly url: string;
+  readonly address: AddressInfo;
+  /**
+   * Stops accepting connections, ends open streams (clients see `canceled`), stops model streams
+   * without committing anything for them (they are retried on the next start), and waits for the
+   * server's work to settle. The store is the caller's to close.
+   */
+  close(): Promise<void>;
+}
+
+/** Procedures the client calls at start-up whose answer may be an empty message. */
+const EMPTY_REPLIES = new Set([
+  "/aiserver.v1.NetworkService/IsConnected",
+  "/aiserver.v1.AiService/GetDefaultModel",
+  "/aiserver.v1.AiService/GetDefaultModelNudgeData",
+  "/aiserver.v1.AuthService/GetEmail",
+  "/aiserver.v1.AuthService/GetUserMeta",
+  "/aiserver.v1.DashboardService/GetMe",
+  "/aiserver.v1.DashboardService/GetTeams",
+  "/aiserver.v1.DashboardService/GetUserPrivacyMode",
+  "/aiserver.v1.DashboardService/GetUserProfile",
+  "/aiserver.v1.DashboardService/GetPlanInfo",
+  "/aiserver.v1.DashboardService/GetCurrentPeriodUsage",
+  "/aiserver.v1.DashboardService/GetUsageLimitStatusAndActiveGrants",
+  "/aiserver.v1.DashboardService/IsOnNewPricing",
+  "/aiserver.v1.DashboardService/GetEffectiveUserPlugins",
+  "/aiserver.v1.AnalyticsService/BootstrapStatsig",
+  "/aiserver.v1.AnalyticsService/GetFirstWindowStatsigDecision",
+  "/aiserver.v1.AnalyticsService/SubmitLogs",
+  "/aiserver.v1.AnalyticsService/TrackEvents",
+  "/agent.v1.AgentService/UpdateConversationMetadata",
+]);
+
+/** Paths of the same procedure under another service name. */
+const ALIASES: Readonly<Record<string, string>> = {
+  "/agent.v1.AgentService/BidiAppend": "/aiserver.v1.BidiService/BidiAppend",
+  "/agent.v1.AgentService/GetUsableModels": "/aiserver.v1.AiService/GetUsableModels",
+  "/agent.v1.AgentService/GetDefaultModelForCli": "/aiserver.v1.AiService/GetDefaultModelForCli",
+};
+
+type Request = IncomingMessage | Http2ServerRequest;
+/** What every response here is used as: headers once, then a body. */
+interface Response {
+  writeHead(status: number, headers?: Record<string, string | string[] | number>): unknown;
+  end(body: string): unknown;
+}
+
+export async function startServer(deps: ServerDeps, options: ServerOptions): Promise<Server> {
+  const { store, llm, log } = deps;
+  const now = deps.now ?? Date.now;
+  const runner = createRunner({
+    store,
+    llm,
+    now,
+    onError: (error, context) =>
+      log.error(
+        { ...context, error: error instanceof Error ? error.message : String(error) },
+        "runner",
+      ),
+  });
+  const streams = createAgentStreams(
+    store,
+    { runner, models: llm, now, log, options: options.stream },
+    { retentionMs: options.streamRetentionMs, idleMs: options.idleStreamMs },
+  );
+  const unimplemented = new Set<string>();
+
+  const connect = connectNodeAdapter({
+    routes: createRoutes(streams, llm, now, { offerHttp2: options.offerHttp2 }),
+    readMaxBytes: options.maxMessageBytes,
+    fallback(request, response) {
+      const path = pathOf(request);
+      if (EMPTY_REPLIES.has(path) && request.method === "POST") {
+        request.resume();
+        const json = String(request.headers["content-type"] ?? "").includes("json");
+        response.writeHead(200, {
+          "content-type": json ? "application/json" : "application/proto",
+        });
+        response.end(json ? "{}" : "");
+        return;
+      }
+      if (!unimplemented.has(path)) {
+        unimplemented.add(path);
+        log.info({ procedure: path }, "procedure not implemented; answering unimplemented");
+      }
+      writeConnectError(
+        response,
+        new ConnectError(`${path} is not implemented`, Code.Unimplemented),
+      );
+    },
+  });
+
+  const handle = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
+    if (options.accessToken !== undefined && !isAuthorized(request, options.accessToken)) {
+      request.resume();
+      writeConnectError(
+        response,
+        new ConnectError(
+          "a valid access token is required (authorization: Bearer …)",
+          Code.Unauthenticated,
+        ),
+      );
+      return;
+    }
+    const path = pathOf(request);
+    const alias = ALIASES[path];
+    if (alias !== undefined) request.url = alias;
+    if (options.runSseContentType === "event-stream" && path === "/agent.v1.AgentService/RunSSE") {
+      asEventStream(response);
+    }
+    connect(request, response as Parameters<typeof connect>[1]);
+  };
+
+  const listener: Listener = await listen(handle, options.host, options.port);
+  const url = `http://${formatHost(listener.address)}:${listener.address.port}`;
+
+  return {
+    url,
+    address: listener.address,
+    async close() {
+      const closed = listener.close();
+      streams.closeAll("the server is shutting down");
+      await runner.shutdown();
+      listener.destroy();
+      await closed;
+    },
+  };
+}
+
+function pathOf(request: Request): string {
+  const url = request.url ?? "/";
+  const query = url.indexOf("?");
+  return query < 0 ? url : url.slice(0, query);
+}
+
+function isAuthorized(request: Request, token: string): boolean {
+  const header = request.headers.authorization;
+  const value = Array.isArray(header) ? header[0] : header;
+  const match = /^Bearer\s+(.+)$/i.exec(value ?? "");
+  if (match === null) return false;
+  const given = Buffer.from(match[1] ?? "");
+  const expected = Buffer.from(token);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/** Rewrites the Connect streaming content type of a RunSSE response to `text/event-stream`. */
+function asEventStream(response: Response): void {
+  const writeHead = response.writeHead.bind(response);
+  response.writeHead = (status, headers) => {
+    if (
+      headers !== undefined &&
+      String(headers["content-type"] ?? "").startsWith("application/connect+")
+    ) {
+      headers["content-type"] = "text/event-stream";
+      headers["cache-control"] = headers["cache-control"] ?? "no-cache";
+    }
+    return writeHead(status, headers);
+  };
+}
+
+/** A Connect unary error: JSON body, HTTP status from the code (Connect protocol). */
+function writeConnectError(response: Response, error: ConnectError): void {
+  const status =
+    error.code === Code.Unauthenticated ? 401 : error.code === Code.Unimplemented ? 404 : 400;
+  response.writeHead(status, { "content-type": "application/json" });
+  response.end(JSON.stringify({ code: codeName(error.code), message: error.rawMessage }));
+}
+
+function codeName(code: Code): string {
+  return Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
+}
+
+function formatHost(address: AddressInfo): string {
+  return address.family === "IPv6" ? `[${address.address}]` : address.address;
+}
