@@ -56,6 +56,26 @@ describe("demo model", () => {
     assert.equal(message.provider, "cursor-byok");
   });
 
+  test("reads the command from the user's own words, after any context blocks", async () => {
+    const llm = createLLM({ models: [] });
+    const withContext: RequestMessages = {
+      ...request("placeholder"),
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "<environment>OS: linux</environment>" },
+            { type: "text", text: '/demo tool read_file {"path": "a.txt"}' },
+          ],
+          timestamp: 1,
+        },
+      ],
+    };
+    const { message } = await answer(llm, withContext);
+    const call = message.content.find((b) => b.type === "toolCall");
+    assert.ok(call?.type === "toolCall" && call.name === "read_file");
+  });
+
   test("scripts a tool call, then reports the tool's result", async () => {
     const llm = createLLM({ models: [], demo: { help: "custom help" } });
     const first = await answer(

@@ -166,10 +166,11 @@ const USAGE =
 
 function parseToolCommand(message: Message): ToolCommand | undefined {
   if (message.role !== "user") return undefined;
+  // The user's own words are the last text block: context blocks come before them.
   const text =
     typeof message.content === "string"
       ? message.content
-      : message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+      : (message.content.filter((block) => block.type === "text").at(-1)?.text ?? "");
   const match = /^\s*\/demo\s+tool(?:\s+(\S+))?(?:\s+([\s\S]*))?$/.exec(text);
   if (match === null) return undefined;
   const name = match[1];

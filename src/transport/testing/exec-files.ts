@@ -83,7 +83,9 @@ export async function runRead(args: ReadArgs, workspace: string): Promise<ReadRe
   const ranged = args.offset !== undefined || args.limit !== undefined;
   const first = Math.max(1, args.offset ?? 1);
   const content = ranged
-    ? lines.slice(first - 1, args.limit === undefined ? undefined : first - 1 + args.limit).join("\n")
+    ? lines
+        .slice(first - 1, args.limit === undefined ? undefined : first - 1 + args.limit)
+        .join("\n")
     : text;
   return create(ReadResultSchema, {
     result: {
@@ -102,7 +104,8 @@ export async function runRead(args: ReadArgs, workspace: string): Promise<ReadRe
 /** Writes `file_bytes` when non-empty, else `file_text`, creating parent directories. */
 export async function runWrite(args: WriteArgs, workspace: string): Promise<WriteResult> {
   const path = resolveInWorkspace(workspace, args.path);
-  const bytes = args.fileBytes.length > 0 ? Buffer.from(args.fileBytes) : Buffer.from(args.fileText);
+  const bytes =
+    args.fileBytes.length > 0 ? Buffer.from(args.fileBytes) : Buffer.from(args.fileText);
   try {
     await mkdir(dirname(path), { recursive: true });
     await writeFile(path, bytes);
@@ -184,7 +187,9 @@ export async function runDelete(args: DeleteArgs, workspace: string): Promise<De
       });
     }
     if (code === "EBUSY") {
-      return create(DeleteResultSchema, { result: { case: "fileBusy", value: { path: args.path } } });
+      return create(DeleteResultSchema, {
+        result: { case: "fileBusy", value: { path: args.path } },
+      });
     }
     return create(DeleteResultSchema, {
       result: { case: "error", value: { path: args.path, error: errorMessage(error) } },

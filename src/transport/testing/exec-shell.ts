@@ -8,8 +8,8 @@ import { constants } from "node:os";
 import { StringDecoder } from "node:string_decoder";
 import { create } from "@bufbuild/protobuf";
 import {
-  type ShellArgs,
   ShellAbortReason,
+  type ShellArgs,
   type ShellResult,
   ShellResultSchema,
 } from "../cursor/gen/agent/v1/exec_shell_pb.js";

@@ -51,7 +51,10 @@ function toRegExpSource(glob: string): string {
       if (end === -1) {
         out += "\\[";
       } else {
-        const inner = glob.slice(i + 1, end).replace(/^!/, "^").replace(/\\/g, "\\\\");
+        const inner = glob
+          .slice(i + 1, end)
+          .replace(/^!/, "^")
+          .replace(/\\/g, "\\\\");
         out += `[${inner}]`;
         i = end;
       }

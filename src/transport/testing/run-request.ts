@@ -61,7 +61,11 @@ const MODES: Readonly<Record<ModeName, AgentMode>> = {
 export function createRunRequest(init: RunRequestInit): AgentRunRequest {
   const flavour = init.flavour ?? "ide";
   const mode = typeof init.mode === "string" ? MODES[init.mode] : (init.mode ?? AgentMode.AGENT);
-  const modelDetails = { modelId: init.modelId, displayModelId: init.modelId, displayName: init.modelId };
+  const modelDetails = {
+    modelId: init.modelId,
+    displayModelId: init.modelId,
+    displayName: init.modelId,
+  };
   const request = create(AgentRunRequestSchema, {
     conversationId: init.conversationId,
     conversationState: init.checkpoint,
@@ -69,7 +73,9 @@ export function createRunRequest(init: RunRequestInit): AgentRunRequest {
     requestedModel: flavour === "ide" ? { modelId: init.modelId } : undefined,
     harness: flavour === "ide" ? "cursor-ide" : undefined,
     preFetchedBlobs:
-      init.checkpoint === undefined ? [] : toReferencedBlobs(init.checkpoint, init.blobs ?? new Map()),
+      init.checkpoint === undefined
+        ? []
+        : toReferencedBlobs(init.checkpoint, init.blobs ?? new Map()),
     action: {
       action: {
         case: "userMessageAction",

@@ -1,0 +1,211 @@
+/**
+ * A protocol-faithful test client: plays the Cursor IDE (or `cursor-agent`) against a server over
+ * real HTTP, with the library the IDE uses (`@connectrpc/connect`, binary Connect protocol).
+ * HTTP/1.1 uses RunSSE + BidiAppend, HTTP/2 the bidi Run (cleartext, prior knowledge). The
+ * client keeps what the IDE keeps between turns: the blob store and the last checkpoint of
+ * each conversation. See README.md.
+ */
+import { randomUUID } from "node:crypto";
+import { Agent } from "node:http";
+import { isMessage } from "@bufbuild/protobuf";
+import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import type { UniversalClientFn } from "@connectrpc/connect/protocol";
+import { createTransport as createConnectProtocolTransport } from "@connectrpc/connect/protocol-connect";
+import {
+  compressionBrotli,
+  compressionGzip,
+  createNodeHttpClient,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
+import { AgentService } from "../cursor/gen/agent/v1/agent_stream_pb.js";
+import type { ConversationStateStructure } from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import {
+  type AgentRunRequest,
+  AgentRunRequestSchema,
+} from "../cursor/gen/agent/v1/run_request_pb.js";
+import { AiService } from "../cursor/gen/aiserver/v1/ai_service_pb.js";
+import { BidiService } from "../cursor/gen/aiserver/v1/bidi_pb.js";
+import { type AppendForm, createRunChannel, createRunSseChannel } from "./channels.ts";
+import type { ExecOverride } from "./exec-runner.ts";
+import type { QueryAnswerer } from "./interaction-answers.ts";
+import { createRunRequest, type RunRequestInit } from "./run-request.ts";
+import { createTurn, type Turn } from "./turn.ts";
+
+export interface CursorClientOptions {
+  /** e.g. `http://127.0.0.1:4317`. */
+  readonly baseUrl: string;
+  /** 1.1: RunSSE + BidiAppend; 2: bidi Run over cleartext HTTP/2. */
+  readonly httpVersion: "1.1" | "2";
+  /** Absolute path of the directory execs run in (a temp dir in tests). */
+  readonly workspace: string;
+  /** Sent on every call (e.g. `authorization`); `x-request-id` is added per turn. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** BidiAppend payload: lowercase hex in `data` (default) or raw bytes in `data_binary`. */
+  readonly appendForm?: AppendForm;
+  /** Gzip every request body (`content-encoding: gzip` on unary calls). Default false. */
+  readonly gzip?: boolean;
+  /** Send `stream_close` before the result of a non-streamed exec. Default false (after). */
+  readonly streamCloseBeforeResult?: boolean;
+  /** Answers interaction queries; default: first option / approve (interaction-answers.ts). */
+  readonly answerQuery?: QueryAnswerer;
+  /** Scripts exec results instead of running them (return undefined to run for real). */
+  readonly onExec?: ExecOverride;
+  /** Default time limit of a turn. Default 10 000 ms. */
+  readonly timeoutMs?: number;
+}
+
+/** `RunRequestInit` with the client's defaults: its workspace, and its last checkpoint. */
+export type TurnInit = Omit<RunRequestInit, "workspace" | "checkpoint" | "blobs"> & {
+  readonly workspace?: string;
+  /** Default: the last checkpoint this client received for the conversation; null: none. */
+  readonly checkpoint?: ConversationStateStructure | null;
+};
+
+export interface StartTurnOptions {
+  /** Default: a fresh UUID. */
+  readonly requestId?: string;
+  readonly timeoutMs?: number;
+}
+
+export interface CursorClient {
+  readonly workspace: string;
+  /** A Connect client for the start-up RPCs (`GetServerConfig`, `AvailableModels`, …). */
+  readonly ai: Client<typeof AiService>;
+  /** Blobs the server stored with `set_blob_args` (hex SHA-256 id → bytes). */
+  readonly blobs: ReadonlyMap<string, Uint8Array>;
+  /** The last checkpoint received for a conversation. */
+  checkpoint(conversationId: string): ConversationStateStructure | undefined;
+  /** The run request for `init`, with the client's workspace, checkpoint and blobs. */
+  runRequest(init: TurnInit): AgentRunRequest;
+  /** Starts a turn: a built run request, or `TurnInit` (see `runRequest`). */
+  startTurn(request: AgentRunRequest | TurnInit, options?: StartTurnOptions): Turn;
+  /** Closes every open turn (their `done` rejects), kills shells, closes connections. */
+  close(): Promise<void>;
+}
+
+export function createCursorClient(options: CursorClientOptions): CursorClient {
+  const headers = options.headers ?? {};
+  const withHeaders: Interceptor = (next) => (request) => {
+    for (const [name, value] of Object.entries(headers)) request.header.set(name, value);
+    return next(request);
+  };
+  const runSseTypes = new Map<string, string[]>();
+  const { transport, release } = createTransport(options, withHeaders, (requestId, type) => {
+    runSseTypes.set(requestId, [...(runSseTypes.get(requestId) ?? []), type]);
+  });
+  const agentClient: Client<typeof AgentService> = createClient(AgentService, transport);
+  const bidiClient: Client<typeof BidiService> = createClient(BidiService, transport);
+  const blobs = new Map<string, Uint8Array>();
+  const checkpoints = new Map<string, ConversationStateStructure>();
+  const turns = new Set<Turn>();
+
+  const runRequest = (init: TurnInit): AgentRunRequest => {
+    const checkpoint =
+      init.checkpoint === null
+        ? undefined
+        : (init.checkpoint ?? checkpoints.get(init.conversationId));
+    return createRunRequest({
+      ...init,
+      workspace: init.workspace ?? options.workspace,
+      checkpoint,
+      blobs,
+    });
+  };
+
+  return {
+    workspace: options.workspace,
+    ai: createClient(AiService, transport),
+    blobs,
+    checkpoint: (conversationId) => checkpoints.get(conversationId),
+    runRequest,
+    startTurn(request, turnOptions = {}) {
+      const built = isMessage(request, AgentRunRequestSchema) ? request : runRequest(request);
+      const requestId = turnOptions.requestId ?? randomUUID();
+      const channel =
+        options.httpVersion === "1.1"
+          ? createRunSseChannel({
+              agent: agentClient,
+              bidi: bidiClient,
+              requestId,
+              form: options.appendForm ?? "hex",
+            })
+          : createRunChannel({ agent: agentClient, requestId });
+      const turn = createTurn({
+        requestId,
+        runRequest: built,
+        channel,
+        workspace: options.workspace,
+        timeoutMs: turnOptions.timeoutMs ?? options.timeoutMs ?? 10_000,
+        streamCloseBeforeResult: options.streamCloseBeforeResult ?? false,
+        answerQuery: options.answerQuery,
+        onExec: options.onExec,
+        blobs,
+        runSseContentTypes: () => runSseTypes.get(requestId) ?? [],
+        onCheckpoint: (checkpoint) => {
+          if (built.conversationId !== undefined) checkpoints.set(built.conversationId, checkpoint);
+        },
+      });
+      turns.add(turn);
+      void turn.done.then(
+        () => turns.delete(turn),
+        () => turns.delete(turn),
+      );
+      return turn;
+    },
+    async close() {
+      await Promise.all([...turns].map((turn) => turn.close("the test client was closed")));
+      release();
+    },
+  };
+}
+
+const RUN_SSE_PATH = "/agent.v1.AgentService/RunSSE";
+const MAX_BYTES = 0xffffffff;
+
+/**
+ * The Connect transport (binary, as the IDE's) and its connection pool (an HTTP/1.1 agent or an
+ * HTTP/2 session). A RunSSE response typed `text/event-stream` (binary Connect envelopes all the
+ * same, the form cursor-protocol.md §1.3 reports the IDE accepting) is read as Connect
+ * streaming; `onRunSseType` gets each RunSSE response's content type as the server sent it.
+ */
+function createTransport(
+  options: CursorClientOptions,
+  interceptor: Interceptor,
+  onRunSseType: (requestId: string, contentType: string) => void,
+): { transport: Transport; release: () => void } {
+  let base: UniversalClientFn;
+  let release: () => void;
+  if (options.httpVersion === "1.1") {
+    const agent = new Agent({ keepAlive: true });
+    base = createNodeHttpClient({ httpVersion: "1.1", nodeOptions: { agent } });
+    release = () => agent.destroy();
+  } else {
+    const sessionManager = new Http2SessionManager(options.baseUrl);
+    base = createNodeHttpClient({ httpVersion: "2", sessionProvider: () => sessionManager });
+    release = () => sessionManager.abort();
+  }
+  const httpClient: UniversalClientFn = async (request) => {
+    const response = await base(request);
+    if (new URL(request.url).pathname.endsWith(RUN_SSE_PATH)) {
+      const contentType = response.header.get("content-type") ?? "";
+      onRunSseType(request.header.get("x-request-id") ?? "", contentType);
+      if (/^text\/event-stream\b/i.test(contentType)) {
+        response.header.set("content-type", "application/connect+proto");
+      }
+    }
+    return response;
+  };
+  const gzip = options.gzip === true;
+  const transport = createConnectProtocolTransport({
+    httpClient,
+    baseUrl: options.baseUrl,
+    useBinaryFormat: true,
+    interceptors: [interceptor],
+    acceptCompression: [compressionGzip, compressionBrotli],
+    sendCompression: gzip ? compressionGzip : null,
+    compressMinBytes: gzip ? 0 : 1024,
+    readMaxBytes: MAX_BYTES,
+    writeMaxBytes: MAX_BYTES,
+  });
+  return { transport, release };
+}
