@@ -12,6 +12,7 @@
  * A RunSSE that drops does not cancel the turn: the stream waits `reconnectGraceMs` for a new
  * subscriber before it cancels (DESIGN §10).
  */
+import { randomInt } from "node:crypto";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { LLM } from "../llm/index.ts";
@@ -29,6 +30,7 @@ import {
   fromClientMessage,
   fromResponseEvent,
   fromRunRequest,
+  redactSecrets,
   startToolCall,
   type TurnState,
   toCheckpointMessage,
@@ -80,6 +82,16 @@ export interface AgentStream {
   close(reason: string): void;
 }
 
+/** Client events that only make sense on a stream that carries a turn. */
+const NEEDS_TURN: ReadonlySet<ClientEvent["type"]> = new Set([
+  "cancel",
+  "exec_result",
+  "exec_stream_close",
+  "exec_throw",
+  "exec_heartbeat",
+  "interaction_response",
+]);
+
 export function createAgentStream(requestID: string, deps: AgentStreamDeps): AgentStream {
   const { runner, log, now, options } = deps;
   const outbound = createOutboundStream<AgentServerMessage>({
@@ -98,6 +110,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     reject(error: Error): void;
   } | null = null;
   let graceTimer: NodeJS.Timeout | null = null;
+  let startedAt: number | null = null;
   const loggedUnsupported = new Set<string>();
 
   const send = (messages: readonly AgentServerMessage[]): void => {
@@ -156,12 +169,21 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       }
       tool?.reject(new Error(`the turn ended (${outcome.type})`));
       tool = null;
+      const usage = turn?.usage;
       log.info(
         {
           conversation: state.conversationID,
           request: requestID,
+          model: state.settings?.model,
           outcome: outcome.type,
-          ...(outcome.type === "failed" ? { error: outcome.message.errorMessage } : {}),
+          inputTokens: usage?.input ?? 0,
+          outputTokens: usage?.output ?? 0,
+          cacheReadTokens: usage?.cacheRead ?? 0,
+          cacheWriteTokens: usage?.cacheWrite ?? 0,
+          durationMs: startedAt === null ? undefined : now() - startedAt,
+          ...(outcome.type === "failed"
+            ? { error: redactSecrets(outcome.message.errorMessage ?? "unknown") }
+            : {}),
         },
         "turn ended",
       );
@@ -200,6 +222,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     }
     const { input, state } = started.value;
     turn = state;
+    startedAt = now();
     conversationID = state.conversationID;
     log.info(
       { conversation: conversationID, request: requestID, model: model.name, mode: state.mode },
@@ -228,7 +251,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     }
   };
 
-  const resumeTurn = async (request: AgentRunRequest | null): Promise<void> => {
+  const resumeTurn = async (request: AgentRunRequest | null, firstID = 1): Promise<void> => {
     if (turn === null && request !== null) {
       const model = resolveModel(request);
       const resumed = toResumedTurnState(request, {
@@ -238,7 +261,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         contextWindow: model?.contextWindow ?? 0,
       });
       if (!resumed.ok) throw toConnectError({ kind: "bad_input", detail: resumed.error.message });
-      turn = resumed.value;
+      turn = { ...resumed.value, nextID: firstID };
       conversationID = resumed.value.conversationID;
     }
     if (conversationID === null || turn === null) return;
@@ -271,6 +294,12 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
 
   const apply = async (seqno: number, message: AgentClientMessage): Promise<void> => {
     const event = fromClientMessage(message);
+    if (turn === null && NEEDS_TURN.has(event.type)) {
+      throw new ConnectError(
+        `request ${requestID} has no turn: ${event.type} needs a run request first`,
+        Code.NotFound,
+      );
+    }
     switch (event.type) {
       case "run":
         return startTurn(seqno, event);
@@ -351,7 +380,10 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         throw new ConnectError("the saved run request of this stream is unreadable", Code.DataLoss);
       }
       conversationID = conversation;
-      await resumeTurn(request);
+      // The client's earlier appends and exec ids belonged to the previous process: take its next
+      // seqno as it comes, and number new execs far from the ones it may still remember.
+      sequencer.resync();
+      await resumeTurn(request, randomInt(2 ** 30, 2 ** 31));
     },
     close(reason) {
       tool?.reject(new Error(reason));

@@ -74,4 +74,15 @@ describe("createAppendSequencer()", () => {
     seq.close("request discarded");
     await assert.rejects(early, /request discarded/);
   });
+
+  test("resync should take the next arriving seqno as the start", async () => {
+    const seq = createAppendSequencer(options);
+    seq.resync();
+    assert.equal(await seq.enter(7), "apply");
+    seq.leave(7);
+    assert.equal(await seq.enter(7), "stale");
+    assert.equal(await seq.enter(8), "apply");
+    seq.leave(8);
+    assert.equal(seq.next, 9);
+  });
 });

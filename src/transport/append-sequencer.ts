@@ -19,6 +19,11 @@ export interface AppendSequencer {
   readonly next: number;
   /** Rejects every waiting append (e.g. when the request is discarded). */
   close(reason: string): void;
+  /**
+   * Forgets the expected seqno: the next append to arrive sets it. For a stream picked up after a
+   * restart, whose earlier appends went to the previous process.
+   */
+  resync(): void;
 }
 
 export class SequenceGapError extends Error {
@@ -39,6 +44,7 @@ export interface AppendSequencerOptions {
 
 export function createAppendSequencer(options: AppendSequencerOptions): AppendSequencer {
   let next = 0;
+  let synced = true;
   let inFlight: number | null = null;
   const waiting = new Map<
     number,
@@ -61,6 +67,10 @@ export function createAppendSequencer(options: AppendSequencerOptions): AppendSe
     enter(seqno) {
       if (!Number.isSafeInteger(seqno) || seqno < 0) {
         return Promise.reject(new SequenceGapError(seqno, next, "not a valid seqno"));
+      }
+      if (!synced && inFlight === null && waiting.size === 0) {
+        synced = true;
+        next = seqno;
       }
       if (seqno < next || seqno === inFlight || waiting.has(seqno)) return Promise.resolve("stale");
       if (seqno === next && inFlight === null) {
@@ -92,6 +102,9 @@ export function createAppendSequencer(options: AppendSequencerOptions): AppendSe
       inFlight = null;
       next = seqno + 1;
       admit(next);
+    },
+    resync() {
+      synced = false;
     },
     close(reason) {
       for (const [seqno, waiter] of waiting) {

@@ -22,7 +22,9 @@ export type AppendForm = "hex" | "binary";
 /** How one downlink connection ended: by the server (end of stream, maybe an error) or by us. */
 export type DownlinkEnd =
   | { readonly type: "ended"; readonly error?: ConnectError }
-  | { readonly type: "dropped" };
+  | { readonly type: "dropped" }
+  /** The connection failed without an end of stream (e.g. the server process died). */
+  | { readonly type: "lost"; readonly error: ConnectError };
 
 export interface Downlink {
   readonly ended: Promise<DownlinkEnd>;
@@ -80,7 +82,10 @@ export function createRunSseChannel(options: RunSseChannelOptions): TurnChannel 
           return controller.signal.aborted ? { type: "dropped" } : { type: "ended" };
         } catch (error) {
           if (controller.signal.aborted) return { type: "dropped" };
-          return { type: "ended", error: ConnectError.from(error) };
+          const failure = ConnectError.from(error);
+          return isConnectionLost(failure)
+            ? { type: "lost", error: failure }
+            : { type: "ended", error: failure };
         } finally {
           downlinks.delete(controller);
         }
@@ -135,4 +140,27 @@ export function createRunChannel(options: RunChannelOptions): TurnChannel {
       controller.abort();
     },
   };
+}
+
+const LOST_CODES = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "EPIPE",
+  "ERR_STREAM_PREMATURE_CLOSE",
+  "UND_ERR_SOCKET",
+]);
+
+/**
+ * True when the failure is the connection's, not an end of stream the server sent: errors parsed
+ * from an end frame carry no cause, transport failures carry the socket's error.
+ */
+function isConnectionLost(error: ConnectError): boolean {
+  let cause: unknown = error.cause;
+  for (let depth = 0; depth < 5 && cause instanceof Error; depth += 1) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && LOST_CODES.has(code)) return true;
+    if (/socket hang up|premature close|other side closed/i.test(cause.message)) return true;
+    cause = cause.cause;
+  }
+  return false;
 }

@@ -113,6 +113,11 @@ export interface Turn {
   dropRunSse(when?: (message: AgentServerMessage) => boolean): Promise<void>;
   /** HTTP/1.1: opens a new RunSSE connection with the same request id. */
   reconnectRunSse(): void;
+  /**
+   * Resolves when a RunSSE connection fails without an end of stream (the server died); the
+   * turn goes on and `reconnectRunSse()` may follow.
+   */
+  runSseLost(): Promise<ConnectError>;
   /** Aborts everything in flight; `done` rejects unless the turn already ended. */
   close(reason?: string): Promise<void>;
 }
@@ -155,6 +160,7 @@ export function createTurn(options: TurnOptions): Turn {
   let settled = false;
   let connections = 0;
   let downlink: Downlink | null = null;
+  const lostWaiters: ((error: ConnectError) => void)[] = [];
   let settle: { resolve: (r: TurnResult) => void; reject: (e: Error) => void } | null = null;
   const done = new Promise<TurnResult>((resolve, reject) => {
     settle = { resolve, reject };
@@ -332,6 +338,7 @@ export function createTurn(options: TurnOptions): Turn {
     void current.ended.then((end) => {
       if (downlink === current) downlink = null;
       if (end.type === "ended") void finish(end.error);
+      if (end.type === "lost") for (const notify of lostWaiters.splice(0)) notify(end.error);
       waiters.changed();
     });
   };
@@ -451,6 +458,7 @@ export function createTurn(options: TurnOptions): Turn {
       if (downlink !== null) throw new Error("a RunSSE connection is still open");
       connect();
     },
+    runSseLost: () => new Promise((resolve) => lostWaiters.push(resolve)),
     close: (reason = "the test client closed the turn") => abort(new Error(reason)),
   };
 }

@@ -1,0 +1,265 @@
+/**
+ * What goes wrong in real use, end to end: RunSSE dropped and reconnected, appends repeated and
+ * out of order, cancels while the model streams and while a tool runs, provider failures before
+ * and during the stream, a server restart mid-turn, a client that goes away.
+ */
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, test } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
+import { AgentClientMessageSchema } from "../cursor/index.ts";
+import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
+
+const CONVERSATION = "5d4c3b2a-2222-4a5b-8c6d-7e8f9a0b1c2d";
+
+const readCall = {
+  toolCalls: [{ id: "call_read", name: "read_file", arguments: { path: "notes.txt" } }],
+};
+
+const heartbeat = () =>
+  create(AgentClientMessageSchema, { message: { case: "clientHeartbeat", value: {} } });
+const cancelMessage = (reason: string) =>
+  create(AgentClientMessageSchema, {
+    message: {
+      case: "conversationAction",
+      value: { action: { case: "cancelAction", value: { reason } } },
+    },
+  });
+
+describe("robustness end to end", () => {
+  let harness: Harness;
+  afterEach(async () => harness.close());
+
+  test("RunSSE dropped and reconnected mid-turn: nothing lost, nothing repeated", async () => {
+    harness = await startHarness();
+    writeFileSync(join(harness.workspace, "notes.txt"), "remember the milk\n");
+    harness.reply(
+      { text: "Reading your notes.", ...readCall },
+      { text: "They say: remember the milk." },
+    );
+    const gate = createGate();
+    const client = harness.client({
+      onExec: async () => {
+        await gate.promise;
+        return undefined; // then run it for real
+      },
+    });
+    const turn = client.startTurn({
+      conversationId: CONVERSATION,
+      text: "What do my notes say?",
+      modelId: MODEL,
+    });
+    await turn.waitFor((m) => m.message.case === "execServerMessage");
+    const before = turn.messages.length;
+    await turn.dropRunSse();
+    turn.reconnectRunSse();
+    gate.open();
+    const result = await turn.done;
+    assert.equal(result.error, undefined);
+    assert.equal(result.view.text, "Reading your notes.They say: remember the milk.");
+    assert.ok(turn.connections >= 2, "a second RunSSE connection was made");
+    assert.ok(result.messages.length > before);
+    const execs = result.view.kinds.filter((k) => k.startsWith("exec:"));
+    assert.deepEqual(execs, ["exec:readArgs"], "the exec was not sent twice");
+  });
+
+  test("a BidiAppend delivered twice is applied once", async () => {
+    harness = await startHarness();
+    harness.reply({ text: "Hello once." });
+    const client = harness.client();
+    const turn = client.startTurn({ conversationId: CONVERSATION, text: "hi", modelId: MODEL });
+    await turn.waitFor((m) => m.message.case === "interactionUpdate");
+    await turn.appendAt(
+      0,
+      create(AgentClientMessageSchema, { message: { case: "runRequest", value: turn.runRequest } }),
+    );
+    const result = await turn.done;
+    assert.equal(result.error, undefined);
+    assert.equal(result.view.text, "Hello once.");
+    assert.equal(harness.provider.requests.length, 1);
+  });
+
+  test("appends out of order are applied in seqno order", async () => {
+    harness = await startHarness();
+    harness.provider.reply({
+      type: "stall",
+      body: toChatCompletionSse({ text: "a long answer" }),
+      events: 2,
+    });
+    const client = harness.client();
+    const turn = client.startTurn({ conversationId: CONVERSATION, text: "hi", modelId: MODEL });
+    await turn.waitFor((m) => m.message.case === "interactionUpdate");
+    const first = turn.reserveSeqno();
+    const second = turn.reserveSeqno();
+    const cancelLater = turn.appendAt(second, cancelMessage("stop after the heartbeat"));
+    await turn.appendAt(first, heartbeat());
+    await cancelLater;
+    const result = await turn.done;
+    assert.equal(result.error?.code, Code.Canceled);
+    assert.ok(result.view.turnEnded);
+  });
+
+  test("cancel while the model streams: canceled end, turn_ended, provider request closed", async () => {
+    harness = await startHarness();
+    harness.provider.reply({
+      type: "stall",
+      body: toChatCompletionSse({ text: "a long answer" }),
+      events: 3,
+    });
+    const client = harness.client();
+    const turn = client.startTurn({ conversationId: CONVERSATION, text: "hi", modelId: MODEL });
+    await turn.waitFor(
+      (m) => m.message.case === "interactionUpdate" && m.message.value.message.case === "textDelta",
+    );
+    turn.cancel("user pressed stop");
+    const result = await turn.done;
+    assert.equal(result.error?.code, Code.Canceled);
+    assert.ok(result.view.turnEnded);
+    await (await harness.provider.request(0)).closed;
+    const loaded = await harness.store.load(CONVERSATION);
+    assert.equal(loaded?.state.status, "canceled");
+    assert.deepEqual(
+      loaded?.state.messages.map((m) => m.role),
+      ["user"],
+      "no partial answer committed",
+    );
+  });
+
+  test("cancel while a tool runs: the exec is aborted and the call gets a not-run result", async () => {
+    harness = await startHarness();
+    harness.reply({
+      toolCalls: [{ id: "call_sleep", name: "shell", arguments: { command: "sleep 30" } }],
+    });
+    const client = harness.client();
+    const turn = client.startTurn({ conversationId: CONVERSATION, text: "wait", modelId: MODEL });
+    await turn.waitForSent((sent) => sent.kind === "shell:start");
+    turn.cancel("taking too long");
+    const result = await turn.done;
+    assert.equal(result.error?.code, Code.Canceled);
+    assert.ok(result.view.kinds.includes("execServerControlMessage"), "abort{id} was sent");
+    const last = (await harness.store.load(CONVERSATION))?.state.messages.at(-1);
+    assert.ok(last?.role === "toolResult" && last.isError && last.toolCallId === "call_sleep");
+  });
+
+  test("a provider 500 before the stream is retried with the same body", async () => {
+    harness = await startHarness();
+    harness.provider.reply({
+      type: "status",
+      status: 500,
+      body: '{"error":{"message":"overloaded"}}',
+    });
+    harness.reply({ text: "Worked the second time." });
+    const result = await harness
+      .client()
+      .startTurn({ conversationId: CONVERSATION, text: "hi", modelId: MODEL }).done;
+    assert.equal(result.error, undefined);
+    assert.equal(result.view.text, "Worked the second time.");
+    const [a, b] = [await harness.provider.request(0), await harness.provider.request(1)];
+    assert.equal(a.body, b.body);
+  });
+
+  test("a provider dropping mid-stream ends the turn with a Connect error and commits nothing", async () => {
+    harness = await startHarness();
+    harness.provider.reply({
+      type: "drop",
+      body: toChatCompletionSse({ text: "partial answer here" }),
+      events: 3,
+    });
+    const result = await harness
+      .client()
+      .startTurn({ conversationId: CONVERSATION, text: "hi", modelId: MODEL }).done;
+    assert.ok(result.error !== undefined);
+    assert.equal(result.error.code, Code.Unavailable);
+    assert.ok(result.error.details.length > 0, "ErrorDetails attached");
+    assert.ok(result.view.turnEnded);
+    const loaded = await harness.store.load(CONVERSATION);
+    assert.equal(loaded?.state.status, "failed");
+    assert.deepEqual(
+      loaded?.state.messages.map((m) => m.role),
+      ["user"],
+    );
+  });
+
+  test("the server restarted mid-turn: the client reconnects and the turn finishes", async () => {
+    harness = await startHarness({ mode: "process" });
+    writeFileSync(join(harness.workspace, "notes.txt"), "buy bread\n");
+    harness.reply({ text: "Reading.", ...readCall }, { text: "Your notes: buy bread." });
+    const gate = createGate();
+    let held = true;
+    const client = harness.client({
+      onExec: async () => {
+        if (held) await gate.promise; // the first request waits until the server has gone
+        return undefined;
+      },
+    });
+    const turn = client.startTurn({ conversationId: CONVERSATION, text: "notes?", modelId: MODEL });
+    await turn.waitFor((m) => m.message.case === "execServerMessage");
+    const lost = turn.runSseLost();
+    await harness.restart(); // SIGKILL: no end frame, no cleanup
+    await lost;
+    held = false;
+    gate.open(); // the reply to the first server is lost with it
+    turn.reconnectRunSse();
+    const result = await turn.done;
+    assert.equal(result.error, undefined);
+    assert.match(result.view.text, /Your notes: buy bread\.$/);
+    const loaded = await harness.store.load(CONVERSATION);
+    assert.deepEqual(
+      loaded?.state.messages.map((m) => m.role),
+      ["user", "assistant", "toolResult", "assistant"],
+    );
+    const result0 = loaded?.state.messages[2];
+    assert.ok(result0?.role === "toolResult" && !result0.isError);
+  });
+
+  test("a client that goes away and does not come back: the turn is canceled after the grace period", async () => {
+    harness = await startHarness({ server: { stream: { ...defaultsForGrace() } } });
+    harness.provider.reply({
+      type: "stall",
+      body: toChatCompletionSse({ text: "slow" }),
+      events: 2,
+    });
+    const client = harness.client();
+    const turn = client.startTurn({ conversationId: CONVERSATION, text: "hi", modelId: MODEL });
+    await turn.waitFor((m) => m.message.case === "interactionUpdate");
+    turn.dropRunSse();
+    await (await harness.provider.request(0)).closed;
+    const loaded = await harness.store.load(CONVERSATION);
+    assert.equal(loaded?.state.status, "canceled");
+  });
+
+  test("heartbeats flow while the model is silent", async () => {
+    harness = await startHarness({
+      server: { stream: { ...defaultsForGrace(), heartbeatMs: 20 } },
+    });
+    harness.provider.reply({
+      type: "stall",
+      body: toChatCompletionSse({ text: "slow" }),
+      events: 1,
+    });
+    const turn = harness
+      .client()
+      .startTurn({ conversationId: CONVERSATION, text: "hi", modelId: MODEL });
+    const first = await turn.waitFor((m) => isHeartbeat(m));
+    await turn.waitFor((m) => isHeartbeat(m) && m !== first);
+    turn.cancel("done waiting");
+    assert.equal((await turn.done).error?.code, Code.Canceled);
+  });
+});
+
+function defaultsForGrace() {
+  return {
+    heartbeatMs: 5_000,
+    reconnectGraceMs: 50,
+    appendGapTimeoutMs: 2_000,
+    maxAppendsAhead: 16,
+  };
+}
+
+function isHeartbeat(message: { message: { case?: string; value?: unknown } }): boolean {
+  const value = message.message.value as { message?: { case?: string } } | undefined;
+  return message.message.case === "interactionUpdate" && value?.message?.case === "heartbeat";
+}

@@ -1,0 +1,193 @@
+/**
+ * End-to-end harness: the real server (startServer) on 127.0.0.1 with the real runner, loop,
+ * dialect and store, a fake OpenAI-compatible provider on 127.0.0.1 answering scripted replies,
+ * and the protocol-faithful Cursor test client working in a temporary workspace.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLLM, createModelConfigs } from "../../llm/index.ts";
+import { type ScriptedReply, toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
+import { type FakeProvider, startFakeProvider } from "../../llm/testing/fake-provider.ts";
+import { createMemoryStore, openSqliteStore, type Store } from "../../store/index.ts";
+import type { Log } from "../log.ts";
+import { DEFAULT_SERVER_OPTIONS, type Server, type ServerOptions, startServer } from "../server.ts";
+import {
+  type CursorClient,
+  type CursorClientOptions,
+  createCursorClient,
+} from "../testing/index.ts";
+
+export const MODEL = "scripted";
+export const API_KEY = "sk-e2e-not-a-real-key-1234567890";
+
+export interface LogLine {
+  readonly level: string;
+  readonly message: string;
+  readonly fields: Record<string, unknown>;
+}
+
+export interface Harness {
+  readonly provider: FakeProvider;
+  readonly store: Store;
+  readonly workspace: string;
+  readonly logs: LogLine[];
+  server: Server;
+  /** Queues scripted model replies (an SSE transcript each). */
+  reply(...replies: ScriptedReply[]): void;
+  client(options?: Partial<CursorClientOptions>): CursorClient;
+  /** Kills the server process with SIGKILL and starts a new one on the same file and port. */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  readonly server?: Partial<ServerOptions>;
+  /**
+   * `process`: the server runs in a child process on a SQLite file, so that `restart` can kill it
+   * with SIGKILL, as a crash would. Otherwise it runs in this process on an in-memory store.
+   */
+  readonly mode?: "in-process" | "process";
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const provider = await startFakeProvider();
+  const workspace = mkdtempSync(join(tmpdir(), "cursor-byok-e2e-"));
+  const dbPath = join(workspace, "..", `${workspace.split("/").at(-1)}.db`);
+  const inChild = options.mode === "process";
+  const store: Store = inChild ? openSqliteStore({ path: dbPath }) : createMemoryStore();
+  const logs: LogLine[] = [];
+  const record =
+    (level: string) =>
+    (fields: Record<string, unknown>, message: string): void => {
+      logs.push({ level, message, fields });
+    };
+  const log: Log = {
+    debug: record("debug"),
+    info: record("info"),
+    warn: record("warn"),
+    error: record("error"),
+  };
+  const llm = createLLM({
+    models: createModelConfigs([
+      {
+        name: MODEL,
+        api: "openai-compatible",
+        model: "scripted-model",
+        baseUrl: provider.url,
+        apiKey: API_KEY,
+      },
+    ]),
+    retry: { sleep: async () => {}, maxAttempts: 3 },
+  });
+  const serverOptions: ServerOptions = {
+    ...DEFAULT_SERVER_OPTIONS,
+    port: 0,
+    ...options.server,
+    stream: { ...DEFAULT_SERVER_OPTIONS.stream, ...options.server?.stream },
+  };
+  const start = (port: number): Promise<Server> =>
+    inChild
+      ? startServerProcess({
+          providerUrl: provider.url,
+          apiKey: API_KEY,
+          model: MODEL,
+          dbPath,
+          port,
+        })
+      : startServer({ store, llm, log }, { ...serverOptions, port });
+  const clients: CursorClient[] = [];
+  const harness: Harness = {
+    provider,
+    store,
+    workspace,
+    logs,
+    server: await start(serverOptions.port),
+    reply(...replies) {
+      provider.reply(
+        ...replies.map((reply) => ({ type: "sse", body: toChatCompletionSse(reply) }) as const),
+      );
+    },
+    client(clientOptions = {}) {
+      const client = createCursorClient({
+        baseUrl: harness.server.url,
+        httpVersion: "1.1",
+        workspace,
+        timeoutMs: 15_000,
+        ...clientOptions,
+      });
+      clients.push(client);
+      return client;
+    },
+    async restart() {
+      if (!inChild) throw new Error("restart needs mode: process");
+      const port = harness.server.address.port;
+      await (harness.server as ChildServer).kill();
+      harness.server = await start(port);
+    },
+    async close() {
+      for (const client of clients) await client.close();
+      await harness.server.close();
+      await store.close();
+      await provider.close();
+      rmSync(workspace, { recursive: true, force: true });
+      rmSync(dbPath, { force: true });
+      rmSync(`${dbPath}-wal`, { force: true });
+      rmSync(`${dbPath}-shm`, { force: true });
+    },
+  };
+  return harness;
+}
+
+/** A promise with its resolve function, for gating a scripted client or provider. */
+export function createGate(): { readonly promise: Promise<void>; open(): void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
+interface ChildServer extends Server {
+  kill(): Promise<void>;
+}
+
+/** Runs test-server-process.ts in a child process and resolves once it listens. */
+async function startServerProcess(settings: {
+  providerUrl: string;
+  apiKey: string;
+  model: string;
+  dbPath: string;
+  port: number;
+}): Promise<ChildServer> {
+  const child = spawn(
+    process.execPath,
+    [join(import.meta.dirname, "test-server-process.ts"), JSON.stringify(settings)],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk: string) => {
+      out += chunk;
+      const match = /LISTENING (\S+)\n/.exec(out);
+      if (match?.[1] !== undefined) resolve(match[1]);
+    });
+    child.once("exit", (code) =>
+      reject(new Error(`the server process exited (${code}) before listening`)),
+    );
+  });
+  const port = Number(new URL(url).port);
+  const stop = async (signal: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+  };
+  return {
+    url,
+    address: { address: "127.0.0.1", family: "IPv4", port },
+    close: () => stop("SIGTERM"),
+    kill: () => stop("SIGKILL"),
+  };
+}
