@@ -14,6 +14,10 @@ interface Settings {
   readonly model: string;
   readonly dbPath: string;
   readonly port: number;
+  /** Overrides the heartbeat interval (benchmarks). */
+  readonly heartbeatMs?: number;
+  /** Overrides the RunSSE content type (benchmarks use a stock Connect client). */
+  readonly runSseContentType?: "event-stream" | "connect";
 }
 
 const settings = JSON.parse(process.argv[2] ?? "{}") as Settings;
@@ -32,7 +36,15 @@ const llm = createLLM({
 });
 const server = await startServer(
   { store, llm, log: silentLog },
-  { ...DEFAULT_SERVER_OPTIONS, port: settings.port },
+  {
+    ...DEFAULT_SERVER_OPTIONS,
+    port: settings.port,
+    runSseContentType: settings.runSseContentType ?? DEFAULT_SERVER_OPTIONS.runSseContentType,
+    stream: {
+      ...DEFAULT_SERVER_OPTIONS.stream,
+      heartbeatMs: settings.heartbeatMs ?? DEFAULT_SERVER_OPTIONS.stream.heartbeatMs,
+    },
+  },
 );
 process.stdout.write(`LISTENING ${server.url}\n`);
 process.once("SIGTERM", () => {

@@ -40,6 +40,9 @@ export async function listen(
   });
 
   const route = (socket: Socket): void => {
+    // Streams are many small writes (one envelope per event): without this, Nagle's algorithm
+    // holds each behind the client's delayed ACK, up to ~40 ms.
+    socket.setNoDelay(true);
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     let head = Buffer.alloc(0);
