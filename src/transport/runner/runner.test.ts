@@ -277,6 +277,33 @@ describe("createRunner()", () => {
     assert.equal(provider.requests.length, 1);
   });
 
+  test("a lost compare-and-swap reloads what the other writer committed and re-applies", async () => {
+    provider.reply({
+      type: "sse",
+      body: toChatCompletionSse({
+        toolCalls: [{ id: "call_1", name: "read", arguments: { path: "x" } }],
+      }),
+    });
+    const output = createOutput();
+    await runner.submit(CONV, start("read x"), output);
+    const tool = await output.nextTool();
+    // Another server process sharing the store cancels the turn meanwhile.
+    const other = makeRunner(store);
+    await other.submit(
+      CONV,
+      { type: "cancel", inputID: "elsewhere", at: 3, reason: "other" },
+      createOutput(),
+    );
+    tool.answer("late result");
+    // The first runner loses the compare-and-swap, reloads, and finds nothing waits for it.
+    await runner.submit(CONV, start("next", "in:after-conflict"), createOutput());
+    const loaded = await store.load(CONV);
+    const results = loaded?.state.messages.filter((m) => m.role === "toolResult") ?? [];
+    assert.equal(results.length, 1, "the canceled call has exactly one result");
+    assert.ok(results[0]?.role === "toolResult" && results[0].isError);
+    await other.shutdown();
+  });
+
   test("an unknown model fails the turn with a clear message and commits nothing but the question", async () => {
     const output = createOutput();
     const input = { ...start("hi"), settings: { ...start("hi").settings, model: "nope" } };

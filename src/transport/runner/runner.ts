@@ -50,6 +50,9 @@ interface Live {
   readonly tools: Set<string>;
 }
 
+/** How often one input is re-applied after losing the compare-and-swap before the turn fails. */
+const MAX_CONFLICT_ATTEMPTS = 3;
+
 /** Idle conversations kept in memory (the rest are loaded from the store when needed). */
 const IDLE_CACHE_SIZE = 32;
 
@@ -122,6 +125,7 @@ export function createRunner(options: RunnerOptions): Runner {
     input: Input,
     inputID: string,
     extra: readonly RecordWrite[] = [],
+    attempt = 1,
   ): Promise<Transition | null> {
     const before = entry.state;
     const step = transition(before, input);
@@ -151,7 +155,11 @@ export function createRunner(options: RunnerOptions): Runner {
         case "conflict": {
           // Another writer moved the conversation: start again from what it committed.
           await reload(entry);
-          return apply(entry, input, inputID, extra);
+          if (attempt >= MAX_CONFLICT_ATTEMPTS) {
+            fail(entry, `the conversation kept changing under this server (${attempt} conflicts)`);
+            return null;
+          }
+          return apply(entry, input, inputID, extra, attempt + 1);
         }
       }
     }
