@@ -1,16 +1,19 @@
 #!/usr/bin/env node
 /**
- * Composition root: wires configuration, store, LLM layer and transport, and runs the command.
+ * The `cursor-byok` command (package `bin`, and what `npm start` runs): the composition root.
+ * The commands in `cli/` wire configuration, store, LLM layer and transport together.
  */
-import pino from "pino";
-import { runServe } from "./cli/serve.ts";
+import packageJson from "../package.json" with { type: "json" };
+import { createProcessIO } from "./cli/io.ts";
+import { runCli } from "./cli/run-cli.ts";
 
-const log = pino({ level: process.env.LOG_LEVEL ?? "info" });
-
-runServe({ models: [], server: {}, log }).catch((error: unknown) => {
-  log.error(
-    { error: error instanceof Error ? error.message : String(error) },
-    "cursor-byok failed",
+try {
+  process.exitCode = await runCli(process.argv.slice(2), createProcessIO(), {
+    version: packageJson.version,
+  });
+} catch (error) {
+  process.stderr.write(
+    `cursor-byok: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
   );
   process.exitCode = 1;
-});
+}

@@ -1,60 +1,201 @@
 /**
- * `cursor-byok serve`: the server on the SQLite store with the configured models (the demo model
- * when none is configured), until SIGINT/SIGTERM.
+ * `cursor-byok serve` (also `cursor-byok` alone and `npm start`): the server on the SQLite store
+ * with the configured models (the demo model when none is configured), until SIGINT/SIGTERM.
+ *
+ * It refuses to start on a configuration that cannot work: a model whose key variable is not
+ * set, or a non-loopback address without an access token. A second signal during shutdown ends
+ * the process at once.
  */
-import { homedir } from "node:os";
 import type { Logger } from "pino";
-import { createLLM, type ModelConfig } from "../llm/index.ts";
-import { openSqliteStore, toDefaultDatabasePath } from "../store/index.ts";
-import { DEFAULT_SERVER_OPTIONS, type ServerOptions, startServer } from "../transport/server.ts";
+import { type Config, toBindRefusal, toConnectHost, toDefaultConfigPath } from "../config/index.ts";
+import { createLLM } from "../llm/index.ts";
+import { openSqliteStore, type Store } from "../store/index.ts";
+import { DEFAULT_SERVER_OPTIONS, type Server, startServer } from "../transport/server.ts";
+import {
+  CONFIG_OPTION,
+  HELP_OPTION,
+  LOG_LEVEL_OPTION,
+  parseFlags,
+  SERVER_OPTIONS,
+  toOverrides,
+  toStringFlag,
+} from "./args.ts";
+import type { Command } from "./command.ts";
+import { createLog } from "./log.ts";
+import { loadSettings } from "./settings.ts";
 
-export interface ServeOptions {
-  readonly models: readonly ModelConfig[];
-  readonly databasePath?: string;
-  readonly server: Partial<ServerOptions>;
-  readonly log: Logger;
-}
+const OPTIONS = {
+  ...HELP_OPTION,
+  ...CONFIG_OPTION,
+  ...SERVER_OPTIONS,
+  ...LOG_LEVEL_OPTION,
+} as const;
 
-export async function runServe(options: ServeOptions): Promise<void> {
-  const { log } = options;
-  const databasePath =
-    options.databasePath ??
-    toDefaultDatabasePath({ env: process.env, platform: process.platform, homeDir: homedir() });
-  const store = openSqliteStore({ path: databasePath });
-  const llm = createLLM({ models: options.models });
-  const server = await startServer(
-    { store, llm, log },
-    { ...DEFAULT_SERVER_OPTIONS, ...options.server },
-  );
-  const models = llm.listModels();
-  log.info(
-    { url: server.url, database: databasePath, models: models.map((model) => model.name) },
-    "cursor-byok is listening",
-  );
-  process.stdout.write(
+/** How long shutdown may take before the process exits anyway. */
+const SHUTDOWN_LIMIT_MS = 15_000;
+
+export const SERVE_COMMAND: Command = {
+  name: "serve",
+  summary: "run the server (the default command; `npm start` runs it)",
+  help: (io) =>
     [
+      "Usage: cursor-byok serve [options]     (or just: cursor-byok [options])",
       "",
-      `cursor-byok is serving on ${server.url}`,
-      `  models: ${models.map((model) => (model.demo ? `${model.name} (no provider configured)` : model.name)).join(", ")}`,
-      `  data:   ${databasePath}`,
+      "Runs the server that Cursor's agent talks to, until Ctrl-C (SIGINT) or SIGTERM.",
+      "Flags win over the configuration file, which wins over environment shortcuts.",
       "",
-      "Point the Cursor CLI at it:",
-      `  cursor-agent --endpoint ${server.url} --agent-endpoint ${server.url}`,
+      "Options:",
+      "  --host <address>     address to listen on (server.host; default 127.0.0.1). Any",
+      "                       non-loopback address needs an access token (server.accessTokenEnv)",
+      "  --port <number>      port to listen on (server.port; default 8765; 0: any free port)",
+      "  --data-dir <dir>     where the database lives (data.directory)",
+      `  --config <file>      the configuration file (default ${toDefaultConfigPath(io)},`,
+      "                       or CURSOR_BYOK_CONFIG)",
+      "  --log-level <level>  fatal, error, warn, info, debug, trace or silent (log.level; default info)",
+      "  -h, --help           show this help",
       "",
     ].join("\n"),
-  );
+  async run(args, io) {
+    const { values } = parseFlags(args, OPTIONS);
+    const config = loadSettings(toStringFlag(values, "config"), toOverrides(values), io);
+    const problems = toStartProblems(config);
+    if (problems.length > 0) {
+      io.stderr.write(
+        `cursor-byok: not starting:\n${problems.map((problem) => `  ${problem.replaceAll("\n", "\n  ")}`).join("\n")}\n` +
+          "Run `cursor-byok doctor` to check the whole setup.\n",
+      );
+      return 1;
+    }
+    const log = createLog({ level: config.logLevel, pretty: io.stdout.isTTY === true });
+    const store = openSqliteStore({ path: config.databasePath });
+    let server: Server;
+    try {
+      server = await startServer(
+        { store, llm: createLLM({ models: config.models.map((model) => model.config) }), log },
+        {
+          ...DEFAULT_SERVER_OPTIONS,
+          host: config.server.host,
+          port: config.server.port,
+          runSseContentType: config.server.runSseContentType,
+          offerHttp2: config.server.offerHttp2,
+          ...(config.server.accessToken.type === "none"
+            ? {}
+            : { accessToken: config.server.accessToken.value.reveal() }),
+        },
+      );
+    } catch (error) {
+      await store.close();
+      io.stderr.write(`cursor-byok: ${toListenProblem(error, config)}\n`);
+      return 1;
+    }
+    log.info(
+      {
+        url: server.url,
+        database: config.databasePath,
+        config: config.file.exists ? config.file.path : null,
+        models: config.models.map((model) => model.config.name),
+      },
+      "cursor-byok is listening",
+    );
+    io.stdout.write(toBanner(config, server));
+    await untilStopped(log);
+    await shutDown(server, store, log);
+    return 0;
+  },
+};
 
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
+/** Why `config` cannot serve: missing keys and an unprotected non-loopback address. */
+export function toStartProblems(config: Config): string[] {
+  const problems = config.missingKeys.map((missing) => missing.message);
+  const refusal = toBindRefusal(
+    config.server.host,
+    config.server.accessToken.type !== "none",
+    config.file.path,
+  );
+  if (refusal !== undefined) problems.push(refusal);
+  return problems;
+}
+
+function toListenProblem(error: unknown, config: Config): string {
+  const { host, port } = config.server;
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  switch (code) {
+    case "EADDRINUSE":
+      return (
+        `port ${port} on ${host} is already in use. Is cursor-byok already running? ` +
+        "Stop it, or pick another port with --port or server.port."
+      );
+    case "EACCES":
+      return `not allowed to listen on port ${port} (ports below 1024 need privileges); pick another with --port.`;
+    case "EADDRNOTAVAIL":
+    case "ENOTFOUND":
+      return `cannot listen on ${host}: it is not an address of this machine (server.host / --host).`;
+    default:
+      return `could not start the server: ${error instanceof Error ? error.message : String(error)}`;
+  }
+}
+
+function toBanner(config: Config, server: Server): string {
+  const url = `http://${toConnectHost(server.address.address)}:${server.address.port}`;
+  const names = config.models.map((model, index) =>
+    index === 0 ? `${model.config.name} (default)` : model.config.name,
+  );
+  const models =
+    names.length === 0
+      ? "demo (no provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or OPENROUTER_API_KEY, or run `cursor-byok config init`)"
+      : names.join(", ");
+  const lines = [
+    "",
+    `cursor-byok is serving on ${url}`,
+    `  models:   ${models}`,
+    `  config:   ${config.file.exists ? config.file.path : `${config.file.path} (not found; using defaults)`}`,
+    `  database: ${config.databasePath}`,
+  ];
+  if (config.server.accessToken.type !== "none") {
+    lines.push(
+      `  access:   clients must send "authorization: Bearer <token>" (${config.server.accessToken.type === "env" ? `the value of ${config.server.accessToken.variable}` : "server.accessToken"})`,
+    );
+  }
+  lines.push(
+    "",
+    "Point the Cursor CLI at it, from another terminal:",
+    `  npx cursor-byok agent --url ${url}    (in this project's directory)`,
+    "or run cursor-agent with the endpoint flags yourself:",
+    `  cursor-agent --endpoint ${url} --agent-endpoint ${url}`,
+    "",
+    "Stop with Ctrl-C.",
+    "",
+  );
+  return lines.join("\n");
+}
+
+function untilStopped(log: Logger): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
       log.info({ signal }, "shutting down");
       process.off("SIGINT", stop);
       process.off("SIGTERM", stop);
+      const force = (again: NodeJS.Signals) => {
+        log.warn({ signal: again }, "second signal: exiting without waiting for the shutdown");
+        process.exit(1);
+      };
+      process.once("SIGINT", force);
+      process.once("SIGTERM", force);
       resolve();
     };
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);
   });
+}
+
+async function shutDown(server: Server, store: Store, log: Logger): Promise<void> {
+  const limit = setTimeout(() => {
+    log.error({ limitMs: SHUTDOWN_LIMIT_MS }, "shutdown did not finish in time; exiting");
+    process.exit(1);
+  }, SHUTDOWN_LIMIT_MS);
+  limit.unref();
   await server.close();
   await store.close();
+  clearTimeout(limit);
   log.info({}, "stopped");
 }

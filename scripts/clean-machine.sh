@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The newcomer's path on a clean machine, checked end to end:
+#   fresh copy of the repository -> npm ci -> npm start in the background -> cursor-byok doctor
+#   --e2e (one agent turn over RunSSE + BidiAppend) -> SIGTERM -> clean exit, no process left.
+# It finishes in well under a minute with a warm npm cache.
+#
+# Everything lives in a temporary directory: HOME, the XDG config and data directories, the
+# database. No provider key is passed on, so the built-in demo model answers (no network beyond
+# npm). The npm cache of the calling user is reused.
+#
+#   bash scripts/clean-machine.sh                               # a clone of HEAD (what CI runs)
+#   CLEAN_MACHINE_SOURCE=worktree bash scripts/clean-machine.sh # the working tree, uncommitted
+#                                                               # and untracked files included
+set -euo pipefail
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+work="$(mktemp -d "${TMPDIR:-/tmp}/cursor-byok-clean-XXXXXX")"
+server_pid=""
+started=$SECONDS
+
+step() { printf '\n==> [%3ss] %s\n' "$((SECONDS - started))" "$*"; }
+fail() {
+  printf '\nclean-machine: FAILED: %s\n' "$*" >&2
+  if [ -f "$work/server.log" ]; then
+    printf -- '--- server output\n' >&2
+    cat "$work/server.log" >&2
+  fi
+  exit 1
+}
+group_alive() { [ -n "$server_pid" ] && pgrep -g "$server_pid" > /dev/null 2>&1; }
+cleanup() {
+  if group_alive; then kill -KILL -- "-$server_pid" 2> /dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+step "fresh copy of the repository in $work/repo"
+if [ "${CLEAN_MACHINE_SOURCE:-head}" = worktree ]; then
+  mkdir "$work/repo"
+  (cd "$repo" && git ls-files -z --cached --others --exclude-standard |
+    tar --null --ignore-failed-read -cf - -T - 2> /dev/null) | tar -xf - -C "$work/repo"
+else
+  git clone --quiet "$repo" "$work/repo"
+fi
+
+export npm_config_cache="${npm_config_cache:-$(npm config get cache)}"
+export HOME="$work/home"
+export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share"
+unset OPENAI_API_KEY ANTHROPIC_API_KEY GEMINI_API_KEY OPENROUTER_API_KEY CURSOR_BYOK_CONFIG
+unset HTTP_PROXY HTTPS_PROXY ALL_PROXY http_proxy https_proxy all_proxy
+mkdir -p "$HOME"
+cd "$work/repo"
+
+step "npm ci"
+npm ci --no-audit --no-fund --loglevel=error
+
+node="$work/repo/node_modules/.bin/node"
+port="$("$node" -e 'const s=require("node:net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+
+step "npm start -- --port $port (in the background, in its own process group)"
+setsid npm start -- --port "$port" > "$work/server.log" 2>&1 &
+server_pid=$!
+
+# Wait for the port to accept connections: at most 30 s, polling every 0.2 s.
+for _ in $(seq 150); do
+  if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then break; fi
+  kill -0 "$server_pid" 2> /dev/null || fail "the server exited during start-up"
+  sleep 0.2
+done
+(exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null || fail "the server did not listen on port $port within 30 s"
+grep -q "cursor-agent --endpoint http://127.0.0.1:$port" "$work/server.log" ||
+  fail "the server did not print how to point cursor-agent at it"
+
+step "npx cursor-byok doctor --e2e --port $port"
+npx --no-install cursor-byok doctor --e2e --port "$port" || fail "doctor --e2e failed"
+
+# SIGTERM to the whole process group, as a terminal's Ctrl-C (SIGINT) or a service manager does:
+# npm passes a signal sent to it alone only to the shell it runs the script in, not to node.
+step "SIGTERM to the process group of npm start"
+kill -TERM -- "-$server_pid"
+# Wait for the whole process group to exit: at most 20 s.
+for _ in $(seq 100); do
+  group_alive || break
+  sleep 0.2
+done
+if group_alive; then
+  printf 'processes left behind:\n' >&2
+  ps -o pid,pgid,args -g "$server_pid" >&2 || true
+  fail "the server did not shut down within 20 s of SIGTERM"
+fi
+status=0
+wait "$server_pid" || status=$?
+grep -q '"msg":"stopped"' "$work/server.log" || fail "the server did not log a clean stop"
+if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then fail "port $port still accepts connections"; fi
+
+step "passed: clean shutdown (npm exit status $status), no process left, port $port closed"

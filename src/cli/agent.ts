@@ -1,0 +1,196 @@
+/**
+ * `cursor-byok agent -- <cursor-agent args>`: runs the installed Cursor CLI against this server.
+ * It adds the endpoint flags (`--endpoint`, `--agent-endpoint`) and removes proxy variables
+ * from the child's environment, because a proxy would carry loopback traffic elsewhere
+ * (cursor-protocol.md §4.2). It exits with the CLI's exit code.
+ */
+import { spawn } from "node:child_process";
+import { accessSync, constants, statSync } from "node:fs";
+import { connect } from "node:net";
+import { constants as osConstants } from "node:os";
+import path from "node:path";
+import { toConnectHost, toDefaultConfigPath } from "../config/index.ts";
+import { CONFIG_OPTION, HELP_OPTION, parseFlags, toStringFlag } from "./args.ts";
+import type { Command } from "./command.ts";
+import type { CliIO } from "./io.ts";
+import { loadSettings } from "./settings.ts";
+import { UsageError } from "./usage-error.ts";
+
+const OPTIONS = { ...HELP_OPTION, ...CONFIG_OPTION, url: { type: "string" } } as const;
+
+/** Names the Cursor CLI installs itself under, in the order they are looked for. */
+export const AGENT_EXECUTABLES = ["cursor-agent", "agent"] as const;
+
+/** Removed from the child's environment, in both spellings. */
+export const PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"].flatMap((name) => [
+  name,
+  name.toLowerCase(),
+]);
+
+const INSTALL_HINT = "curl https://cursor.com/install -fsS | bash";
+const REACH_TIMEOUT_MS = 3_000;
+
+export const AGENT_COMMAND: Command = {
+  name: "agent",
+  summary: "run cursor-agent against this server: cursor-byok agent -- <cursor-agent args>",
+  help: (io) =>
+    [
+      "Usage: cursor-byok agent [--url <url>] [--config <file>] -- [cursor-agent arguments]",
+      "",
+      "Runs the installed Cursor CLI (cursor-agent, or agent) against a running cursor-byok",
+      "server: adds --endpoint <url> --agent-endpoint <url>, clears HTTP_PROXY, HTTPS_PROXY and",
+      "ALL_PROXY for it, and passes everything after -- to it unchanged. Start the server first",
+      "(cursor-byok serve, or npm start).",
+      "",
+      "Options:",
+      "  --url <url>      the server (default http://<server.host>:<server.port> from the config)",
+      `  --config <file>  the configuration file (default ${toDefaultConfigPath(io)},`,
+      "                   or CURSOR_BYOK_CONFIG)",
+      "  -h, --help       show this help",
+      "",
+      "Examples:",
+      "  cursor-byok agent",
+      '  cursor-byok agent -- --model claude-sonnet-5-5 -p "explain this repository"',
+      "",
+    ].join("\n"),
+  async run(args, io) {
+    const split = args.indexOf("--");
+    const own = split < 0 ? args : args.slice(0, split);
+    const passed = split < 0 ? [] : args.slice(split + 1);
+    const { values, positionals } = parseFlags(own, OPTIONS, true);
+    const url = toServerUrl(toStringFlag(values, "url"), toStringFlag(values, "config"), io);
+
+    const executable = findExecutable(AGENT_EXECUTABLES, io);
+    if (executable === undefined) {
+      io.stderr.write(
+        "cursor-byok: the Cursor CLI is not installed (no cursor-agent or agent on PATH).\n" +
+          `Install it with:\n  ${INSTALL_HINT}\nthen open a new terminal and run this again.\n`,
+      );
+      return 127;
+    }
+    if (!(await isReachable(url))) {
+      io.stderr.write(
+        `cursor-byok: no server answers at ${url}.\n` +
+          "Start it first, in another terminal: `cursor-byok serve` (or `npm start`), or give\n" +
+          "--url with the address it prints.\n",
+      );
+      return 1;
+    }
+    return runChild(
+      executable,
+      ["--endpoint", url, "--agent-endpoint", url, ...positionals, ...passed],
+      toChildEnv(io.env),
+      io,
+    );
+  },
+};
+
+/** `--url`, else the configured host and port as a client on this machine reaches them. */
+function toServerUrl(flag: string | undefined, configFlag: string | undefined, io: CliIO): string {
+  if (flag !== undefined) {
+    let parsed: URL;
+    try {
+      parsed = new URL(flag);
+    } catch {
+      throw new UsageError("--url must be an absolute http URL, e.g. http://127.0.0.1:8765");
+    }
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+      throw new UsageError("--url must be an absolute http URL, e.g. http://127.0.0.1:8765");
+    }
+    return parsed.origin;
+  }
+  const { server } = loadSettings(configFlag, {}, io);
+  if (server.accessToken.type !== "none") {
+    io.stderr.write(
+      "cursor-byok: warning: this server requires an access token, and cursor-agent sends its own\n" +
+        "Cursor sign-in token instead, so expect `unauthenticated` errors. For cursor-agent, run\n" +
+        "the server on loopback without an access token.\n",
+    );
+  }
+  if (server.port === 0) {
+    throw new UsageError(
+      "the configured port is 0 (any free port): give --url with the server's address",
+    );
+  }
+  return `http://${toConnectHost(server.host)}:${server.port}`;
+}
+
+/** The first of `names` that is an executable file on `PATH`. */
+export function findExecutable(names: readonly string[], io: CliIO): string | undefined {
+  const directories = (io.env.PATH ?? "").split(path.delimiter).filter((dir) => dir !== "");
+  const extensions =
+    io.platform === "win32"
+      ? (io.env.PATHEXT ?? ".EXE;.CMD;.BAT").split(";").filter((ext) => ext !== "")
+      : [""];
+  for (const name of names) {
+    for (const directory of directories) {
+      for (const extension of extensions) {
+        const candidate = path.join(directory, `${name}${extension}`);
+        if (isExecutableFile(candidate)) return candidate;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** `env` without proxy variables. */
+export function toChildEnv(
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string | undefined> {
+  const child = { ...env };
+  for (const name of PROXY_VARIABLES) delete child[name];
+  return child;
+}
+
+function isExecutableFile(candidate: string): boolean {
+  try {
+    if (!statSync(candidate).isFile()) return false;
+    accessSync(candidate, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether something accepts TCP connections at the URL's host and port. */
+function isReachable(url: string): Promise<boolean> {
+  const parsed = new URL(url);
+  const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
+  const port = Number(parsed.port || (parsed.protocol === "https:" ? 443 : 80));
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: REACH_TIMEOUT_MS });
+    const done = (reachable: boolean) => {
+      socket.destroy();
+      resolve(reachable);
+    };
+    socket.once("connect", () => done(true));
+    socket.once("timeout", () => done(false));
+    socket.once("error", () => done(false));
+  });
+}
+
+/** Runs the child with this terminal; signals sent to us are passed on. Resolves to its exit code. */
+function runChild(
+  executable: string,
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+  io: CliIO,
+): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(executable, args, { stdio: "inherit", env });
+    const forward = (signal: NodeJS.Signals) => child.kill(signal);
+    const signals: NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
+    for (const signal of signals) process.on(signal, forward);
+    const finish = (code: number) => {
+      for (const signal of signals) process.off(signal, forward);
+      resolve(code);
+    };
+    child.once("error", (error) => {
+      io.stderr.write(`cursor-byok: could not run ${executable}: ${error.message}\n`);
+      finish(127);
+    });
+    child.once("exit", (code, signal) => {
+      finish(code ?? 128 + (signal === null ? 0 : osConstants.signals[signal]));
+    });
+  });
+}

@@ -1,0 +1,367 @@
+/**
+ * Reads and validates the configuration: one YAML file plus environment shortcuts, with
+ * command-line overrides. Precedence, highest first: flags, the file, environment shortcuts,
+ * built-in defaults. Every problem is a `ConfigFileError` naming the file, the line and column,
+ * the field path and what is wrong; nothing is guessed or silently dropped. Unknown fields are
+ * errors, because a misspelt setting that is ignored is worse than one that is refused.
+ */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { ConfigError, createModelConfigs, createSecret } from "../llm/index.ts";
+import { DATABASE_FILE, toDefaultDatabasePath } from "../store/index.ts";
+import { ConfigFileError } from "./config-file-error.ts";
+import { toShortcutModels } from "./env-shortcuts.ts";
+import { type ConfigLocation, type PlatformInputs, toAbsolutePath } from "./paths.ts";
+import {
+  type AccessToken,
+  type Config,
+  type ConfigOverrides,
+  type ConfiguredModel,
+  LOG_LEVELS,
+  type LogLevel,
+  type MissingKey,
+  RUN_SSE_CONTENT_TYPES,
+  type ServerSettings,
+} from "./types.ts";
+import { type FieldPath, fromFieldText, parseYamlSource, type YamlSource } from "./yaml-source.ts";
+
+export const DEFAULT_HOST = "127.0.0.1";
+export const DEFAULT_PORT = 8765;
+export const DEFAULT_LOG_LEVEL: LogLevel = "info";
+
+export interface LoadConfigInputs extends PlatformInputs {
+  readonly location: ConfigLocation;
+  /** Relative override paths (e.g. `--data-dir`) resolve against it. */
+  readonly cwd: string;
+  readonly overrides?: ConfigOverrides;
+}
+
+const TOP_FIELDS = ["server", "data", "log", "models", "defaultModel", "envShortcuts"];
+const SERVER_FIELDS = [
+  "host",
+  "port",
+  "accessToken",
+  "accessTokenEnv",
+  "runSseContentType",
+  "http2",
+];
+const DATA_FIELDS = ["directory"];
+const LOG_FIELDS = ["level"];
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Reads the file at `inputs.location` (a missing default file means "all defaults") and
+ * validates it.
+ * @throws ConfigFileError
+ */
+export function loadConfig(inputs: LoadConfigInputs): Config {
+  return toConfig(readConfigText(inputs.location), inputs);
+}
+
+/** The file's text, or `undefined` when the default file does not exist. */
+export function readConfigText(location: ConfigLocation): string | undefined {
+  try {
+    return readFileSync(location.path, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" && location.namedBy === undefined) return undefined;
+    const problem =
+      code === "ENOENT"
+        ? `no such file (named by ${location.namedBy}); create it with \`cursor-byok config init\``
+        : code === "EISDIR"
+          ? "is a directory, not a file"
+          : code === "EACCES"
+            ? "cannot be read: permission denied"
+            : `cannot be read (${code ?? String(error)})`;
+    throw new ConfigFileError({ file: location.path, problem });
+  }
+}
+
+/**
+ * Validates a configuration file's text (`undefined`: no file) against the environment.
+ * @throws ConfigFileError
+ */
+export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Config {
+  const file = inputs.location.path;
+  const source = text === undefined ? undefined : parseYamlSource(file, text);
+  const root = toSection(source, [], source?.value, TOP_FIELDS);
+  const overrides = inputs.overrides ?? {};
+
+  const server = toServerSettings(source, root.server, inputs.env, overrides);
+  const dataDirectory = toDataDirectory(source, root.data, inputs, overrides);
+  const logSection = toSection(source, ["log"], root.log, LOG_FIELDS);
+  const logLevel =
+    overrides.logLevel ??
+    optionalOneOf(source, ["log", "level"], logSection.level, LOG_LEVELS) ??
+    DEFAULT_LOG_LEVEL;
+
+  const fileModels = toFileModels(source, root.models);
+  const useShortcuts = optionalBoolean(source, ["envShortcuts"], root.envShortcuts) ?? true;
+  const taken = new Set(fileModels.map((model) => model.config.name));
+  const shortcutModels: ConfiguredModel[] = useShortcuts
+    ? toShortcutModels(inputs.env)
+        .filter((model) => !taken.has(model.config.name))
+        .map((model) => ({
+          config: model.config,
+          origin: { type: "env", variable: model.variable },
+        }))
+    : [];
+  const models = toDefaultFirst(source, root.defaultModel, [...fileModels, ...shortcutModels]);
+
+  return {
+    file: { path: file, exists: text !== undefined },
+    server,
+    dataDirectory,
+    databasePath: path.join(dataDirectory, DATABASE_FILE),
+    logLevel,
+    models,
+    missingKeys: findMissingKeys(source, models, inputs.env),
+  };
+}
+
+function toServerSettings(
+  source: YamlSource | undefined,
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+  overrides: ConfigOverrides,
+): ServerSettings {
+  const at = (field: string): FieldPath => ["server", field];
+  const section = toSection(source, ["server"], value, SERVER_FIELDS);
+  const host = overrides.host ?? optionalString(source, at("host"), section.host) ?? DEFAULT_HOST;
+  const port = overrides.port ?? optionalPort(source, at("port"), section.port) ?? DEFAULT_PORT;
+  return {
+    host,
+    port,
+    accessToken: toAccessToken(source, section, env),
+    runSseContentType:
+      optionalOneOf(
+        source,
+        at("runSseContentType"),
+        section.runSseContentType,
+        RUN_SSE_CONTENT_TYPES,
+      ) ?? "event-stream",
+    offerHttp2: optionalBoolean(source, at("http2"), section.http2) ?? false,
+  };
+}
+
+function toAccessToken(
+  source: YamlSource | undefined,
+  section: Record<string, unknown>,
+  env: Readonly<Record<string, string | undefined>>,
+): AccessToken {
+  const { accessToken, accessTokenEnv } = section;
+  if (accessToken !== undefined && accessTokenEnv !== undefined) {
+    throw fail(
+      source,
+      ["server", "accessToken"],
+      "give either accessToken or accessTokenEnv, not both",
+    );
+  }
+  if (accessTokenEnv !== undefined) {
+    const variable = optionalString(source, ["server", "accessTokenEnv"], accessTokenEnv);
+    if (variable === undefined || !VARIABLE_NAME.test(variable)) {
+      throw fail(source, ["server", "accessTokenEnv"], "must be an environment variable name");
+    }
+    const token = env[variable]?.trim() ?? "";
+    if (token === "") {
+      throw fail(
+        source,
+        ["server", "accessTokenEnv"],
+        `environment variable ${variable} is not set; it must hold the access token clients present`,
+      );
+    }
+    return { type: "env", variable, value: createSecret(token) };
+  }
+  const literal = optionalString(source, ["server", "accessToken"], accessToken);
+  return literal === undefined ? { type: "none" } : { type: "value", value: createSecret(literal) };
+}
+
+function toDataDirectory(
+  source: YamlSource | undefined,
+  value: unknown,
+  inputs: LoadConfigInputs,
+  overrides: ConfigOverrides,
+): string {
+  if (overrides.dataDirectory !== undefined) {
+    return toAbsolutePath(overrides.dataDirectory, inputs.cwd, inputs);
+  }
+  const section = toSection(source, ["data"], value, DATA_FIELDS);
+  const directory = optionalString(source, ["data", "directory"], section.directory);
+  if (directory !== undefined) {
+    // Relative to the file that says it, so the file means the same from any working directory.
+    return toAbsolutePath(directory, path.dirname(inputs.location.path), inputs);
+  }
+  return path.dirname(toDefaultDatabasePath(inputs));
+}
+
+function toFileModels(source: YamlSource | undefined, value: unknown): ConfiguredModel[] {
+  if (value === undefined || value === null) return [];
+  try {
+    return createModelConfigs(value, "models").map((config, index) => ({
+      config,
+      origin: { type: "file", field: `models[${index}]` },
+    }));
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    throw fail(source, fromFieldText(error.field), error.problem, {
+      atKey: error.problem === "unknown field",
+    });
+  }
+}
+
+/** `models` with the one named by `defaultModel` moved to the front (the offer order's first is the default). */
+function toDefaultFirst(
+  source: YamlSource | undefined,
+  value: unknown,
+  models: readonly ConfiguredModel[],
+): readonly ConfiguredModel[] {
+  const name = optionalString(source, ["defaultModel"], value);
+  if (name === undefined) return models;
+  const chosen = models.find((model) => model.config.name === name);
+  if (chosen === undefined) {
+    const names = models.map((model) => model.config.name);
+    throw fail(
+      source,
+      ["defaultModel"],
+      names.length === 0
+        ? `no model is named "${name}": no model is configured`
+        : `no model is named "${name}"; the models are ${names.join(", ")}`,
+    );
+  }
+  return [chosen, ...models.filter((model) => model !== chosen)];
+}
+
+function findMissingKeys(
+  source: YamlSource | undefined,
+  models: readonly ConfiguredModel[],
+  env: Readonly<Record<string, string | undefined>>,
+): MissingKey[] {
+  const missing: MissingKey[] = [];
+  for (const { config, origin } of models) {
+    if (config.apiKey.type !== "env" || (env[config.apiKey.name]?.trim() ?? "") !== "") continue;
+    const variable = config.apiKey.name;
+    if (origin.type === "env") {
+      missing.push({ model: config.name, variable, message: `${variable} is not set` });
+      continue;
+    }
+    const entry = fromFieldText(origin.field);
+    const error = hasField(source, [...entry, "apiKeyEnv"])
+      ? fail(source, [...entry, "apiKeyEnv"], `environment variable ${variable} is not set`)
+      : fail(
+          source,
+          entry,
+          `environment variable ${variable} is not set (the usual key variable of provider ` +
+            `${config.provider}); set it, or give apiKeyEnv or apiKey`,
+        );
+    missing.push({ model: config.name, variable, message: error.message });
+  }
+  return missing;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Field readers. Messages describe the expected value and never echo the value given.
+// ---------------------------------------------------------------------------------------------
+
+function fail(
+  source: YamlSource | undefined,
+  at: FieldPath,
+  problem: string,
+  options: { readonly atKey?: boolean } = {},
+): ConfigFileError {
+  // Without a file nothing can be wrong with a field; a caller reaching here has a bug.
+  if (source === undefined) throw new Error(`configuration problem without a file: ${problem}`);
+  return source.errorAt(at, problem, options);
+}
+
+function toSection(
+  source: YamlSource | undefined,
+  at: FieldPath,
+  value: unknown,
+  fields: readonly string[],
+): Record<string, unknown> {
+  if (value === undefined || value === null) return {};
+  if (!isRecord(value)) {
+    throw fail(
+      source,
+      at,
+      at.length === 0
+        ? `the file must be a mapping of settings (${fields.join(", ")})`
+        : "must be a mapping",
+    );
+  }
+  for (const key of Object.keys(value)) {
+    if (!fields.includes(key)) {
+      throw fail(source, [...at, key], `unknown field (expected one of ${fields.join(", ")})`, {
+        atKey: true,
+      });
+    }
+  }
+  return value;
+}
+
+function optionalString(
+  source: YamlSource | undefined,
+  at: FieldPath,
+  value: unknown,
+): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || value.trim() === "") {
+    throw fail(source, at, "must be a non-empty string");
+  }
+  return value;
+}
+
+function optionalBoolean(
+  source: YamlSource | undefined,
+  at: FieldPath,
+  value: unknown,
+): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "boolean") throw fail(source, at, "must be true or false");
+  return value;
+}
+
+function optionalPort(
+  source: YamlSource | undefined,
+  at: FieldPath,
+  value: unknown,
+): number | undefined {
+  if (value === undefined) return undefined;
+  if (!isPort(value))
+    throw fail(source, at, "must be an integer from 0 to 65535 (0: any free port)");
+  return value;
+}
+
+function optionalOneOf<T extends string>(
+  source: YamlSource | undefined,
+  at: FieldPath,
+  value: unknown,
+  allowed: readonly T[],
+): T | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {
+    throw fail(source, at, `must be one of ${allowed.join(", ")}`);
+  }
+  return value as T;
+}
+
+export function isPort(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 && value <= 65535;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function getAt(value: unknown, at: FieldPath): unknown {
+  let current = value;
+  for (const segment of at) {
+    if (typeof current !== "object" || current === null) return undefined;
+    current = (current as Record<string | number, unknown>)[segment];
+  }
+  return current;
+}
+
+function hasField(source: YamlSource | undefined, at: FieldPath): boolean {
+  return getAt(source?.value, at) !== undefined;
+}

@@ -1,0 +1,67 @@
+/**
+ * The complete, validated configuration: server settings, where data lives, logging, and the
+ * models Cursor will see (in offer order: the first is the default). Plain data; keys and
+ * tokens are `Secret`s.
+ */
+import type { ModelConfig, Secret } from "../llm/index.ts";
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const RUN_SSE_CONTENT_TYPES = ["event-stream", "connect"] as const;
+export type RunSseContentType = (typeof RUN_SSE_CONTENT_TYPES)[number];
+
+/** The bearer token clients must present; `none` lets any client that reaches the port in. */
+export type AccessToken =
+  | { readonly type: "none" }
+  | { readonly type: "env"; readonly variable: string; readonly value: Secret }
+  | { readonly type: "value"; readonly value: Secret };
+
+export interface ServerSettings {
+  readonly host: string;
+  /** 0 picks a free port. */
+  readonly port: number;
+  readonly accessToken: AccessToken;
+  readonly runSseContentType: RunSseContentType;
+  /** Let clients use the HTTP/2 bidi `Run`. */
+  readonly offerHttp2: boolean;
+}
+
+/** Where a model came from: an entry of the file's `models` list, or an environment shortcut. */
+export type ModelOrigin =
+  | { readonly type: "file"; readonly field: string }
+  | { readonly type: "env"; readonly variable: string };
+
+export interface ConfiguredModel {
+  readonly config: ModelConfig;
+  readonly origin: ModelOrigin;
+}
+
+/** A model whose key variable is not set: it is configured, but every call to it would fail. */
+export interface MissingKey {
+  readonly model: string;
+  readonly variable: string;
+  /** `file:line:col: field: …`, like every configuration error. */
+  readonly message: string;
+}
+
+export interface Config {
+  /** The file read; `exists: false` when the default file is absent (then defaults apply). */
+  readonly file: { readonly path: string; readonly exists: boolean };
+  readonly server: ServerSettings;
+  readonly dataDirectory: string;
+  /** `<dataDirectory>/cursor-byok.db`. */
+  readonly databasePath: string;
+  readonly logLevel: LogLevel;
+  /** In offer order; the first is the default. Empty: the server offers its demo model. */
+  readonly models: readonly ConfiguredModel[];
+  readonly missingKeys: readonly MissingKey[];
+}
+
+/** Command-line values; each wins over the file. */
+export interface ConfigOverrides {
+  readonly host?: string;
+  readonly port?: number;
+  readonly dataDirectory?: string;
+  readonly logLevel?: LogLevel;
+}
