@@ -1,11 +1,14 @@
 /**
- * The behaviour matrix in README.md is the list of per-provider tests: every cell must name a
- * test that exists, and every per-provider test must have its cell.
+ * The behaviour matrix in README.md is the list of per-provider tests (testing/behaviours.ts,
+ * `BEHAVIOURS`): rows are exactly the behaviours, columns exactly the providers, and every cell
+ * either names the provider's test file or says why the behaviour does not apply.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { BEHAVIOURS, toNotApplicable } from "./testing/behaviours.ts";
+import { PROVIDERS } from "./testing/provider-specs.ts";
 
 const HERE = import.meta.dirname;
 
@@ -30,34 +33,27 @@ function matrix(): { columns: string[]; rows: Map<string, string[]> } {
   return { columns, rows };
 }
 
-function testNames(file: string): string[] {
-  const source = readFileSync(join(HERE, file), "utf8");
-  return [...source.matchAll(/\btest\("([^"]+)"/g)].map((match) => match[1] as string);
-}
-
 test("every matrix cell names an existing test, and every provider test has its cell", () => {
   const { columns, rows } = matrix();
-  assert.deepEqual(columns, [
-    "openai-chat",
-    "openai-responses",
-    "anthropic",
-    "gemini",
-    "openai-compatible",
-  ]);
-  assert.ok(rows.size >= 20);
-  for (const [index, column] of columns.entries()) {
-    const file = `llm.${column}.test.ts`;
-    const names = testNames(file);
-    for (const [name, row] of rows) {
-      const cell = row[index] ?? "";
-      if (cell.startsWith("n/a: ")) {
-        assert.equal(names.includes(name), false, `${file} runs "${name}" but the matrix says n/a`);
-        continue;
+  assert.deepEqual(
+    columns,
+    PROVIDERS.map((spec) => spec.id),
+  );
+  assert.deepEqual(
+    [...rows.keys()],
+    BEHAVIOURS.map((behaviour) => behaviour.name),
+  );
+  for (const [index, spec] of PROVIDERS.entries()) {
+    const file = `llm.${spec.id}.test.ts`;
+    assert.ok(existsSync(join(HERE, file)), `${file} exists`);
+    for (const behaviour of BEHAVIOURS) {
+      const cell = rows.get(behaviour.name)?.[index] ?? "";
+      const notApplicable = toNotApplicable(spec, behaviour);
+      if (notApplicable !== null) {
+        assert.equal(cell, `n/a: ${notApplicable}`, `cell "${behaviour.name}" × ${spec.id}`);
+      } else {
+        assert.equal(cell, `[✓](${file})`, `cell "${behaviour.name}" × ${spec.id}`);
       }
-      assert.equal(cell, `[✓](${file})`, `cell "${name}" × ${column}`);
-      assert.ok(names.includes(name), `${file} has no test "${name}"`);
     }
-    for (const name of names)
-      assert.ok(rows.has(name), `${file} › "${name}" is missing from the matrix`);
   }
 });

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { describe, test } from "node:test";
 import { createModelConfig } from "../config.ts";
 import { createLLM, type LLM } from "../llm.ts";
 import type {
@@ -586,5 +587,53 @@ export function replaysSavedBody(spec: ProviderSpec): Promise<void> {
     assert.equal(seen[0]?.body, saved);
     assert.equal(seen[0]?.replayed, true);
     assert.equal(Number(h.fake.requests[1]?.headers["content-length"]), Buffer.byteLength(saved));
+  });
+}
+
+/** One behaviour of the matrix in README.md: its row name and the check, run per provider. */
+export interface Behaviour {
+  readonly name: string;
+  readonly run: (spec: ProviderSpec) => Promise<void>;
+}
+
+/** The rows of the behaviour matrix, in README order. */
+export const BEHAVIOURS: readonly Behaviour[] = [
+  { name: "text", run: streamsText },
+  { name: "thinking with signatures", run: streamsThinking },
+  { name: "one tool call, arguments split inside strings and escapes", run: streamsOneToolCall },
+  { name: "several tool calls", run: streamsToolCalls },
+  { name: "usage with cache reads and writes", run: reportsUsage },
+  { name: "length stop", run: stopsOnLength },
+  { name: "429 then success, same body", run: retriesRateLimit },
+  { name: "500 until attempts run out", run: exhaustsServerErrors },
+  { name: "SSE error event", run: failsOnErrorEvent },
+  { name: "connection dropped mid-stream", run: failsOnDroppedConnection },
+  { name: "no terminal marker", run: failsWithoutTerminalMarker },
+  { name: "abort before headers", run: abortsBeforeHeaders },
+  { name: "abort mid-stream", run: abortsMidStream },
+  { name: "verbatim replay", run: replaysVerbatim },
+  { name: "deterministic body", run: isDeterministic },
+  { name: "prefix at the provider body", run: keepsPrefix },
+  { name: "prompt caching on by default", run: cachesPrompts },
+  { name: "exact request captured before sending", run: capturesExactRequest },
+  { name: "beforeSend failure sends nothing", run: sendsNothingWhenBeforeSendFails },
+  { name: "replay sends the saved body", run: replaysSavedBody },
+];
+
+/** Why `behaviour` does not apply to the provider of `spec`, or null when it does. */
+export function toNotApplicable(spec: ProviderSpec, behaviour: Behaviour): string | null {
+  if (behaviour.run === streamsThinking && "notApplicable" in spec.thinking) {
+    return spec.thinking.notApplicable;
+  }
+  return null;
+}
+
+/** Registers the provider's column of the matrix: one test per applicable behaviour. */
+export function registerBehaviourMatrix(spec: ProviderSpec): void {
+  describe(spec.id, { timeout: 20_000 }, () => {
+    for (const behaviour of BEHAVIOURS) {
+      if (toNotApplicable(spec, behaviour) === null)
+        test(behaviour.name, () => behaviour.run(spec));
+    }
   });
 }
