@@ -24,6 +24,7 @@ import {
 } from "@earendil-works/pi-ai";
 import { describeError, untilAborted } from "./abort.ts";
 import type { ModelPrices } from "./config.ts";
+import { toErrorMessage } from "./error-message.ts";
 import type { ExactFetchState } from "./exact-fetch.ts";
 import { hashBody } from "./exact-fetch.ts";
 import type { LLMCall, Message, RequestMessages } from "./types.ts";
@@ -108,7 +109,18 @@ export function createDemoModel(options: DemoOptions = {}): DemoModel {
         const reason = signal.aborted ? "aborted" : "error";
         if (reason === "error") state.hookFailure = describeError(error);
         const message = reason === "aborted" ? "Request was aborted" : "beforeSend failed";
-        yield { type: "error", reason, error: failed(model.id, reason, message) };
+        yield {
+          type: "error",
+          reason,
+          error: toErrorMessage({
+            api: DEMO_API,
+            provider: DEMO_PROVIDER,
+            model: model.id,
+            reason,
+            errorMessage: message,
+            timestamp: Date.now(),
+          }),
+        };
         return;
       }
     }
@@ -196,29 +208,4 @@ function toDemoBody(request: RequestMessages): string {
     tools: request.tools,
     messages: request.messages,
   });
-}
-
-function failed(
-  modelId: string,
-  reason: "error" | "aborted",
-  errorMessage: string,
-): AssistantMessage {
-  return {
-    role: "assistant",
-    content: [],
-    api: DEMO_API,
-    provider: DEMO_PROVIDER,
-    model: modelId,
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
-    stopReason: reason,
-    errorMessage,
-    timestamp: Date.now(),
-  };
 }

@@ -13,6 +13,7 @@ export {
   type ThinkingLevel,
 } from "./config.ts";
 export { DEFAULT_DEMO_HELP, DEMO_MODEL_NAME, type DemoOptions } from "./demo.ts";
+export { type ErrorMessageFields, toErrorMessage } from "./error-message.ts";
 export { hashBody } from "./exact-fetch.ts";
 export {
   type CreateLLMOptions,

@@ -27,6 +27,7 @@ import type {
   ThinkingLevel,
 } from "./config.ts";
 import { createDemoModel, DEMO_API, type DemoModel, type DemoOptions } from "./demo.ts";
+import { toErrorMessage } from "./error-message.ts";
 import { createExactFetch, type ExactFetchState, hashBody } from "./exact-fetch.ts";
 import { toPiModel } from "./pi-model.ts";
 import { createResponseStream } from "./response-stream.ts";
@@ -204,7 +205,14 @@ function streamProvider(
     controller,
     events,
     toFailure: (reason, message) =>
-      toErrorMessage(model.api, model.provider, model.id, reason, message),
+      toErrorMessage({
+        api: model.api,
+        provider: model.provider,
+        model: model.id,
+        reason,
+        errorMessage: message,
+        timestamp: Date.now(),
+      }),
     finishError: (error) => finishError(error, exact.state, secrets),
     exactRequest: () => exact.state.exact,
     attempts: () => exact.state.attempts,
@@ -224,7 +232,14 @@ function streamDemo(
     controller,
     events: demo.events(call, controller.signal, state),
     toFailure: (reason, message) =>
-      toErrorMessage(DEMO_API, demo.provider, demo.name, reason, message),
+      toErrorMessage({
+        api: DEMO_API,
+        provider: demo.provider,
+        model: demo.name,
+        reason,
+        errorMessage: message,
+        timestamp: Date.now(),
+      }),
     finishError: (error) => finishError(error, state, []),
     exactRequest: () => state.exact,
     attempts: () => state.attempts,
@@ -240,13 +255,14 @@ function failedStream(
   config?: ModelConfig,
 ): LLMStream {
   const api = config === undefined ? "unknown" : toPiModel(config).api;
-  const error = toErrorMessage(
+  const error = toErrorMessage({
     api,
-    config?.provider ?? "unknown",
-    config?.upstreamId ?? call.model,
-    "error",
-    message,
-  );
+    provider: config?.provider ?? "unknown",
+    model: config?.upstreamId ?? call.model,
+    reason: "error",
+    errorMessage: message,
+    timestamp: Date.now(),
+  });
   async function* events(): AsyncIterable<AssistantMessageEvent> {
     yield { type: "error", reason: "error", error };
   }
@@ -279,33 +295,6 @@ function finishError(
   if (message === "") message = "the model call failed";
   const errorMessage = secrets.reduce((text, secret) => redactSecret(text, secret), message);
   return { ...error, errorMessage };
-}
-
-function toErrorMessage(
-  api: string,
-  provider: string,
-  modelId: string,
-  reason: "error" | "aborted",
-  errorMessage: string,
-): AssistantMessage {
-  return {
-    role: "assistant",
-    content: [],
-    api,
-    provider,
-    model: modelId,
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
-    stopReason: reason,
-    errorMessage,
-    timestamp: Date.now(),
-  };
 }
 
 type ResolvedKey =

@@ -11,9 +11,8 @@
  *   cancel can come between two events.
  * - A tool result is a new input, applied when the client answers; nothing waits for it.
  */
-import type { LLMStream } from "../../llm/index.ts";
+import { type LLMStream, toErrorMessage } from "../../llm/index.ts";
 import {
-  type AssistantMessage,
   type CallClientCommand,
   type CallLLMCommand,
   type Command,
@@ -248,7 +247,15 @@ export function createRunner(options: RunnerOptions): Runner {
   function fail(entry: Live, message: string): void {
     entry.stream?.stream.abort("failed");
     live.delete(entry.conversationID);
-    endTurn(entry, { type: "failed", message: toFailureMessage(message, now()) });
+    const failure = toErrorMessage({
+      api: "cursor-byok",
+      provider: "cursor-byok",
+      model: entry.state.committed.settings?.model ?? "",
+      reason: "error",
+      errorMessage: message,
+      timestamp: now(),
+    });
+    endTurn(entry, { type: "failed", message: failure });
   }
 
   async function callModel(entry: Live, command: CallLLMCommand): Promise<void> {
@@ -406,26 +413,4 @@ function applied(step: Transition): SubmitResult {
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/** An assistant message that carries a failure the loop did not produce. */
-function toFailureMessage(message: string, at: number): AssistantMessage {
-  return {
-    role: "assistant",
-    content: [],
-    api: "cursor-byok",
-    provider: "cursor-byok",
-    model: "",
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
-    stopReason: "error",
-    errorMessage: message,
-    timestamp: at,
-  };
 }

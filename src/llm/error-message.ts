@@ -1,0 +1,36 @@
+/**
+ * The assistant message a failed or aborted call ends with when the provider gave no content:
+ * empty content, zero usage, the stop reason and the error text.
+ */
+import type { AssistantMessage } from "./types.ts";
+
+export interface ErrorMessageFields {
+  readonly api: string;
+  readonly provider: string;
+  readonly model: string;
+  readonly reason: "error" | "aborted";
+  readonly errorMessage: string;
+  /** Epoch milliseconds. */
+  readonly timestamp: number;
+}
+
+export function toErrorMessage(fields: ErrorMessageFields): AssistantMessage {
+  return {
+    role: "assistant",
+    content: [],
+    api: fields.api,
+    provider: fields.provider,
+    model: fields.model,
+    usage: {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 0,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
+    stopReason: fields.reason,
+    errorMessage: fields.errorMessage,
+    timestamp: fields.timestamp,
+  };
+}
