@@ -15,7 +15,7 @@ import {
 import { parseArgs } from "./args.ts";
 import { toUnionResults } from "./grep.ts";
 import { toOutput, toUnexpectedReply } from "./output.ts";
-import { resolvePath } from "./paths.ts";
+import { resolveOptionalPath } from "./paths.ts";
 import type { ToolHandler, ToolOutput } from "./types.ts";
 
 export interface GlobArgs {
@@ -47,10 +47,7 @@ export const glob: ToolHandler<GlobArgs, null> = {
       const path = read.optionalString("path");
       return {
         pattern: read.string("pattern"),
-        path:
-          path === undefined || path.trim() === ""
-            ? undefined
-            : resolvePath(env.workspaceRoot, path),
+        path: resolveOptionalPath(env.workspaceRoot, path),
       };
     }),
   preview: () => ({ case: "globToolCall", value: create(GlobToolCallSchema) }),

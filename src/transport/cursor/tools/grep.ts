@@ -5,7 +5,7 @@ import { GrepArgsSchema, GrepResultSchema } from "../gen/agent/v1/exec_files_pb.
 import { GrepToolCallSchema } from "../gen/agent/v1/tool_call_pb.js";
 import { parseArgs } from "./args.ts";
 import { toOutput, toUnexpectedReply } from "./output.ts";
-import { resolvePath } from "./paths.ts";
+import { resolveOptionalPath } from "./paths.ts";
 import { truncateEnd } from "./text.ts";
 import type { ToolEnv, ToolHandler, ToolOutput } from "./types.ts";
 
@@ -68,10 +68,7 @@ export const grep: ToolHandler<GrepToolArgs, null> = {
       const path = read.optionalString("path");
       return {
         pattern: read.string("pattern"),
-        path:
-          path === undefined || path.trim() === ""
-            ? undefined
-            : resolvePath(env.workspaceRoot, path),
+        path: resolveOptionalPath(env.workspaceRoot, path),
         glob: read.optionalString("glob"),
         outputMode: read.optionalEnum("output_mode", OUTPUT_MODES) ?? "content",
         caseInsensitive: read.optionalBoolean("case_insensitive"),

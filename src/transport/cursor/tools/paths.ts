@@ -14,6 +14,11 @@ export function resolvePath(root: string, path: string): string {
   return flavour.join(root, trimmed);
 }
 
+/** An optional search root: `undefined` when absent or blank (the client's default), else resolved. */
+export function resolveOptionalPath(root: string, path: string | undefined): string | undefined {
+  return path === undefined || path.trim() === "" ? undefined : resolvePath(root, path);
+}
+
 export function isWindowsPath(path: string): boolean {
   return /^[a-zA-Z]:[\\/]/.test(path) || path.startsWith("\\\\");
 }
