@@ -75,12 +75,21 @@ export interface AgentStream {
   subscribe(signal: AbortSignal): AsyncGenerator<AgentServerMessage, void, undefined>;
   /**
    * Picks up the turn of a stream opened before a restart: rebuilds the protocol state from the
-   * saved run request and lets the runner continue what the conversation waits for.
+   * saved run request and lets the runner continue what the conversation waits for, if that is
+   * still this stream's turn (`turnID`); otherwise the stream just ends.
    */
-  restore(conversationID: string, runRequest: Uint8Array): Promise<void>;
+  restore(conversationID: string, turnID: string, runRequest: Uint8Array): Promise<void>;
+  /**
+   * The client will not come back for this stream (it reset an HTTP/2 `Run`, or a request of the
+   * stream failed for good): the turn is canceled and the stream ends with `error`.
+   */
+  abandon(error: ConnectError): Promise<void>;
   /** Ends the stream now (server shutdown): the client sees a `canceled` end. */
   close(reason: string): void;
 }
+
+/** How many recent appends keep their outcome for repeats. */
+const REMEMBERED_APPENDS = 64;
 
 /** Client events that only make sense on a stream that carries a turn. */
 const NEEDS_TURN: ReadonlySet<ClientEvent["type"]> = new Set([
@@ -112,6 +121,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   let graceTimer: NodeJS.Timeout | null = null;
   let startedAt: number | null = null;
   const loggedUnsupported = new Set<string>();
+  const outcomes = new Map<number, Promise<void>>();
 
   const send = (messages: readonly AgentServerMessage[]): void => {
     if (outbound.ended) return;
@@ -228,15 +238,25 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       { conversation: conversationID, request: requestID, model: model.name, mode: state.mode },
       "turn started",
     );
-    const result = await runner.submit(
-      state.conversationID,
-      { ...input, settings: { ...input.settings, model: model.name } },
-      output,
-      {
-        requestID,
-        clientState: Buffer.from(toBinary(AgentRunRequestSchema, event.request)).toString("base64"),
-      },
-    );
+    let result: Awaited<ReturnType<Runner["submit"]>>;
+    try {
+      result = await runner.submit(
+        state.conversationID,
+        { ...input, settings: { ...input.settings, model: model.name } },
+        output,
+        {
+          requestID,
+          clientState: Buffer.from(toBinary(AgentRunRequestSchema, event.request)).toString(
+            "base64",
+          ),
+        },
+      );
+    } catch (error) {
+      endStream(toConnectError({ kind: "internal", detail: describe(error) }));
+      throw error;
+    }
+    // A turn nobody reads is canceled like one whose reader left.
+    if (!outbound.subscribed) startGrace();
     if (result.type === "duplicate") {
       // A replay of a run request already applied (a client retry): nothing new starts.
       log.info({ conversation: conversationID, request: requestID }, "run request seen before");
@@ -251,7 +271,11 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     }
   };
 
-  const resumeTurn = async (request: AgentRunRequest | null, firstID = 1): Promise<void> => {
+  const resumeTurn = async (
+    request: AgentRunRequest | null,
+    firstID = 1,
+    turnID?: string,
+  ): Promise<void> => {
     if (turn === null && request !== null) {
       const model = resolveModel(request);
       const resumed = toResumedTurnState(request, {
@@ -265,7 +289,11 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       conversationID = resumed.value.conversationID;
     }
     if (conversationID === null || turn === null) return;
-    const waiting = await runner.resume(conversationID, output);
+    const waiting = await runner.resume(
+      conversationID,
+      output,
+      turnID === undefined ? {} : { turnID },
+    );
     if (!waiting) {
       // Nothing to continue: the turn already ended. Close the stream the way a turn ends.
       send([toCheckpointMessage(turn), toTurnEnded(turn)]);
@@ -347,20 +375,32 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     get conversationID() {
       return conversationID;
     },
-    async append(seqno, message) {
-      let verdict: "apply" | "stale";
-      try {
-        verdict = await sequencer.enter(seqno);
-      } catch (error) {
-        const detail = error instanceof SequenceGapError ? error.message : String(error);
-        throw new ConnectError(detail, Code.FailedPrecondition);
+    append(seqno, message) {
+      // A repeat of a recent append gets the original's outcome, not an early "ok".
+      const known = outcomes.get(seqno);
+      if (known !== undefined) return known;
+      const outcome = (async () => {
+        let verdict: "apply" | "stale";
+        try {
+          verdict = await sequencer.enter(seqno);
+        } catch (error) {
+          const detail = error instanceof SequenceGapError ? error.message : String(error);
+          throw new ConnectError(detail, Code.FailedPrecondition);
+        }
+        if (verdict === "stale") return;
+        try {
+          await apply(seqno, message);
+        } finally {
+          sequencer.leave(seqno);
+        }
+      })();
+      outcomes.set(seqno, outcome);
+      outcome.catch(() => {});
+      if (outcomes.size > REMEMBERED_APPENDS) {
+        const oldest = outcomes.keys().next().value;
+        if (oldest !== undefined) outcomes.delete(oldest);
       }
-      if (verdict === "stale") return;
-      try {
-        await apply(seqno, message);
-      } finally {
-        sequencer.leave(seqno);
-      }
+      return outcome;
     },
     async *subscribe(signal) {
       if (graceTimer !== null) clearTimeout(graceTimer);
@@ -372,7 +412,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         settle();
       }
     },
-    async restore(conversation, runRequestBytes) {
+    async restore(conversation, turnID, runRequestBytes) {
       let request: AgentRunRequest;
       try {
         request = fromBinary(AgentRunRequestSchema, runRequestBytes);
@@ -383,7 +423,16 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       // The client's earlier appends and exec ids belonged to the previous process: take its next
       // seqno as it comes, and number new execs far from the ones it may still remember.
       sequencer.resync();
-      await resumeTurn(request, randomInt(2 ** 30, 2 ** 31));
+      await resumeTurn(request, randomInt(2 ** 30, 2 ** 31), turnID);
+      if (!outbound.subscribed) startGrace();
+    },
+    async abandon(error) {
+      tool?.reject(new Error(error.message));
+      tool = null;
+      if (conversationID !== null && !outbound.ended) {
+        await cancelTurn("the client closed the stream").catch(() => {});
+      }
+      endStream(error);
     },
     close(reason) {
       tool?.reject(new Error(reason));
@@ -391,6 +440,16 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       endStream(new ConnectError(reason, Code.Canceled));
     },
   };
+
+  /** Cancels this stream's turn (the runner ignores it if the stream no longer carries it). */
+  function cancelTurn(reason: string): Promise<unknown> {
+    if (conversationID === null) return Promise.resolve();
+    return runner.submit(
+      conversationID,
+      { type: "cancel", inputID: `${requestID}:gone`, at: now(), reason },
+      output,
+    );
+  }
 
   function startGrace(): void {
     if (graceTimer !== null || outbound.ended) return;
@@ -405,19 +464,9 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         endStream(new ConnectError("the client went away", Code.Canceled));
         return;
       }
-      void runner
-        .submit(
-          conversationID,
-          {
-            type: "cancel",
-            inputID: `${requestID}:gone`,
-            at: now(),
-            reason: "the client went away",
-          },
-          output,
-        )
+      void cancelTurn("the client went away")
         .catch((error: unknown) =>
-          log.error({ request: requestID, error: String(error) }, "cancel failed"),
+          log.error({ request: requestID, error: describe(error) }, "cancel failed"),
         )
         .finally(() => endStream(new ConnectError("the client went away", Code.Canceled)));
     }, options.reconnectGraceMs);
@@ -425,4 +474,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   }
 
   return stream;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -1,15 +1,15 @@
 /**
  * The agent streams of this process, by request id. A stream is created by whichever arrives
  * first, its RunSSE or its first BidiAppend (either order happens, cursor-protocol.md §1.4). A
- * request id this process has not seen may belong to a stream opened before a restart: the store's
- * binding finds its conversation, and the stream is restored before any append is applied.
+ * request id this process has not seen may belong to a stream opened before a restart: the
+ * runner's binding finds its conversation and turn, and the stream is restored (or, if its turn
+ * is over, ended) before any append is applied.
  *
  * Streams are dropped when they have ended and no subscriber is attached, after
  * `retentionMs` (so a late reconnect still finds the end of the backlog), and streams that never
  * got a run request are dropped after `idleMs`.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Store } from "../store/index.ts";
 import { type AgentStream, type AgentStreamDeps, createAgentStream } from "./agent-stream.ts";
 
 export interface AgentStreamsOptions {
@@ -28,7 +28,6 @@ export interface AgentStreams {
 }
 
 export function createAgentStreams(
-  store: Pick<Store, "findRequestStream">,
   deps: Omit<AgentStreamDeps, "onSettled">,
   options: AgentStreamsOptions,
 ): AgentStreams {
@@ -62,13 +61,17 @@ export function createAgentStreams(
       onSettled: () => schedule(requestID, options.retentionMs),
     });
     schedule(requestID, options.idleMs);
-    const bound = await store.findRequestStream(requestID);
+    const bound = await deps.runner.findStream(requestID);
     if (bound?.clientState != null) {
       deps.log.info(
-        { request: requestID, conversation: bound.conversationID },
+        { request: requestID, conversation: bound.conversationID, turn: bound.turnID },
         "picking up a stream opened before a restart",
       );
-      await stream.restore(bound.conversationID, Buffer.from(bound.clientState, "base64"));
+      await stream.restore(
+        bound.conversationID,
+        bound.turnID,
+        Buffer.from(bound.clientState, "base64"),
+      );
     }
     return stream;
   };

@@ -95,4 +95,43 @@ describe("createOutboundStream()", () => {
     stream.end();
     assert.deepEqual(await take(stream.subscribe(), 5), ["kept"]);
   });
+
+  test("delivered messages are released; a reconnect still resumes at the first undelivered", async () => {
+    const stream = create();
+    for (let i = 0; i < 2000; i += 1) stream.push(`m${i}`);
+    const first = stream.subscribe();
+    const got = await take(first, 1500);
+    assert.equal(got.at(-1), "m1499");
+    await first.return(undefined);
+    assert.ok(stream.retained <= 1000, `retained ${stream.retained}`);
+    stream.end();
+    const rest = await take(stream.subscribe(), 1000);
+    assert.equal(
+      rest[0],
+      "m1499",
+      "the message being written when the connection dropped comes again",
+    );
+    assert.equal(rest.at(-1), "m1999");
+    assert.equal(stream.length, 2000);
+  });
+
+  test("a long idle spell (thousands of heartbeats) does not grow anything", async () => {
+    mock.timers.enable({ apis: ["setTimeout"] });
+    try {
+      const stream = create();
+      const it = stream.subscribe();
+      for (let i = 0; i < 15_000; i += 1) {
+        const next = it.next();
+        await Promise.resolve();
+        mock.timers.tick(5000);
+        assert.deepEqual(await next, { done: false, value: "♥" });
+      }
+      const next = it.next();
+      await Promise.resolve();
+      stream.push("still alive");
+      assert.deepEqual(await next, { done: false, value: "still alive" });
+    } finally {
+      mock.timers.reset();
+    }
+  });
 });

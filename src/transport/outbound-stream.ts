@@ -11,6 +11,7 @@
  * - While nothing is sent for `heartbeatMs`, the subscriber yields `heartbeat()` (not backlogged).
  * - `end(error?)` finishes the stream once the backlog is drained; a subscriber then completes,
  *   or throws `error`.
+ * - Delivered messages are released, so a long turn holds only what is still to be sent.
  */
 export interface OutboundStream<T> {
   push(message: T): void;
@@ -21,6 +22,8 @@ export interface OutboundStream<T> {
   readonly length: number;
   /** Messages handed to a subscriber and written. */
   readonly delivered: number;
+  /** Messages still held in memory (the undelivered ones, and some delivered not yet released). */
+  readonly retained: number;
   /** True while a subscriber is attached. */
   readonly subscribed: boolean;
 }
@@ -31,18 +34,20 @@ export interface OutboundStreamOptions<T> {
 }
 
 export function createOutboundStream<T>(options: OutboundStreamOptions<T>): OutboundStream<T> {
-  const backlog: T[] = [];
+  /** Messages from number `base` on; delivered ones are released in batches. */
+  let backlog: T[] = [];
+  let base = 0;
   let delivered = 0;
   let ended = false;
   let endError: unknown;
   let generation = 0;
   let active = 0;
-  let wake: () => void = () => {};
+  const waiters = new Set<() => void>();
 
   const changed = (): void => {
-    const notify = wake;
-    wake = () => {};
-    notify();
+    const notify = [...waiters];
+    waiters.clear();
+    for (const wake of notify) wake();
   };
 
   /** Resolves on the next push/end/takeover, on abort, or after `ms` (then `true`). */
@@ -51,27 +56,35 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
       const done = (timedOut: boolean) => {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
+        waiters.delete(wake);
         resolve(timedOut);
       };
+      const wake = () => done(false);
       const onAbort = () => done(false);
       const timer = setTimeout(() => done(true), ms);
       signal?.addEventListener("abort", onAbort, { once: true });
-      const previous = wake;
-      wake = () => {
-        previous();
-        done(false);
-      };
+      waiters.add(wake);
     });
+
+  /** Delivered messages are never sent again: let them go. */
+  const markDelivered = (): void => {
+    delivered += 1;
+    const done = delivered - base;
+    if (done >= 256 && done * 2 >= backlog.length) {
+      backlog = backlog.slice(done);
+      base = delivered;
+    }
+  };
 
   async function* run(mine: number, signal?: AbortSignal): AsyncGenerator<T, void, undefined> {
     active += 1;
     try {
       while (mine === generation && !signal?.aborted) {
-        if (delivered < backlog.length) {
-          const message = backlog[delivered] as T;
+        if (delivered < base + backlog.length) {
+          const message = backlog[delivered - base] as T;
           yield message;
           if (mine !== generation) return;
-          delivered += 1;
+          markDelivered();
           continue;
         }
         if (ended) {
@@ -108,10 +121,13 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
       return ended;
     },
     get length() {
-      return backlog.length;
+      return base + backlog.length;
     },
     get delivered() {
       return delivered;
+    },
+    get retained() {
+      return backlog.length;
     },
     get subscribed() {
       return active > 0;

@@ -43,6 +43,7 @@ export function createRoutes(
         yield* stream.subscribe(context.signal);
       },
       async *run(requests, context) {
+        // A Run stream cannot be reconnected: when the client goes, its turn goes with it.
         const stream = await streams.open(`run-${randomUUID()}`);
         const pump = (async () => {
           let seqno = 0;
@@ -51,8 +52,16 @@ export function createRoutes(
             seqno += 1;
           }
         })();
-        pump.catch((error: unknown) => stream.close(ConnectError.from(error).message));
-        yield* stream.subscribe(context.signal);
+        pump.catch((error: unknown) => stream.abandon(ConnectError.from(error)));
+        try {
+          yield* stream.subscribe(context.signal);
+        } finally {
+          if (!stream.outbound.ended) {
+            await stream.abandon(
+              new ConnectError("the client closed the Run stream", Code.Canceled),
+            );
+          }
+        }
       },
       runPoll() {
         throw new ConnectError(

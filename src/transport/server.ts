@@ -129,7 +129,6 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       ),
   });
   const streams = createAgentStreams(
-    store,
     { runner, models: llm, now, log, options: options.stream },
     { retentionMs: options.streamRetentionMs, idleMs: options.idleStreamMs },
   );

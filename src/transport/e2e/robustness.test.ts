@@ -7,10 +7,11 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, test } from "node:test";
-import { create } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { Code, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
-import { AgentClientMessageSchema } from "../cursor/index.ts";
+import { AgentClientMessageSchema, AgentService, BidiService } from "../cursor/index.ts";
 import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
 const CONVERSATION = "5d4c3b2a-2222-4a5b-8c6d-7e8f9a0b1c2d";
@@ -248,6 +249,106 @@ describe("robustness end to end", () => {
     turn.cancel("done waiting");
     assert.equal((await turn.done).error?.code, Code.Canceled);
   });
+
+  test("a late RunSSE on an earlier request id ends at once and leaves the running turn alone", async () => {
+    harness = await startHarness({
+      server: { streamRetentionMs: 0, runSseContentType: "connect" },
+    });
+    harness.reply({ text: "first answer" });
+    harness.provider.reply({
+      type: "stall",
+      body: toChatCompletionSse({ text: "second answer" }),
+      events: 2,
+    });
+    const client = harness.client();
+    const first = client.startTurn({ conversationId: CONVERSATION, text: "one", modelId: MODEL });
+    assert.equal((await first.done).error, undefined);
+    const second = client.startTurn({ conversationId: CONVERSATION, text: "two", modelId: MODEL });
+    await second.waitFor((m) => isTextDelta(m));
+    // The first request id comes back (its stream is gone from memory; the store still binds it).
+    const late: string[] = [];
+    for await (const message of createClient(
+      AgentService,
+      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
+    ).runSSE({ requestId: first.requestId }, { headers: {} })) {
+      late.push(message.message.case ?? "");
+    }
+    assert.ok(!late.some((kind) => kind === "execServerMessage"));
+    assert.equal(
+      (await harness.store.load(CONVERSATION))?.state.status,
+      "waiting_llm",
+      "turn two goes on",
+    );
+    second.cancel("done");
+    const result = await second.done;
+    assert.equal(result.error?.code, Code.Canceled);
+    assert.ok(result.view.text.length > 0 && "second answer".startsWith(result.view.text));
+  });
+
+  test("a turn whose RunSSE never connects is canceled after the grace period", async () => {
+    harness = await startHarness({ server: { stream: defaultsForGrace() } });
+    harness.provider.reply({
+      type: "stall",
+      body: toChatCompletionSse({ text: "unread" }),
+      events: 1,
+    });
+    const bidi = createClient(
+      BidiService,
+      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
+    );
+    const client = harness.client();
+    const run = client.runRequest({ conversationId: CONVERSATION, text: "hi", modelId: MODEL });
+    const data = Buffer.from(
+      toBinary(
+        AgentClientMessageSchema,
+        create(AgentClientMessageSchema, { message: { case: "runRequest", value: run } }),
+      ),
+    ).toString("hex");
+    await bidi.bidiAppend({ requestId: { requestId: "never-read" }, data });
+    await (await harness.provider.request(0)).closed;
+    assert.equal((await harness.store.load(CONVERSATION))?.state.status, "canceled");
+  });
+
+  test("an HTTP/2 Run the client abandons cancels its turn", async () => {
+    harness = await startHarness();
+    harness.provider.reply({
+      type: "stall",
+      body: toChatCompletionSse({ text: "a long answer" }),
+      events: 2,
+    });
+    const turn = harness
+      .client({ httpVersion: "2" })
+      .startTurn({ conversationId: CONVERSATION, text: "hi", modelId: MODEL });
+    await turn.waitFor((m) => isTextDelta(m));
+    await turn.close("the user closed the terminal").catch(() => {});
+    await (await harness.provider.request(0)).closed;
+    const settled = await harness.store.load(CONVERSATION);
+    assert.equal(settled?.state.status, "canceled");
+  });
+
+  test("a repeated append gets the original's outcome, failure included", async () => {
+    harness = await startHarness();
+    const bidi = createClient(
+      BidiService,
+      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
+    );
+    const hex = (message: ReturnType<typeof heartbeat>) =>
+      Buffer.from(toBinary(AgentClientMessageSchema, message)).toString("hex");
+    await bidi.bidiAppend({ requestId: { requestId: "no-turn" }, data: hex(heartbeat()) });
+    const cancelWithoutTurn = {
+      requestId: { requestId: "no-turn" },
+      appendSeqno: 1n,
+      data: hex(cancelMessage("x")),
+    };
+    const first = await bidi.bidiAppend(cancelWithoutTurn).catch((e: unknown) => e);
+    const again = await bidi.bidiAppend(cancelWithoutTurn).catch((e: unknown) => e);
+    assert.equal((first as { code?: unknown }).code, Code.NotFound);
+    assert.equal(
+      (again as { code?: unknown }).code,
+      Code.NotFound,
+      "the retry is not acknowledged as done",
+    );
+  });
 });
 
 function defaultsForGrace() {
@@ -262,4 +363,8 @@ function defaultsForGrace() {
 function isHeartbeat(message: { message: { case?: string; value?: unknown } }): boolean {
   const value = message.message.value as { message?: { case?: string } } | undefined;
   return message.message.case === "interactionUpdate" && value?.message?.case === "heartbeat";
+}
+function isTextDelta(message: { message: { case?: string; value?: unknown } }): boolean {
+  const value = message.message.value as { message?: { case?: string } } | undefined;
+  return message.message.case === "interactionUpdate" && value?.message?.case === "textDelta";
 }

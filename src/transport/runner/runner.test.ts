@@ -304,6 +304,52 @@ describe("createRunner()", () => {
     await other.shutdown();
   });
 
+  test("only the output that carries the turn may cancel it", async () => {
+    provider.reply({ type: "stall", body: toChatCompletionSse({ text: "slow" }), events: 1 });
+    const output = createOutput();
+    await runner.submit(CONV, start("hi"), output);
+    await provider.request(0);
+    const stale = createOutput();
+    assert.deepEqual(
+      await runner.submit(CONV, { type: "cancel", inputID: "late", at: 2, reason: "old" }, stale),
+      { type: "applied", rejected: "other_stream" },
+    );
+    assert.equal((await runner.inspect(CONV))?.committed.status, "waiting_llm");
+    await runner.submit(CONV, { type: "cancel", inputID: "mine", at: 3, reason: "stop" }, output);
+    assert.equal((await output.ended).type, "canceled");
+  });
+
+  test("resume attaches nothing for another turn, or while another output carries the turn", async () => {
+    provider.reply({ type: "stall", body: toChatCompletionSse({ text: "slow" }), events: 1 });
+    const output = createOutput();
+    await runner.submit(CONV, start("hi"), output);
+    await provider.request(0);
+    assert.equal(await runner.resume(CONV, createOutput(), { turnID: "t0" }), false);
+    assert.equal(await runner.resume(CONV, createOutput()), false);
+    assert.equal(await runner.resume(CONV, output, { turnID: "t1" }), true, "its own output may");
+    assert.equal(provider.requests.length, 1, "the running call was not opened twice");
+  });
+
+  test("a cancel while the model call is being prepared opens nothing upstream", async () => {
+    const slow: Store = new Proxy(store, {
+      get(target, key, receiver) {
+        if (key !== "getLLMCall") return Reflect.get(target, key, receiver);
+        return async (callID: string) => {
+          await new Promise((resolve) => setImmediate(resolve));
+          await new Promise((resolve) => setImmediate(resolve));
+          return target.getLLMCall(callID);
+        };
+      },
+    });
+    const slowRunner = makeRunner(slow);
+    const output = createOutput();
+    await slowRunner.submit(CONV, start("hi"), output);
+    await slowRunner.submit(CONV, { type: "cancel", inputID: "c", at: 2, reason: "stop" }, output);
+    assert.equal((await output.ended).type, "canceled");
+    await slowRunner.shutdown();
+    assert.equal(provider.requests.length, 0);
+  });
+
   test("an unknown model fails the turn with a clear message and commits nothing but the question", async () => {
     const output = createOutput();
     const input = { ...start("hi"), settings: { ...start("hi").settings, model: "nope" } };

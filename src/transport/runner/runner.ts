@@ -43,10 +43,14 @@ interface Live {
   state: RuntimeState;
   version: number;
   output: TurnOutput | null;
+  /** The model call being opened or read (set before its stream exists). */
+  calling: string | null;
   /** The model stream being read, if any. */
   stream: { readonly callID: string; readonly stream: LLMStream } | null;
   /** Operation ids whose tool runs in this process now. */
   readonly tools: Set<string>;
+  /** Set when the entry was dropped after a failure the loop never saw: its work stops. */
+  retired: boolean;
 }
 
 /** How often one input is re-applied after losing the compare-and-swap before the turn fails. */
@@ -96,8 +100,10 @@ export function createRunner(options: RunnerOptions): Runner {
           : { committed: loaded.state, pending: null },
       version: loaded?.version ?? 0,
       output: null,
+      calling: null,
       stream: null,
       tools: new Set(),
+      retired: false,
     };
     live.set(conversationID, entry);
     evictIdle();
@@ -106,7 +112,11 @@ export function createRunner(options: RunnerOptions): Runner {
 
   function evictIdle(): void {
     let idle = [...live.values()].filter(
-      (entry) => entry.output === null && entry.stream === null && entry.tools.size === 0,
+      (entry) =>
+        entry.output === null &&
+        entry.calling === null &&
+        entry.stream === null &&
+        entry.tools.size === 0,
     );
     for (const entry of idle) {
       if (idle.length <= IDLE_CACHE_SIZE) break;
@@ -117,32 +127,41 @@ export function createRunner(options: RunnerOptions): Runner {
 
   /**
    * Applies one input: transition, commit, publish, execute. Runs inside the conversation's
-   * queue. Returns null when the store had already applied it (a duplicate).
+   * queue. Returns null when the store had already applied it (a duplicate). Any failure ends
+   * the turn on the client (the loop never saw it) and is rethrown.
    */
   async function apply(
     entry: Live,
     input: Input,
     inputID: string,
-    extra: readonly RecordWrite[] = [],
-    attempt = 1,
+    extra: (step: Transition) => readonly RecordWrite[] = () => [],
+  ): Promise<Transition | null> {
+    try {
+      return await applyOnce(entry, input, inputID, extra, 1);
+    } catch (error) {
+      fail(entry, `the conversation could not be saved: ${describe(error)}`);
+      throw error;
+    }
+  }
+
+  async function applyOnce(
+    entry: Live,
+    input: Input,
+    inputID: string,
+    extra: (step: Transition) => readonly RecordWrite[],
+    attempt: number,
   ): Promise<Transition | null> {
     const before = entry.state;
     const step = transition(before, input);
     if (step.state.committed !== before.committed) {
-      const records = [...(await toRecords(before.committed, step)), ...extra];
-      let result: Awaited<ReturnType<typeof store.commitInput>>;
-      try {
-        result = await store.commitInput({
-          inputID,
-          expectedVersion: entry.version,
-          state: step.state.committed,
-          result: { command: step.command.type, rejected: step.rejected?.reason ?? null },
-          records,
-        });
-      } catch (error) {
-        fail(entry, `the conversation could not be saved: ${describe(error)}`);
-        throw error;
-      }
+      const records = [...(await toRecords(before.committed, step)), ...extra(step)];
+      const result = await store.commitInput({
+        inputID,
+        expectedVersion: entry.version,
+        state: step.state.committed,
+        result: { command: step.command.type, rejected: step.rejected?.reason ?? null },
+        records,
+      });
       switch (result.type) {
         case "committed":
           entry.version = result.commit.version;
@@ -155,10 +174,11 @@ export function createRunner(options: RunnerOptions): Runner {
           // Another writer moved the conversation: start again from what it committed.
           await reload(entry);
           if (attempt >= MAX_CONFLICT_ATTEMPTS) {
-            fail(entry, `the conversation kept changing under this server (${attempt} conflicts)`);
-            return null;
+            throw new Error(
+              `the conversation kept changing under this server (${attempt} conflicts)`,
+            );
           }
-          return apply(entry, input, inputID, extra, attempt + 1);
+          return applyOnce(entry, input, inputID, extra, attempt + 1);
         }
       }
     }
@@ -220,7 +240,13 @@ export function createRunner(options: RunnerOptions): Runner {
   function execute(entry: Live, command: Command): void {
     switch (command.type) {
       case "call_llm":
-        spawn(entry.conversationID, "model call", () => callModel(entry, command));
+        if (entry.calling === command.callID) return;
+        entry.calling = command.callID;
+        spawn(entry.conversationID, "model call", () =>
+          callModel(entry, command).finally(() => {
+            if (entry.calling === command.callID) entry.calling = null;
+          }),
+        );
         return;
       case "call_client":
         spawn(entry.conversationID, "tool call", () => callTool(entry, command));
@@ -245,6 +271,8 @@ export function createRunner(options: RunnerOptions): Runner {
 
   /** Ends the turn on the client with a failure the loop never saw (e.g. the store failed). */
   function fail(entry: Live, message: string): void {
+    if (entry.retired) return;
+    entry.retired = true;
     entry.stream?.stream.abort("failed");
     live.delete(entry.conversationID);
     const failure = toErrorMessage({
@@ -263,6 +291,16 @@ export function createRunner(options: RunnerOptions): Runner {
     const conversationID = entry.conversationID;
     const turnID = entry.state.committed.turnID;
     const saved = await store.getLLMCall(command.callID);
+    // A cancel or shutdown that came while the call was being prepared wins: open nothing.
+    const current = entry.state.committed;
+    if (
+      stopping ||
+      entry.retired ||
+      current.status !== "waiting_llm" ||
+      current.call?.callID !== command.callID
+    ) {
+      return;
+    }
     const stream = llm.stream({
       callID: command.callID,
       model: command.model,
@@ -287,7 +325,7 @@ export function createRunner(options: RunnerOptions): Runner {
     entry.stream = { callID: command.callID, stream };
     try {
       for await (const event of stream) {
-        if (stopping) return;
+        if (stopping || entry.retired) return;
         const step = await queue.run(conversationID, () =>
           apply(entry, { type: "llm_event", callID: command.callID, event }, command.callID),
         );
@@ -295,7 +333,8 @@ export function createRunner(options: RunnerOptions): Runner {
       }
     } finally {
       if (entry.stream?.stream === stream) entry.stream = null;
-      if (!stopping) stream.abort("stream no longer read");
+      // After the terminal event this does nothing; before it, it closes the upstream request.
+      stream.abort("stream no longer read");
     }
   }
 
@@ -315,7 +354,7 @@ export function createRunner(options: RunnerOptions): Runner {
         },
         () => output.runTool(command, state),
       );
-      if (record.status !== "completed" || stopping) return;
+      if (record.status !== "completed" || stopping || entry.retired) return;
       const message = record.result as ToolResultMessage;
       await queue.run(entry.conversationID, () =>
         apply(
@@ -333,9 +372,15 @@ export function createRunner(options: RunnerOptions): Runner {
     submit(conversationID, input, output, submitOptions: SubmitOptions = {}) {
       return queue.run(conversationID, async (): Promise<SubmitResult> => {
         const entry = await load(conversationID);
-        if (await store.findInputCommit(conversationID, input.inputID))
+        if (await store.findInputCommit(conversationID, input.inputID)) {
           return { type: "duplicate" };
+        }
         if (input.type === "cancel") {
+          // Only the stream that carries the turn may cancel it: a cancel that arrives late on
+          // an earlier stream must not stop the turn that superseded it.
+          if (entry.output !== null && entry.output !== output) {
+            return { type: "applied", rejected: "other_stream" };
+          }
           const step = await apply(entry, input, input.inputID);
           return step === null ? { type: "duplicate" } : applied(step);
         }
@@ -349,40 +394,59 @@ export function createRunner(options: RunnerOptions): Runner {
           await apply(entry, cancel, cancel.inputID);
         }
         entry.output = output;
-        const extra: RecordWrite[] =
-          submitOptions.requestID === undefined
+        const { requestID, clientState } = submitOptions;
+        const step = await apply(entry, input, input.inputID, (started) =>
+          requestID === undefined
             ? []
             : [
                 {
                   type: "request_stream",
-                  requestID: submitOptions.requestID,
-                  ...(submitOptions.clientState === undefined
-                    ? {}
-                    : { clientState: submitOptions.clientState }),
+                  requestID,
+                  clientState: JSON.stringify({
+                    turnID: started.state.committed.turnID,
+                    client: clientState ?? null,
+                  } satisfies BoundStream),
                 },
-              ];
-        const step = await apply(entry, input, input.inputID, extra);
+              ],
+        );
         if (step?.rejected) entry.output = null;
         return step === null ? { type: "duplicate" } : applied(step);
       });
     },
 
-    resume(conversationID, output) {
+    resume(conversationID, output, options = {}) {
       return queue.run(conversationID, async () => {
         const entry = await load(conversationID);
+        const state = entry.state.committed;
+        // A stream may only continue its own turn, and not one another live stream carries.
+        if (options.turnID !== undefined && state.turnID !== options.turnID) return false;
+        if (entry.output !== null && entry.output !== output) return false;
+        const command = toResumeCommand(state);
+        if (command === null) return false;
         entry.output = output;
-        const command = toResumeCommand(entry.state.committed);
-        if (command === null) {
-          entry.output = null;
-          return false;
-        }
         const busy =
           command.type === "call_llm"
-            ? entry.stream !== null
+            ? entry.calling === command.callID
             : entry.tools.has(command.operationID);
         if (!busy) execute(entry, command);
         return true;
       });
+    },
+
+    async findStream(requestID) {
+      const bound = await store.findRequestStream(requestID);
+      if (bound === null) return null;
+      let saved: BoundStream = { turnID: "", client: null };
+      try {
+        saved = JSON.parse(bound.clientState ?? "null") ?? saved;
+      } catch {
+        // A binding written without our wrapper: no turn to match, so nothing to resume.
+      }
+      return {
+        conversationID: bound.conversationID,
+        turnID: saved.turnID,
+        clientState: saved.client,
+      };
     },
 
     detach(conversationID, output) {
@@ -405,6 +469,12 @@ export function createRunner(options: RunnerOptions): Runner {
       while (background.size > 0) await Promise.allSettled([...background]);
     },
   };
+}
+
+/** What the runner saves with a stream binding: the turn it started and the client's state. */
+interface BoundStream {
+  readonly turnID: string;
+  readonly client: string | null;
 }
 
 function applied(step: Transition): SubmitResult {

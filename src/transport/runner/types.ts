@@ -53,7 +53,10 @@ export interface SubmitOptions {
 }
 
 export type SubmitResult =
-  /** Applied (possibly rejected by the loop, see `rejected`). */
+  /**
+   * Applied (possibly rejected by the loop, see `rejected`; `other_stream` when a cancel came from
+   * a stream that does not carry the turn).
+   */
   | { readonly type: "applied"; readonly rejected: string | null }
   /** This input was applied before; nothing was done again. */
   | { readonly type: "duplicate" };
@@ -74,9 +77,21 @@ export interface Runner {
   /**
    * Attaches `output` to the conversation and continues what it waits for: a model call is
    * repeated with its saved request, a tool call is asked for again. Used when a client
-   * reconnects, e.g. after a restart. Resolves false when nothing was waiting.
+   * reconnects, e.g. after a restart. Resolves false, attaching nothing, when nothing waits,
+   * when `turnID` is given and is not the current turn, or when another output carries the turn.
    */
-  resume(conversationID: string, output: TurnOutput): Promise<boolean>;
+  resume(
+    conversationID: string,
+    output: TurnOutput,
+    options?: { turnID?: string },
+  ): Promise<boolean>;
+  /**
+   * The conversation and turn a client stream id was bound to when it started a turn (see
+   * `SubmitOptions`), with the client state saved then; null when unknown.
+   */
+  findStream(
+    requestID: string,
+  ): Promise<{ conversationID: string; turnID: string; clientState: string | null } | null>;
   /** Detaches `output` if it is still the conversation's output. */
   detach(conversationID: string, output: TurnOutput): void;
   /** The conversation's current state (in memory, or loaded), or null when unknown. */
