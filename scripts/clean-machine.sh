@@ -15,6 +15,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/cursor-byok-clean-XXXXXX")"
+mkdir "$work/tmp"
 server_pid=""
 started=$SECONDS
 
@@ -27,7 +28,8 @@ fail() {
   fi
   exit 1
 }
-group_alive() { [ -n "$server_pid" ] && pgrep -g "$server_pid" > /dev/null 2>&1; }
+# kill -0 on the group needs no procps, so the check cannot silently pass on a minimal machine.
+group_alive() { [ -n "$server_pid" ] && kill -0 -- "-$server_pid" 2> /dev/null; }
 cleanup() {
   if group_alive; then kill -KILL -- "-$server_pid" 2> /dev/null || true; fi
   rm -rf "$work"
@@ -40,10 +42,11 @@ if [ "${CLEAN_MACHINE_SOURCE:-head}" = worktree ]; then
   (cd "$repo" && git ls-files -z --cached --others --exclude-standard |
     tar --null --ignore-failed-read -cf - -T - 2> /dev/null) | tar -xf - -C "$work/repo"
 else
-  git clone --quiet "$repo" "$work/repo"
+  timeout 300 git clone --quiet "$repo" "$work/repo" || fail "git clone failed or took over 5 min"
 fi
 
 export npm_config_cache="${npm_config_cache:-$(npm config get cache)}"
+export TMPDIR="$work/tmp"
 export HOME="$work/home"
 export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share"
 unset OPENAI_API_KEY ANTHROPIC_API_KEY GEMINI_API_KEY OPENROUTER_API_KEY CURSOR_BYOK_CONFIG
@@ -52,7 +55,7 @@ mkdir -p "$HOME"
 cd "$work/repo"
 
 step "npm ci"
-npm ci --no-audit --no-fund --loglevel=error
+timeout 600 npm ci --no-audit --no-fund --loglevel=error || fail "npm ci failed or took over 10 min"
 
 node="$work/repo/node_modules/.bin/node"
 port="$("$node" -e 'const s=require("node:net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
@@ -61,18 +64,19 @@ step "npm start -- --port $port (in the background, in its own process group)"
 setsid npm start -- --port "$port" > "$work/server.log" 2>&1 &
 server_pid=$!
 
-# Wait for the port to accept connections: at most 30 s, polling every 0.2 s.
+# Wait for the banner, printed once the server listens: at most 30 s, polling every 0.2 s.
+# (The port was free a moment ago; if another program took it since, start-up fails and says so.)
+banner="cursor-agent --endpoint http://127.0.0.1:$port"
 for _ in $(seq 150); do
-  if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then break; fi
+  if grep -q "$banner" "$work/server.log"; then break; fi
   kill -0 "$server_pid" 2> /dev/null || fail "the server exited during start-up"
   sleep 0.2
 done
-(exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null || fail "the server did not listen on port $port within 30 s"
-grep -q "cursor-agent --endpoint http://127.0.0.1:$port" "$work/server.log" ||
-  fail "the server did not print how to point cursor-agent at it"
+grep -q "$banner" "$work/server.log" || fail "the server did not say it serves on port $port within 30 s"
+(exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null || fail "nothing accepts connections on port $port"
 
 step "npx cursor-byok doctor --e2e --port $port"
-npx --no-install cursor-byok doctor --e2e --port "$port" || fail "doctor --e2e failed"
+timeout 120 npx --no-install cursor-byok doctor --e2e --port "$port" || fail "doctor --e2e failed"
 
 # SIGTERM to the whole process group, as a terminal's Ctrl-C (SIGINT) or a service manager does:
 # npm passes a signal sent to it alone only to the shell it runs the script in, not to node.
@@ -90,6 +94,8 @@ if group_alive; then
 fi
 status=0
 wait "$server_pid" || status=$?
+# npm reports the signal that ended its script (143 = SIGTERM); anything else is a crash.
+case "$status" in 0 | 143) ;; *) fail "npm start exited with status $status" ;; esac
 grep -q '"msg":"stopped"' "$work/server.log" || fail "the server did not log a clean stop"
 if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then fail "port $port still accepts connections"; fi
 

@@ -169,7 +169,7 @@ function isReachable(url: string): Promise<boolean> {
   });
 }
 
-/** Runs the child with this terminal; signals sent to us are passed on. Resolves to its exit code. */
+/** Runs the child with this terminal; resolves to its exit code. */
 function runChild(
   executable: string,
   args: readonly string[],
@@ -178,11 +178,17 @@ function runChild(
 ): Promise<number> {
   return new Promise((resolve) => {
     const child = spawn(executable, args, { stdio: "inherit", env });
-    const forward = (signal: NodeJS.Signals) => child.kill(signal);
-    const signals: NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
-    for (const signal of signals) process.on(signal, forward);
+    // The terminal sends SIGINT and SIGHUP to the whole foreground group, the child included:
+    // we only keep them from stopping us. SIGTERM is addressed to us alone, so it is passed on.
+    const ignore = () => {};
+    const forward = () => child.kill("SIGTERM");
+    process.on("SIGINT", ignore);
+    process.on("SIGHUP", ignore);
+    process.on("SIGTERM", forward);
     const finish = (code: number) => {
-      for (const signal of signals) process.off(signal, forward);
+      process.off("SIGINT", ignore);
+      process.off("SIGHUP", ignore);
+      process.off("SIGTERM", forward);
       resolve(code);
     };
     child.once("error", (error) => {

@@ -3,13 +3,20 @@
  * servers on 127.0.0.1 only.
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createCursorClient } from "../transport/testing/index.ts";
 import { COMMANDS } from "./run-cli.ts";
-import { createTempHome, runCliProcess, type ServeProcess, startServeProcess } from "./testing.ts";
+import {
+  createTempHome,
+  MAIN,
+  runCliProcess,
+  type ServeProcess,
+  startServeProcess,
+} from "./testing.ts";
 
 const home = createTempHome();
 after(() => home.cleanup());
@@ -23,6 +30,21 @@ function writeConfig(name: string, text: string): string {
 
 // The groups run side by side (each spawns its own processes); tests within a server's group run in order.
 describe("cursor-byok as a subprocess", { concurrency: true }, () => {
+  test("output into a reader that stops early (| head) ends quietly", async () => {
+    const child = spawn(process.execPath, [MAIN, "--help"], {
+      env: home.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    const code = await new Promise((resolve) => child.once("close", resolve));
+    assert.equal(code, 0, stderr);
+    assert.doesNotMatch(stderr, /EPIPE|Error/);
+  });
+
   describe("--help", () => {
     test("the overview and every command's help", async () => {
       const runs = await Promise.all([

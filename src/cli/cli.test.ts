@@ -205,6 +205,25 @@ describe("config init", () => {
     assert.equal(statSync(file).mode & 0o777, 0o600);
   });
 
+  test("--force twice never overwrites a backup; write failures are one line", async () => {
+    const file = path.join(home.dir, "twice", "config.yaml");
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, "# hand-written\n");
+    assert.equal((await run(["config", "init", "--config", file, "--force"])).code, 0);
+    const second = await run(["config", "init", "--config", file, "--force"]);
+    assert.equal(second.code, 0, second.err);
+    assert.equal(readFileSync(`${file}.bak`, "utf8"), "# hand-written\n");
+    assert.match(readFileSync(`${file}.bak.1`, "utf8"), /^# cursor-byok configuration/);
+    const blocked = path.join(home.dir, "a-file");
+    writeFileSync(blocked, "");
+    const failed = await run(["config", "init", "--config", path.join(blocked, "x.yaml")]);
+    assert.equal(failed.code, 1);
+    assert.match(
+      failed.err,
+      /^cursor-byok: cannot write .*x\.yaml \((EEXIST|ENOTDIR)\): check the path\.\n$/,
+    );
+  });
+
   test("CURSOR_BYOK_CONFIG names the file", async () => {
     const file = path.join(home.dir, "from-env.yaml");
     const result = await run(["config", "init"], { CURSOR_BYOK_CONFIG: file });
@@ -230,6 +249,35 @@ describe("doctor: the port", () => {
             "                fix: stop that program, or choose another port with --port or server.port\n",
         ),
         result.out,
+      );
+    } finally {
+      other.closeAllConnections();
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
+});
+
+describe("doctor: a port held by someone else", () => {
+  test("is probed without the access token", async () => {
+    const seen: (string | undefined)[] = [];
+    const other = createServer((request, response) => {
+      seen.push(request.headers.authorization);
+      response.writeHead(404);
+      response.end();
+    });
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = other.address() as AddressInfo;
+      const file = path.join(home.dir, "token.yaml");
+      writeFileSync(file, "server:\n  accessTokenEnv: BYOK_TOKEN\n");
+      const result = await run(["doctor", "--config", file, "--port", String(port)], {
+        BYOK_TOKEN: "token-must-stay-home",
+      });
+      assert.equal(result.code, 1);
+      assert.ok(seen.length > 0, "the port was probed");
+      assert.deepEqual(
+        seen,
+        seen.map(() => undefined),
       );
     } finally {
       other.closeAllConnections();

@@ -167,13 +167,9 @@ async function checkRunningServer(config: Config): Promise<CheckResult> {
   try {
     const response = await fetch(`${url}/aiserver.v1.AiService/GetUsableModels`, {
       method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "connect-protocol-version": "1",
-        ...(accessToken.type === "none"
-          ? {}
-          : { authorization: `Bearer ${accessToken.value.reveal()}` }),
-      },
+      // No token here: the port may belong to any program. A cursor-byok that wants one answers
+      // 401 "unauthenticated", which identifies it well enough.
+      headers: { "content-type": "application/json", "connect-protocol-version": "1" },
       body: "{}",
       signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
     });
@@ -182,12 +178,18 @@ async function checkRunningServer(config: Config): Promise<CheckResult> {
       code?: unknown;
     } | null;
     if (response.status === 401 && body?.code === "unauthenticated") {
-      return {
-        status: "fail",
-        name: "port",
-        detail: `${host}:${port} is in use by a cursor-byok that refuses this configuration's access token`,
-        hint: "use the same access token as the running server, or stop it",
-      };
+      return accessToken.type === "none"
+        ? {
+            status: "fail",
+            name: "port",
+            detail: `${host}:${port} is in use by a cursor-byok that requires an access token`,
+            hint: "configure the same access token as the running server, or stop it",
+          }
+        : {
+            status: "ok",
+            name: "port",
+            detail: `cursor-byok (with an access token) is already running on ${host}:${port}`,
+          };
     }
     if (response.ok && Array.isArray(body?.models)) {
       return {

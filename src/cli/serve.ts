@@ -97,7 +97,8 @@ export const SERVE_COMMAND: Command = {
       },
       "cursor-byok is listening",
     );
-    io.stdout.write(toBanner(config, server));
+    // On a terminal the banner is for the user; otherwise stdout carries JSON log lines only.
+    (io.stdout.isTTY === true ? io.stdout : io.stderr).write(toBanner(config, server));
     await untilStopped(log);
     await shutDown(server, store, log);
     return 0;

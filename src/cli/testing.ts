@@ -141,14 +141,15 @@ export function startServeProcess(
       child.kill("SIGKILL");
       reject(new Error(`serve did not start:\n${output.text()}`));
     }, PROCESS_LIMIT_MS);
+    // Not a terminal here, so the banner goes to stderr (stdout carries JSON log lines only).
     const onData = () => {
-      const match = /serving on (http:\/\/\S+)/.exec(output.stdout());
+      const match = /serving on (http:\/\/\S+)/.exec(output.stderr());
       if (match?.[1] === undefined) return;
       clearTimeout(timer);
-      child.stdout?.off("data", onData);
+      child.stderr?.off("data", onData);
       resolve({ url: match[1], child, output: output.text, stop });
     };
-    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
     void exited.then((result) => {
       clearTimeout(timer);
       reject(new Error(`serve exited (${result.code}) before serving:\n${output.text()}`));

@@ -175,6 +175,11 @@ describe("an invalid file names the file, line, column, field and problem", () =
       "FILE:3:1: YAML syntax error: Flow sequence in block collection must be sufficiently indented and end with a ]",
     ],
     [
+      "an alias to no anchor (the alias text, maybe a key, is not echoed)",
+      "models:\n  - name: a\n    api: anthropic\n    model: m\n    apiKey: *sk-SECRET-ALIAS\n",
+      "FILE: YAML error: an alias (*name) refers to no anchor defined before it, or aliases expand too much",
+    ],
+    [
       "duplicate key",
       "log:\n  level: info\n  level: debug\n",
       "FILE:3:3: YAML syntax error: Map keys must be unique",

@@ -41,10 +41,14 @@ export function parseYamlSource(file: string, text: string): YamlSource {
   let value: unknown;
   try {
     value = doc.toJS({ maxAliasCount: 100 });
-  } catch (error) {
+  } catch {
+    // The library's message quotes the offending alias, which may be a secret: say what is
+    // wrong without echoing the text.
     throw new ConfigFileError({
       file,
-      problem: `YAML error: ${error instanceof Error ? error.message : String(error)}`,
+      problem:
+        "YAML error: an alias (*name) refers to no anchor defined before it, or aliases " +
+        "expand too much",
     });
   }
   return {
