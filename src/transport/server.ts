@@ -14,13 +14,13 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { AddressInfo } from "node:net";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { LLM } from "../llm/index.ts";
 import type { Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
 import { createAgentStreams } from "./agent-streams.ts";
-import { type Listener, listen } from "./http/listen.ts";
+import { type Listener, listen, type RequestHandler } from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import { createRoutes } from "./routes.ts";
 import { createRunner } from "./runner/runner.ts";
@@ -78,6 +78,17 @@ export interface Server {
   close(): Promise<void>;
 }
 
+/** A server running in this process: it can also be handed requests directly. */
+export interface LocalServer extends Server {
+  /**
+   * Answers a request without the access-token check: for callers in this process that decided
+   * themselves that the request may be served (the IDE proxy, docs/ide.md).
+   */
+  readonly serveTrusted: RequestHandler;
+  /** Whether `path` is a procedure this server answers itself (Connect routes and aliases). */
+  servesProcedure(path: string): boolean;
+}
+
 /** Procedures the client calls at start-up whose answer may be an empty message. */
 const EMPTY_REPLIES = new Set([
   "/aiserver.v1.NetworkService/IsConnected",
@@ -115,7 +126,10 @@ interface Response {
   end(body: string): unknown;
 }
 
-export async function startServer(deps: ServerDeps, options: ServerOptions): Promise<Server> {
+export async function startServer(
+  deps: ServerDeps,
+  options: ServerOptions,
+): Promise<LocalServer> {
   const { store, llm, log } = deps;
   const now = deps.now ?? Date.now;
   const runner = createRunner({
@@ -134,8 +148,15 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   );
   const unimplemented = new Set<string>();
 
+  const routes = createRoutes(streams, llm, now, { offerHttp2: options.offerHttp2 });
+  const router = createConnectRouter();
+  routes(router);
+  const procedures = new Set([
+    ...router.handlers.map((handler) => handler.requestPath),
+    ...Object.keys(ALIASES),
+  ]);
   const connect = connectNodeAdapter({
-    routes: createRoutes(streams, llm, now, { offerHttp2: options.offerHttp2 }),
+    routes,
     readMaxBytes: options.maxMessageBytes,
     fallback(request, response) {
       const path = pathOf(request);
@@ -159,6 +180,16 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     },
   });
 
+  const dispatch = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
+    const path = pathOf(request);
+    const alias = ALIASES[path];
+    if (alias !== undefined) request.url = alias;
+    if (options.runSseContentType === "event-stream" && path === "/agent.v1.AgentService/RunSSE") {
+      asEventStream(response);
+    }
+    connect(request, response as Parameters<typeof connect>[1]);
+  };
+
   const handle = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
     if (options.accessToken !== undefined && !isAuthorized(request, options.accessToken)) {
       request.resume();
@@ -171,13 +202,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       );
       return;
     }
-    const path = pathOf(request);
-    const alias = ALIASES[path];
-    if (alias !== undefined) request.url = alias;
-    if (options.runSseContentType === "event-stream" && path === "/agent.v1.AgentService/RunSSE") {
-      asEventStream(response);
-    }
-    connect(request, response as Parameters<typeof connect>[1]);
+    dispatch(request, response);
   };
 
   const listener: Listener = await listen(handle, options.host, options.port);
@@ -186,6 +211,8 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   return {
     url,
     address: listener.address,
+    serveTrusted: dispatch,
+    servesProcedure: (path) => procedures.has(path),
     async close() {
       const closed = listener.close();
       streams.closeAll("the server is shutting down");

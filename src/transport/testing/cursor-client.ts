@@ -7,6 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Agent } from "node:http";
+import type { SecureClientSessionOptions } from "node:http2";
 import { isMessage } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import type { UniversalClientFn } from "@connectrpc/connect/protocol";
@@ -52,6 +53,10 @@ export interface CursorClientOptions {
   readonly onExec?: ExecOverride;
   /** Default time limit of a turn. Default 10 000 ms. */
   readonly timeoutMs?: number;
+  /** HTTP/1.1: the connection pool (e.g. one that goes through a proxy). */
+  readonly agent?: Agent;
+  /** HTTP/2: options of the session (e.g. `createConnection` over a proxy tunnel). */
+  readonly http2Session?: SecureClientSessionOptions;
 }
 
 /** `RunRequestInit` with the client's defaults: its workspace, and its last checkpoint. */
@@ -176,11 +181,11 @@ function createTransport(
   let base: UniversalClientFn;
   let release: () => void;
   if (options.httpVersion === "1.1") {
-    const agent = new Agent({ keepAlive: true });
+    const agent = options.agent ?? new Agent({ keepAlive: true });
     base = createNodeHttpClient({ httpVersion: "1.1", nodeOptions: { agent } });
     release = () => agent.destroy();
   } else {
-    const sessionManager = new Http2SessionManager(options.baseUrl);
+    const sessionManager = new Http2SessionManager(options.baseUrl, undefined, options.http2Session);
     base = createNodeHttpClient({ httpVersion: "2", sessionProvider: () => sessionManager });
     release = () => sessionManager.abort();
   }

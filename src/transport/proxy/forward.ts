@@ -1,0 +1,268 @@
+/**
+ * Forwarding a decrypted request to the real host, unchanged: method, path, headers (the user's
+ * own `authorization` included) and body; the response streamed back chunk by chunk as it
+ * arrives, trailers kept. HTTP/2 upstream when the client spoke HTTP/2, HTTP/1.1 otherwise.
+ * Upstream TLS is verified against the trust roots given (the system's by default).
+ *
+ * When the upstream cannot be reached, the client gets an error it can read in its own protocol
+ * (docs/ide.md): Connect streaming → an end-stream message, gRPC → `grpc-status`, anything else
+ * → a Connect unary error (HTTP 503 + JSON) — `unavailable`, naming the host. Never a hang.
+ */
+import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
+import http2, { type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
+import https from "node:https";
+import tls from "node:tls";
+import type { ServerResponse } from "node:http";
+
+export type ProxiedRequest = IncomingMessage | Http2ServerRequest;
+export type ProxiedResponse = ServerResponse | Http2ServerResponse;
+
+/** Where a host's traffic really goes: the host itself, or (tests) a local stand-in. */
+export type UpstreamResolver = (host: string, port: number) => { host: string; port: number };
+
+export interface UpstreamOptions {
+  readonly resolve: UpstreamResolver;
+  /** Trusted roots for upstream TLS (PEM). */
+  readonly ca: readonly string[];
+  /** How long connecting (TCP + TLS) may take. */
+  readonly connectTimeoutMs: number;
+}
+
+/** Headers that describe one hop, not the request (RFC 9110 §7.6.1), plus HTTP/2 pseudo-headers. */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "transfer-encoding",
+  "upgrade",
+  "http2-settings",
+  "host",
+]);
+
+export interface Forwarder {
+  forward(
+    request: ProxiedRequest,
+    response: ProxiedResponse,
+    target: { readonly host: string; readonly port: number; readonly secure: boolean },
+  ): void;
+  close(): void;
+}
+
+export function createForwarder(options: UpstreamOptions): Forwarder {
+  const agent = new https.Agent({ keepAlive: true, ca: [...options.ca], maxFreeSockets: 16 });
+  const plainAgent = new http.Agent({ keepAlive: true, maxFreeSockets: 16 });
+  const sessions = new Map<string, http2.ClientHttp2Session>();
+
+  const sessionFor = (host: string, port: number): http2.ClientHttp2Session => {
+    const key = `${host}:${port}`;
+    const open = sessions.get(key);
+    if (open !== undefined && !open.closed && !open.destroyed) return open;
+    const to = options.resolve(host, port);
+    // Connect to the resolved address while verifying the certificate for `host`.
+    const session = http2.connect(`https://${host}:${port}`, {
+      createConnection: () =>
+        tls.connect({
+          host: to.host,
+          port: to.port,
+          servername: host,
+          ca: [...options.ca],
+          ALPNProtocols: ["h2"],
+        }),
+    });
+    session.on("error", () => sessions.delete(key));
+    session.on("close", () => sessions.delete(key));
+    session.on("goaway", () => sessions.delete(key));
+    session.unref();
+    sessions.set(key, session);
+    return session;
+  };
+
+  const forwardH2 = (
+    request: Http2ServerRequest,
+    response: Http2ServerResponse,
+    host: string,
+    port: number,
+  ): void => {
+    let session: http2.ClientHttp2Session;
+    try {
+      session = sessionFor(host, port);
+    } catch (error) {
+      answerUnavailable(request, response, host, error);
+      return;
+    }
+    const headers: OutgoingHttpHeaders = {
+      ...toForwardedHeaders(request.headers),
+      ":method": request.method,
+      ":path": request.url,
+      ":authority": request.headers[":authority"] ?? host,
+      ":scheme": "https",
+    };
+    let upstream: http2.ClientHttp2Stream;
+    try {
+      upstream = session.request(headers, { endStream: false });
+    } catch (error) {
+      answerUnavailable(request, response, host, error);
+      return;
+    }
+    const timer = setTimeout(() => {
+      upstream.destroy(new Error(`no answer within ${options.connectTimeoutMs} ms`));
+    }, options.connectTimeoutMs);
+    upstream.once("response", (upstreamHeaders) => {
+      clearTimeout(timer);
+      const status = Number(upstreamHeaders[":status"] ?? 502);
+      response.writeHead(status, toForwardedHeaders(upstreamHeaders) as OutgoingHttpHeaders);
+      flush(response);
+    });
+    upstream.on("trailers", (trailers) => {
+      response.addTrailers(toForwardedHeaders(trailers) as Record<string, string>);
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      response.write(chunk);
+    });
+    upstream.once("end", () => response.end());
+    upstream.once("error", (error) => {
+      clearTimeout(timer);
+      if (response.headersSent) response.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+      else answerUnavailable(request, response, host, error);
+    });
+    request.pipe(upstream);
+    response.once("close", () => {
+      clearTimeout(timer);
+      if (!upstream.closed) upstream.close(http2.constants.NGHTTP2_CANCEL);
+    });
+  };
+
+  const forwardH1 = (
+    request: ProxiedRequest,
+    response: ProxiedResponse,
+    target: { host: string; port: number; secure: boolean },
+  ): void => {
+    const to = options.resolve(target.host, target.port);
+    const authority = String(request.headers.host ?? request.headers[":authority"] ?? target.host);
+    const requestOptions: https.RequestOptions = {
+      method: request.method,
+      path: request.url,
+      host: to.host,
+      port: to.port,
+      headers: { ...toForwardedHeaders(request.headers), host: authority },
+      timeout: options.connectTimeoutMs,
+    };
+    const upstream = target.secure
+      ? https.request({ ...requestOptions, agent, servername: target.host })
+      : http.request({ ...requestOptions, agent: plainAgent });
+    upstream.once("response", (upstreamResponse) => {
+      upstream.setTimeout(0);
+      const headers = toForwardedHeaders(upstreamResponse.headers);
+      (response as ServerResponse).writeHead(
+        upstreamResponse.statusCode ?? 502,
+        headers as OutgoingHttpHeaders,
+      );
+      flush(response);
+      upstreamResponse.on("data", (chunk: Buffer) => {
+        (response as ServerResponse).write(chunk);
+      });
+      upstreamResponse.once("end", () => {
+        if (Object.keys(upstreamResponse.trailers).length > 0) {
+          response.addTrailers(upstreamResponse.trailers as Record<string, string>);
+        }
+        response.end();
+      });
+      upstreamResponse.once("error", () => response.destroy());
+    });
+    upstream.once("timeout", () => {
+      upstream.destroy(new Error(`no answer within ${options.connectTimeoutMs} ms`));
+    });
+    upstream.once("error", (error) => {
+      if (response.headersSent) response.destroy();
+      else answerUnavailable(request, response, target.host, error);
+    });
+    request.pipe(upstream);
+    response.once("close", () => {
+      if (!upstream.writableFinished || !response.writableFinished) upstream.destroy();
+    });
+  };
+
+  return {
+    forward(request, response, target) {
+      if (target.secure && request.httpVersionMajor === 2) {
+        forwardH2(request as Http2ServerRequest, response as Http2ServerResponse, target.host, target.port);
+      } else {
+        forwardH1(request, response, target);
+      }
+    },
+    close() {
+      agent.destroy();
+      plainAgent.destroy();
+      for (const session of sessions.values()) session.destroy();
+      sessions.clear();
+    },
+  };
+}
+
+/** The request's end-to-end headers: hop-by-hop ones and pseudo-headers removed. */
+export function toForwardedHeaders(
+  headers: IncomingHttpHeaders | http2.IncomingHttpHeaders,
+): Record<string, string | string[]> {
+  const connectionTokens = String(headers.connection ?? "")
+    .split(",")
+    .map((token) => token.trim().toLowerCase())
+    .filter((token) => token !== "");
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (value === undefined || lower.startsWith(":")) continue;
+    if (HOP_BY_HOP.has(lower) || connectionTokens.includes(lower)) continue;
+    // `te` may only say `trailers` end to end (gRPC needs it).
+    if (lower === "te") {
+      if (String(value).toLowerCase().includes("trailers")) out[lower] = "trailers";
+      continue;
+    }
+    out[lower] = value as string | string[];
+  }
+  return out;
+}
+
+/** Sends the headers now, so a streaming response's first bytes are not held back. */
+function flush(response: ProxiedResponse): void {
+  const maybe = response as { flushHeaders?: () => void };
+  maybe.flushHeaders?.();
+}
+
+/** The client's own protocol's way to say "unavailable", naming the host. */
+export function answerUnavailable(
+  request: ProxiedRequest,
+  response: ProxiedResponse,
+  host: string,
+  error: unknown,
+): void {
+  const reason = (error as NodeJS.ErrnoException | undefined)?.code ?? (error as Error)?.message;
+  const message = `cursor-byok proxy: ${host} could not be reached (${reason ?? "unknown error"})`;
+  request.resume();
+  if (response.headersSent || response.writableEnded) {
+    response.destroy();
+    return;
+  }
+  const contentType = String(request.headers["content-type"] ?? "");
+  const writer = response as ServerResponse;
+  if (contentType.startsWith("application/connect+")) {
+    const json = Buffer.from(JSON.stringify({ error: { code: "unavailable", message } }));
+    const envelope = Buffer.alloc(5 + json.length);
+    envelope.writeUInt8(0x02, 0);
+    envelope.writeUInt32BE(json.length, 1);
+    json.copy(envelope, 5);
+    writer.writeHead(200, { "content-type": contentType });
+    writer.end(envelope);
+  } else if (contentType.startsWith("application/grpc")) {
+    writer.writeHead(200, {
+      "content-type": contentType,
+      "grpc-status": "14",
+      "grpc-message": encodeURIComponent(message),
+    });
+    writer.end();
+  } else {
+    writer.writeHead(503, { "content-type": "application/json" });
+    writer.end(JSON.stringify({ code: "unavailable", message }));
+  }
+}
