@@ -9,6 +9,7 @@ import {
   toConnectHost,
   toDefaultConfigPath,
 } from "../config/index.ts";
+import { runCommand } from "../ide/trust.ts";
 import {
   CONFIG_OPTION,
   HELP_OPTION,
@@ -27,6 +28,7 @@ import {
   checkPort,
 } from "./doctor-checks.ts";
 import { checkEndToEnd } from "./doctor-e2e.ts";
+import { checkIde } from "./doctor-ide.ts";
 import { checkProvidersLive } from "./doctor-live.ts";
 import type { CliIO } from "./io.ts";
 import { loadSettings } from "./settings.ts";
@@ -58,6 +60,8 @@ export const DOCTOR_COMMAND: Command = {
       "  live      each provider answers one minimal request (only with --live; costs a few tokens)",
       "  port      the port is free (or cursor-byok is already running on it)",
       "  database  the database opens and is writable",
+      "  ide       with IDE mode set up: the CA, its trust, Cursor's settings, a request through",
+      "            the proxy that our server answers, and when Cursor last reached it",
       "  e2e       one complete agent turn against the running server, through RunSSE +",
       "            BidiAppend, reading a file in a temporary directory (only with --e2e)",
       "Exit code 0 when no check failed, 1 otherwise.",
@@ -125,6 +129,7 @@ export const DOCTOR_COMMAND: Command = {
     }
     report(await checkPort(config));
     report(await checkDatabase(config));
+    for (const result of await checkIde(config, io, runCommand)) report(result);
     if (values.e2e === true) {
       report(await runEndToEnd(config, url, timeoutMs));
     } else {

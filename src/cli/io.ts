@@ -4,6 +4,7 @@
  * with captured output and a made-up environment.
  */
 import { homedir } from "node:os";
+import { createInterface } from "node:readline/promises";
 
 export interface TextOutput {
   write(text: string): void;
@@ -18,6 +19,11 @@ export interface CliIO {
   readonly cwd: string;
   readonly platform: string;
   readonly homeDir: string;
+  /**
+   * Asks a person a question and resolves to the answer; absent when nobody can answer (no
+   * terminal on standard input), so commands that need consent must be told `--yes`.
+   */
+  readonly ask?: (question: string) => Promise<string>;
 }
 
 export function createProcessIO(): CliIO {
@@ -28,5 +34,15 @@ export function createProcessIO(): CliIO {
     cwd: process.cwd(),
     platform: process.platform,
     homeDir: homedir(),
+    ...(process.stdin.isTTY === true ? { ask: askOnTerminal } : {}),
   };
+}
+
+async function askOnTerminal(question: string): Promise<string> {
+  const terminal = createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    return await terminal.question(question);
+  } finally {
+    terminal.close();
+  }
 }

@@ -9,6 +9,7 @@ import { AGENT_COMMAND } from "./agent.ts";
 import type { Command } from "./command.ts";
 import { CONFIG_COMMAND, CONFIG_INIT_COMMAND } from "./config-init.ts";
 import { DOCTOR_COMMAND } from "./doctor.ts";
+import { IDE_COMMAND } from "./ide.ts";
 import type { CliIO } from "./io.ts";
 import { MODELS_COMMAND } from "./models.ts";
 import { SERVE_COMMAND } from "./serve.ts";
@@ -20,6 +21,7 @@ export const COMMANDS: readonly Command[] = [
   MODELS_COMMAND,
   CONFIG_INIT_COMMAND,
   DOCTOR_COMMAND,
+  IDE_COMMAND,
   AGENT_COMMAND,
 ];
 

@@ -8,9 +8,20 @@
  */
 import type { Logger } from "pino";
 import { type Config, toBindRefusal, toConnectHost, toDefaultConfigPath } from "../config/index.ts";
+import { startIdeProxy } from "../ide/ide-proxy.ts";
+import { readJournal, toIdeDirectory } from "../ide/journal.ts";
+import { toSettingsPath } from "../ide/settings-file.ts";
+import { readIdeStatus, toStaleProblem } from "../ide/status.ts";
+import { runCommand } from "../ide/trust.ts";
 import { createLLM } from "../llm/index.ts";
 import { openSqliteStore, type Store } from "../store/index.ts";
-import { DEFAULT_SERVER_OPTIONS, type Server, startServer } from "../transport/server.ts";
+import type { IdeProxy } from "../transport/proxy/proxy.ts";
+import {
+  DEFAULT_SERVER_OPTIONS,
+  type LocalServer,
+  type Server,
+  startServer,
+} from "../transport/server.ts";
 import {
   CONFIG_OPTION,
   HELP_OPTION,
@@ -21,6 +32,7 @@ import {
   toStringFlag,
 } from "./args.ts";
 import type { Command } from "./command.ts";
+import { toProxyUrl } from "./ide.ts";
 import { createLog } from "./log.ts";
 import { loadSettings } from "./settings.ts";
 
@@ -67,8 +79,21 @@ export const SERVE_COMMAND: Command = {
       return 1;
     }
     const log = createLog({ level: config.logLevel, pretty: io.stdout.isTTY === true });
+    const ideDirectory = toIdeDirectory(config.dataDirectory);
+    const ide = readJournal(ideDirectory);
+    if (ide.type === "bad") {
+      io.stderr.write(`cursor-byok: not starting: IDE mode: ${ide.problem}\n`);
+      return 1;
+    }
+    const ideMode = ide.type === "ok";
+    if (ideMode && config.server.offerHttp2) {
+      log.warn(
+        {},
+        "server.http2 is ignored in IDE mode: Cursor's HTTP/2 client does not use the proxy, so clients are told to use HTTP/1.1",
+      );
+    }
     const store = openSqliteStore({ path: config.databasePath });
-    let server: Server;
+    let server: LocalServer;
     try {
       server = await startServer(
         { store, llm: createLLM({ models: config.models.map((model) => model.config) }), log },
@@ -77,7 +102,7 @@ export const SERVE_COMMAND: Command = {
           host: config.server.host,
           port: config.server.port,
           runSseContentType: config.server.runSseContentType,
-          offerHttp2: config.server.offerHttp2,
+          offerHttp2: config.server.offerHttp2 && !ideMode,
           ...(config.server.accessToken.type === "none"
             ? {}
             : { accessToken: config.server.accessToken.value.reveal() }),
@@ -87,6 +112,43 @@ export const SERVE_COMMAND: Command = {
       await store.close();
       io.stderr.write(`cursor-byok: ${toListenProblem(error, config)}\n`);
       return 1;
+    }
+    let proxy: IdeProxy | undefined;
+    if (ide.type === "ok") {
+      const proxyUrl = new URL(ide.journal.proxyUrl);
+      try {
+        proxy = await startIdeProxy({
+          ideDirectory,
+          host: proxyUrl.hostname,
+          port: Number(proxyUrl.port),
+          server,
+          log,
+          allowedConnectPorts: config.ide.allowConnectPorts,
+        });
+      } catch (error) {
+        await server.close();
+        await store.close();
+        const code = (error as NodeJS.ErrnoException).code;
+        io.stderr.write(
+          `cursor-byok: ${
+            code === "EADDRINUSE"
+              ? `the IDE proxy's port ${proxyUrl.port} is in use (Cursor's settings point at ${ide.journal.proxyUrl}). Stop what uses it, or run \`cursor-byok ide undo\` and set up again with --proxy-port.`
+              : `could not start the IDE proxy: ${(error as Error).message}`
+          }\n`,
+        );
+        return 1;
+      }
+      log.info({ proxy: proxy.url }, "the IDE proxy is listening");
+    } else {
+      const stale = toStaleProblem(
+        await readIdeStatus({
+          ideDirectory,
+          settingsFile: toSettingsPath(io),
+          configuredProxyUrl: toProxyUrl(config),
+          run: runCommand,
+        }),
+      );
+      if (stale !== undefined) log.warn({}, stale);
     }
     log.info(
       {
@@ -98,8 +160,9 @@ export const SERVE_COMMAND: Command = {
       "cursor-byok is listening",
     );
     // On a terminal the banner is for the user; otherwise stdout carries JSON log lines only.
-    (io.stdout.isTTY === true ? io.stdout : io.stderr).write(toBanner(config, server));
+    (io.stdout.isTTY === true ? io.stdout : io.stderr).write(toBanner(config, server, proxy));
     await untilStopped(log);
+    await proxy?.close();
     await shutDown(server, store, log);
     return 0;
   },
@@ -136,7 +199,7 @@ function toListenProblem(error: unknown, config: Config): string {
   }
 }
 
-function toBanner(config: Config, server: Server): string {
+function toBanner(config: Config, server: Server, proxy: IdeProxy | undefined): string {
   const url = `http://${toConnectHost(server.address.address)}:${server.address.port}`;
   const names = config.models.map((model, index) =>
     index === 0 ? `${model.config.name} (default)` : model.config.name,
@@ -152,6 +215,11 @@ function toBanner(config: Config, server: Server): string {
     `  config:   ${config.file.exists ? config.file.path : `${config.file.path} (not found; using defaults)`}`,
     `  database: ${config.databasePath}`,
   ];
+  if (proxy !== undefined) {
+    lines.push(
+      `  IDE:      proxy on ${proxy.url} (Cursor's settings point here; \`cursor-byok ide status\`)`,
+    );
+  }
   if (config.server.accessToken.type !== "none") {
     lines.push(
       `  access:   clients must send "authorization: Bearer <token>" (${config.server.accessToken.type === "env" ? `the value of ${config.server.accessToken.variable}` : "server.accessToken"})`,

@@ -17,6 +17,7 @@ import {
   type Config,
   type ConfigOverrides,
   type ConfiguredModel,
+  type IdeSettings,
   LOG_LEVELS,
   type LogLevel,
   type MissingKey,
@@ -28,6 +29,8 @@ import { type FieldPath, fromFieldText, parseYamlSource, type YamlSource } from 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 8765;
 export const DEFAULT_LOG_LEVEL: LogLevel = "info";
+/** The IDE proxy's port (docs/ide.md). */
+export const DEFAULT_PROXY_PORT = 8766;
 
 export interface LoadConfigInputs extends PlatformInputs {
   readonly location: ConfigLocation;
@@ -36,7 +39,8 @@ export interface LoadConfigInputs extends PlatformInputs {
   readonly overrides?: ConfigOverrides;
 }
 
-const TOP_FIELDS = ["server", "data", "log", "models", "defaultModel", "envShortcuts"];
+const TOP_FIELDS = ["server", "data", "log", "models", "defaultModel", "envShortcuts", "ide"];
+const IDE_FIELDS = ["proxyPort", "allowConnectPorts"];
 const SERVER_FIELDS = [
   "host",
   "port",
@@ -111,6 +115,7 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
   return {
     file: { path: file, exists: text !== undefined },
     server,
+    ide: toIdeSettings(source, root.ide, overrides),
     dataDirectory,
     databasePath: path.join(dataDirectory, DATABASE_FILE),
     logLevel,
@@ -141,6 +146,28 @@ function toServerSettings(
         RUN_SSE_CONTENT_TYPES,
       ) ?? "event-stream",
     offerHttp2: optionalBoolean(source, at("http2"), section.http2) ?? false,
+  };
+}
+
+function toIdeSettings(
+  source: YamlSource | undefined,
+  value: unknown,
+  overrides: ConfigOverrides,
+): IdeSettings {
+  const section = toSection(source, ["ide"], value, IDE_FIELDS);
+  const ports = section.allowConnectPorts;
+  if (
+    ports !== undefined &&
+    (!Array.isArray(ports) || ports.some((port) => !isPort(port) || port === 0))
+  ) {
+    throw fail(source, ["ide", "allowConnectPorts"], "must be a list of ports from 1 to 65535");
+  }
+  return {
+    proxyPort:
+      overrides.proxyPort ??
+      optionalPort(source, ["ide", "proxyPort"], section.proxyPort) ??
+      DEFAULT_PROXY_PORT,
+    allowConnectPorts: (ports as number[] | undefined) ?? [443],
   };
 }
 

@@ -30,6 +30,11 @@ server:
   # runSseContentType: event-stream # or "connect"
   # http2: false # true lets clients use the HTTP/2 bidi Run
 
+# The Cursor IDE (\`cursor-byok ide setup\`): its HTTPS proxy listens on 127.0.0.1.
+# ide:
+#   proxyPort: 8766
+#   allowConnectPorts: [443] # ports a CONNECT through the proxy may name
+
 # data:
 #   directory: ${inputs.dataDirectory} # the database is <directory>/cursor-byok.db
 

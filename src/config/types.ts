@@ -27,6 +27,14 @@ export interface ServerSettings {
   readonly offerHttp2: boolean;
 }
 
+/** IDE mode (docs/ide.md): the local HTTPS proxy Cursor's settings point at. */
+export interface IdeSettings {
+  /** The proxy's port on 127.0.0.1 (`ide setup` writes it into Cursor's settings). */
+  readonly proxyPort: number;
+  /** Ports a CONNECT may name; others are refused. */
+  readonly allowConnectPorts: readonly number[];
+}
+
 /** Where a model came from: an entry of the file's `models` list, or an environment shortcut. */
 export type ModelOrigin =
   | { readonly type: "file"; readonly field: string }
@@ -49,6 +57,7 @@ export interface Config {
   /** The file read; `exists: false` when the default file is absent (then defaults apply). */
   readonly file: { readonly path: string; readonly exists: boolean };
   readonly server: ServerSettings;
+  readonly ide: IdeSettings;
   readonly dataDirectory: string;
   /** `<dataDirectory>/cursor-byok.db`. */
   readonly databasePath: string;
@@ -64,4 +73,5 @@ export interface ConfigOverrides {
   readonly port?: number;
   readonly dataDirectory?: string;
   readonly logLevel?: LogLevel;
+  readonly proxyPort?: number;
 }

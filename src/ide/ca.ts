@@ -143,7 +143,10 @@ export function readCertificateAuthority(directory: string, now = Date.now()): C
  * Writes the CA into `directory` (created 0700): the certificate 0644, the key 0600, each by
  * a temporary file and a rename so a crash leaves either nothing or a whole file.
  */
-export function writeCertificateAuthority(directory: string, authority: CertificateAuthority): void {
+export function writeCertificateAuthority(
+  directory: string,
+  authority: CertificateAuthority,
+): void {
   mkdirSync(directory, { recursive: true, mode: 0o700 });
   chmodSync(directory, 0o700);
   writeAtomically(path.join(directory, CA_KEY_FILE), authority.keyPem, 0o600);
@@ -169,13 +172,9 @@ export function createLeafIssuer(
   const loadCa = () => {
     caKeys ??= (async () => ({
       cert: new x509.X509Certificate(authority.certPem),
-      key: await webcrypto.subtle.importKey(
-        "pkcs8",
-        fromPem(authority.keyPem),
-        ALGORITHM,
-        false,
-        ["sign"],
-      ),
+      key: await webcrypto.subtle.importKey("pkcs8", fromPem(authority.keyPem), ALGORITHM, false, [
+        "sign",
+      ]),
     }))();
     return caKeys;
   };
@@ -215,7 +214,9 @@ export function createLeafIssuer(
       const host = rawHost.toLowerCase();
       if (!isValidHostName(host)) throw new Error(`"${rawHost}" is not a host name`);
       if (permitted.length > 0 && !permitted.some((domain) => isWithinDomain(host, domain))) {
-        throw new Error(`${host} is outside ${permitted.join(", ")}: no certificate is issued for it`);
+        throw new Error(
+          `${host} is outside ${permitted.join(", ")}: no certificate is issued for it`,
+        );
       }
       const cached = cache.get(host);
       if (cached !== undefined) {

@@ -126,10 +126,7 @@ interface Response {
   end(body: string): unknown;
 }
 
-export async function startServer(
-  deps: ServerDeps,
-  options: ServerOptions,
-): Promise<LocalServer> {
+export async function startServer(deps: ServerDeps, options: ServerOptions): Promise<LocalServer> {
   const { store, llm, log } = deps;
   const now = deps.now ?? Date.now;
   const runner = createRunner({

@@ -2,7 +2,7 @@
  * The client side of an HTTP proxy: `CONNECT host:port` through it, then TLS to `host` over the
  * tunnel. What the IDE does through our proxy; used by `doctor`'s self-test and by tests.
  */
-import http from "node:http";
+import type http from "node:http";
 import https from "node:https";
 import net, { type Socket } from "node:net";
 import tls, { type TLSSocket } from "node:tls";
@@ -18,7 +18,10 @@ export function connectThroughProxy(
 ): Promise<Socket> {
   const proxy = new URL(proxyUrl);
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: proxy.hostname.replace(/^\[|\]$/g, ""), port: Number(proxy.port) });
+    const socket = net.connect({
+      host: proxy.hostname.replace(/^\[|\]$/g, ""),
+      port: Number(proxy.port),
+    });
     let head = Buffer.alloc(0);
     const fail = (error: Error) => {
       clearTimeout(timer);

@@ -8,11 +8,16 @@
  * (docs/ide.md): Connect streaming → an end-stream message, gRPC → `grpc-status`, anything else
  * → a Connect unary error (HTTP 503 + JSON) — `unavailable`, naming the host. Never a hang.
  */
-import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
+
+import type { ServerResponse } from "node:http";
+import http, {
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+} from "node:http";
 import http2, { type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
 import https from "node:https";
 import tls from "node:tls";
-import type { ServerResponse } from "node:http";
 
 export type ProxiedRequest = IncomingMessage | Http2ServerRequest;
 export type ProxiedResponse = ServerResponse | Http2ServerResponse;
@@ -187,7 +192,12 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
   return {
     forward(request, response, target) {
       if (target.secure && request.httpVersionMajor === 2) {
-        forwardH2(request as Http2ServerRequest, response as Http2ServerResponse, target.host, target.port);
+        forwardH2(
+          request as Http2ServerRequest,
+          response as Http2ServerResponse,
+          target.host,
+          target.port,
+        );
       } else {
         forwardH1(request, response, target);
       }

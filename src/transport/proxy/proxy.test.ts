@@ -6,19 +6,29 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import https from "node:https";
 import http2 from "node:http2";
+import https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
 import type { TLSSocket } from "node:tls";
 import tls from "node:tls";
-import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
-import { createCursorClient } from "../testing/index.ts";
-import { connectThroughProxy, connectTlsThroughProxy, createProxyAgent } from "./connect-through.ts";
-import { startProxy } from "./proxy.ts";
-import { DOWN_HOST, ECHO_HOST, OTHER_TLS_HOST, type ProxyWorld, startProxyWorld } from "./testing.ts";
 import { silentLog } from "../log.ts";
+import { createCursorClient } from "../testing/index.ts";
+import {
+  connectThroughProxy,
+  connectTlsThroughProxy,
+  createProxyAgent,
+} from "./connect-through.ts";
+import { startProxy } from "./proxy.ts";
+import {
+  DOWN_HOST,
+  ECHO_HOST,
+  OTHER_TLS_HOST,
+  type ProxyWorld,
+  startProxyWorld,
+} from "./testing.ts";
 
 const SERVER_CONFIG = "/aiserver.v1.ServerConfigService/GetServerConfig";
 const NOT_SERVED = "/aiserver.v1.FileSyncService/FSUploadFile";
@@ -157,6 +167,7 @@ describe("the IDE proxy", { timeout: 60_000 }, () => {
         host: "api2.cursor.sh",
         path: SERVER_CONFIG,
         served: true,
+        probe: false,
       });
     });
 
@@ -302,7 +313,11 @@ describe("the IDE proxy", { timeout: 60_000 }, () => {
       const session = await sessionH2(world, "api3.cursor.sh");
       try {
         const answer = await requestH2(session, "/trailers", {
-          headers: { "content-type": "application/grpc", te: "trailers", authorization: "Bearer t" },
+          headers: {
+            "content-type": "application/grpc",
+            te: "trailers",
+            authorization: "Bearer t",
+          },
           body: "grpc body",
         });
         assert.equal(answer.status, 200);
@@ -464,7 +479,11 @@ describe("the IDE proxy", { timeout: 60_000 }, () => {
 
     test("a ClientHello without SNI gets the CONNECT host's certificate", async () => {
       const raw = await connectThroughProxy(world.proxy.url, "api2.cursor.sh", 443);
-      const socket = tls.connect({ socket: raw, ca: [world.ca.certPem], checkServerIdentity: () => undefined });
+      const socket = tls.connect({
+        socket: raw,
+        ca: [world.ca.certPem],
+        checkServerIdentity: () => undefined,
+      });
       await new Promise<void>((resolve, reject) => {
         socket.once("secureConnect", resolve);
         socket.once("error", reject);

@@ -31,7 +31,12 @@ export interface ProxyTraffic {
   readonly path: string;
   /** Answered in-process (true) or forwarded (false). */
   readonly served: boolean;
+  /** Sent by our own self-test (`doctor`, `ide status`), not by the IDE. */
+  readonly probe: boolean;
 }
+
+/** The header our self-test marks its requests with. */
+export const PROBE_HEADER = "x-cursor-byok-probe";
 
 export interface ProxyOptions {
   readonly host: string;
@@ -59,7 +64,7 @@ export interface ProxyOptions {
   readonly onTraffic?: (traffic: ProxyTraffic) => void;
 }
 
-export interface Proxy {
+export interface IdeProxy {
   /** `http://host:port`: the value of the IDE's `http.proxy`. */
   readonly url: string;
   readonly address: AddressInfo;
@@ -76,7 +81,7 @@ export const DEFAULT_PROXY_LIMITS = {
 
 const ESTABLISHED = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
-export async function startProxy(options: ProxyOptions): Promise<Proxy> {
+export async function startProxy(options: ProxyOptions): Promise<IdeProxy> {
   if (!isLoopbackHost(options.host)) {
     throw new Error(
       `the IDE proxy listens on loopback only; ${options.host} is not a loopback address`,
@@ -108,7 +113,7 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
     const host = toRequestHost(request);
     const path = pathOf(request.url ?? "/");
     const served = options.serves(path);
-    options.onTraffic?.({ host, path, served });
+    options.onTraffic?.({ host, path, served, probe: request.headers[PROBE_HEADER] !== undefined });
     if (served) {
       options.serve(request, response as ServerResponse | Http2ServerResponse);
     } else {
@@ -119,7 +124,9 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
       });
     }
   });
-  inner.on("sessionError", (error) => log.debug({ error: error.message }, "proxy: h2 session error"));
+  inner.on("sessionError", (error) =>
+    log.debug({ error: error.message }, "proxy: h2 session error"),
+  );
 
   const contexts = new WeakMap<IssuedCertificate, SecureContext>();
   const contextFor = async (host: string): Promise<SecureContext> => {
@@ -168,7 +175,7 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
       clearTimeout(handshake);
       // As tls.Server does before it hands a socket on: HTTP/2 waits for a client-side
       // `secureConnect` (never emitted on a server socket) while this is still true.
-      (secure as { secureConnecting: boolean }).secureConnecting = false;
+      (secure as unknown as { secureConnecting: boolean }).secureConnecting = false;
       inner.emit("secureConnection", secure);
     });
     secure.on("error", (error) => {

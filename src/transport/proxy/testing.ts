@@ -5,8 +5,8 @@
  * server of another domain for the tunnel, and the proxy between them with a host map.
  */
 import { once } from "node:events";
-import http2, { type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import http2, { type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
 import net, { type AddressInfo } from "node:net";
 import tls from "node:tls";
 import {
@@ -19,7 +19,7 @@ import { createLLM } from "../../llm/index.ts";
 import { createMemoryStore } from "../../store/index.ts";
 import type { Log } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, type LocalServer, startServer } from "../server.ts";
-import { type Proxy, type ProxyOptions, type ProxyTraffic, startProxy } from "./proxy.ts";
+import { type IdeProxy, type ProxyOptions, type ProxyTraffic, startProxy } from "./proxy.ts";
 
 /** What the fake upstream received. */
 export interface UpstreamRequest {
@@ -35,7 +35,7 @@ export interface ProxyWorld {
   readonly ca: CertificateAuthority;
   readonly publicCa: CertificateAuthority;
   readonly server: LocalServer;
-  readonly proxy: Proxy;
+  readonly proxy: IdeProxy;
   readonly upstreamRequests: UpstreamRequest[];
   readonly traffic: ProxyTraffic[];
   readonly logs: { level: string; message: string; fields: Record<string, unknown> }[];

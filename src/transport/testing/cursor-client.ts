@@ -185,7 +185,11 @@ function createTransport(
     base = createNodeHttpClient({ httpVersion: "1.1", nodeOptions: { agent } });
     release = () => agent.destroy();
   } else {
-    const sessionManager = new Http2SessionManager(options.baseUrl, undefined, options.http2Session);
+    const sessionManager = new Http2SessionManager(
+      options.baseUrl,
+      undefined,
+      options.http2Session,
+    );
     base = createNodeHttpClient({ httpVersion: "2", sessionProvider: () => sessionManager });
     release = () => sessionManager.abort();
   }

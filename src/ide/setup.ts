@@ -1,0 +1,195 @@
+/**
+ * `ide setup` as a plan and its execution (docs/ide.md): the plan reads everything and changes
+ * nothing, so it can be shown and agreed to; the execution records each change in the journal
+ * before making it.
+ */
+import { copyFileSync, existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import {
+  CA_CERT_FILE,
+  type CertificateAuthority,
+  createCertificateAuthority,
+  readCertificateAuthority,
+  writeCertificateAuthority,
+} from "./ca.ts";
+import { type IdeJournal, JOURNAL_VERSION, readJournal, writeJournal } from "./journal.ts";
+import {
+  applySettings,
+  type KeyChange,
+  readSettingsText,
+  SettingsError,
+  sha256,
+  toProxySettings,
+  writeSettingsText,
+} from "./settings-file.ts";
+import {
+  type Action,
+  type CommandRunner,
+  describeAction,
+  performAction,
+  planTrust,
+  type TrustStep,
+  toAddActions,
+} from "./trust.ts";
+
+export interface IdeContext {
+  readonly platform: string;
+  readonly homeDir: string;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** `<data directory>/ide`. */
+  readonly ideDirectory: string;
+  readonly settingsFile: string;
+  readonly run: CommandRunner;
+}
+
+export interface SetupPlan {
+  readonly proxyUrl: string;
+  readonly ca: { readonly fresh: boolean; readonly authority: CertificateAuthority };
+  readonly caPath: string;
+  readonly settings: {
+    readonly file: string;
+    readonly originalText: string | undefined;
+    readonly text: string;
+    readonly changes: readonly KeyChange[];
+  };
+  readonly trust: readonly { readonly step: TrustStep; readonly actions: readonly Action[] }[];
+}
+
+export type SetupCheck =
+  | { readonly type: "ready"; readonly plan: SetupPlan }
+  | { readonly type: "already"; readonly journal: IdeJournal }
+  | { readonly type: "refused"; readonly problem: string };
+
+/** What setup would do; changes nothing. */
+export async function planSetup(context: IdeContext, proxyUrl: string): Promise<SetupCheck> {
+  const existing = readJournal(context.ideDirectory);
+  if (existing.type === "ok") return { type: "already", journal: existing.journal };
+  if (existing.type === "bad") {
+    return {
+      type: "refused",
+      problem: `${existing.problem}; remove it after checking Cursor's settings by hand`,
+    };
+  }
+  let originalText: string | undefined;
+  let applied: ReturnType<typeof applySettings>;
+  try {
+    originalText = readSettingsText(context.settingsFile);
+    applied = applySettings(context.settingsFile, originalText, toProxySettings(proxyUrl));
+  } catch (error) {
+    if (error instanceof SettingsError) return { type: "refused", problem: error.message };
+    throw error;
+  }
+  const found = readCertificateAuthority(context.ideDirectory);
+  if (found.type === "bad") {
+    return {
+      type: "refused",
+      problem: `the CA in ${context.ideDirectory} is unusable (${found.problem}); remove ${context.ideDirectory} and run setup again`,
+    };
+  }
+  const ca =
+    found.type === "ok"
+      ? { fresh: false, authority: found.authority }
+      : { fresh: true, authority: await createCertificateAuthority() };
+  const caPath = path.join(context.ideDirectory, CA_CERT_FILE);
+  const steps = planTrust({
+    platform: context.platform,
+    homeDir: context.homeDir,
+    env: context.env,
+    caPath,
+    ca: ca.authority,
+  });
+  return {
+    type: "ready",
+    plan: {
+      proxyUrl,
+      ca,
+      caPath,
+      settings: {
+        file: context.settingsFile,
+        originalText,
+        text: applied.text,
+        changes: applied.changes,
+      },
+      trust: steps.map((step) => ({ step, actions: toAddActions(step, caPath) })),
+    },
+  };
+}
+
+/** The plan as lines a person reads before agreeing. */
+export function describeSetupPlan(plan: SetupPlan, ideDirectory: string): string[] {
+  const lines = [
+    `1. ${plan.ca.fresh ? "Create" : "Reuse"} the local certificate authority in ${ideDirectory}:`,
+    `     ${path.join(ideDirectory, CA_CERT_FILE)} (public), ca-key.pem (private, readable by you only).`,
+    "     It can only vouch for cursor.sh hosts (name constraint); nothing else is ever decrypted.",
+    `   SHA-256 fingerprint ${plan.ca.authority.sha256.replace(/(..)(?!$)/g, "$1:")}`,
+    `2. Edit Cursor's settings ${plan.settings.file}${plan.settings.originalText === undefined ? " (created)" : ""}:`,
+  ];
+  for (const change of plan.settings.changes) {
+    const before = change.previous.present ? JSON.stringify(change.previous.value) : "(not set)";
+    lines.push(`     ${change.key}: ${before} → ${JSON.stringify(change.value)}`);
+  }
+  lines.push("     A backup is kept; `cursor-byok ide undo` restores the file.");
+  lines.push("3. Trust the CA for Cursor:");
+  for (const { actions } of plan.trust) {
+    for (const action of actions) lines.push(`     ${describeAction(action)}`);
+  }
+  return lines;
+}
+
+/**
+ * Carries the plan out, journal first. Stops at the first failure (the journal then holds what
+ * was done, for `ide undo`). `report` gets one line per finished change.
+ */
+export async function performSetup(
+  plan: SetupPlan,
+  context: IdeContext,
+  report: (line: string) => void,
+  now: () => Date = () => new Date(),
+): Promise<void> {
+  mkdirSync(context.ideDirectory, { recursive: true, mode: 0o700 });
+  if (plan.ca.fresh) {
+    writeCertificateAuthority(context.ideDirectory, plan.ca.authority);
+    report(`created the CA: ${plan.caPath}`);
+  }
+  const backupFile = path.join(context.ideDirectory, "settings.backup.json");
+  if (plan.settings.originalText !== undefined) {
+    copyFileSync(plan.settings.file, backupFile);
+  }
+  let journal: IdeJournal = {
+    version: JOURNAL_VERSION,
+    createdAt: now().toISOString(),
+    proxyUrl: plan.proxyUrl,
+    ca: {
+      certFile: plan.caPath,
+      sha256: plan.ca.authority.sha256,
+      sha1: plan.ca.authority.sha1,
+      serial: plan.ca.authority.serial,
+    },
+    settings: {
+      file: plan.settings.file,
+      existed: plan.settings.originalText !== undefined,
+      ...(plan.settings.originalText === undefined
+        ? {}
+        : { originalSha256: sha256(plan.settings.originalText), backupFile }),
+      writtenSha256: sha256(plan.settings.text),
+      changes: plan.settings.changes,
+    },
+    trust: [],
+  };
+  writeJournal(context.ideDirectory, journal);
+  // The settings file is re-read: if the user changed it since the plan, stop rather than lose it.
+  const current = existsSync(plan.settings.file) ? readSettingsText(plan.settings.file) : undefined;
+  if (current !== plan.settings.originalText) {
+    throw new SettingsError(plan.settings.file, "changed while setup was asking; run setup again");
+  }
+  writeSettingsText(plan.settings.file, plan.settings.text);
+  report(`updated ${plan.settings.file}`);
+  for (const { step, actions } of plan.trust) {
+    journal = { ...journal, trust: [...journal.trust, step] };
+    writeJournal(context.ideDirectory, journal);
+    for (const action of actions) {
+      await performAction(action, context.run);
+      report(`done: ${describeAction(action)}`);
+    }
+  }
+}
