@@ -30,10 +30,7 @@ const OPTIONS = {
  * `run` carries out the trust commands; tests pass a stand-in, and may name the `platform` whose
  * trust steps and settings path are used (the configuration still resolves on this machine).
  */
-export function createIdeCommand(
-  run: CommandRunner = runCommand,
-  platform?: string,
-): Command {
+export function createIdeCommand(run: CommandRunner = runCommand, platform?: string): Command {
   return {
     name: "ide",
     summary: "connect the Cursor IDE: ide setup | ide status | ide undo",

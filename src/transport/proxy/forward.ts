@@ -46,55 +46,99 @@ const HOP_BY_HOP = new Set([
   "host",
 ]);
 
+export interface ForwardTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly secure: boolean;
+  /** The path to request, when the request's own URL is in absolute form. */
+  readonly path?: string;
+}
+
 export interface Forwarder {
-  forward(
-    request: ProxiedRequest,
-    response: ProxiedResponse,
-    target: { readonly host: string; readonly port: number; readonly secure: boolean },
-  ): void;
+  forward(request: ProxiedRequest, response: ProxiedResponse, target: ForwardTarget): void;
   close(): void;
 }
 
 export function createForwarder(options: UpstreamOptions): Forwarder {
   const agent = new https.Agent({ keepAlive: true, ca: [...options.ca], maxFreeSockets: 16 });
   const plainAgent = new http.Agent({ keepAlive: true, maxFreeSockets: 16 });
-  const sessions = new Map<string, http2.ClientHttp2Session>();
+  const sessions = new Map<string, Promise<http2.ClientHttp2Session | undefined>>();
+  /** Hosts whose server offered no HTTP/2: requests to them go as HTTP/1.1. */
+  const http1Only = new Set<string>();
 
-  const sessionFor = (host: string, port: number): http2.ClientHttp2Session => {
+  /** An HTTP/2 session to the host, or `undefined` when it speaks HTTP/1.1 only. */
+  const connectSession = (host: string, port: number, key: string) =>
+    new Promise<http2.ClientHttp2Session | undefined>((resolve, reject) => {
+      const to = options.resolve(host, port);
+      // Connect to the resolved address while verifying the certificate for `host`.
+      const socket = tls.connect({
+        host: to.host,
+        port: to.port,
+        servername: host,
+        ca: [...options.ca],
+        ALPNProtocols: ["h2", "http/1.1"],
+      });
+      const timer = setTimeout(() => {
+        socket.destroy(new Error(`no connection within ${options.connectTimeoutMs} ms`));
+      }, options.connectTimeoutMs);
+      socket.once("error", (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      socket.once("secureConnect", () => {
+        clearTimeout(timer);
+        if (socket.alpnProtocol !== "h2") {
+          socket.destroy();
+          http1Only.add(key);
+          resolve(undefined);
+          return;
+        }
+        const session = http2.connect(`https://${host}:${port}`, {
+          createConnection: () => socket,
+        });
+        const forget = () => sessions.delete(key);
+        session.on("error", forget);
+        session.on("close", forget);
+        session.on("goaway", forget);
+        session.unref();
+        resolve(session);
+      });
+    });
+
+  const sessionFor = (host: string, port: number) => {
     const key = `${host}:${port}`;
     const open = sessions.get(key);
-    if (open !== undefined && !open.closed && !open.destroyed) return open;
-    const to = options.resolve(host, port);
-    // Connect to the resolved address while verifying the certificate for `host`.
-    const session = http2.connect(`https://${host}:${port}`, {
-      createConnection: () =>
-        tls.connect({
-          host: to.host,
-          port: to.port,
-          servername: host,
-          ca: [...options.ca],
-          ALPNProtocols: ["h2"],
-        }),
-    });
-    session.on("error", () => sessions.delete(key));
-    session.on("close", () => sessions.delete(key));
-    session.on("goaway", () => sessions.delete(key));
-    session.unref();
-    sessions.set(key, session);
-    return session;
+    if (open !== undefined) return open;
+    const opening = connectSession(host, port, key);
+    sessions.set(key, opening);
+    opening.then(
+      (session) => {
+        if (session === undefined) sessions.delete(key);
+      },
+      () => sessions.delete(key),
+    );
+    return opening;
   };
 
-  const forwardH2 = (
+  const forwardH2 = async (
     request: Http2ServerRequest,
     response: Http2ServerResponse,
     host: string,
     port: number,
-  ): void => {
-    let session: http2.ClientHttp2Session;
+  ): Promise<void> => {
+    let session: http2.ClientHttp2Session | undefined;
     try {
-      session = sessionFor(host, port);
+      session = await sessionFor(host, port);
+      if (session?.closed === true || session?.destroyed === true) {
+        sessions.delete(`${host}:${port}`);
+        session = await sessionFor(host, port);
+      }
     } catch (error) {
       answerUnavailable(request, response, host, error);
+      return;
+    }
+    if (session === undefined) {
+      forwardH1(request, response, { host, port, secure: true });
       return;
     }
     const headers: OutgoingHttpHeaders = {
@@ -142,13 +186,13 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
   const forwardH1 = (
     request: ProxiedRequest,
     response: ProxiedResponse,
-    target: { host: string; port: number; secure: boolean },
+    target: ForwardTarget,
   ): void => {
     const to = options.resolve(target.host, target.port);
     const authority = String(request.headers.host ?? request.headers[":authority"] ?? target.host);
     const requestOptions: https.RequestOptions = {
       method: request.method,
-      path: request.url,
+      path: target.path ?? request.url,
       host: to.host,
       port: to.port,
       headers: { ...toForwardedHeaders(request.headers), host: authority },
@@ -191,8 +235,9 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
 
   return {
     forward(request, response, target) {
-      if (target.secure && request.httpVersionMajor === 2) {
-        forwardH2(
+      const key = `${target.host}:${target.port}`;
+      if (target.secure && request.httpVersionMajor === 2 && !http1Only.has(key)) {
+        void forwardH2(
           request as Http2ServerRequest,
           response as Http2ServerResponse,
           target.host,
@@ -205,7 +250,9 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
     close() {
       agent.destroy();
       plainAgent.destroy();
-      for (const session of sessions.values()) session.destroy();
+      for (const opening of sessions.values()) {
+        opening.then((session) => session?.destroy()).catch(() => {});
+      }
       sessions.clear();
     },
   };

@@ -261,6 +261,7 @@ export async function startProxy(options: ProxyOptions): Promise<IdeProxy> {
       host: url.hostname,
       port: Number(url.port || (url.protocol === "https:" ? 443 : 80)),
       secure: url.protocol === "https:",
+      path: `${url.pathname}${url.search}`,
     });
   });
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
