@@ -148,6 +148,17 @@ describe("a valid file", () => {
     assert.equal(DEFAULT_PORT, DEFAULT_SERVER_OPTIONS.port);
   });
 
+  test("IDE mode: the proxy port and the CONNECT ports, with their defaults", () => {
+    assert.deepEqual(load("").config.ide, { proxyPort: 8766, allowConnectPorts: [443] });
+    assert.deepEqual(
+      load("ide:\n  proxyPort: 9443\n  allowConnectPorts: [443, 8443]\n").config.ide,
+      {
+        proxyPort: 9443,
+        allowConnectPorts: [443, 8443],
+      },
+    );
+  });
+
   test("no file at the default path: defaults, and the file is marked absent", () => {
     const file = path.join(dir, "absent", "config.yaml");
     const config = loadConfig(inputs(file));
@@ -187,12 +198,27 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "unknown top-level field",
       "server:\n  port: 1\nmodel:\n  - name: x\n",
-      "FILE:3:1: model: unknown field (expected one of server, data, log, models, defaultModel, envShortcuts)",
+      "FILE:3:1: model: unknown field (expected one of server, data, log, models, defaultModel, envShortcuts, ide)",
     ],
     [
       "unknown server field",
       "server:\n  prot: 80\n",
       "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2)",
+    ],
+    [
+      "unknown ide field",
+      "ide:\n  port: 80\n",
+      "FILE:2:3: ide.port: unknown field (expected one of proxyPort, allowConnectPorts)",
+    ],
+    [
+      "an ide proxy port out of range",
+      "ide:\n  proxyPort: 70000\n",
+      "FILE:2:14: ide.proxyPort: must be an integer from 0 to 65535 (0: any free port)",
+    ],
+    [
+      "allowed CONNECT ports that are not ports",
+      "ide:\n  allowConnectPorts: [443, 0]\n",
+      "FILE:2:22: ide.allowConnectPorts: must be a list of ports from 1 to 65535",
     ],
     [
       "unknown model field",
@@ -219,7 +245,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "the file as a list",
       "- a\n- b\n",
-      "FILE:1:1: the file must be a mapping of settings (server, data, log, models, defaultModel, envShortcuts)",
+      "FILE:1:1: the file must be a mapping of settings (server, data, log, models, defaultModel, envShortcuts, ide)",
     ],
     ["models as a mapping", "models:\n  a: 1\n", "FILE:2:3: models: must be a list"],
     [

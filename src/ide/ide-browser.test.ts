@@ -130,7 +130,11 @@ describe("IDE mode with a real Chromium", { skip: SKIP, timeout: 120_000 }, () =
       { env },
     );
     assert.equal(setup.code, 0, setup.stderr + setup.stdout);
-    serve = await startServeProcess(["--port", "0"], { env });
+    // `server.http2: true` asked for; IDE mode must still tell the IDE to stay on HTTP/1.1.
+    writeFileSync(join(home.dir, "ide-test.yaml"), "server:\n  http2: true\n");
+    serve = await startServeProcess(["--port", "0", "--config", join(home.dir, "ide-test.yaml")], {
+      env,
+    });
   });
 
   after(async () => {
@@ -173,7 +177,10 @@ describe("IDE mode with a real Chromium", { skip: SKIP, timeout: 120_000 }, () =
         return { status: reply.status, body: await reply.text() };
       });
       assert.equal(answer.status, 200);
-      assert.equal(JSON.parse(answer.body).configVersion, "cursor-byok-1");
+      const config = JSON.parse(answer.body) as { configVersion: string; http2Config: string };
+      assert.equal(config.configVersion, "cursor-byok-1");
+      // The IDE's HTTP/2 client ignores the proxy, so IDE mode keeps it off (docs/ide.md).
+      assert.equal(config.http2Config, "HTTP2_CONFIG_FORCE_ALL_DISABLED");
     } finally {
       await browser.close();
     }

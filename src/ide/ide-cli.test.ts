@@ -8,6 +8,7 @@ import { createHash, X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
+import { DOCTOR_COMMAND } from "../cli/doctor.ts";
 import { createIdeCommand } from "../cli/ide.ts";
 import { createTempHome, createTestIO, type TempHome, type TestIO } from "../cli/testing.ts";
 import type { CommandRunner } from "./trust.ts";
@@ -247,5 +248,20 @@ describe("cursor-byok ide", () => {
     const stale = io("darwin");
     assert.equal(await run(os, ["status"], stale), 1);
     assert.match(stale.out(), /nothing listens there.*remove `http\.proxy`/s);
+  });
+
+  test("doctor fails on settings that point at a proxy nobody runs, and says how to fix it", async () => {
+    const configFile = join(home.dir, "doctor.yaml");
+    writeFileSync(configFile, "ide:\n  proxyPort: 18797\n");
+    writeFileSync(settingsFile, '{ "http.proxy": "http://127.0.0.1:18797" }');
+    const testIo = {
+      ...createTestIO({
+        env: { ...home.env, CURSOR_BYOK_IDE_SETTINGS: settingsFile },
+        home: home.dir,
+      }),
+    };
+    const code = await DOCTOR_COMMAND.run(["--config", configFile, "--data-dir", dataDir], testIo);
+    assert.equal(code, 1);
+    assert.match(testIo.out(), /FAIL {2}ide +Cursor's settings .* nothing listens there/);
   });
 });
