@@ -33,6 +33,9 @@ export function connectThroughProxy(
       timeoutMs,
     );
     socket.once("error", fail);
+    const onClose = () =>
+      fail(new Error(`the proxy at ${proxyUrl} closed the connection without answering`));
+    socket.once("close", onClose);
     socket.once("connect", () => {
       socket.write(`CONNECT ${host}:${port} HTTP/1.1\r\nhost: ${host}:${port}\r\n\r\n`);
     });
@@ -45,6 +48,7 @@ export function connectThroughProxy(
       }
       socket.off("data", onData);
       socket.off("error", fail);
+      socket.off("close", onClose);
       clearTimeout(timer);
       const statusLine = head.subarray(0, head.indexOf("\r\n")).toString("latin1");
       if (!/^HTTP\/1\.[01] 200\b/.test(statusLine)) {

@@ -517,3 +517,69 @@ describe("the IDE proxy", { timeout: 60_000 }, () => {
     });
   });
 });
+
+describe("the IDE proxy's limits", { timeout: 30_000 }, () => {
+  let world: ProxyWorld;
+  before(async () => {
+    world = await startProxyWorld({
+      headersTimeoutMs: 200,
+      tlsHandshakeTimeoutMs: 200,
+      maxConnections: 3,
+    });
+  });
+  after(() => world.close());
+
+  const closed = (socket: import("node:net").Socket) =>
+    new Promise<string>((resolve) => {
+      let text = "";
+      socket.on("data", (chunk: Buffer) => {
+        text += chunk.toString("latin1");
+      });
+      socket.once("close", () => resolve(text));
+    });
+
+  test("a request head that never ends is cut off (408)", async () => {
+    const net = await import("node:net");
+    const socket = net.connect(world.proxy.address.port, "127.0.0.1");
+    socket.write("CONNECT api2.cursor.sh:443 HTTP/1.1\r\nx-slow: ");
+    assert.match(await closed(socket), /^HTTP\/1\.1 408 /);
+  });
+
+  test("a TLS handshake that never starts is cut off", async () => {
+    const raw = await connectThroughProxy(world.proxy.url, "api2.cursor.sh", 443);
+    raw.resume();
+    await closed(raw);
+  });
+
+  test("connections beyond the limit are closed at once; the proxy serves again after", async () => {
+    const net = await import("node:net");
+    const held = await Promise.all(
+      [1, 2, 3].map(
+        (n) =>
+          new Promise<import("node:net").Socket>((resolve) => {
+            const socket = net.connect(world.proxy.address.port, "127.0.0.1", () =>
+              resolve(socket),
+            );
+            socket.write(`GET / HTTP/1.1\r\nx-n: ${n}`);
+          }),
+      ),
+    );
+    const extra = net.connect(world.proxy.address.port, "127.0.0.1");
+    extra.on("error", () => {});
+    await closed(extra);
+    for (const socket of held) socket.destroy();
+    // The proxy learns of the closes on its side a moment later: try again until it has.
+    let answer: Answer | undefined;
+    for (let attempt = 0; answer === undefined && attempt < 1_000; attempt += 1) {
+      answer = await requestH1(world, "api2.cursor.sh", SERVER_CONFIG, {
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      }).catch((error: Error) => {
+        assert.match(error.message, /closed the connection/);
+        return new Promise<undefined>((resolve) => setImmediate(() => resolve(undefined)));
+      });
+    }
+    assert.ok(answer);
+    assert.equal(answer.status, 200);
+  });
+});

@@ -222,6 +222,8 @@ export async function startProxy(options: ProxyOptions): Promise<IdeProxy> {
     maxHeaderSize: limits.maxHeaderBytes,
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: 0,
+    // Node checks the head time-out only this often (30 s by default).
+    connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
     noDelay: true,
   });
   server.maxConnections = limits.maxConnections;

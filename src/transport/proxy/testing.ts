@@ -51,7 +51,12 @@ export const ECHO_HOST = "echo.example";
 export const OTHER_TLS_HOST = "other.example";
 
 export async function startProxyWorld(
-  options: Partial<Pick<ProxyOptions, "maxHeaderBytes" | "tlsHandshakeTimeoutMs">> = {},
+  options: Partial<
+    Pick<
+      ProxyOptions,
+      "maxHeaderBytes" | "tlsHandshakeTimeoutMs" | "headersTimeoutMs" | "maxConnections"
+    >
+  > = {},
 ): Promise<ProxyWorld> {
   const logs: ProxyWorld["logs"] = [];
   const record =
