@@ -144,7 +144,7 @@ async function runSetup(
   const lines = [
     "",
     "IDE mode is set up. Next:",
-    `  1. start the server: npm start  (it also runs the proxy on ${plan.proxyUrl})`,
+    `  1. start the server: npm start, or restart it if it runs (it also runs the proxy on ${plan.proxyUrl})`,
     "  2. restart Cursor (it reads its settings and certificates at start)",
   ];
   if (context.platform === "linux") {

@@ -112,6 +112,15 @@ const EMPTY_REPLIES = new Set([
   "/agent.v1.AgentService/UpdateConversationMetadata",
 ]);
 
+/**
+ * Empty replies the IDE proxy also answers locally (docs/ide.md): the IDE's default model must be
+ * one of ours. The other empty replies (identity, dashboard, analytics) go to Cursor in IDE mode.
+ */
+const LOCAL_IN_IDE_MODE = [
+  "/aiserver.v1.AiService/GetDefaultModel",
+  "/aiserver.v1.AiService/GetDefaultModelNudgeData",
+];
+
 /** Paths of the same procedure under another service name. */
 const ALIASES: Readonly<Record<string, string>> = {
   "/agent.v1.AgentService/BidiAppend": "/aiserver.v1.BidiService/BidiAppend",
@@ -151,6 +160,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   const procedures = new Set([
     ...router.handlers.map((handler) => handler.requestPath),
     ...Object.keys(ALIASES),
+    ...LOCAL_IN_IDE_MODE,
   ]);
   const connect = connectNodeAdapter({
     routes,

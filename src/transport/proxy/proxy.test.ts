@@ -185,6 +185,32 @@ describe("the IDE proxy", { timeout: 60_000 }, () => {
       }
     });
 
+    test("the default-model calls are answered locally; identity calls go to Cursor", async () => {
+      const before = world.upstreamRequests.length;
+      const local = await requestH1(
+        world,
+        "api2.cursor.sh",
+        "/aiserver.v1.AiService/GetDefaultModel",
+        {
+          headers: { "content-type": "application/proto" },
+          body: "",
+        },
+      );
+      assert.equal(local.status, 200);
+      assert.equal(world.upstreamRequests.length, before);
+      const identity = await requestH1(
+        world,
+        "api2.cursor.sh",
+        "/aiserver.v1.AuthService/GetEmail",
+        {
+          headers: { "content-type": "application/proto", authorization: "Bearer the-users-own" },
+          body: "",
+        },
+      );
+      assert.equal(identity.headers["x-upstream"], "yes");
+      assert.equal(world.upstreamRequests.at(-1)?.path, "/aiserver.v1.AuthService/GetEmail");
+    });
+
     test("a client that trusts only the system roots refuses our certificate", async () => {
       await assert.rejects(
         connectTlsThroughProxy({ proxyUrl: world.proxy.url, host: "api2.cursor.sh" }),
