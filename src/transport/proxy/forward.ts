@@ -155,11 +155,9 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
       answerUnavailable(request, response, host, error);
       return;
     }
-    const timer = setTimeout(() => {
-      upstream.destroy(new Error(`no answer within ${options.connectTimeoutMs} ms`));
-    }, options.connectTimeoutMs);
+    // No time limit on the answer itself: a slow unary call is the real host's business, and
+    // the client ends the exchange when it gives up (then so do we).
     upstream.once("response", (upstreamHeaders) => {
-      clearTimeout(timer);
       const status = Number(upstreamHeaders[":status"] ?? 502);
       response.writeHead(status, toForwardedHeaders(upstreamHeaders) as OutgoingHttpHeaders);
       flush(response);
@@ -172,13 +170,11 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
     });
     upstream.once("end", () => response.end());
     upstream.once("error", (error) => {
-      clearTimeout(timer);
       if (response.headersSent) response.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
       else answerUnavailable(request, response, host, error);
     });
     request.pipe(upstream);
     response.once("close", () => {
-      clearTimeout(timer);
       if (!upstream.closed) upstream.close(http2.constants.NGHTTP2_CANCEL);
     });
   };
@@ -196,13 +192,20 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
       host: to.host,
       port: to.port,
       headers: { ...toForwardedHeaders(request.headers), host: authority },
-      timeout: options.connectTimeoutMs,
     };
     const upstream = target.secure
       ? https.request({ ...requestOptions, agent, servername: target.host })
       : http.request({ ...requestOptions, agent: plainAgent });
+    // Only connecting is time-limited (see forwardH2 for why the answer is not).
+    upstream.once("socket", (socket) => {
+      if (!socket.connecting) return;
+      const timer = setTimeout(() => {
+        upstream.destroy(new Error(`no connection within ${options.connectTimeoutMs} ms`));
+      }, options.connectTimeoutMs);
+      socket.once(target.secure ? "secureConnect" : "connect", () => clearTimeout(timer));
+      socket.once("close", () => clearTimeout(timer));
+    });
     upstream.once("response", (upstreamResponse) => {
-      upstream.setTimeout(0);
       const headers = toForwardedHeaders(upstreamResponse.headers);
       (response as ServerResponse).writeHead(
         upstreamResponse.statusCode ?? 502,
@@ -219,9 +222,6 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
         response.end();
       });
       upstreamResponse.once("error", () => response.destroy());
-    });
-    upstream.once("timeout", () => {
-      upstream.destroy(new Error(`no answer within ${options.connectTimeoutMs} ms`));
     });
     upstream.once("error", (error) => {
       if (response.headersSent) response.destroy();
