@@ -40,6 +40,7 @@ function createFakeOs(): {
     calls.push([file, ...args].join(" "));
     const ok = (stdout = "") => ({ code: 0, stdout, stderr: "" });
     const [first] = args;
+    if (first === "--help") return ok(`usage: ${file} …`);
     if (file === "security" && first === "add-trusted-cert")
       trusted.add(fingerprint(args.at(-1) ?? ""));
     if (file === "security" && first === "find-certificate") {
@@ -159,7 +160,11 @@ describe("cursor-byok ide", () => {
     assert.match(testIo.err(), /need your consent.*--yes/);
     assert.equal(readFileSync(settingsFile, "utf8"), SETTINGS);
     assert.equal(existsSync(join(dataDir, "ide")), false);
-    assert.deepEqual(os.calls, []);
+    assert.deepEqual(
+      os.calls.filter((call) => !call.endsWith(" --help")),
+      [],
+      "only the programs' presence was checked",
+    );
   });
 
   test("answering no changes nothing; answering yes sets up", async () => {
@@ -263,5 +268,25 @@ describe("cursor-byok ide", () => {
     const code = await DOCTOR_COMMAND.run(["--config", configFile, "--data-dir", dataDir], testIo);
     assert.equal(code, 1);
     assert.match(testIo.out(), /FAIL {2}ide +Cursor's settings .* nothing listens there/);
+  });
+
+  test("a program the trust steps need is missing: refused before anything changes", async () => {
+    const os = createFakeOs();
+    const noCertutil: CommandRunner = async (file, args) =>
+      file === "certutil"
+        ? { code: 127, stdout: "", stderr: "certutil: command not found" }
+        : os.run(file, args);
+    const testIo = io("linux");
+    const code = await createIdeCommand(noCertutil, "linux").run(
+      ["setup", "--yes", "--settings", settingsFile, "--data-dir", dataDir],
+      testIo,
+    );
+    assert.equal(code, 1);
+    assert.match(
+      testIo.err(),
+      /certutil is not installed \(Debian\/Ubuntu: sudo apt install libnss3-tools.*Nothing was changed/,
+    );
+    assert.equal(readFileSync(settingsFile, "utf8"), SETTINGS);
+    assert.equal(existsSync(join(dataDir, "ide")), false);
   });
 });

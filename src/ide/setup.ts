@@ -26,10 +26,12 @@ import {
   type Action,
   type CommandRunner,
   describeAction,
+  findMissingPrograms,
   performAction,
   planTrust,
   type TrustStep,
   toAddActions,
+  toInstallHint,
 } from "./trust.ts";
 
 export interface IdeContext {
@@ -98,6 +100,13 @@ export async function planSetup(context: IdeContext, proxyUrl: string): Promise<
     caPath,
     ca: ca.authority,
   });
+  const missing = await findMissingPrograms(
+    steps.flatMap((step) => toAddActions(step, caPath)),
+    context.run,
+  );
+  if (missing.length > 0) {
+    return { type: "refused", problem: `${toInstallHint(missing)} Nothing was changed.` };
+  }
   return {
     type: "ready",
     plan: {

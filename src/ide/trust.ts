@@ -263,6 +263,34 @@ export async function isStepInPlace(
   return result.code === 0;
 }
 
+/**
+ * The programs `actions` run that are not installed (a `--help` run that cannot start), so that
+ * setup can refuse before it changes anything rather than stop half-way.
+ */
+export async function findMissingPrograms(
+  actions: readonly Action[],
+  run: CommandRunner,
+): Promise<string[]> {
+  const programs = [
+    ...new Set(actions.flatMap((action) => (action.type === "run" ? [action.file] : []))),
+  ];
+  const missing: string[] = [];
+  for (const program of programs) {
+    if ((await run(program, ["--help"])).code === 127) missing.push(program);
+  }
+  return missing;
+}
+
+/** What to install for the missing programs, in words. */
+export function toInstallHint(missing: readonly string[]): string {
+  const hints = missing.map((program) =>
+    program === "certutil"
+      ? "certutil is not installed (Debian/Ubuntu: sudo apt install libnss3-tools; Fedora: sudo dnf install nss-tools; Arch: sudo pacman -S nss)"
+      : `${program} was not found on PATH`,
+  );
+  return `${hints.join("; ")}.`;
+}
+
 /** One line a person can read (and paste) for an action. */
 export function describeAction(action: Action): string {
   switch (action.type) {
