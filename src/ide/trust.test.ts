@@ -43,50 +43,46 @@ const hasCertutil = (() => {
 })();
 
 describe("trusting the CA", () => {
-  test("macOS: the login keychain for SSL, then NODE_EXTRA_CA_CERTS via launchctl; undo reverses both", async () => {
-    const steps = planTrust({
+  const platforms = [
+    {
+      name: "macOS: the login keychain for SSL, then NODE_EXTRA_CA_CERTS via launchctl",
       platform: "darwin",
       homeDir: "/Users/u",
-      env: {},
       caPath: "/d/ca.pem",
-      ca: CA,
-    });
-    const { run, lines } = recorder();
-    for (const step of steps)
-      for (const action of toAddActions(step, "/d/ca.pem")) await performAction(action, run);
-    for (const step of [...steps].reverse()) {
-      for (const action of toRemoveActions(step, "/d/ca.pem")) await performAction(action, run);
-    }
-    assert.deepEqual(lines, [
-      "security add-trusted-cert -r trustRoot -p ssl -k /Users/u/Library/Keychains/login.keychain-db /d/ca.pem",
-      "launchctl setenv NODE_EXTRA_CA_CERTS /d/ca.pem",
-      "launchctl unsetenv NODE_EXTRA_CA_CERTS",
-      "security remove-trusted-cert /d/ca.pem",
-      "security delete-certificate -Z AB12 /Users/u/Library/Keychains/login.keychain-db",
-    ]);
-  });
-
-  test("Windows: the current user's Root store (no elevation), then setx; undo reverses both", async () => {
-    const steps = planTrust({
+      lines: [
+        "security add-trusted-cert -r trustRoot -p ssl -k /Users/u/Library/Keychains/login.keychain-db /d/ca.pem",
+        "launchctl setenv NODE_EXTRA_CA_CERTS /d/ca.pem",
+        "launchctl unsetenv NODE_EXTRA_CA_CERTS",
+        "security remove-trusted-cert /d/ca.pem",
+        "security delete-certificate -Z AB12 /Users/u/Library/Keychains/login.keychain-db",
+      ],
+    },
+    {
+      name: "Windows: the current user's Root store (no elevation), then setx",
       platform: "win32",
       homeDir: "C:\\Users\\u",
-      env: {},
       caPath: "C:\\d\\ca.pem",
-      ca: CA,
+      lines: [
+        "certutil -user -addstore Root C:\\d\\ca.pem",
+        "setx NODE_EXTRA_CA_CERTS C:\\d\\ca.pem",
+        "reg delete HKCU\\Environment /v NODE_EXTRA_CA_CERTS /f",
+        "certutil -user -delstore Root 7f01",
+      ],
+    },
+  ];
+  for (const { name, platform, homeDir, caPath, lines: expected } of platforms) {
+    test(`${name}; undo reverses each, last first`, async () => {
+      const steps = planTrust({ platform, homeDir, env: {}, caPath, ca: CA });
+      const { run, lines } = recorder();
+      for (const step of steps) {
+        for (const action of toAddActions(step, caPath)) await performAction(action, run);
+      }
+      for (const step of [...steps].reverse()) {
+        for (const action of toRemoveActions(step, caPath)) await performAction(action, run);
+      }
+      assert.deepEqual(lines, expected);
     });
-    const { run, lines } = recorder();
-    for (const step of steps)
-      for (const action of toAddActions(step, "C:\\d\\ca.pem")) await performAction(action, run);
-    for (const step of [...steps].reverse()) {
-      for (const action of toRemoveActions(step, "C:\\d\\ca.pem")) await performAction(action, run);
-    }
-    assert.deepEqual(lines, [
-      "certutil -user -addstore Root C:\\d\\ca.pem",
-      "setx NODE_EXTRA_CA_CERTS C:\\d\\ca.pem",
-      "reg delete HKCU\\Environment /v NODE_EXTRA_CA_CERTS /f",
-      "certutil -user -delstore Root 7f01",
-    ]);
-  });
+  }
 
   test("a failing command says which, with what it printed", async () => {
     const failing: CommandRunner = async () => ({

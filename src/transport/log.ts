@@ -16,3 +16,29 @@ export const silentLog: Log = {
   warn() {},
   error() {},
 };
+
+/** One line a recording log kept. */
+export interface LogLine {
+  readonly level: string;
+  readonly message: string;
+  readonly fields: Record<string, unknown>;
+}
+
+/** A log that keeps every line in `lines` (for tests and diagnostics). */
+export function createRecordingLog(): { readonly log: Log; readonly lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const record =
+    (level: string) =>
+    (fields: Record<string, unknown>, message: string): void => {
+      lines.push({ level, message, fields });
+    };
+  return {
+    lines,
+    log: {
+      debug: record("debug"),
+      info: record("info"),
+      warn: record("warn"),
+      error: record("error"),
+    },
+  };
+}

@@ -11,7 +11,7 @@ import { createLLM, createModelConfigs } from "../../llm/index.ts";
 import { type ScriptedReply, toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import { type FakeProvider, startFakeProvider } from "../../llm/testing/fake-provider.ts";
 import { createMemoryStore, openSqliteStore, type Store } from "../../store/index.ts";
-import type { Log } from "../log.ts";
+import { createRecordingLog, type LogLine } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, type Server, type ServerOptions, startServer } from "../server.ts";
 import {
   type CursorClient,
@@ -22,11 +22,7 @@ import {
 export const MODEL = "scripted";
 export const API_KEY = "sk-e2e-not-a-real-key-1234567890";
 
-export interface LogLine {
-  readonly level: string;
-  readonly message: string;
-  readonly fields: Record<string, unknown>;
-}
+export type { LogLine };
 
 export interface Harness {
   readonly provider: FakeProvider;
@@ -57,18 +53,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const dbPath = join(workspace, "..", `${workspace.split("/").at(-1)}.db`);
   const inChild = options.mode === "process";
   const store: Store = inChild ? openSqliteStore({ path: dbPath }) : createMemoryStore();
-  const logs: LogLine[] = [];
-  const record =
-    (level: string) =>
-    (fields: Record<string, unknown>, message: string): void => {
-      logs.push({ level, message, fields });
-    };
-  const log: Log = {
-    debug: record("debug"),
-    info: record("info"),
-    warn: record("warn"),
-    error: record("error"),
-  };
+  const { log, lines: logs } = createRecordingLog();
   const llm = createLLM({
     models: createModelConfigs([
       {

@@ -17,7 +17,7 @@ import {
 } from "../../ide/ca.ts";
 import { createLLM } from "../../llm/index.ts";
 import { createMemoryStore } from "../../store/index.ts";
-import type { Log } from "../log.ts";
+import { createRecordingLog, type LogLine } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, type LocalServer, startServer } from "../server.ts";
 import { type IdeProxy, type ProxyOptions, type ProxyTraffic, startProxy } from "./proxy.ts";
 
@@ -38,7 +38,7 @@ export interface ProxyWorld {
   readonly proxy: IdeProxy;
   readonly upstreamRequests: UpstreamRequest[];
   readonly traffic: ProxyTraffic[];
-  readonly logs: { level: string; message: string; fields: Record<string, unknown> }[];
+  readonly logs: readonly LogLine[];
   /** Lets `/slow-sse` send its second event and end. */
   releaseSlowSse(): void;
   readonly echoPort: number;
@@ -58,18 +58,7 @@ export async function startProxyWorld(
     >
   > = {},
 ): Promise<ProxyWorld> {
-  const logs: ProxyWorld["logs"] = [];
-  const record =
-    (level: string) =>
-    (fields: Record<string, unknown>, message: string): void => {
-      logs.push({ level, message, fields });
-    };
-  const log: Log = {
-    debug: record("debug"),
-    info: record("info"),
-    warn: record("warn"),
-    error: record("error"),
-  };
+  const { log, lines: logs } = createRecordingLog();
   const ca = await createCertificateAuthority();
   const publicCa = await createCertificateAuthority({
     permittedDomains: [],
