@@ -80,7 +80,12 @@ export async function createCertificateAuthority(
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
     await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
   ];
-  if (permitted.length > 0) extensions.push(toNameConstraints(permitted));
+  if (permitted.length > 0) {
+    extensions.push(toNameConstraints(permitted));
+    // Server certificates only: a trust store that honours EKU on a CA (Windows does) then
+    // never trusts it for code signing, e-mail or client authentication.
+    extensions.push(new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth], false));
+  }
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: randomSerial(),
     name: `CN=${options.commonName ?? "cursor-byok local CA (cursor.sh only)"}, O=cursor-byok`,
@@ -248,10 +253,20 @@ function isValidHostName(host: string): boolean {
   );
 }
 
+/**
+ * Permitted: the domains. Excluded: every IPv4 and IPv6 address, because a permitted DNS subtree
+ * alone leaves IP-address names unconstrained (RFC 5280 §4.2.1.10 constrains only name forms
+ * that are listed).
+ */
 function toNameConstraints(domains: readonly string[]): x509.Extension {
   const value = new NameConstraints({
     permittedSubtrees: new GeneralSubtrees(
       domains.map((domain) => new GeneralSubtree({ base: new GeneralName({ dNSName: domain }) })),
+    ),
+    excludedSubtrees: new GeneralSubtrees(
+      ["0.0.0.0/0", "::/0"].map(
+        (range) => new GeneralSubtree({ base: new GeneralName({ iPAddress: range }) }),
+      ),
     ),
   });
   return new x509.Extension(id_ce_nameConstraints, true, AsnConvert.serialize(value));
