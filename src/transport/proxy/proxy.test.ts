@@ -534,6 +534,40 @@ describe("the IDE proxy", { timeout: 60_000 }, () => {
       assert.ok(world.logs.some((line) => line.message.includes("differs from the CONNECT host")));
     });
 
+    test("a request naming another host than the CONNECT is refused (421), over h1 and h2", async () => {
+      const before = world.upstreamRequests.length;
+      const h1 = await requestH1(world, "api2.cursor.sh", NOT_SERVED, {
+        headers: { host: "evil.example", authorization: "Bearer the-users-own" },
+        body: "",
+      });
+      assert.equal(h1.status, 421);
+      const session = await sessionH2(world, "api2.cursor.sh");
+      try {
+        const h2 = await requestH2(session, NOT_SERVED, {
+          headers: { ":authority": "evil.example" },
+        });
+        assert.equal(h2.status, 421);
+        const same = await requestH2(session, NOT_SERVED, {
+          headers: { ":authority": "api2.cursor.sh" },
+        });
+        assert.equal(same.status, 200, "the connection's own host still works");
+      } finally {
+        session.close();
+      }
+      assert.equal(world.upstreamRequests.length, before + 1, "only the matching request went out");
+      assert.ok(world.logs.some((line) => line.message.includes("differs from the CONNECT host")));
+    });
+
+    test("a CONNECT host with a trailing dot is the same host", async () => {
+      const socket = await connectTlsThroughProxy({
+        proxyUrl: world.proxy.url,
+        host: "api2.cursor.sh.",
+        ca: [world.ca.certPem],
+      });
+      assert.match(socket.getPeerX509Certificate()?.subjectAltName ?? "", /DNS:api2\.cursor\.sh$/);
+      socket.destroy();
+    });
+
     test("after all that, a normal request still works", async () => {
       const answer = await requestH1(world, "api2.cursor.sh", SERVER_CONFIG, {
         headers: { "content-type": "application/json" },

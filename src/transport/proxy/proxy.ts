@@ -110,7 +110,23 @@ export async function startProxy(options: ProxyOptions): Promise<IdeProxy> {
     maxSessionMemory: 32,
   });
   inner.on("request", (request: Http2ServerRequest | IncomingMessage, response) => {
-    const host = toRequestHost(request);
+    // The host is the one the client asked the proxy to CONNECT to, which the certificate names;
+    // a request naming another host is refused, so nothing decrypted here goes elsewhere.
+    const host = connectHostOf(request);
+    const named = toRequestHost(request);
+    if (host === undefined || (named !== "" && named !== host)) {
+      log.warn(
+        { connectHost: host, requestHost: named },
+        "proxy: request host differs from the CONNECT host",
+      );
+      request.resume();
+      const writer = response as unknown as ServerResponse;
+      writer.writeHead(421, { "content-type": "text/plain" });
+      writer.end(
+        `cursor-byok proxy: this connection is for ${host ?? "another host"}, not ${named}\n`,
+      );
+      return;
+    }
     const path = pathOf(request.url ?? "/");
     const served = options.serves(path);
     options.onTraffic?.({ host, path, served, probe: request.headers[PROBE_HEADER] !== undefined });
@@ -150,13 +166,13 @@ export async function startProxy(options: ProxyOptions): Promise<IdeProxy> {
     }
     socket.write(ESTABLISHED);
     if (head.length > 0) socket.unshift(head);
-    const secure: TLSSocket = new tls.TLSSocket(socket, {
+    const secure: TLSSocket & { [CONNECT_HOST]?: string } = new tls.TLSSocket(socket, {
       isServer: true,
       secureContext: defaultContext,
       ALPNProtocols: ["h2", "http/1.1"],
       SNICallback(servername, callback) {
         // The certificate is for the host the client asked to reach, and no other.
-        if (servername.toLowerCase() !== connectHost) {
+        if (servername.toLowerCase().replace(/\.$/, "") !== connectHost) {
           log.warn(
             { connectHost, servername },
             "proxy: TLS server name differs from the CONNECT host; refused",
@@ -167,6 +183,7 @@ export async function startProxy(options: ProxyOptions): Promise<IdeProxy> {
         callback(null, defaultContext);
       },
     });
+    secure[CONNECT_HOST] = connectHost;
     const handshake = setTimeout(() => {
       log.debug({ host: connectHost }, "proxy: TLS handshake timed out");
       secure.destroy();
@@ -309,7 +326,8 @@ export function parseAuthority(authority: string): { host: string; port: number 
   if (match === null) return undefined;
   const port = Number(match[2]);
   if (port < 1 || port > 65_535) return undefined;
-  const host = (match[1] ?? "").toLowerCase();
+  const host = (match[1] ?? "").toLowerCase().replace(/\.$/, "");
+  if (host === "") return undefined;
   return { host: host.startsWith("[") ? host.slice(1, -1) : host, port };
 }
 
@@ -322,10 +340,19 @@ function toAbsoluteUrl(raw: string): URL | undefined {
   }
 }
 
+/** Marks a decrypted socket with the host its CONNECT named. */
+const CONNECT_HOST = Symbol("cursor-byok connect host");
+
+function connectHostOf(request: Http2ServerRequest | IncomingMessage): string | undefined {
+  // For HTTP/2, `request.socket` is a view of the session's socket that passes reads through.
+  const socket = request.socket as unknown as { [CONNECT_HOST]?: string } | null;
+  return socket?.[CONNECT_HOST];
+}
+
 function toRequestHost(request: Http2ServerRequest | IncomingMessage): string {
   const authority = request.headers[":authority"] ?? request.headers.host ?? "";
   const value = Array.isArray(authority) ? (authority[0] ?? "") : authority;
-  return value.replace(/:\d+$/, "").toLowerCase();
+  return value.replace(/:\d+$/, "").replace(/\.$/, "").toLowerCase();
 }
 
 function pathOf(url: string): string {
