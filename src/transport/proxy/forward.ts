@@ -46,6 +46,8 @@ const HOP_BY_HOP = new Set([
   "host",
 ]);
 
+const IDLE_UPSTREAM_MS = 60_000;
+
 export interface ForwardTarget {
   readonly host: string;
   readonly port: number;
@@ -60,8 +62,21 @@ export interface Forwarder {
 }
 
 export function createForwarder(options: UpstreamOptions): Forwarder {
-  const agent = new https.Agent({ keepAlive: true, ca: [...options.ca], maxFreeSockets: 16 });
-  const plainAgent = new http.Agent({ keepAlive: true, maxFreeSockets: 16 });
+  // Parsing the trust roots costs milliseconds of CPU: once, not per connection.
+  const secureContext = tls.createSecureContext({ ca: [...options.ca] });
+  // Idle pooled connections are dropped after a minute, so a sleep or a network change does
+  // not leave requests waiting on a connection that is gone.
+  const agent = new https.Agent({
+    keepAlive: true,
+    maxFreeSockets: 16,
+    timeout: IDLE_UPSTREAM_MS,
+    secureContext,
+  });
+  const plainAgent = new http.Agent({
+    keepAlive: true,
+    maxFreeSockets: 16,
+    timeout: IDLE_UPSTREAM_MS,
+  });
   const sessions = new Map<string, Promise<http2.ClientHttp2Session | undefined>>();
   /** Hosts whose server offered no HTTP/2: requests to them go as HTTP/1.1. */
   const http1Only = new Set<string>();
@@ -75,7 +90,7 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
         host: to.host,
         port: to.port,
         servername: host,
-        ca: [...options.ca],
+        secureContext,
         ALPNProtocols: ["h2", "http/1.1"],
       });
       const timer = setTimeout(() => {
@@ -100,6 +115,7 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
         session.on("error", forget);
         session.on("close", forget);
         session.on("goaway", forget);
+        session.setTimeout(IDLE_UPSTREAM_MS, () => session.close());
         session.unref();
         resolve(session);
       });
@@ -126,6 +142,10 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
     host: string,
     port: number,
   ): Promise<void> => {
+    let clientGone = false;
+    response.once("close", () => {
+      clientGone = true;
+    });
     let session: http2.ClientHttp2Session | undefined;
     try {
       session = await sessionFor(host, port);
@@ -137,6 +157,7 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
       answerUnavailable(request, response, host, error);
       return;
     }
+    if (clientGone) return;
     if (session === undefined) {
       forwardH1(request, response, { host, port, secure: true });
       return;
@@ -165,9 +186,9 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
     upstream.on("trailers", (trailers) => {
       response.addTrailers(toForwardedHeaders(trailers) as Record<string, string>);
     });
-    upstream.on("data", (chunk: Buffer) => {
-      response.write(chunk);
-    });
+    // `pipe` waits for the client to drain before reading more (no unbounded buffering); the
+    // end is ours to write, after the trailers.
+    upstream.pipe(response as unknown as NodeJS.WritableStream, { end: false });
     upstream.once("end", () => response.end());
     upstream.once("error", (error) => {
       if (response.headersSent) response.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
@@ -212,9 +233,7 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
         headers as OutgoingHttpHeaders,
       );
       flush(response);
-      upstreamResponse.on("data", (chunk: Buffer) => {
-        (response as ServerResponse).write(chunk);
-      });
+      upstreamResponse.pipe(response as unknown as NodeJS.WritableStream, { end: false });
       upstreamResponse.once("end", () => {
         if (Object.keys(upstreamResponse.trailers).length > 0) {
           response.addTrailers(upstreamResponse.trailers as Record<string, string>);

@@ -385,6 +385,31 @@ describe("the IDE proxy", { timeout: 60_000 }, () => {
       agent.destroy();
     });
 
+    test("a client that goes away mid-stream closes the upstream exchange (h1 and h2)", async () => {
+      const h1Closed = world.nextHoldClosed();
+      const agent = createProxyAgent({ proxyUrl: world.proxy.url, ca: [world.ca.certPem] });
+      const response = await new Promise<import("node:http").IncomingMessage>((resolve, reject) => {
+        https
+          .request({ host: "repo42.cursor.sh", path: "/hold", method: "GET", agent }, resolve)
+          .on("error", () => {})
+          .on("error", reject)
+          .end();
+      });
+      await new Promise((resolve) => response.once("data", resolve));
+      response.destroy();
+      agent.destroy();
+      await h1Closed;
+
+      const h2Closed = world.nextHoldClosed();
+      const session = await sessionH2(world, "repo42.cursor.sh");
+      const stream = session.request({ ":method": "GET", ":path": "/hold" });
+      stream.on("error", () => {});
+      await new Promise((resolve) => stream.once("data", resolve));
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+      await h2Closed;
+      session.close();
+    });
+
     test("an upstream that is down gives `unavailable`, naming the host", async () => {
       const unary = await requestH1(world, DOWN_HOST, NOT_SERVED, {
         headers: { "content-type": "application/proto" },

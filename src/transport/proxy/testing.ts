@@ -41,6 +41,8 @@ export interface ProxyWorld {
   readonly logs: readonly LogLine[];
   /** Lets `/slow-sse` send its second event and end. */
   releaseSlowSse(): void;
+  /** Resolves when the upstream side of the next `/hold` exchange is closed. */
+  nextHoldClosed(): Promise<void>;
   readonly echoPort: number;
   close(): Promise<void>;
 }
@@ -67,6 +69,7 @@ export async function startProxyWorld(
   const publicIssuer = createLeafIssuer(publicCa, { permittedDomains: [] });
 
   const upstreamRequests: UpstreamRequest[] = [];
+  const holdWaiters: (() => void)[] = [];
   let release: () => void = () => {};
   const released = new Promise<void>((resolve) => {
     release = resolve;
@@ -109,6 +112,12 @@ export async function startProxyWorld(
             writer.write("data: second\n\n");
             writer.end();
           });
+        } else if (path === "/hold") {
+          // One chunk, then never an end: only the client going away closes it.
+          writer.writeHead(200, { "content-type": "text/event-stream" });
+          writer.write("data: held\n\n");
+          const closed = holdWaiters.shift();
+          writer.once("close", () => closed?.());
         } else if (path === "/trailers") {
           writer.writeHead(200, { "content-type": "application/grpc", trailer: "grpc-status" });
           writer.write("body");
@@ -186,6 +195,10 @@ export async function startProxyWorld(
     logs,
     echoPort,
     releaseSlowSse: () => release(),
+    nextHoldClosed: () =>
+      new Promise<void>((resolve) => {
+        holdWaiters.push(resolve);
+      }),
     async close() {
       release();
       await proxy.close();
