@@ -430,20 +430,30 @@ describe("the IDE proxy", { timeout: 60_000 }, () => {
       assert.match(raw.subarray(5).toString("utf8"), /"code":"unavailable".*down\.cursor\.sh/);
     });
 
-    test("plain-HTTP proxy requests (absolute form) are forwarded", async () => {
+    test("plain-HTTP proxy requests (absolute form) are forwarded, to allowed ports only", async () => {
       const http = await import("node:http");
       const echo = http.createServer((request, response) => {
         response.end(`plain ${request.method} ${request.url}`);
       });
       await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
       const port = (echo.address() as import("node:net").AddressInfo).port;
+      const plain = await startProxy({
+        host: "127.0.0.1",
+        port: 0,
+        isIntercepted: () => false,
+        certificateFor: () => Promise.reject(new Error("unused")),
+        serves: () => false,
+        serve: () => {},
+        allowedPlainPorts: [port],
+        log: silentLog,
+      });
       try {
         const body = await new Promise<string>((resolve, reject) => {
           http
             .request(
               {
                 host: "127.0.0.1",
-                port: world.proxy.address.port,
+                port: plain.address.port,
                 path: `http://127.0.0.1:${port}/plain?q=1`,
                 method: "GET",
               },
@@ -459,7 +469,13 @@ describe("the IDE proxy", { timeout: 60_000 }, () => {
             .end();
         });
         assert.equal(body, "plain GET /plain?q=1");
+        const refused = await rawExchange(
+          world,
+          "GET http://127.0.0.1:22/ HTTP/1.1\r\nhost: 127.0.0.1:22\r\nconnection: close\r\n\r\n",
+        );
+        assert.match(refused, /^HTTP\/1\.1 403 [\s\S]*port 22 is not allowed/);
       } finally {
+        await plain.close();
         echo.close();
       }
     });

@@ -54,12 +54,15 @@ export interface ProxyOptions {
   readonly upstreamCa?: readonly string[];
   /** Ports a CONNECT may name; default `[443]`. */
   readonly allowedConnectPorts?: readonly number[];
+  /** Ports a plain-HTTP (absolute-form) request may name; default `[80]`. */
+  readonly allowedPlainPorts?: readonly number[];
   readonly maxConnections?: number;
   readonly headersTimeoutMs?: number;
   readonly tlsHandshakeTimeoutMs?: number;
   readonly upstreamConnectTimeoutMs?: number;
   /** The largest request head accepted, in bytes. */
   readonly maxHeaderBytes?: number;
+  readonly idleTimeoutMs?: number;
   readonly log: Log;
   readonly onTraffic?: (traffic: ProxyTraffic) => void;
 }
@@ -77,6 +80,8 @@ export const DEFAULT_PROXY_LIMITS = {
   tlsHandshakeTimeoutMs: 15_000,
   upstreamConnectTimeoutMs: 15_000,
   maxHeaderBytes: 32 * 1024,
+  /** A decrypted connection with no traffic at all for this long is closed. */
+  idleTimeoutMs: 5 * 60_000,
 } as const;
 
 const ESTABLISHED = "HTTP/1.1 200 Connection Established\r\n\r\n";
@@ -90,6 +95,7 @@ export async function startProxy(options: ProxyOptions): Promise<IdeProxy> {
   const log = options.log;
   const limits = { ...DEFAULT_PROXY_LIMITS, ...definedOnly(options) };
   const allowedPorts = new Set(options.allowedConnectPorts ?? [443]);
+  const plainPorts = new Set(options.allowedPlainPorts ?? [80]);
   const resolve: UpstreamResolver = options.resolveUpstream ?? ((host, port) => ({ host, port }));
   const forwarder = createForwarder({
     resolve,
@@ -190,6 +196,8 @@ export async function startProxy(options: ProxyOptions): Promise<IdeProxy> {
     }, limits.tlsHandshakeTimeoutMs);
     secure.once("secure", () => {
       clearTimeout(handshake);
+      // Agent streams send heartbeats, so only a connection nobody uses goes quiet this long.
+      secure.setTimeout(limits.idleTimeoutMs, () => secure.destroy());
       // As tls.Server does before it hands a socket on: HTTP/2 waits for a client-side
       // `secureConnect` (never emitted on a server socket) while this is still true.
       (secure as unknown as { secureConnecting: boolean }).secureConnecting = false;
@@ -276,10 +284,18 @@ export async function startProxy(options: ProxyOptions): Promise<IdeProxy> {
       );
       return;
     }
+    const port = Number(url.port || 80);
+    if (url.protocol !== "http:" || !plainPorts.has(port)) {
+      request.resume();
+      log.warn({ host: url.hostname, port }, "proxy: plain request to a port not allowed");
+      response.writeHead(403, { "content-type": "text/plain" });
+      response.end(`cursor-byok proxy: plain HTTP to port ${port} is not allowed\n`);
+      return;
+    }
     forwarder.forward(request, response, {
       host: url.hostname,
-      port: Number(url.port || (url.protocol === "https:" ? 443 : 80)),
-      secure: url.protocol === "https:",
+      port,
+      secure: false,
       path: `${url.pathname}${url.search}`,
     });
   });
