@@ -64,8 +64,11 @@ export function createIdeCommand(run: CommandRunner = runCommand, platform?: str
       const [action, ...extra] = positionals;
       if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
       const proxyPort = toStringFlag(values, "proxy-port");
-      if (proxyPort !== undefined && !/^\d{1,5}$/.test(proxyPort)) {
-        throw new UsageError("--proxy-port must be a port number");
+      if (
+        proxyPort !== undefined &&
+        (!/^\d{1,5}$/.test(proxyPort) || Number(proxyPort) < 1 || Number(proxyPort) > 65_535)
+      ) {
+        throw new UsageError("--proxy-port must be a port from 1 to 65535");
       }
       const dataDirectory = toStringFlag(values, "data-dir");
       const config = loadSettings(
@@ -121,6 +124,14 @@ async function runSetup(
     return 1;
   }
   if (checked.type === "already") {
+    const wanted = toProxyUrl(config);
+    if (checked.journal.proxyUrl !== wanted) {
+      io.stderr.write(
+        `cursor-byok: IDE mode is already set up with the proxy at ${checked.journal.proxyUrl}, not ${wanted}. ` +
+          "To change the port: `cursor-byok ide undo`, then `cursor-byok ide setup --proxy-port <port>`.\n",
+      );
+      return 1;
+    }
     io.stdout.write(
       `IDE mode is already set up (since ${checked.journal.createdAt}; proxy ${checked.journal.proxyUrl}).\n` +
         "`cursor-byok ide status` shows it; `cursor-byok ide undo` removes it.\n",

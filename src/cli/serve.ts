@@ -86,6 +86,14 @@ export const SERVE_COMMAND: Command = {
       return 1;
     }
     const ideMode = ide.type === "ok";
+    if (ideMode && config.server.accessToken.type !== "none") {
+      io.stderr.write(
+        "cursor-byok: not starting: IDE mode is set up, and the server has an access token. Cursor " +
+          "cannot send that token, so the IDE proxy would let any local user use your keys without it. " +
+          "Remove the access token (IDE mode is for one person's machine), or run `cursor-byok ide undo`.\n",
+      );
+      return 1;
+    }
     if (ideMode && config.server.offerHttp2) {
       log.warn(
         {},

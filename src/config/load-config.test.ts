@@ -213,7 +213,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "an ide proxy port out of range",
       "ide:\n  proxyPort: 70000\n",
-      "FILE:2:14: ide.proxyPort: must be an integer from 0 to 65535 (0: any free port)",
+      "FILE:2:14: ide.proxyPort: must be an integer from 1 to 65535",
     ],
     [
       "allowed CONNECT ports that are not ports",

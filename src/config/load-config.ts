@@ -163,12 +163,18 @@ function toIdeSettings(
     throw fail(source, ["ide", "allowConnectPorts"], "must be a list of ports from 1 to 65535");
   }
   return {
-    proxyPort:
-      overrides.proxyPort ??
-      optionalPort(source, ["ide", "proxyPort"], section.proxyPort) ??
-      DEFAULT_PROXY_PORT,
+    proxyPort: overrides.proxyPort ?? toProxyPort(source, section.proxyPort) ?? DEFAULT_PROXY_PORT,
     allowConnectPorts: (ports as number[] | undefined) ?? [443],
   };
+}
+
+/** The proxy's port is written into Cursor's settings, so "any free port" (0) cannot be. */
+function toProxyPort(source: YamlSource | undefined, value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (!isPort(value) || value === 0) {
+    throw fail(source, ["ide", "proxyPort"], "must be an integer from 1 to 65535");
+  }
+  return value;
 }
 
 function toAccessToken(

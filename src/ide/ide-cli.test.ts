@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { createHash, X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { type AddressInfo, connect, createServer } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { DOCTOR_COMMAND } from "../cli/doctor.ts";
@@ -58,10 +59,44 @@ function createFakeOs(): {
     }
     if (file === "certutil" && args.includes("-delstore")) trusted.delete(args.at(-1) ?? "");
     if (file === "setx") env.set(args[0] ?? "", args[1] ?? "");
-    if (file === "reg") env.delete(args[3] ?? "");
+    if (file === "reg" && first === "query") {
+      const value = env.get(args[3] ?? "");
+      return value === undefined
+        ? {
+            code: 1,
+            stdout: "",
+            stderr: "ERROR: The system was unable to find the specified registry key or value.",
+          }
+        : ok(`    NODE_EXTRA_CA_CERTS    REG_SZ    ${value}\n`);
+    }
+    if (file === "reg" && first === "delete") {
+      if (!env.has(args[3] ?? "")) return { code: 1, stdout: "", stderr: "ERROR: unable to find" };
+      env.delete(args[3] ?? "");
+    }
     return ok();
   };
   return { run, calls, trusted, env };
+}
+
+/** A port nothing listens on (one the system just handed out and took back). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function assertClosed(port: number): Promise<void> {
+  const open = await new Promise<boolean>((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+  assert.equal(open, false, `something listens on 127.0.0.1:${port}; this test needs it closed`);
 }
 
 describe("cursor-byok ide", () => {
@@ -121,8 +156,44 @@ describe("cursor-byok ide", () => {
     });
   }
 
+  for (const platform of ["darwin", "win32"]) {
+    test(`${platform}: a NODE_EXTRA_CA_CERTS the user had is kept in a bundle and given back by undo`, async () => {
+      const os = createFakeOs();
+      const corporate = join(home.dir, "corporate.pem");
+      writeFileSync(
+        corporate,
+        "-----BEGIN CERTIFICATE-----\ncorporate\n-----END CERTIFICATE-----\n",
+      );
+      os.env.set("NODE_EXTRA_CA_CERTS", corporate);
+      const withVariable = {
+        ...createTestIO({ env: { ...home.env, NODE_EXTRA_CA_CERTS: corporate }, home: home.dir }),
+      };
+      const code = await createIdeCommand(os.run, platform).run(
+        ["setup", "--yes", "--settings", settingsFile, "--data-dir", dataDir],
+        withVariable,
+      );
+      assert.equal(code, 0, withVariable.err());
+      const bundle = join(dataDir, "ide", "node-extra-ca-certs.pem");
+      assert.equal(os.env.get("NODE_EXTRA_CA_CERTS"), bundle);
+      const bundled = readFileSync(bundle, "utf8");
+      assert.ok(bundled.includes("corporate"), "the user's certificates stay trusted");
+      assert.ok(bundled.includes(readFileSync(join(dataDir, "ide", "ca.pem"), "utf8").trim()));
+      const undoIo = io(platform);
+      assert.equal(await run(os, ["undo", "--yes"], undoIo), 0, undoIo.err());
+      assert.equal(os.env.get("NODE_EXTRA_CA_CERTS"), corporate, "the user's own value is back");
+      assert.equal(existsSync(bundle), false);
+    });
+  }
+
   test("the setup plan is shown before anything changes", async () => {
     const os = createFakeOs();
+    writeFileSync(
+      settingsFile,
+      SETTINGS.replace(
+        '"http.proxySupport": "off",',
+        '"http.proxySupport": "off",\n\t"http.proxy": "http://corp.example:3128",',
+      ),
+    );
     const testIo = io("darwin");
     await run(os, ["setup", "--yes"], testIo);
     const out = testIo.out();
@@ -249,6 +320,8 @@ describe("cursor-byok ide", () => {
     const plain = io("darwin");
     assert.equal(await run(os, ["status"], plain), 0);
     assert.match(plain.out(), /not set up/);
+    // The run() helper names port 18799; make sure nothing listens there for this check.
+    await assertClosed(18799);
     writeFileSync(settingsFile, '{ "http.proxy": "http://127.0.0.1:18799" }');
     const stale = io("darwin");
     assert.equal(await run(os, ["status"], stale), 1);
@@ -257,8 +330,9 @@ describe("cursor-byok ide", () => {
 
   test("doctor fails on settings that point at a proxy nobody runs, and says how to fix it", async () => {
     const configFile = join(home.dir, "doctor.yaml");
-    writeFileSync(configFile, "ide:\n  proxyPort: 18797\n");
-    writeFileSync(settingsFile, '{ "http.proxy": "http://127.0.0.1:18797" }');
+    const port = await closedPort();
+    writeFileSync(configFile, `ide:\n  proxyPort: ${port}\n`);
+    writeFileSync(settingsFile, `{ "http.proxy": "http://127.0.0.1:${port}" }`);
     const testIo = {
       ...createTestIO({
         env: { ...home.env, CURSOR_BYOK_IDE_SETTINGS: settingsFile },
@@ -288,5 +362,30 @@ describe("cursor-byok ide", () => {
     );
     assert.equal(readFileSync(settingsFile, "utf8"), SETTINGS);
     assert.equal(existsSync(join(dataDir, "ide")), false);
+  });
+
+  test("a settings file that changes while setup or undo asks is not overwritten", async () => {
+    const os = createFakeOs();
+    const editing = (text: string) =>
+      io("darwin", async () => {
+        writeFileSync(settingsFile, text);
+        return "y";
+      });
+    const duringSetup = editing('{ "edited": "during setup" }');
+    assert.equal(await run(os, ["setup"], duringSetup), 1);
+    assert.match(duringSetup.err(), /changed while setup was asking; nothing was changed/);
+    assert.equal(readFileSync(settingsFile, "utf8"), '{ "edited": "during setup" }');
+    assert.equal(existsSync(join(dataDir, "ide", "setup.json")), false);
+
+    writeFileSync(settingsFile, SETTINGS);
+    assert.equal(await run(os, ["setup", "--yes"], io("darwin")), 0);
+    const duringUndo = editing('{ "edited": "during undo" }');
+    assert.equal(await run(os, ["undo"], duringUndo), 1);
+    assert.match(duringUndo.err(), /changed while undo was asking/);
+    assert.equal(readFileSync(settingsFile, "utf8"), '{ "edited": "during undo" }');
+    const again = io("darwin");
+    assert.equal(await run(os, ["undo", "--yes"], again), 0, again.err());
+    assert.equal(readFileSync(settingsFile, "utf8"), '{ "edited": "during undo" }');
+    assert.equal(os.trusted.size, 0);
   });
 });

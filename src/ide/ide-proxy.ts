@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
+import { isLoopbackHost } from "../transport/http/loopback.ts";
 import type { Log } from "../transport/log.ts";
 import { type IdeProxy, type ProxyTraffic, startProxy } from "../transport/proxy/proxy.ts";
 import type { LocalServer } from "../transport/server.ts";
@@ -78,8 +79,14 @@ function testUpstream(log: Log): {
   const map = process.env.CURSOR_BYOK_TEST_UPSTREAM;
   const caFile = process.env.CURSOR_BYOK_TEST_UPSTREAM_CA;
   if (map === undefined || map === "") return {};
-  log.warn({}, "CURSOR_BYOK_TEST_UPSTREAM is set: forwarded traffic goes to test stand-ins");
   const hosts = JSON.parse(map) as Record<string, string>;
+  // Stand-ins live on this machine: a stray variable can never send a user's traffic elsewhere.
+  for (const target of Object.values(hosts)) {
+    if (!isLoopbackHost(target.replace(/:\d+$/, ""))) {
+      throw new Error(`CURSOR_BYOK_TEST_UPSTREAM may only name loopback addresses, not ${target}`);
+    }
+  }
+  log.warn({}, "CURSOR_BYOK_TEST_UPSTREAM is set: forwarded traffic goes to local test stand-ins");
   const result: {
     resolveUpstream: (host: string, port: number) => { host: string; port: number };
     upstreamCa?: readonly string[];

@@ -1,5 +1,14 @@
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
@@ -11,6 +20,7 @@ import {
   SettingsError,
   toProxySettings,
   toSettingsPath,
+  writeSettingsText,
 } from "./settings-file.ts";
 
 const FILE = "/home/u/.config/Cursor/User/settings.json";
@@ -148,6 +158,33 @@ describe("Cursor's settings file", () => {
     try {
       mkdirSync(join(dir, "settings.json"));
       assert.throws(() => readSettingsText(join(dir, "settings.json")), /is a directory/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a blank file and a file with a byte-order mark are settings files too", () => {
+    for (const blank of ["", "  \n"]) {
+      const { text } = applySettings(FILE, blank, PROXY);
+      assert.deepEqual(JSON.parse(text), PROXY);
+    }
+    const withBom = '\uFEFF{\n  // kept\n  "a": 1\n}\n';
+    const { text, changes } = applySettings(FILE, withBom, PROXY);
+    assert.ok(text.startsWith("\uFEFF{"), "the mark stays");
+    assert.ok(text.includes("// kept"));
+    assert.equal(revertSettings(FILE, text, changes).text, withBom);
+  });
+
+  test("a symbolic link is followed: its target changes, the link stays", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cursor-byok-settings-"));
+    try {
+      const target = join(dir, "dotfiles-settings.json");
+      const link = join(dir, "settings.json");
+      writeFileSync(target, "{}\n");
+      symlinkSync(target, link);
+      writeSettingsText(link, '{ "a": 1 }\n');
+      assert.equal(lstatSync(link).isSymbolicLink(), true);
+      assert.equal(readFileSync(target, "utf8"), '{ "a": 1 }\n');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

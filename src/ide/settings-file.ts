@@ -4,7 +4,7 @@
  * text; reading and writing are separate so setup can show the plan before it changes anything.
  */
 import { createHash } from "node:crypto";
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import {
   applyEdits,
@@ -97,7 +97,10 @@ export function readSettingsText(file: string): string | undefined {
 }
 
 /** The settings object's tree. @throws SettingsError with line:column for a syntax error. */
-function parseSettings(file: string, text: string): Node | undefined {
+function parseSettings(file: string, raw: string): Node | undefined {
+  // Cursor reads a blank file as no settings, and a UTF-8 byte-order mark as nothing.
+  const text = withoutBom(raw);
+  if (text.trim() === "") return undefined;
   const errors: ParseError[] = [];
   const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
   const first = errors[0];
@@ -142,7 +145,9 @@ export function applySettings(
   text: string | undefined,
   settings: Readonly<Record<string, unknown>>,
 ): { readonly text: string; readonly changes: readonly KeyChange[] } {
-  let next = text ?? "{\n}\n";
+  const bom = text?.startsWith(BOM) === true ? BOM : "";
+  const body = withoutBom(text ?? "");
+  let next = body.trim() === "" ? "{\n}\n" : body;
   const previous = readKeys(file, next, Object.keys(settings));
   const changes: KeyChange[] = [];
   const formatting = toFormatting(next);
@@ -152,7 +157,7 @@ export function applySettings(
     if (before.present && isSameJson(before.value, value)) continue;
     next = applyEdits(next, modify(next, [key], value, { formattingOptions: formatting }));
   }
-  return { text: next, changes };
+  return { text: bom + next, changes };
 }
 
 /**
@@ -164,12 +169,13 @@ export function revertSettings(
   text: string,
   changes: readonly KeyChange[],
 ): { readonly text: string; readonly keptByUser: readonly string[] } {
+  const bom = text.startsWith(BOM) ? BOM : "";
   const current = readKeys(
     file,
     text,
     changes.map((change) => change.key),
   );
-  let next = text;
+  let next = withoutBom(text);
   const keptByUser: string[] = [];
   const formatting = toFormatting(text);
   for (const change of changes) {
@@ -181,7 +187,13 @@ export function revertSettings(
     const value = change.previous.present ? change.previous.value : undefined;
     next = applyEdits(next, modify(next, [change.key], value, { formattingOptions: formatting }));
   }
-  return { text: next, keptByUser };
+  return { text: bom + next, keptByUser };
+}
+
+const BOM = "\uFEFF";
+
+function withoutBom(text: string): string {
+  return text.startsWith(BOM) ? text.slice(1) : text;
 }
 
 export function sha256(text: string): string {
@@ -225,13 +237,18 @@ function isDirectory(folder: string): boolean {
   }
 }
 
-/** Writes the settings atomically (temporary file + rename), keeping the file's permissions. */
+/**
+ * Writes the settings atomically (temporary file + rename), keeping the file's permissions. A
+ * symbolic link (dotfile managers use them) is followed: its target is written, the link stays.
+ */
 export function writeSettingsText(file: string, text: string): void {
+  let target = file;
   let mode = 0o644;
   try {
-    mode = statSync(file).mode & 0o777;
+    target = realpathSync(file);
+    mode = statSync(target).mode & 0o777;
   } catch {
     // A new file: the usual permissions of a settings file.
   }
-  writeAtomically(file, text, mode);
+  writeAtomically(target, text, mode);
 }

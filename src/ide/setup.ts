@@ -16,6 +16,7 @@ import { type IdeJournal, JOURNAL_VERSION, readJournal, writeJournal } from "./j
 import {
   applySettings,
   type KeyChange,
+  readKeys,
   readSettingsText,
   SettingsError,
   sha256,
@@ -55,6 +56,8 @@ export interface SetupPlan {
     readonly changes: readonly KeyChange[];
   };
   readonly trust: readonly { readonly step: TrustStep; readonly actions: readonly Action[] }[];
+  /** What the user should know before agreeing. */
+  readonly warnings: readonly string[];
 }
 
 export type SetupCheck =
@@ -120,8 +123,48 @@ export async function planSetup(context: IdeContext, proxyUrl: string): Promise<
         changes: applied.changes,
       },
       trust: steps.map((step) => ({ step, actions: toAddActions(step, caPath) })),
+      warnings: toWarnings(context.settingsFile, originalText, applied.changes, steps),
     },
   };
+}
+
+function toWarnings(
+  file: string,
+  text: string | undefined,
+  changes: readonly KeyChange[],
+  steps: readonly TrustStep[],
+): string[] {
+  const warnings: string[] = [];
+  const proxy = changes.find((change) => change.key === "http.proxy")?.previous;
+  if (proxy?.present === true && typeof proxy.value === "string" && proxy.value !== "") {
+    warnings.push(
+      `Your http.proxy (${proxy.value}) is not used while IDE mode is on: the cursor-byok proxy ` +
+        "connects to Cursor and to other hosts directly. Where the network allows no direct " +
+        "connection, IDE mode cannot work yet. Undo puts your proxy back.",
+    );
+  }
+  const noProxy =
+    text === undefined ? undefined : readKeys(file, text, ["http.noProxy"]).get("http.noProxy");
+  if (noProxy?.present === true && /cursor\.sh/.test(JSON.stringify(noProxy.value))) {
+    warnings.push(
+      "Your http.noProxy names cursor.sh, so Cursor would bypass the proxy for it: remove that entry.",
+    );
+  }
+  for (const step of steps) {
+    if ("previous" in step && step.previous !== undefined) {
+      warnings.push(
+        `NODE_EXTRA_CA_CERTS is set (${step.previous}): it will name a bundle of those ` +
+          "certificates and ours; undo sets it back.",
+      );
+    }
+  }
+  if (steps.some((step) => step.type === "launchctl-env")) {
+    warnings.push(
+      "macOS forgets `launchctl setenv` at logout; run `cursor-byok ide status` after a restart " +
+        "and `cursor-byok ide undo` + `ide setup` if the variable is missing.",
+    );
+  }
+  return warnings;
 }
 
 /** The plan as lines a person reads before agreeing. */
@@ -142,6 +185,7 @@ export function describeSetupPlan(plan: SetupPlan, ideDirectory: string): string
   for (const { actions } of plan.trust) {
     for (const action of actions) lines.push(`     ${describeAction(action)}`);
   }
+  for (const warning of plan.warnings) lines.push(`Note: ${warning}`);
   return lines;
 }
 
@@ -155,6 +199,14 @@ export async function performSetup(
   report: (line: string) => void,
   now: () => Date = () => new Date(),
 ): Promise<void> {
+  // The settings file is re-read: if it changed while setup was asking, stop before any change.
+  const current = existsSync(plan.settings.file) ? readSettingsText(plan.settings.file) : undefined;
+  if (current !== plan.settings.originalText) {
+    throw new SettingsError(
+      plan.settings.file,
+      "changed while setup was asking; nothing was changed, run setup again",
+    );
+  }
   mkdirSync(context.ideDirectory, { recursive: true, mode: 0o700 });
   if (plan.ca.fresh) {
     writeCertificateAuthority(context.ideDirectory, plan.ca.authority);
@@ -186,11 +238,6 @@ export async function performSetup(
     trust: [],
   };
   writeJournal(context.ideDirectory, journal);
-  // The settings file is re-read: if the user changed it since the plan, stop rather than lose it.
-  const current = existsSync(plan.settings.file) ? readSettingsText(plan.settings.file) : undefined;
-  if (current !== plan.settings.originalText) {
-    throw new SettingsError(plan.settings.file, "changed while setup was asking; run setup again");
-  }
   writeSettingsText(plan.settings.file, plan.settings.text);
   report(`updated ${plan.settings.file}`);
   for (const { step, actions } of plan.trust) {

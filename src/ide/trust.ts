@@ -54,11 +54,25 @@ export type TrustStep =
       /** The database did not exist: setup created it (empty). */
       readonly createDatabase: boolean;
     }
-  | { readonly type: "env-file"; readonly file: string; readonly caPath: string }
+  | ({ readonly type: "env-file"; readonly file: string } & NodeExtraCa)
   | { readonly type: "macos-keychain"; readonly keychain: string; readonly sha1: string }
-  | { readonly type: "launchctl-env"; readonly caPath: string }
+  | ({ readonly type: "launchctl-env" } & NodeExtraCa)
   | { readonly type: "windows-root"; readonly serial: string }
-  | { readonly type: "windows-env"; readonly caPath: string };
+  | ({ readonly type: "windows-env" } & NodeExtraCa);
+
+/**
+ * `NODE_EXTRA_CA_CERTS` names one file. When the user already has one (a company bundle, say),
+ * the variable gets a bundle of theirs plus ours, and undo gives them their own value back.
+ */
+export interface NodeExtraCa {
+  /** The value the variable gets: the CA file, or the bundle. */
+  readonly caPath: string;
+  /** The user's value before setup, if any. */
+  readonly previous?: string;
+}
+
+/** The file that holds the user's previous extra certificates followed by our CA. */
+export const NODE_EXTRA_BUNDLE_FILE = "node-extra-ca-certs.pem";
 
 export interface TrustInputs {
   readonly platform: string;
@@ -71,6 +85,12 @@ export interface TrustInputs {
 /** What trusting the CA means on this platform. */
 export function planTrust(inputs: TrustInputs): TrustStep[] {
   const { platform, homeDir, caPath, ca } = inputs;
+  const bundle = path.join(path.dirname(caPath), NODE_EXTRA_BUNDLE_FILE);
+  const current = inputs.env.NODE_EXTRA_CA_CERTS;
+  const extra: NodeExtraCa =
+    current === undefined || current === "" || current === caPath || current === bundle
+      ? { caPath }
+      : { caPath: bundle, previous: current };
   if (platform === "darwin") {
     return [
       {
@@ -78,13 +98,13 @@ export function planTrust(inputs: TrustInputs): TrustStep[] {
         keychain: path.join(homeDir, "Library", "Keychains", "login.keychain-db"),
         sha1: ca.sha1,
       },
-      { type: "launchctl-env", caPath },
+      { type: "launchctl-env", ...extra },
     ];
   }
   if (platform === "win32") {
     return [
       { type: "windows-root", serial: ca.serial },
-      { type: "windows-env", caPath },
+      { type: "windows-env", ...extra },
     ];
   }
   const database = toNssDatabase(homeDir);
@@ -99,7 +119,11 @@ export function planTrust(inputs: TrustInputs): TrustStep[] {
       nickname: toNickname(ca.sha256),
       createDatabase: !existsSync(path.join(database, "cert9.db")),
     },
-    { type: "env-file", file: path.join(config, "environment.d", "60-cursor-byok.conf"), caPath },
+    {
+      type: "env-file",
+      file: path.join(config, "environment.d", "60-cursor-byok.conf"),
+      ...extra,
+    },
   ];
 }
 
@@ -122,6 +146,8 @@ export type Action =
   | { readonly type: "write-file"; readonly file: string; readonly text: string }
   | { readonly type: "remove-file"; readonly file: string }
   | { readonly type: "make-dir"; readonly dir: string }
+  /** Writes the files `sources` one after the other into `file` (a certificate bundle). */
+  | { readonly type: "write-bundle"; readonly file: string; readonly sources: readonly string[] }
   /** Removes an NSS database setup created, if no certificate is left in it. */
   | { readonly type: "remove-empty-nss-database"; readonly database: string };
 
@@ -150,6 +176,7 @@ export function toAddActions(step: TrustStep, caPath: string): Action[] {
     }
     case "env-file":
       return [
+        ...toBundleActions(step, caPath),
         {
           type: "write-file",
           file: step.file,
@@ -166,13 +193,23 @@ export function toAddActions(step: TrustStep, caPath: string): Action[] {
       ];
     case "launchctl-env":
       return [
+        ...toBundleActions(step, caPath),
         { type: "run", file: "launchctl", args: ["setenv", "NODE_EXTRA_CA_CERTS", step.caPath] },
       ];
     case "windows-root":
       return [{ type: "run", file: "certutil", args: ["-user", "-addstore", "Root", caPath] }];
     case "windows-env":
-      return [{ type: "run", file: "setx", args: ["NODE_EXTRA_CA_CERTS", step.caPath] }];
+      return [
+        ...toBundleActions(step, caPath),
+        { type: "run", file: "setx", args: ["NODE_EXTRA_CA_CERTS", step.caPath] },
+      ];
   }
+}
+
+function toBundleActions(step: NodeExtraCa, caPath: string): Action[] {
+  return step.previous === undefined
+    ? []
+    : [{ type: "write-bundle", file: step.caPath, sources: [step.previous, caPath] }];
 }
 
 export function toRemoveActions(step: TrustStep, caPath: string): Action[] {
@@ -199,16 +236,26 @@ export function toRemoveActions(step: TrustStep, caPath: string): Action[] {
         },
       ];
     case "launchctl-env":
-      return [{ type: "run", file: "launchctl", args: ["unsetenv", "NODE_EXTRA_CA_CERTS"] }];
+      return [
+        step.previous === undefined
+          ? { type: "run", file: "launchctl", args: ["unsetenv", "NODE_EXTRA_CA_CERTS"] }
+          : {
+              type: "run",
+              file: "launchctl",
+              args: ["setenv", "NODE_EXTRA_CA_CERTS", step.previous],
+            },
+      ];
     case "windows-root":
       return [{ type: "run", file: "certutil", args: ["-user", "-delstore", "Root", step.serial] }];
     case "windows-env":
       return [
-        {
-          type: "run",
-          file: "reg",
-          args: ["delete", "HKCU\\Environment", "/v", "NODE_EXTRA_CA_CERTS", "/f"],
-        },
+        step.previous === undefined
+          ? {
+              type: "run",
+              file: "reg",
+              args: ["delete", "HKCU\\Environment", "/v", "NODE_EXTRA_CA_CERTS", "/f"],
+            }
+          : { type: "run", file: "setx", args: ["NODE_EXTRA_CA_CERTS", step.previous] },
       ];
   }
 }
@@ -236,8 +283,13 @@ export function toVerifyAction(step: TrustStep): Action | undefined {
       };
     case "launchctl-env":
       return { type: "run", file: "launchctl", args: ["getenv", "NODE_EXTRA_CA_CERTS"] };
-    case "env-file":
     case "windows-env":
+      return {
+        type: "run",
+        file: "reg",
+        args: ["query", "HKCU\\Environment", "/v", "NODE_EXTRA_CA_CERTS"],
+      };
+    case "env-file":
       return undefined;
   }
 }
@@ -259,7 +311,9 @@ export async function isStepInPlace(
   const result = await run(verify.file, verify.args);
   if (result.code === 127) return undefined;
   if (step.type === "macos-keychain") return result.code === 0 && result.stdout.includes(step.sha1);
-  if (step.type === "launchctl-env") return result.code === 0 && result.stdout.trim() !== "";
+  if (step.type === "launchctl-env")
+    return result.code === 0 && result.stdout.trim() === step.caPath;
+  if (step.type === "windows-env") return result.code === 0 && result.stdout.includes(step.caPath);
   return result.code === 0;
 }
 
@@ -302,6 +356,8 @@ export function describeAction(action: Action): string {
       return `remove ${action.file}`;
     case "make-dir":
       return `mkdir -p ${quoteArg(action.dir)}`;
+    case "write-bundle":
+      return `write ${action.file}: ${action.sources.join(" + ")}`;
     case "remove-empty-nss-database":
       return `remove ${action.database.replace(/^sql:/, "")} if no certificate is left in it (setup created it)`;
   }
@@ -327,6 +383,19 @@ export async function performAction(action: Action, run: CommandRunner): Promise
       mkdirSync(path.dirname(action.file), { recursive: true });
       writeAtomically(action.file, action.text, 0o644);
       return;
+    case "write-bundle": {
+      const parts = action.sources.map((source) => {
+        try {
+          return readFileSync(source, "utf8").trim();
+        } catch (error) {
+          throw new Error(
+            `cannot read ${source} to combine it with our CA (${(error as NodeJS.ErrnoException).code})`,
+          );
+        }
+      });
+      writeAtomically(action.file, `${parts.join("\n")}\n`, 0o644);
+      return;
+    }
     case "remove-file":
       rmSync(action.file, { force: true });
       removeIfEmpty(path.dirname(action.file));

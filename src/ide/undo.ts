@@ -14,19 +14,27 @@ import {
   type Action,
   describeAction,
   isStepInPlace,
+  NODE_EXTRA_BUNDLE_FILE,
   performAction,
   type TrustStep,
   toRemoveActions,
 } from "./trust.ts";
 
+/** `basedOn`: the SHA-256 of the file the plan was made from; undo writes only over that. */
 export type SettingsUndo =
-  | { readonly type: "restore-backup"; readonly file: string; readonly text: string }
-  | { readonly type: "remove-file"; readonly file: string }
+  | {
+      readonly type: "restore-backup";
+      readonly file: string;
+      readonly text: string;
+      readonly basedOn: string;
+    }
+  | { readonly type: "remove-file"; readonly file: string; readonly basedOn: string }
   | {
       readonly type: "revert-keys";
       readonly file: string;
       readonly text: string;
       readonly keptByUser: readonly string[];
+      readonly basedOn: string;
     }
   | { readonly type: "nothing"; readonly file: string; readonly why: string };
 
@@ -67,11 +75,12 @@ function planSettingsUndo(journal: IdeJournal): SettingsUndo {
     return { type: "nothing", file, why: (error as Error).message };
   }
   if (current === undefined) return { type: "nothing", file, why: "the file no longer exists" };
-  if (sha256(current) === record.writtenSha256) {
-    if (!record.existed) return { type: "remove-file", file };
+  const basedOn = sha256(current);
+  if (basedOn === record.writtenSha256) {
+    if (!record.existed) return { type: "remove-file", file, basedOn };
     const backup = record.backupFile === undefined ? undefined : readBackup(record.backupFile);
     if (backup !== undefined && sha256(backup) === record.originalSha256) {
-      return { type: "restore-backup", file, text: backup };
+      return { type: "restore-backup", file, text: backup, basedOn };
     }
   }
   if (current === undefined) return { type: "nothing", file, why: "the file no longer exists" };
@@ -80,7 +89,13 @@ function planSettingsUndo(journal: IdeJournal): SettingsUndo {
     if (reverted.text === current && reverted.keptByUser.length === 0) {
       return { type: "nothing", file, why: "none of our keys are in it any more" };
     }
-    return { type: "revert-keys", file, text: reverted.text, keptByUser: reverted.keptByUser };
+    return {
+      type: "revert-keys",
+      file,
+      text: reverted.text,
+      keptByUser: reverted.keptByUser,
+      basedOn,
+    };
   } catch (error) {
     return { type: "nothing", file, why: (error as Error).message };
   }
@@ -130,6 +145,10 @@ export async function performUndo(
   const settings = plan.settings;
   if (settings !== undefined && settings.type !== "nothing") {
     try {
+      const now = existsSync(settings.file) ? readFileSync(settings.file, "utf8") : "";
+      if (sha256(now) !== settings.basedOn) {
+        throw new Error("it changed while undo was asking; run `cursor-byok ide undo` again");
+      }
       if (settings.type === "remove-file") rmSync(settings.file, { force: true });
       else writeSettingsText(settings.file, settings.text);
       report(`restored ${settings.file}`);
@@ -139,13 +158,19 @@ export async function performUndo(
   }
   const left: TrustStep[] = [];
   for (const { step, actions } of plan.trust) {
-    try {
-      for (const action of actions) {
+    // Every action of a step is tried; a step whose check then says it is gone counts as undone
+    // (a re-run after a partial undo finds some of its actions with nothing left to do).
+    const errors: string[] = [];
+    for (const action of actions) {
+      try {
         await performAction(action, context.run);
         report(`done: ${describeAction(action)}`);
+      } catch (error) {
+        errors.push((error as Error).message);
       }
-    } catch (error) {
-      failures.push((error as Error).message);
+    }
+    if (errors.length > 0 && (await isStepInPlace(step, context.run)) !== false) {
+      failures.push(...errors);
       left.push(step);
     }
   }
@@ -154,7 +179,13 @@ export async function performUndo(
     writeJournal(context.ideDirectory, { ...plan.journal, trust: left.reverse() });
     return failures;
   }
-  for (const name of [CA_KEY_FILE, CA_CERT_FILE, "settings.backup.json", "last-seen.json"]) {
+  for (const name of [
+    CA_KEY_FILE,
+    CA_CERT_FILE,
+    NODE_EXTRA_BUNDLE_FILE,
+    "settings.backup.json",
+    "last-seen.json",
+  ]) {
     rmSync(path.join(context.ideDirectory, name), { force: true });
   }
   removeJournal(context.ideDirectory);
