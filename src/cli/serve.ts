@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { type Config, toBindRefusal, toConnectHost, toDefaultConfigPath } from "../config/index.ts";
 import { createLLM } from "../llm/index.ts";
 import { openSqliteStore, type Store } from "../store/index.ts";
+import { loadPathEncryptionKeys } from "../transport/path-encryption-keys.ts";
 import { DEFAULT_SERVER_OPTIONS, type Server, startServer } from "../transport/server.ts";
 import {
   CONFIG_OPTION,
@@ -71,9 +72,15 @@ export const SERVE_COMMAND: Command = {
     let server: Server;
     try {
       server = await startServer(
-        { store, llm: createLLM({ models: config.models.map((model) => model.config) }), log },
+        {
+          store,
+          llm: createLLM({ models: config.models.map((model) => model.config) }),
+          log,
+          pathEncryptionKeys: loadPathEncryptionKeys(config.dataDirectory),
+        },
         {
           ...DEFAULT_SERVER_OPTIONS,
+          ...(config.helperModel === undefined ? {} : { helperModel: config.helperModel }),
           host: config.server.host,
           port: config.server.port,
           runSseContentType: config.server.runSseContentType,

@@ -28,20 +28,35 @@ import {
   GetDefaultModelForCliResponseSchema,
   GetUsableModelsResponseSchema,
 } from "./gen/agent/v1/models_pb.js";
+import { NameAgentRequestSchema, NameAgentResponseSchema } from "./gen/agent/v1/name_agent_pb.js";
 import { AvailableModelsResponseSchema } from "./gen/aiserver/v1/available_models_pb.js";
+import {
+  HealthCheckResponseSchema,
+  WriteGitBranchNameRequestSchema,
+  WriteGitBranchNameResponseSchema,
+  WriteGitCommitMessageRequestSchema,
+  WriteGitCommitMessageResponseSchema,
+} from "./gen/aiserver/v1/git_text_pb.js";
 import { GetServerConfigResponseSchema } from "./gen/aiserver/v1/server_config_pb.js";
 import { ServerTimeResponseSchema } from "./gen/aiserver/v1/server_time_pb.js";
+import {
+  toBranchNameResponse,
+  toCommitMessageResponse,
+  toNameAgentResponse,
+} from "./helper-tasks.ts";
 import { fromResponseEvent } from "./response-events.ts";
 import { fromRunRequest } from "./run-request.ts";
 import {
   toAvailableModelsResponse,
   toDefaultModelForCliResponse,
+  toHealthCheckResponse,
   toServerConfigResponse,
   toServerTimeResponse,
   toUsableModelsResponse,
 } from "./startup-rpcs.ts";
 import {
   assertGolden,
+  CONVERSATION_ID,
   cliRunRequest,
   ideRunRequest,
   REQUEST_ID,
@@ -731,6 +746,100 @@ test("golden: start-up RPC responses", () => {
       toBinary(ServerTimeResponseSchema, toServerTimeResponse(T0, T0 + 1)),
       (bytes) =>
         assert.equal(fromBinary(ServerTimeResponseSchema, bytes).transmitTimestamp, T0 + 1),
+    ],
+  ];
+  for (const [name, bytes, check] of cases) {
+    assertGolden(name, bytes);
+    check(readGolden(name));
+  }
+});
+
+test("golden: the indexing keys, health check, chat title, commit message and branch name", () => {
+  const keys = { user: "dXNlci1rZXktMzItYnl0ZXMtZm9yLXRoZS1nb2xkZW4", team: "dGVhbS1rZXk" };
+  const cases: [string, Uint8Array, (bytes: Uint8Array) => void][] = [
+    [
+      "rpc-get-server-config-keys",
+      toBinary(
+        GetServerConfigResponseSchema,
+        toServerConfigResponse({ http2: false, pathEncryptionKeys: keys }),
+      ),
+      (bytes) => {
+        const config = fromBinary(GetServerConfigResponseSchema, bytes);
+        assert.equal(config.indexingConfig?.defaultUserPathEncryptionKey, keys.user);
+        assert.equal(config.indexingConfig?.defaultTeamPathEncryptionKey, keys.team);
+        assert.equal(config.http2Config, 1);
+      },
+    ],
+    [
+      "rpc-health-check",
+      toBinary(HealthCheckResponseSchema, toHealthCheckResponse()),
+      (bytes) => assert.equal(fromBinary(HealthCheckResponseSchema, bytes).status, 1),
+    ],
+    [
+      "rpc-name-agent-request",
+      toBinary(
+        NameAgentRequestSchema,
+        create(NameAgentRequestSchema, { userMessage: "Why does the login test fail?" }),
+      ),
+      (bytes) =>
+        assert.equal(
+          fromBinary(NameAgentRequestSchema, bytes).userMessage,
+          "Why does the login test fail?",
+        ),
+    ],
+    [
+      "rpc-name-agent-response",
+      toBinary(NameAgentResponseSchema, toNameAgentResponse("x", "Failing login test")),
+      (bytes) =>
+        assert.equal(fromBinary(NameAgentResponseSchema, bytes).name, "Failing login test"),
+    ],
+    [
+      "rpc-write-git-commit-message-request",
+      toBinary(
+        WriteGitCommitMessageRequestSchema,
+        create(WriteGitCommitMessageRequestSchema, {
+          diffs: ["diff --git a/a.ts b/a.ts\n-a - b\n+a + b\n"],
+          previousCommitMessages: ["Add the adder"],
+          explicitContext: { context: "be brief" },
+        }),
+      ),
+      (bytes) => {
+        const request = fromBinary(WriteGitCommitMessageRequestSchema, bytes);
+        assert.equal(request.diffs.length, 1);
+        assert.deepEqual(request.previousCommitMessages, ["Add the adder"]);
+        assert.equal(request.explicitContext?.context, "be brief");
+      },
+    ],
+    [
+      "rpc-write-git-commit-message-response",
+      toBinary(WriteGitCommitMessageResponseSchema, toCommitMessageResponse("Fix add\n")),
+      (bytes) =>
+        assert.equal(
+          fromBinary(WriteGitCommitMessageResponseSchema, bytes).commitMessage,
+          "Fix add",
+        ),
+    ],
+    [
+      "rpc-write-git-branch-name-request",
+      toBinary(
+        WriteGitBranchNameRequestSchema,
+        create(WriteGitBranchNameRequestSchema, {
+          diffs: "+a + b",
+          context: "fix the adder",
+          conversationId: CONVERSATION_ID,
+        }),
+      ),
+      (bytes) => {
+        const request = fromBinary(WriteGitBranchNameRequestSchema, bytes);
+        assert.equal(request.diffs, "+a + b");
+        assert.equal(request.conversationId, CONVERSATION_ID);
+      },
+    ],
+    [
+      "rpc-write-git-branch-name-response",
+      toBinary(WriteGitBranchNameResponseSchema, toBranchNameResponse("fix/adder")),
+      (bytes) =>
+        assert.equal(fromBinary(WriteGitBranchNameResponseSchema, bytes).branchName, "fix/adder"),
     ],
   ];
   for (const [name, bytes, check] of cases) {

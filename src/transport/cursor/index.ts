@@ -38,9 +38,12 @@ export {
 export { toHeartbeatMessage, toServerMessageBytes, toUpdateMessage } from "./server-message.ts";
 export {
   type OfferedModel,
+  type PathEncryptionKeys,
   SERVER_CONFIG_VERSION,
+  type ServerConfigOptions,
   toAvailableModelsResponse,
   toDefaultModelForCliResponse,
+  toHealthCheckResponse,
   toServerConfigResponse,
   toServerTimeResponse,
   toUsableModelsResponse,

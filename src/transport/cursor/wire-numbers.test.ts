@@ -20,6 +20,7 @@ import * as update from "./gen/agent/v1/interaction_update_pb.js";
 import * as kv from "./gen/agent/v1/kv_pb.js";
 import * as mcp from "./gen/agent/v1/mcp_pb.js";
 import * as models from "./gen/agent/v1/models_pb.js";
+import * as nameAgent from "./gen/agent/v1/name_agent_pb.js";
 import * as context from "./gen/agent/v1/request_context_pb.js";
 import * as run from "./gen/agent/v1/run_request_pb.js";
 import * as toolCall from "./gen/agent/v1/tool_call_pb.js";
@@ -27,6 +28,7 @@ import * as user from "./gen/agent/v1/user_message_pb.js";
 import * as availableModels from "./gen/aiserver/v1/available_models_pb.js";
 import * as bidi from "./gen/aiserver/v1/bidi_pb.js";
 import * as errors from "./gen/aiserver/v1/error_details_pb.js";
+import * as gitText from "./gen/aiserver/v1/git_text_pb.js";
 import * as config from "./gen/aiserver/v1/server_config_pb.js";
 import * as time from "./gen/aiserver/v1/server_time_pb.js";
 
@@ -943,6 +945,7 @@ const EXPECTED: [DescMessage, Record<string, number>][] = [
   [
     config.GetServerConfigResponseSchema,
     {
+      indexing_config: 3,
       config_version: 6,
       http2_config: 7,
       use_nlb_for_nal: 26,
@@ -954,6 +957,22 @@ const EXPECTED: [DescMessage, Record<string, number>][] = [
   [time.ServerTimeResponseSchema, { receive_timestamp: 1, transmit_timestamp: 2 }],
   [models.GetUsableModelsResponseSchema, { models: 1 }],
   [models.GetDefaultModelForCliResponseSchema, { model: 1 }],
+  // The public schema extraction (proto/README.md): indexing keys, titles, git text, health.
+  [
+    config.IndexingConfigSchema,
+    { default_user_path_encryption_key: 9, default_team_path_encryption_key: 10 },
+  ],
+  [nameAgent.NameAgentRequestSchema, { user_message: 1 }],
+  [nameAgent.NameAgentResponseSchema, { name: 1 }],
+  [
+    gitText.WriteGitCommitMessageRequestSchema,
+    { diffs: 1, previous_commit_messages: 2, explicit_context: 3 },
+  ],
+  [gitText.WriteGitCommitMessageResponseSchema, { commit_message: 1 }],
+  [gitText.ExplicitContextSchema, { context: 1, repo_context: 2, mode_specific_context: 4 }],
+  [gitText.WriteGitBranchNameRequestSchema, { diffs: 1, context: 2, conversation_id: 3 }],
+  [gitText.WriteGitBranchNameResponseSchema, { branch_name: 1 }],
+  [gitText.HealthCheckResponseSchema, { status: 1 }],
   [
     availableModels.AvailableModelsResponse_FeatureModelConfigSchema,
     { default_model: 1, fallback_models: 2, best_of_n_default_models: 3 },
@@ -1122,4 +1141,7 @@ test("the services carry the documented paths and kinds", () => {
   assert.equal(agent.runSSE.input.typeName, "aiserver.v1.BidiRequestId");
   assert.equal(bidi.BidiService.typeName, "aiserver.v1.BidiService");
   assert.equal(bidi.BidiService.method.bidiAppend.methodKind, "unary");
+  assert.equal(agent.nameAgent.name, "NameAgent");
+  assert.equal(agent.nameAgent.methodKind, "unary");
+  assert.equal(gitText.HealthCheckResponse_Status.HEALTHY, 1);
 });
