@@ -31,12 +31,14 @@ import {
   fromResponseEvent,
   fromRunRequest,
   redactSecrets,
+  SUMMARIZE_NOT_SUPPORTED,
   startToolCall,
   type TurnState,
   toCheckpointMessage,
   toConnectError,
   toHeartbeatMessage,
   toModelSelection,
+  toNotSupportedError,
   toResumedTurnState,
   toTurnEnd,
   toTurnEnded,
@@ -353,6 +355,9 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       case "interaction_response":
         applyToolEvent(seqno, event);
         return;
+      case "summarize":
+        refuseSummarize();
+        return;
       case "prewarm":
       case "heartbeat":
       case "kv_result":
@@ -440,6 +445,15 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       endStream(new ConnectError(reason, Code.Canceled));
     },
   };
+
+  /**
+   * `/summarize` needs compaction, which is not built: a stream opened for it ends at once with an
+   * error the client shows. Sent on a stream whose turn is running, it leaves that turn alone.
+   */
+  function refuseSummarize(): void {
+    log.info({ request: requestID, conversation: conversationID }, "summarize is not supported");
+    if (turn === null) endStream(toNotSupportedError(SUMMARIZE_NOT_SUPPORTED));
+  }
 
   /** Cancels this stream's turn (the runner ignores it if the stream no longer carries it). */
   function cancelTurn(reason: string): Promise<unknown> {

@@ -58,6 +58,13 @@ test("plan actions start a turn; resume resumes; no action prewarms", () => {
       case: "runRequest",
       value: { action: { action: { case: "summarizeAction", value: {} } } },
     }).type,
+    "summarize",
+  );
+  assert.equal(
+    event({
+      case: "runRequest",
+      value: { action: { action: { case: "cancelSubagentAction", value: {} } } },
+    }).type,
     "unsupported",
   );
 });
@@ -89,9 +96,18 @@ test("cancel, resume and other standalone actions", () => {
     },
   );
   assert.equal(event({ case: "conversationAction", value: {} }).type, "unsupported");
+  assert.deepEqual(
+    event({
+      case: "conversationAction",
+      value: { action: { case: "summarizeAction", value: {} } },
+    }),
+    { type: "summarize", request: null },
+  );
   assert.equal(
-    event({ case: "conversationAction", value: { action: { case: "summarizeAction", value: {} } } })
-      .type,
+    event({
+      case: "conversationAction",
+      value: { action: { case: "backgroundSubagentAction", value: {} } },
+    }).type,
     "unsupported",
   );
 });

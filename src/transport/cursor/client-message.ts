@@ -21,6 +21,8 @@ export type ClientEvent =
   /** Warm up a conversation; no turn starts. */
   | { readonly type: "prewarm"; readonly conversationID: string | null }
   | { readonly type: "cancel"; readonly reason: string }
+  /** Summarize (compact) the conversation: `/summarize`. */
+  | { readonly type: "summarize"; readonly request: AgentRunRequest | null }
   /** A result (or one streamed shell event) for exec `id` / `execID`. */
   | {
       readonly type: "exec_result";
@@ -101,6 +103,8 @@ function fromRunRequestAction(request: AgentRunRequest): ClientEvent {
       return { type: "run", action: "execute_plan", request };
     case "resumeAction":
       return { type: "resume", request };
+    case "summarizeAction":
+      return { type: "summarize", request };
     case undefined:
       // A run request without an action warms the conversation up, like a prewarm request.
       return { type: "prewarm", conversationID: request.conversationId ?? null };
@@ -116,6 +120,8 @@ function fromStandaloneAction(action: ConversationAction): ClientEvent {
       return { type: "cancel", reason: branch.value.reason };
     case "resumeAction":
       return { type: "resume", request: null };
+    case "summarizeAction":
+      return { type: "summarize", request: null };
     case undefined:
       return { type: "unsupported", what: "conversation_action without a known action" };
     default:

@@ -25,6 +25,7 @@ export {
 export { AiService, ServerConfigService } from "./gen/aiserver/v1/ai_service_pb.js";
 export { BidiRequestIdSchema, BidiService } from "./gen/aiserver/v1/bidi_pb.js";
 export { MODES, type Mode } from "./mode.ts";
+export { SUMMARIZE_NOT_SUPPORTED, toNotSupportedError } from "./not-supported.ts";
 export { toSystemPrompt } from "./prompt.ts";
 export { type EventContext, fromResponseEvent, type Outbound } from "./response-events.ts";
 export {
