@@ -240,6 +240,12 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       { conversation: conversationID, request: requestID, model: model.name, mode: state.mode },
       "turn started",
     );
+    if (started.value.unusedContext.length > 0) {
+      log.debug(
+        { request: requestID, fields: started.value.unusedContext },
+        "attached context the model is not given",
+      );
+    }
     let result: Awaited<ReturnType<Runner["submit"]>>;
     try {
       result = await runner.submit(

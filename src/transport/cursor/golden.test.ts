@@ -24,11 +24,25 @@ import {
   type AgentServerMessage,
   AgentServerMessageSchema,
 } from "./gen/agent/v1/agent_stream_pb.js";
+import { AgentSkillSchema } from "./gen/agent/v1/common_pb.js";
 import {
   GetDefaultModelForCliResponseSchema,
   GetUsableModelsResponseSchema,
 } from "./gen/agent/v1/models_pb.js";
 import { NameAgentRequestSchema, NameAgentResponseSchema } from "./gen/agent/v1/name_agent_pb.js";
+import {
+  CustomSubagentSchema,
+  PermissionsAutoRunInstructionsSchema,
+} from "./gen/agent/v1/request_context_pb.js";
+import {
+  SelectedBrowserSchema,
+  SelectedDocumentationSchema,
+  SelectedDocumentSchema,
+  SelectedGitPRDiffSelectionSchema,
+  SelectedPastChatSchema,
+  SelectedPullRequestSchema,
+  SelectedSubagentSchema,
+} from "./gen/agent/v1/user_message_pb.js";
 import { AvailableModelsResponseSchema } from "./gen/aiserver/v1/available_models_pb.js";
 import {
   HealthCheckResponseSchema,
@@ -121,6 +135,87 @@ test("golden: the IDE's first append (run request), hex and data_binary forms", 
   assert.equal(turn.value.input.settings.model, "claude-sonnet");
   assert.equal(turn.value.input.userMessage.content, "Fix the failing test in src/math.ts");
   assert.equal(turn.value.messageID, "msg-1");
+});
+
+test("golden: a run request with attached docs, past chat, PR, browser, document, skill and subagent", () => {
+  const request = ideRunRequest();
+  const action = request.action?.action;
+  assert.ok(action?.case === "userMessageAction");
+  const userMessage = action.value.userMessage;
+  assert.ok(
+    userMessage?.selectedContext !== undefined && action.value.requestContext !== undefined,
+  );
+  Object.assign(userMessage.selectedContext, {
+    documentations: [create(SelectedDocumentationSchema, { docId: "d1", name: "React" })],
+    pastChats: [create(SelectedPastChatSchema, { agentId: "chat-7", name: "Login refactor" })],
+    selectedPullRequests: [
+      create(SelectedPullRequestSchema, {
+        number: 42,
+        url: "https://git.example/pr/42",
+        title: "Dark mode",
+      }),
+    ],
+    gitPrDiffSelections: [
+      create(SelectedGitPRDiffSelectionSchema, {
+        prUrl: "https://git.example/pr/42",
+        filePath: "src/theme.ts",
+        startLine: 3,
+        endLine: 9,
+        diffContent: "+dark",
+      }),
+    ],
+    selectedBrowsers: [
+      create(SelectedBrowserSchema, { browserId: "b1", url: "http://localhost:3000/" }),
+    ],
+    selectedDocuments: [
+      create(SelectedDocumentSchema, {
+        uuid: "u1",
+        filename: "notes.md",
+        mimeType: "text/markdown",
+        dataOrBlobId: { case: "data", value: new TextEncoder().encode("ship it") },
+      }),
+    ],
+    selectedSkills: [create(AgentSkillSchema, { fullPath: "/s/SKILL.md", content: "Tag first." })],
+    selectedSubagents: [create(SelectedSubagentSchema, { name: "reviewer" })],
+  });
+  Object.assign(action.value.requestContext, {
+    agentSkills: [create(AgentSkillSchema, { fullPath: "/s/SKILL.md", description: "Releases" })],
+    customSubagents: [create(CustomSubagentSchema, { name: "reviewer", prompt: "Bugs first." })],
+    userPermissionsAutoRun: create(PermissionsAutoRunInstructionsSchema, {
+      allowInstructions: ["git status"],
+    }),
+  });
+  const message = client({ case: "runRequest", value: request });
+  assertGolden(
+    "in-bidi-ide-run-attached",
+    toBidiAppendBody({ requestID: REQUEST_ID, appendSeqno: 0, message }, { form: "binary" }),
+  );
+  const event = fromClientMessage(decodeAppend("in-bidi-ide-run-attached").message);
+  assert.ok(event.type === "run");
+  const turn = fromRunRequest(event.request, event.action, {
+    at: T0,
+    inputID: `${REQUEST_ID}:0`,
+    requestID: REQUEST_ID,
+    contextWindow: 200_000,
+  });
+  assert.ok(turn.ok);
+  const keys = turn.value.input.context.map((item) => item.key);
+  for (const key of [
+    "skills",
+    "custom-subagents",
+    "auto-run-rules",
+    "docs:d1",
+    "past-chat:chat-7",
+    "pr:https://git.example/pr/42",
+    "pr-diff:https://git.example/pr/42:src/theme.ts:3-9",
+    "browser:b1",
+    "document:u1",
+    "skill:/s/SKILL.md",
+    "subagent:reviewer",
+  ]) {
+    assert.ok(keys.includes(key), `${key} in ${keys.join(", ")}`);
+  }
+  assert.deepEqual(turn.value.unusedContext, []);
 });
 
 test("golden: the CLI's run request, plain and gzip-compressed", () => {

@@ -10,6 +10,7 @@ import type { StartInput } from "../../loop/types.ts";
 import { toBlobStore } from "./blobs.ts";
 import type { RunAction } from "./client-message.ts";
 import { toContextSupplements } from "./context.ts";
+import { findUnusedContext } from "./context-attached.ts";
 import { type Decoded, toDecoded, toDecodeError } from "./decode-error.ts";
 import { AgentMode, type TodoItem, TodoItemSchema } from "./gen/agent/v1/common_pb.js";
 import { ConversationStateStructureSchema } from "./gen/agent/v1/conversation_state_pb.js";
@@ -53,6 +54,8 @@ export interface TurnStart {
   readonly messageID: string;
   /** `harness` of the run request (`cursor-ide` from the IDE; absent from the CLI). */
   readonly harness: string;
+  /** Attached context no supplement renders (context-attached.ts), for a debug log. */
+  readonly unusedContext: readonly string[];
 }
 
 export function toModelSelection(request: AgentRunRequest): ModelSelection | null {
@@ -94,6 +97,7 @@ export function fromRunRequest(
     selectedContext: turn.userMessage.selectedContext,
     customInstructions: request.customSystemPrompt,
     excludeWorkspace: request.excludeWorkspaceContext ?? false,
+    blobs,
   });
   const input: StartInput = {
     type: "start",
@@ -112,6 +116,7 @@ export function fromRunRequest(
     state,
     messageID: turn.userMessage.messageId,
     harness: request.harness ?? "",
+    unusedContext: findUnusedContext(turn.userMessage.selectedContext),
   });
 }
 
