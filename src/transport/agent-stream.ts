@@ -30,6 +30,7 @@ import {
   fromClientMessage,
   fromResponseEvent,
   fromRunRequest,
+  type Mode,
   redactSecrets,
   SUMMARIZE_NOT_SUPPORTED,
   startToolCall,
@@ -38,6 +39,7 @@ import {
   toConnectError,
   toHeartbeatMessage,
   toModelSelection,
+  toModeSettings,
   toNotSupportedError,
   toResumedTurnState,
   toTurnEnd,
@@ -122,6 +124,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   } | null = null;
   let graceTimer: NodeJS.Timeout | null = null;
   let startedAt: number | null = null;
+  /** The mode when the running tool call started: a switch_mode call may change it. */
+  let modeAtToolStart: Mode | null = null;
   const loggedUnsupported = new Set<string>();
   const outcomes = new Map<number, Promise<void>>();
 
@@ -160,12 +164,19 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         inputID: `result:${command.operationID}`,
       });
       if (step.ignored !== null) return Promise.reject(new Error(step.ignored));
+      modeAtToolStart = turn.mode;
       turn = step.state;
       send(step.messages);
       if (step.input !== null) return Promise.resolve(step.input.message);
       return new Promise((resolve, reject) => {
         tool = { operationID: command.operationID, resolve, reject };
       });
+    },
+    settingsAfterTool(settings) {
+      const before = modeAtToolStart;
+      modeAtToolStart = null;
+      if (turn === null || before === null || turn.mode === before) return undefined;
+      return toModeSettings(settings, turn.mode, turn.mcpTools);
     },
     committed() {
       // Checkpoints are sent by the dialect at tool start, tool end and turn end.

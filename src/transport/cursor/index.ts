@@ -34,6 +34,7 @@ export {
   type RunOptions,
   type TurnStart,
   toModelSelection,
+  toModeSettings,
   toResumedTurnState,
 } from "./run-request.ts";
 export { toHeartbeatMessage, toServerMessageBytes, toUpdateMessage } from "./server-message.ts";

@@ -67,6 +67,7 @@ test("an IDE run request becomes a start input with settings, context and turn s
     "read_lints",
     "todo_write",
     "ask_question",
+    "switch_mode",
     "mcp__github__create_issue",
   ]);
   assert.deepEqual(
@@ -179,7 +180,7 @@ test("the mode comes from the user message, else the checkpoint; modes pick prom
   assert.equal(ask.input.settings.systemPrompt, toSystemPrompt("ask"));
   assert.deepEqual(
     ask.input.settings.tools.map((tool) => tool.name),
-    ["read_file", "list_dir", "grep", "glob", "read_lints", "ask_question"],
+    ["read_file", "list_dir", "grep", "glob", "read_lints", "ask_question", "switch_mode"],
   );
   const fromCheckpoint = start(
     ideRunRequest((request) => {

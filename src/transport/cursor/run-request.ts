@@ -6,7 +6,7 @@
  * to model descriptors are never read. Protocol ids stay here and in the turn state.
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
-import type { StartInput } from "../../loop/types.ts";
+import type { StartInput, TurnSettings } from "../../loop/types.ts";
 import { toBlobStore } from "./blobs.ts";
 import type { RunAction } from "./client-message.ts";
 import { toContextSupplements } from "./context.ts";
@@ -20,9 +20,10 @@ import {
   type UserMessage as CursorUserMessage,
   UserMessageSchema,
 } from "./gen/agent/v1/user_message_pb.js";
-import { fromAgentMode } from "./mode.ts";
+import { fromAgentMode, type Mode } from "./mode.ts";
 import { toSystemPrompt } from "./prompt.ts";
 import { toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
+import type { McpToolRef } from "./tools/mcp.ts";
 import { type TurnState, ZERO_USAGE } from "./turn-state.ts";
 import { toUserMessage } from "./user-message.ts";
 
@@ -70,6 +71,19 @@ export function toModelSelection(request: AgentRunRequest): ModelSelection | nul
   };
 }
 
+/** The settings of `mode`: its fixed system prompt and tool definitions; the model is kept. */
+export function toModeSettings(
+  settings: { readonly model: string },
+  mode: Mode,
+  mcpTools: readonly McpToolRef[],
+): TurnSettings {
+  return {
+    model: settings.model,
+    systemPrompt: toSystemPrompt(mode),
+    tools: toToolDefinitions(mode, mcpTools),
+  };
+}
+
 export function fromRunRequest(
   request: AgentRunRequest,
   action: RunAction,
@@ -105,11 +119,7 @@ export function fromRunRequest(
     at: options.at,
     userMessage,
     context,
-    settings: {
-      model: model.model,
-      systemPrompt: toSystemPrompt(state.mode),
-      tools: toToolDefinitions(state.mode, state.mcpTools),
-    },
+    settings: toModeSettings({ model: model.model }, state.mode, state.mcpTools),
   };
   return toDecoded({
     input,

@@ -1,8 +1,11 @@
 /**
- * Conversation actions beyond a user message, through the real server: `/summarize` (answered
- * with a clear "not supported yet" while compaction is not built).
+ * Conversation actions and mode changes beyond a plain user message, through the real server:
+ * `/summarize` (answered with a clear "not supported yet" while compaction is not built) and a
+ * switch from ask to agent mode that the rest of the turn follows.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
@@ -35,5 +38,55 @@ describe("conversation actions end to end", () => {
     );
     assert.equal(details?.details?.isRetryable, false);
     assert.equal(harness.provider.requests.length, 0);
+  });
+
+  test("switch_mode: after the user approves, the rest of the turn runs in agent mode", async () => {
+    harness = await startHarness();
+    harness.reply(
+      {
+        toolCalls: [
+          {
+            id: "call_switch",
+            name: "switch_mode",
+            arguments: { target_mode: "agent", explanation: "Writing the file needs agent mode." },
+          },
+        ],
+      },
+      {
+        toolCalls: [
+          {
+            id: "call_write",
+            name: "write_file",
+            arguments: { path: "hello.txt", content: "hi\n" },
+          },
+        ],
+      },
+      { text: "Written." },
+    );
+    const result = await harness.client().startTurn({
+      conversationId: CONVERSATION,
+      text: "Create hello.txt",
+      modelId: MODEL,
+      mode: "ask",
+    }).done;
+    assert.equal(result.error, undefined);
+    assert.equal(readFileSync(join(harness.workspace, "hello.txt"), "utf8"), "hi\n");
+    const bodies = harness.provider.requests.map(
+      (request) =>
+        JSON.parse(request.body) as {
+          messages: { role: string; content: unknown }[];
+          tools?: { function: { name: string } }[];
+        },
+    );
+    const tools = (index: number) => (bodies[index]?.tools ?? []).map((tool) => tool.function.name);
+    assert.ok(!tools(0).includes("write_file"), "ask mode offers no write_file");
+    assert.ok(tools(1).includes("write_file"), "agent mode does");
+    const system = (index: number) => JSON.stringify(bodies[index]?.messages[0]?.content);
+    assert.match(system(0), /# Mode: ask/);
+    assert.match(system(1), /# Mode: agent/);
+    // History still extends: the second request starts with the first one's messages.
+    const rest = (index: number) =>
+      (bodies[index]?.messages ?? []).slice(1).map((m) => JSON.stringify(m));
+    assert.deepEqual(rest(1).slice(0, rest(0).length), rest(0));
   });
 });

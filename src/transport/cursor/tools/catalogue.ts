@@ -19,6 +19,7 @@ import { createMcpTool, type McpToolRef } from "./mcp.ts";
 import { readFile } from "./read-file.ts";
 import { readLints } from "./read-lints.ts";
 import { shell } from "./shell.ts";
+import { switchMode } from "./switch-mode.ts";
 import { todoWrite } from "./todo-write.ts";
 import type {
   ClientReply,
@@ -82,6 +83,7 @@ export const BUILT_IN_TOOLS: readonly AnyTool[] = [
   erase(todoWrite),
   erase(askQuestion),
   erase(createPlan),
+  erase(switchMode),
 ];
 
 /** The model-facing tool definitions of `mode`: built-ins in catalogue order, then MCP tools. */
