@@ -48,6 +48,7 @@ import {
 import type { Log } from "./log.ts";
 import { createOutboundStream, type OutboundStream } from "./outbound-stream.ts";
 import type { Runner, TurnOutput } from "./runner/types.ts";
+import type { UserCommands } from "./user-commands.ts";
 
 export interface AgentStreamOptions {
   readonly heartbeatMs: number;
@@ -67,6 +68,8 @@ export interface AgentStreamDeps {
   readonly options: AgentStreamOptions;
   /** Called once the stream has ended and no subscriber is attached (for cleanup). */
   readonly onSettled?: (stream: AgentStream) => void;
+  /** Shell commands users ran themselves, handed to the conversation's next turn. */
+  readonly userCommands?: UserCommands;
 }
 
 export interface AgentStream {
@@ -259,9 +262,14 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     }
     let result: Awaited<ReturnType<Runner["submit"]>>;
     try {
+      const commands = deps.userCommands?.take(state.conversationID) ?? [];
       result = await runner.submit(
         state.conversationID,
-        { ...input, settings: { ...input.settings, model: model.name } },
+        {
+          ...input,
+          context: [...input.context, ...commands],
+          settings: { ...input.settings, model: model.name },
+        },
         output,
         {
           requestID,
@@ -375,6 +383,9 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       case "summarize":
         refuseSummarize();
         return;
+      case "shell_command":
+        recordUserCommand(event);
+        return;
       case "prewarm":
       case "heartbeat":
       case "kv_result":
@@ -470,6 +481,28 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   function refuseSummarize(): void {
     log.info({ request: requestID, conversation: conversationID }, "summarize is not supported");
     if (turn === null) endStream(toNotSupportedError(SUMMARIZE_NOT_SUPPORTED));
+  }
+
+  /**
+   * A command the user ran themselves becomes context for the conversation's next turn. Sent as a
+   * run request, it opens no turn: its stream ends at once; on a stream carrying a turn, that
+   * turn goes on.
+   */
+  function recordUserCommand(event: Extract<ClientEvent, { type: "shell_command" }>): void {
+    const conversation = event.request?.conversationId ?? conversationID;
+    if (conversation !== null && conversation !== "" && event.command.trim() !== "") {
+      deps.userCommands?.record(conversation, { command: event.command, execID: event.execID });
+      log.info(
+        { request: requestID, conversation },
+        "user shell command recorded for the next turn",
+      );
+    } else {
+      log.info(
+        { request: requestID },
+        "user shell command without a conversation or command; ignored",
+      );
+    }
+    if (turn === null) endStream();
   }
 
   /** Cancels this stream's turn (the runner ignores it if the stream no longer carries it). */

@@ -35,6 +35,7 @@ import {
   INFERENCE_SERVICE_WARNING,
   TELEMETRY_SINKS,
 } from "./startup-procedures.ts";
+import { createUserCommands } from "./user-commands.ts";
 
 export interface ServerOptions {
   readonly host: string;
@@ -127,7 +128,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       ),
   });
   const streams = createAgentStreams(
-    { runner, models: llm, now, log, options: options.stream },
+    { runner, models: llm, now, log, options: options.stream, userCommands: createUserCommands() },
     { retentionMs: options.streamRetentionMs, idleMs: options.idleStreamMs },
   );
   const unimplemented = new Set<string>();

@@ -67,6 +67,30 @@ test("plan actions start a turn; resume resumes; no action prewarms", () => {
     }).type,
     "unsupported",
   );
+  const shell = event({
+    case: "runRequest",
+    value: {
+      conversationId: "c9",
+      action: {
+        action: {
+          case: "shellCommandAction",
+          value: { shellCommand: { command: "npm test" }, execId: "x1" },
+        },
+      },
+    },
+  });
+  assert.ok(shell.type === "shell_command");
+  assert.deepEqual(
+    [shell.command, shell.execID, shell.request?.conversationId],
+    ["npm test", "x1", "c9"],
+  );
+  assert.deepEqual(
+    event({
+      case: "conversationAction",
+      value: { action: { case: "shellCommandAction", value: { execId: "x2" } } },
+    }),
+    { type: "shell_command", command: "", execID: "x2", request: null },
+  );
 });
 
 test("prewarm requests carry their conversation id", () => {

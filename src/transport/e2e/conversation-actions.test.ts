@@ -89,4 +89,28 @@ describe("conversation actions end to end", () => {
       (bodies[index]?.messages ?? []).slice(1).map((m) => JSON.stringify(m));
     assert.deepEqual(rest(1).slice(0, rest(0).length), rest(0));
   });
+
+  test("shell_command: what the user ran becomes context for the next model call, once", async () => {
+    harness = await startHarness();
+    harness.reply({ text: "I see you ran the tests." }, { text: "Nothing new." });
+    const client = harness.client();
+    const action = client.runRequest({ conversationId: CONVERSATION, text: "", modelId: MODEL });
+    action.action = create(ConversationActionSchema, {
+      action: {
+        case: "shellCommandAction",
+        value: { shellCommand: { command: "npm test -- --grep login" }, execId: "user-exec-1" },
+      },
+    });
+    const recorded = await client.startTurn(action).done;
+    assert.equal(recorded.error, undefined);
+    assert.equal(harness.provider.requests.length, 0, "no model call for the command itself");
+    for (const text of ["What did I just run?", "And now?"]) {
+      const turn = await client.startTurn({ conversationId: CONVERSATION, text, modelId: MODEL })
+        .done;
+      assert.equal(turn.error, undefined);
+    }
+    const [first, second] = harness.provider.requests.map((request) => request.body);
+    assert.match(first ?? "", /ran this command in their terminal[^"]*\\nnpm test -- --grep login/);
+    assert.equal((second ?? "").split("npm test -- --grep login").length - 1, 1, "not repeated");
+  });
 });
