@@ -37,6 +37,7 @@ import {
   type TurnState,
   toCheckpointMessage,
   toConnectError,
+  toForceBackground,
   toHeartbeatMessage,
   toModelSelection,
   toModeSettings,
@@ -386,6 +387,9 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       case "shell_command":
         recordUserCommand(event);
         return;
+      case "background_shell":
+        forceBackground(event.toolCallID);
+        return;
       case "prewarm":
       case "heartbeat":
       case "kv_result":
@@ -481,6 +485,18 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   function refuseSummarize(): void {
     log.info({ request: requestID, conversation: conversationID }, "summarize is not supported");
     if (turn === null) endStream(toNotSupportedError(SUMMARIZE_NOT_SUPPORTED));
+  }
+
+  /** "Move to background" on the running command of a tool call (cursor/background-shell.ts). */
+  function forceBackground(toolCallID: string): void {
+    if (turn === null) return;
+    const step = toForceBackground(turn, toolCallID);
+    if (step.type === "ignored") {
+      log.debug({ request: requestID, why: step.why }, "background_shell action ignored");
+      return;
+    }
+    turn = step.state;
+    send(step.messages);
   }
 
   /**

@@ -28,6 +28,8 @@ export type ClientEvent =
       readonly execID: string;
       readonly request: AgentRunRequest | null;
     }
+  /** The user moved the running command of tool call `toolCallID` to the background. */
+  | { readonly type: "background_shell"; readonly toolCallID: string }
   /** Summarize (compact) the conversation: `/summarize`. */
   | { readonly type: "summarize"; readonly request: AgentRunRequest | null }
   /** A result (or one streamed shell event) for exec `id` / `execID`. */
@@ -136,6 +138,8 @@ function fromStandaloneAction(action: ConversationAction): ClientEvent {
       return { type: "resume", request: null };
     case "summarizeAction":
       return { type: "summarize", request: null };
+    case "backgroundShellAction":
+      return { type: "background_shell", toolCallID: branch.value.toolCallId };
     case "shellCommandAction":
       return {
         type: "shell_command",

@@ -2,6 +2,8 @@
  * The Cursor dialect: the only code that knows Cursor's protobuf. Pure codecs and helpers the
  * runner (transport) calls; see README.md for how they fit together.
  */
+
+export { type ForceBackground, toForceBackground } from "./background-shell.ts";
 export {
   type BidiAppend,
   type BidiAppendBody,

@@ -50,6 +50,7 @@ test("each prompt names only tools its mode offers", () => {
     "grep",
     "glob",
     "shell",
+    "write_shell_stdin",
     "read_lints",
     "todo_write",
     "ask_question",

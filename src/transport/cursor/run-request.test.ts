@@ -64,6 +64,7 @@ test("an IDE run request becomes a start input with settings, context and turn s
     "grep",
     "glob",
     "shell",
+    "write_shell_stdin",
     "read_lints",
     "todo_write",
     "ask_question",

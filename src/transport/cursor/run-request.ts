@@ -181,6 +181,7 @@ function toTurnState(
     mode,
     agentMode,
     workspaceRoot,
+    terminalsFolder: env?.terminalsFolder ?? "",
     mcpTools,
     contextWindow: options.contextWindow,
     nextID: 1,

@@ -337,6 +337,7 @@ function toEnv(state: TurnState, toolCallID: string, at: number): ToolEnv {
     at,
     todos: state.todos,
     mode: state.mode,
+    terminalsFolder: state.terminalsFolder,
   };
 }
 

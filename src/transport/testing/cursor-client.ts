@@ -7,6 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Agent } from "node:http";
+import { join } from "node:path";
 import { isMessage } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import type { UniversalClientFn } from "@connectrpc/connect/protocol";
@@ -25,6 +26,7 @@ import {
 } from "../cursor/gen/agent/v1/run_request_pb.js";
 import { AiService } from "../cursor/gen/aiserver/v1/ai_service_pb.js";
 import { BidiService } from "../cursor/gen/aiserver/v1/bidi_pb.js";
+import { type BackgroundShells, createBackgroundShells } from "./background-shells.ts";
 import { type AppendForm, createRunChannel, createRunSseChannel } from "./channels.ts";
 import type { ExecOverride } from "./exec-runner.ts";
 import type { QueryAnswerer } from "./interaction-answers.ts";
@@ -52,6 +54,11 @@ export interface CursorClientOptions {
   readonly onExec?: ExecOverride;
   /** Default time limit of a turn. Default 10 000 ms. */
   readonly timeoutMs?: number;
+  /**
+   * Where background shells write `<shell id>.txt` (sent as `env.terminals_folder`). Default:
+   * `.cursor-terminals` in the workspace, created on first use.
+   */
+  readonly terminalsFolder?: string;
 }
 
 /** `RunRequestInit` with the client's defaults: its workspace, and its last checkpoint. */
@@ -73,6 +80,8 @@ export interface CursorClient {
   readonly ai: Client<typeof AiService>;
   /** Blobs the server stored with `set_blob_args` (hex SHA-256 id → bytes). */
   readonly blobs: ReadonlyMap<string, Uint8Array>;
+  /** Shells running in the background (spawned, or moved there), alive across turns. */
+  readonly backgroundShells: BackgroundShells;
   /** The last checkpoint received for a conversation. */
   checkpoint(conversationId: string): ConversationStateStructure | undefined;
   /** The run request for `init`, with the client's workspace, checkpoint and blobs. */
@@ -96,6 +105,9 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
   const agentClient: Client<typeof AgentService> = createClient(AgentService, transport);
   const bidiClient: Client<typeof BidiService> = createClient(BidiService, transport);
   const blobs = new Map<string, Uint8Array>();
+  const backgroundShells = createBackgroundShells(
+    options.terminalsFolder ?? join(options.workspace, ".cursor-terminals"),
+  );
   const checkpoints = new Map<string, ConversationStateStructure>();
   const turns = new Set<Turn>();
 
@@ -105,6 +117,7 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
         ? undefined
         : (init.checkpoint ?? checkpoints.get(init.conversationId));
     return createRunRequest({
+      terminalsFolder: backgroundShells.folder,
       ...init,
       workspace: init.workspace ?? options.workspace,
       checkpoint,
@@ -116,6 +129,7 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
     workspace: options.workspace,
     ai: createClient(AiService, transport),
     blobs,
+    backgroundShells,
     checkpoint: (conversationId) => checkpoints.get(conversationId),
     runRequest,
     startTurn(request, turnOptions = {}) {
@@ -139,6 +153,7 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
         streamCloseBeforeResult: options.streamCloseBeforeResult ?? false,
         answerQuery: options.answerQuery,
         onExec: options.onExec,
+        background: backgroundShells,
         blobs,
         runSseContentTypes: () => runSseTypes.get(requestId) ?? [],
         onCheckpoint: (checkpoint) => {
@@ -154,6 +169,7 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
     },
     async close() {
       await Promise.all([...turns].map((turn) => turn.close("the test client was closed")));
+      await backgroundShells.closeAll();
       release();
     },
   };

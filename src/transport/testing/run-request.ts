@@ -38,6 +38,8 @@ export interface RunRequestInit {
   readonly os?: string;
   /** `env.shell`; default: bash. */
   readonly shell?: string;
+  /** `env.terminals_folder`: where background shells write their output; default none. */
+  readonly terminalsFolder?: string;
   /** `env.time_zone`; default: UTC. */
   readonly timeZone?: string;
   /** The last checkpoint of the conversation (`conversation_state`), for a follow-up turn. */
@@ -87,6 +89,9 @@ export function createRunRequest(init: RunRequestInit): AgentRunRequest {
               workspacePaths: [init.workspace],
               shell: init.shell ?? "bash",
               timeZone: init.timeZone ?? "UTC",
+              ...(init.terminalsFolder === undefined
+                ? {}
+                : { terminalsFolder: init.terminalsFolder }),
             },
           },
         },

@@ -31,6 +31,7 @@ import type {
   UiTool,
 } from "./types.ts";
 import { writeFile } from "./write-file.ts";
+import { writeShellStdin } from "./write-shell-stdin.ts";
 
 /** A handler with its argument and data types erased, so handlers can share one list. */
 export interface AnyTool {
@@ -79,6 +80,7 @@ export const BUILT_IN_TOOLS: readonly AnyTool[] = [
   erase(grep),
   erase(glob),
   erase(shell),
+  erase(writeShellStdin),
   erase(readLints),
   erase(todoWrite),
   erase(askQuestion),

@@ -28,6 +28,8 @@ export interface ToolEnv {
   readonly todos: readonly TodoItem[];
   /** The mode the turn runs in now. */
   readonly mode: Mode;
+  /** Where the client writes background shells' output; "" when it did not say. */
+  readonly terminalsFolder: string;
 }
 
 /** A request for the client: an exec, or a question shown to the user. */

@@ -7,7 +7,7 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { ShellArgs, ShellResult } from "./exec_shell_pb.js";
+import type { ShellArgs, ShellResult, WriteShellStdinArgs, WriteShellStdinResult } from "./exec_shell_pb.js";
 import type { DeleteArgs, DeleteResult, DiagnosticSeverity, FetchArgs, FetchResult, GrepArgs, GrepResult, LsArgs, LsResult } from "./exec_files_pb.js";
 import type { CursorRule, HookAdditionalContext, OutputLocation, Position, TodoItem, TodoStatus } from "./common_pb.js";
 import type { McpArgs, McpToolResult } from "./exec_mcp_pb.js";
@@ -1316,6 +1316,27 @@ export declare type FetchToolCall = Message<"agent.v1.FetchToolCall"> & {
 export declare const FetchToolCallSchema: GenMessage<FetchToolCall>;
 
 /**
+ * @generated from message agent.v1.WriteShellStdinToolCall
+ */
+export declare type WriteShellStdinToolCall = Message<"agent.v1.WriteShellStdinToolCall"> & {
+  /**
+   * @generated from field: agent.v1.WriteShellStdinArgs args = 1;
+   */
+  args?: WriteShellStdinArgs | undefined;
+
+  /**
+   * @generated from field: agent.v1.WriteShellStdinResult result = 2;
+   */
+  result?: WriteShellStdinResult | undefined;
+};
+
+/**
+ * Describes the message agent.v1.WriteShellStdinToolCall.
+ * Use `create(WriteShellStdinToolCallSchema)` to create a new message.
+ */
+export declare const WriteShellStdinToolCallSchema: GenMessage<WriteShellStdinToolCall>;
+
+/**
  * @generated from message agent.v1.SwitchModeToolCall
  */
 export declare type SwitchModeToolCall = Message<"agent.v1.SwitchModeToolCall"> & {
@@ -1559,6 +1580,12 @@ export declare type ToolCall = Message<"agent.v1.ToolCall"> & {
      */
     value: SwitchModeToolCall;
     case: "switchModeToolCall";
+  } | {
+    /**
+     * @generated from field: agent.v1.WriteShellStdinToolCall write_shell_stdin_tool_call = 31;
+     */
+    value: WriteShellStdinToolCall;
+    case: "writeShellStdinToolCall";
   } | {
     /**
      * @generated from field: agent.v1.WebFetchToolCall web_fetch_tool_call = 37;
