@@ -69,6 +69,9 @@ test("an IDE run request becomes a start input with settings, context and turn s
     "todo_write",
     "ask_question",
     "switch_mode",
+    "list_mcp_resources",
+    "read_mcp_resource",
+    "mcp_servers",
     "mcp__github__create_issue",
   ]);
   assert.deepEqual(
@@ -181,7 +184,19 @@ test("the mode comes from the user message, else the checkpoint; modes pick prom
   assert.equal(ask.input.settings.systemPrompt, toSystemPrompt("ask"));
   assert.deepEqual(
     ask.input.settings.tools.map((tool) => tool.name),
-    ["read_file", "list_dir", "grep", "glob", "read_lints", "ask_question", "switch_mode"],
+    [
+      "read_file",
+      "list_dir",
+      "grep",
+      "glob",
+      "read_lints",
+      "ask_question",
+      "switch_mode",
+      // The IDE request carries an MCP server: its resources and state are offered in every mode.
+      "list_mcp_resources",
+      "read_mcp_resource",
+      "mcp_servers",
+    ],
   );
   const fromCheckpoint = start(
     ideRunRequest((request) => {

@@ -28,6 +28,7 @@ import { AiService } from "../cursor/gen/aiserver/v1/ai_service_pb.js";
 import { BidiService } from "../cursor/gen/aiserver/v1/bidi_pb.js";
 import { type BackgroundShells, createBackgroundShells } from "./background-shells.ts";
 import { type AppendForm, createRunChannel, createRunSseChannel } from "./channels.ts";
+import type { TestMcpServer } from "./exec-mcp.ts";
 import type { ExecOverride } from "./exec-runner.ts";
 import type { QueryAnswerer } from "./interaction-answers.ts";
 import { createRunRequest, type RunRequestInit } from "./run-request.ts";
@@ -59,6 +60,11 @@ export interface CursorClientOptions {
    * `.cursor-terminals` in the workspace, created on first use.
    */
   readonly terminalsFolder?: string;
+  /**
+   * MCP servers the client has: their resources and state answer execs 17, 18 and 36, and
+   * their tools are sent with each run request (`mcp_tools`). Default none.
+   */
+  readonly mcpServers?: readonly TestMcpServer[];
 }
 
 /** `RunRequestInit` with the client's defaults: its workspace, and its last checkpoint. */
@@ -118,6 +124,13 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
         : (init.checkpoint ?? checkpoints.get(init.conversationId));
     return createRunRequest({
       terminalsFolder: backgroundShells.folder,
+      ...(options.mcpServers === undefined
+        ? {}
+        : {
+            mcpTools: options.mcpServers.flatMap((server) =>
+              server.tools.map((tool) => ({ server: server.identifier, tool })),
+            ),
+          }),
       ...init,
       workspace: init.workspace ?? options.workspace,
       checkpoint,
@@ -154,6 +167,7 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
         answerQuery: options.answerQuery,
         onExec: options.onExec,
         background: backgroundShells,
+        ...(options.mcpServers === undefined ? {} : { mcpServers: options.mcpServers }),
         blobs,
         runSseContentTypes: () => runSseTypes.get(requestId) ?? [],
         onCheckpoint: (checkpoint) => {

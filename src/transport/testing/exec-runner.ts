@@ -22,6 +22,7 @@ import {
 import type { BackgroundShells } from "./background-shells.ts";
 import { runDelete, runDiagnostics, runLs, runRead, runWrite } from "./exec-files.ts";
 import { runGrep } from "./exec-grep.ts";
+import { runListResources, runMcpState, runReadResource, type TestMcpServer } from "./exec-mcp.ts";
 import { type ShellProcess, startShell, toAbortReason, toShellResult } from "./exec-shell.ts";
 
 /** The result branch of an `ExecClientMessage`. */
@@ -43,6 +44,8 @@ export interface ExecRunnerOptions {
   readonly send: (message: AgentClientMessage) => void;
   /** The client's background shells; without them background execs are refused. */
   readonly background?: BackgroundShells;
+  /** The client's MCP servers, for resource and state execs; none by default. */
+  readonly mcpServers?: readonly TestMcpServer[];
 }
 
 export interface ExecRunner {
@@ -230,6 +233,24 @@ export function createExecRunner(options: ExecRunnerOptions): ExecRunner {
         finish(exec, {
           case: "writeShellStdinResult",
           value: options.background.write(branch.value),
+        });
+        return;
+      case "listMcpResourcesExecArgs":
+        finish(exec, {
+          case: "listMcpResourcesExecResult",
+          value: runListResources(branch.value, options.mcpServers ?? []),
+        });
+        return;
+      case "readMcpResourceExecArgs":
+        finish(exec, {
+          case: "readMcpResourceExecResult",
+          value: runReadResource(branch.value, options.mcpServers ?? []),
+        });
+        return;
+      case "mcpStateExecArgs":
+        finish(exec, {
+          case: "mcpStateExecResult",
+          value: runMcpState(branch.value, options.mcpServers ?? []),
         });
         return;
       case "forceBackgroundShellArgs": {

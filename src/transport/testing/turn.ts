@@ -19,6 +19,7 @@ import type { KvServerMessage } from "../cursor/gen/agent/v1/kv_pb.js";
 import type { AgentRunRequest } from "../cursor/gen/agent/v1/run_request_pb.js";
 import type { BackgroundShells } from "./background-shells.ts";
 import type { Downlink, TurnChannel } from "./channels.ts";
+import type { TestMcpServer } from "./exec-mcp.ts";
 import { createExecRunner, type ExecOverride } from "./exec-runner.ts";
 import { type QueryAnswerer, toDefaultAnswer } from "./interaction-answers.ts";
 import { type TurnView, toKind, toTurnView } from "./turn-view.ts";
@@ -136,6 +137,8 @@ export interface TurnOptions {
   readonly blobs: Map<string, Uint8Array>;
   /** The client's background shells (exec 16, 23, 30 and BACKGROUND time-outs). */
   readonly background?: BackgroundShells;
+  /** The client's MCP servers (resources and state, exec 17, 18, 36). */
+  readonly mcpServers?: readonly TestMcpServer[];
   readonly onCheckpoint: (checkpoint: ConversationStateStructure) => void;
   /** Content types of this turn's RunSSE responses so far, as the server sent them. */
   readonly runSseContentTypes: () => readonly string[];
@@ -202,6 +205,7 @@ export function createTurn(options: TurnOptions): Turn {
     onExec: options.onExec,
     send: reply,
     ...(options.background === undefined ? {} : { background: options.background }),
+    ...(options.mcpServers === undefined ? {} : { mcpServers: options.mcpServers }),
   });
 
   const answer = async (query: InteractionQuery): Promise<void> => {

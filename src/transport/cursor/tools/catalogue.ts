@@ -16,6 +16,7 @@ import { glob } from "./glob.ts";
 import { grep } from "./grep.ts";
 import { listDir } from "./list-dir.ts";
 import { createMcpTool, type McpToolRef } from "./mcp.ts";
+import { listMcpResources, mcpState, readMcpResource } from "./mcp-resources.ts";
 import { readFile } from "./read-file.ts";
 import { readLints } from "./read-lints.ts";
 import { shell } from "./shell.ts";
@@ -98,9 +99,17 @@ export function findTool(name: string, mode: Mode, mcp: readonly McpToolRef[]): 
   return listTools(mode, mcp).find((tool) => tool.name === name) ?? null;
 }
 
+/** Offered only when the client has MCP servers: their resources and state. */
+const MCP_HELPER_TOOLS: readonly AnyTool[] = [
+  erase(listMcpResources),
+  erase(readMcpResource),
+  erase(mcpState),
+];
+
 function listTools(mode: Mode, mcp: readonly McpToolRef[]): AnyTool[] {
   const mcpTools = mcp.map((ref) => erase(createMcpTool(ref)));
-  return [...BUILT_IN_TOOLS, ...mcpTools].filter((tool) => tool.modes.includes(mode));
+  const helpers = mcp.length > 0 ? MCP_HELPER_TOOLS : [];
+  return [...BUILT_IN_TOOLS, ...helpers, ...mcpTools].filter((tool) => tool.modes.includes(mode));
 }
 
 const MAX_NAME = 64;

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
 import type { BackgroundShellSpawnArgs, BackgroundShellSpawnResult, ForceBackgroundShellArgs, ForceBackgroundShellResult, ShellArgs, ShellResult, ShellStream, WriteShellStdinArgs, WriteShellStdinResult } from "./exec_shell_pb.js";
 import type { DeleteArgs, DeleteResult, DiagnosticsArgs, DiagnosticsResult, FetchArgs, FetchResult, GrepArgs, GrepResult, LsArgs, LsResult, ReadArgs, ReadResult, WriteArgs, WriteResult } from "./exec_files_pb.js";
 import type { RequestContextArgs, RequestContextResult } from "./request_context_pb.js";
-import type { McpArgs, McpResult } from "./exec_mcp_pb.js";
+import type { ListMcpResourcesExecArgs, ListMcpResourcesExecResult, McpArgs, McpResult, McpStateExecArgs, McpStateExecResult, ReadMcpResourceExecArgs, ReadMcpResourceExecResult } from "./exec_mcp_pb.js";
 import type { HookAdditionalContext, SpanContext } from "./common_pb.js";
 
 /**
@@ -109,6 +109,18 @@ export declare type ExecServerMessage = Message<"agent.v1.ExecServerMessage"> & 
     case: "backgroundShellSpawnArgs";
   } | {
     /**
+     * @generated from field: agent.v1.ListMcpResourcesExecArgs list_mcp_resources_exec_args = 17;
+     */
+    value: ListMcpResourcesExecArgs;
+    case: "listMcpResourcesExecArgs";
+  } | {
+    /**
+     * @generated from field: agent.v1.ReadMcpResourceExecArgs read_mcp_resource_exec_args = 18;
+     */
+    value: ReadMcpResourceExecArgs;
+    case: "readMcpResourceExecArgs";
+  } | {
+    /**
      * @generated from field: agent.v1.FetchArgs fetch_args = 20;
      */
     value: FetchArgs;
@@ -131,6 +143,12 @@ export declare type ExecServerMessage = Message<"agent.v1.ExecServerMessage"> & 
      */
     value: ForceBackgroundShellArgs;
     case: "forceBackgroundShellArgs";
+  } | {
+    /**
+     * @generated from field: agent.v1.McpStateExecArgs mcp_state_exec_args = 36;
+     */
+    value: McpStateExecArgs;
+    case: "mcpStateExecArgs";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -237,6 +255,18 @@ export declare type ExecClientMessage = Message<"agent.v1.ExecClientMessage"> & 
     case: "backgroundShellSpawnResult";
   } | {
     /**
+     * @generated from field: agent.v1.ListMcpResourcesExecResult list_mcp_resources_exec_result = 17;
+     */
+    value: ListMcpResourcesExecResult;
+    case: "listMcpResourcesExecResult";
+  } | {
+    /**
+     * @generated from field: agent.v1.ReadMcpResourceExecResult read_mcp_resource_exec_result = 18;
+     */
+    value: ReadMcpResourceExecResult;
+    case: "readMcpResourceExecResult";
+  } | {
+    /**
      * @generated from field: agent.v1.FetchResult fetch_result = 20;
      */
     value: FetchResult;
@@ -259,6 +289,12 @@ export declare type ExecClientMessage = Message<"agent.v1.ExecClientMessage"> & 
      */
     value: ForceBackgroundShellResult;
     case: "forceBackgroundShellResult";
+  } | {
+    /**
+     * @generated from field: agent.v1.McpStateExecResult mcp_state_exec_result = 36;
+     */
+    value: McpStateExecResult;
+    case: "mcpStateExecResult";
   } | { case: undefined; value?: undefined };
 
   /**
