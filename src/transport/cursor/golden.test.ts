@@ -12,10 +12,11 @@ import { test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { errorToJson } from "@connectrpc/connect/protocol-connect";
-import type { AssistantMessage } from "../../llm/types.ts";
+import type { AssistantMessage, JsonObject } from "../../llm/types.ts";
 import { createConversation, transition } from "../../loop/index.ts";
 import { assistantMessage, text, thinking, toEvents, toolCall } from "../../loop/testing.ts";
 import type { Command, Input, RuntimeState } from "../../loop/types.ts";
+import { toForceBackground } from "./background-shell.ts";
 import { fromBidiAppendBody, toBidiAppendBody } from "./bidi-append.ts";
 import { type ClientEvent, fromClientMessage } from "./client-message.ts";
 import {
@@ -24,7 +25,8 @@ import {
   type AgentServerMessage,
   AgentServerMessageSchema,
 } from "./gen/agent/v1/agent_stream_pb.js";
-import { AgentSkillSchema } from "./gen/agent/v1/common_pb.js";
+import { AgentMode, AgentSkillSchema } from "./gen/agent/v1/common_pb.js";
+import { ConversationActionSchema } from "./gen/agent/v1/conversation_action_pb.js";
 import {
   GetDefaultModelForCliResponseSchema,
   GetUsableModelsResponseSchema,
@@ -58,6 +60,7 @@ import {
   toCommitMessageResponse,
   toNameAgentResponse,
 } from "./helper-tasks.ts";
+import { SUMMARIZE_NOT_SUPPORTED, toNotSupportedError } from "./not-supported.ts";
 import { fromResponseEvent } from "./response-events.ts";
 import { fromRunRequest } from "./run-request.ts";
 import {
@@ -71,11 +74,17 @@ import {
 import {
   assertGolden,
   CONVERSATION_ID,
+  callClient,
   cliRunRequest,
+  execOf,
+  execReply,
   ideRunRequest,
+  queryReply,
   REQUEST_ID,
   readGolden,
+  runTool,
   T0,
+  turnState,
 } from "./testing.ts";
 import { continueToolCall, startToolCall } from "./tool-session.ts";
 import { toTurnEnd } from "./turn-end.ts";
@@ -941,4 +950,223 @@ test("golden: the indexing keys, health check, chat title, commit message and br
     assertGolden(name, bytes);
     check(readGolden(name));
   }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Protocol completeness (issue 12): new execs, queries, actions and ends
+// ---------------------------------------------------------------------------------------------
+
+/** Runs one tool call; pins the server's request and the client's reply as bytes. */
+function pinToolCall(
+  names: { readonly request: string; readonly reply: string },
+  tool: string,
+  args: JsonObject,
+  reply: (state: TurnState) => AgentClientMessage,
+  state: TurnState = turnState(),
+) {
+  let sent: AgentClientMessage | undefined;
+  const run = runTool(
+    tool,
+    args,
+    [
+      (current) => {
+        sent = reply(current);
+        return sent;
+      },
+    ],
+    state,
+  );
+  const [request] = run.requests;
+  assert.ok(request !== undefined && sent !== undefined);
+  assertGolden(names.request, toBinary(AgentServerMessageSchema, request));
+  assertGolden(names.reply, toBinary(AgentClientMessageSchema, sent));
+  return {
+    request: fromBinary(AgentServerMessageSchema, readGolden(names.request)),
+    reply: fromClientMessage(fromBinary(AgentClientMessageSchema, readGolden(names.reply))),
+    run,
+  };
+}
+
+test("golden: switch_mode query and the user's approval", () => {
+  const { request, reply, run } = pinToolCall(
+    { request: "out-query-switch-mode", reply: "in-response-switch-mode" },
+    "switch_mode",
+    { target_mode: "agent", explanation: "needs an edit" },
+    (state) =>
+      queryReply(state, {
+        case: "switchModeRequestResponse",
+        value: { result: { case: "approved", value: {} } },
+      }),
+    turnState({ mode: "ask", agentMode: AgentMode.ASK }),
+  );
+  assert.ok(request.message.case === "interactionQuery");
+  const query = request.message.value.query;
+  assert.ok(query.case === "switchModeRequestQuery");
+  assert.equal(query.value.args?.targetModeId, "agent");
+  assert.equal(reply.type, "interaction_response");
+  assert.equal(run.state.mode, "agent");
+});
+
+test("golden: background shell spawn, stdin, and move to background", () => {
+  const state = turnState({ terminalsFolder: "/home/dev/.cursor/terminals" });
+  const spawn = pinToolCall(
+    { request: "out-exec-background-shell-spawn", reply: "in-exec-background-shell-spawn-result" },
+    "shell",
+    { command: "npm run dev", run_in_background: true },
+    (current) =>
+      execReply(current, {
+        case: "backgroundShellSpawnResult",
+        value: {
+          result: { case: "success", value: { shellId: 3, pid: 4100, command: "npm run dev" } },
+        },
+      }),
+    state,
+  );
+  assert.equal(execOf(spawn.request).case, "backgroundShellSpawnArgs");
+  assert.ok(spawn.reply.type === "exec_result");
+  assert.equal(spawn.reply.result.case, "backgroundShellSpawnResult");
+
+  const stdin = pinToolCall(
+    { request: "out-exec-write-shell-stdin", reply: "in-exec-write-shell-stdin-result" },
+    "write_shell_stdin",
+    { shell_id: 3, chars: "q" },
+    (current) =>
+      execReply(current, {
+        case: "writeShellStdinResult",
+        value: { result: { case: "success", value: { shellId: 3 } } },
+      }),
+    state,
+  );
+  const stdinArgs = execOf(stdin.request);
+  assert.ok(stdinArgs.case === "writeShellStdinArgs");
+  assert.equal(stdinArgs.value.shellId, 3);
+
+  const running = startToolCall(state, callClient("shell", { command: "npm start" }), {
+    at: T0 + 1,
+    inputID: "in-0",
+  });
+  const action = create(AgentClientMessageSchema, {
+    message: {
+      case: "conversationAction",
+      value: { action: { case: "backgroundShellAction", value: { toolCallId: "toolu_01" } } },
+    },
+  });
+  assertGolden("in-action-background-shell", toBinary(AgentClientMessageSchema, action));
+  const event = fromClientMessage(
+    fromBinary(AgentClientMessageSchema, readGolden("in-action-background-shell")),
+  );
+  assert.ok(event.type === "background_shell");
+  const forced = toForceBackground(running.state, event.toolCallID);
+  assert.ok(forced.type === "sent");
+  const [force] = forced.messages;
+  assert.ok(force !== undefined);
+  assertGolden("out-exec-force-background-shell", toBinary(AgentServerMessageSchema, force));
+  const forceArgs = execOf(
+    fromBinary(AgentServerMessageSchema, readGolden("out-exec-force-background-shell")),
+  );
+  assert.ok(forceArgs.case === "forceBackgroundShellArgs");
+  assert.equal(forceArgs.value.toolCallId, "toolu_01");
+});
+
+test("golden: MCP resources list and read, MCP state", () => {
+  const list = pinToolCall(
+    { request: "out-exec-list-mcp-resources", reply: "in-exec-list-mcp-resources-result" },
+    "list_mcp_resources",
+    {},
+    (state) =>
+      execReply(state, {
+        case: "listMcpResourcesExecResult",
+        value: {
+          result: {
+            case: "success",
+            value: { resources: [{ uri: "notes://roadmap", server: "notes", name: "Roadmap" }] },
+          },
+        },
+      }),
+  );
+  assert.equal(execOf(list.request).case, "listMcpResourcesExecArgs");
+  const read = pinToolCall(
+    { request: "out-exec-read-mcp-resource", reply: "in-exec-read-mcp-resource-result" },
+    "read_mcp_resource",
+    { server: "notes", uri: "notes://roadmap" },
+    (state) =>
+      execReply(state, {
+        case: "readMcpResourceExecResult",
+        value: {
+          result: {
+            case: "success",
+            value: { uri: "notes://roadmap", content: { case: "text", value: "Q3: dark mode" } },
+          },
+        },
+      }),
+  );
+  const readArgs = execOf(read.request);
+  assert.ok(readArgs.case === "readMcpResourceExecArgs");
+  assert.deepEqual([readArgs.value.server, readArgs.value.uri], ["notes", "notes://roadmap"]);
+  const state = pinToolCall(
+    { request: "out-exec-mcp-state", reply: "in-exec-mcp-state-result" },
+    "mcp_servers",
+    {},
+    (current) =>
+      execReply(current, {
+        case: "mcpStateExecResult",
+        value: {
+          result: {
+            case: "success",
+            value: {
+              servers: [{ serverName: "notes", serverIdentifier: "notes-1", status: "ok" }],
+            },
+          },
+        },
+      }),
+  );
+  assert.equal(execOf(state.request).case, "mcpStateExecArgs");
+  assert.ok(state.reply.type === "exec_result" && state.reply.result.case === "mcpStateExecResult");
+});
+
+test("golden: summarize and shell_command run requests; the not-supported end", () => {
+  const summarize = cliRunRequest();
+  summarize.action = create(ConversationActionSchema, {
+    action: { case: "summarizeAction", value: {} },
+  });
+  assertGolden(
+    "in-bidi-run-summarize",
+    toBidiAppendBody(
+      {
+        requestID: "cli-req-2",
+        appendSeqno: 0,
+        message: client({ case: "runRequest", value: summarize }),
+      },
+      { form: "binary" },
+    ),
+  );
+  assert.equal(fromClientMessage(decodeAppend("in-bidi-run-summarize").message).type, "summarize");
+
+  const shellCommand = cliRunRequest();
+  shellCommand.action = create(ConversationActionSchema, {
+    action: {
+      case: "shellCommandAction",
+      value: { shellCommand: { command: "npm test" }, execId: "user-exec-1" },
+    },
+  });
+  assertGolden(
+    "in-bidi-run-shell-command",
+    toBidiAppendBody(
+      {
+        requestID: "cli-req-3",
+        appendSeqno: 0,
+        message: client({ case: "runRequest", value: shellCommand }),
+      },
+      { form: "binary" },
+    ),
+  );
+  const event = fromClientMessage(decodeAppend("in-bidi-run-shell-command").message);
+  assert.ok(event.type === "shell_command");
+  assert.deepEqual([event.command, event.execID], ["npm test", "user-exec-1"]);
+
+  const json = errorToJson(toNotSupportedError(SUMMARIZE_NOT_SUPPORTED), undefined);
+  assertGolden("out-end-not-supported", new TextEncoder().encode(JSON.stringify(json)));
+  const stored = JSON.parse(new TextDecoder().decode(readGolden("out-end-not-supported")));
+  assert.equal(stored.code, "unimplemented");
+  assert.equal(stored.details[0].type, "aiserver.v1.ErrorDetails");
 });
