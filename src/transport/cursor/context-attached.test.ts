@@ -4,6 +4,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { toBlobID } from "./blobs.ts";
 import { toContextSupplements } from "./context.ts";
 import { findUnusedContext } from "./context-attached.ts";
+import { HookAdditionalContextSchema } from "./gen/agent/v1/common_pb.js";
 import { RequestContextSchema } from "./gen/agent/v1/request_context_pb.js";
 import { SelectedContextSchema } from "./gen/agent/v1/user_message_pb.js";
 
@@ -223,4 +224,27 @@ test("attached fields this schema does not model are named for the debug log", (
     "selected_context.2",
     "selected_context.27",
   ]);
+});
+
+test("what the user's hooks add reaches the model, in the client's order", () => {
+  const supplements = toContextSupplements({
+    requestContext: create(RequestContextSchema, {
+      hooksAdditionalContext: "Branch policy: main is frozen.",
+    }),
+    selectedContext: undefined,
+    customInstructions: undefined,
+    excludeWorkspace: true,
+    hookContexts: [
+      create(HookAdditionalContextSchema, {
+        hookEventName: "beforeSubmitPrompt",
+        content: "CI is red.",
+      }),
+      create(HookAdditionalContextSchema, { hookEventName: "x", content: "  " }),
+    ],
+  });
+  const hook = supplements.find((item) => item.key === "hook-context");
+  assert.equal(
+    hook?.text,
+    '<hook_context>\nContext added by the user\'s hooks:\nBranch policy: main is frozen.\n\n<hook event="beforeSubmitPrompt">\nCI is red.\n</hook>\n</hook_context>',
+  );
 });

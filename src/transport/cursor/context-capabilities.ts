@@ -1,10 +1,11 @@
 /**
- * What the request context offers the agent beyond files and rules (RequestContext 22, 29,
- * 46-48): skills the model may load, the user's custom subagents, and the command auto-run
- * rules. Rendered as supplements (context.ts); sorted so that the same offer renders the same
+ * What the request context offers the agent beyond files and rules (RequestContext 22, 25, 29,
+ * 46-48; UserMessage 21): skills the model may load, the user's custom subagents, the command
+ * auto-run rules, and what the user's hooks add for the model. Rendered as supplements (context.ts); sorted so that the same offer renders the same
  * bytes every turn and is not appended again.
  */
 import { compare, tag } from "./context-tag.ts";
+import type { HookAdditionalContext } from "./gen/agent/v1/common_pb.js";
 import type {
   PermissionsAutoRunInstructions,
   RequestContext,
@@ -75,4 +76,27 @@ function section(title: string, rules: PermissionsAutoRunInstructions | undefine
 
 function oneLine(text: string): string {
   return text.trim().replace(/\s+/g, " ");
+}
+
+/**
+ * Text the user's hooks add for the model: the request context's (25) and the user message's
+ * (21, by hook event), in the order the client sent them.
+ */
+export function renderHookContext(
+  context: RequestContext | undefined,
+  fromMessage: readonly HookAdditionalContext[],
+): string | null {
+  const parts: string[] = [];
+  const general = context?.hooksAdditionalContext?.trim() ?? "";
+  if (general !== "") parts.push(general);
+  for (const entry of fromMessage) {
+    const content = entry.content.trim();
+    if (content !== "") parts.push(tag("hook", { event: entry.hookEventName }, content));
+  }
+  if (parts.length === 0) return null;
+  return tag(
+    "hook_context",
+    {},
+    `Context added by the user's hooks:\n${truncateMiddle(parts.join("\n\n"), LIST_LIMIT)}`,
+  );
 }

@@ -7,9 +7,14 @@
 import type { ContextSupplement } from "../../loop/types.ts";
 import type { BlobStore } from "./blobs.ts";
 import { renderAttached } from "./context-attached.ts";
-import { renderAutoRunRules, renderCustomSubagents, renderSkills } from "./context-capabilities.ts";
+import {
+  renderAutoRunRules,
+  renderCustomSubagents,
+  renderHookContext,
+  renderSkills,
+} from "./context-capabilities.ts";
 import { compare, tag } from "./context-tag.ts";
-import type { CursorRule } from "./gen/agent/v1/common_pb.js";
+import type { CursorRule, HookAdditionalContext } from "./gen/agent/v1/common_pb.js";
 import type { RequestContext } from "./gen/agent/v1/request_context_pb.js";
 import type { SelectedContext } from "./gen/agent/v1/user_message_pb.js";
 import { truncateMiddle } from "./tools/text.ts";
@@ -24,6 +29,8 @@ export interface ContextSources {
   readonly excludeWorkspace: boolean;
   /** The run request's pre-fetched blobs (documents, PR texts sent by reference). */
   readonly blobs?: BlobStore;
+  /** `UserMessage.hook_additional_contexts`: what the user's hooks add to this message. */
+  readonly hookContexts?: readonly HookAdditionalContext[];
 }
 
 /** Largest rendering of one attached item; longer ones are cut in the middle (stated). */
@@ -48,6 +55,7 @@ export function toContextSupplements(sources: ContextSources): ContextSupplement
     add("mcp-instructions", renderMcpInstructions(context));
     add("auto-run-rules", renderAutoRunRules(context));
   }
+  add("hook-context", renderHookContext(context, sources.hookContexts ?? []));
   const custom = sources.customInstructions?.trim() ?? "";
   if (custom !== "") add("custom-instructions", tag("custom_instructions", {}, custom));
   if (sources.selectedContext !== undefined) {

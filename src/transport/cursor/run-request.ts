@@ -112,6 +112,7 @@ export function fromRunRequest(
     customInstructions: request.customSystemPrompt,
     excludeWorkspace: request.excludeWorkspaceContext ?? false,
     blobs,
+    hookContexts: turn.userMessage.hookAdditionalContexts,
   });
   const input: StartInput = {
     type: "start",

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { create } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { AgentSkillSchema } from "../cursor/gen/agent/v1/common_pb.js";
 import {
   CustomSubagentSchema,
@@ -29,7 +29,11 @@ function attach(request: AgentRunRequest): void {
   if (action?.case !== "userMessageAction") throw new Error("not a user message");
   const userMessage = action.value.userMessage;
   if (userMessage === undefined) throw new Error("no user message");
-  userMessage.selectedContext ??= create(SelectedContextSchema);
+  // A newer client's field this schema does not model (27, recent agents context).
+  userMessage.selectedContext ??= fromBinary(
+    SelectedContextSchema,
+    new Uint8Array([0xda, 0x01, 0x00]),
+  );
   action.value.requestContext ??= create(RequestContextSchema);
   const selected = userMessage.selectedContext;
   const context = action.value.requestContext;
@@ -108,6 +112,14 @@ describe("attached context end to end", () => {
       assert.equal(count(first, marker) > 0, true, `${marker} in the first request`);
       assert.equal(count(second, marker), count(first, marker), `${marker} not repeated`);
     }
+  });
+
+  test("attached fields the schema does not model are logged at debug, not dropped silently", () => {
+    const logged = harness.logs.filter(
+      (line) =>
+        line.level === "debug" && line.message === "attached context the model is not given",
+    );
+    assert.deepEqual(logged[0]?.fields.fields, ["selected_context.27"]);
   });
 
   test("the second request's messages extend the first's byte for byte", () => {
