@@ -95,6 +95,7 @@ const IDE_SEQUENCE = [
   `${AGENT}/UpdateConversationMetadata`,
   `${AGENT}/UploadConversationBlobs`,
   `${AGENT}/NotifyConversationClone`,
+  `${AGENT}/CreateTranscriptOverview`,
   `${AI}/WriteGitCommitMessage`,
   `${AI}/WriteGitBranchName`,
 ];

@@ -1,13 +1,14 @@
 /**
- * One small model call for a helper task (chat title, commit message, branch name): the prompt
- * from the dialect (cursor/helper-tasks.ts), no tools, no history, no store. Bounded by a time
- * limit, so a slow or stuck provider cannot hold the client's request past its own time-out.
+ * One small model call for a helper task (chat title, transcript overview, commit message,
+ * branch name): the prompt from the dialect (cursor/helper-tasks.ts), no tools, no history, no
+ * store. Bounded by a time limit, so a slow or stuck provider cannot hold the client's request
+ * past its own time-out.
  */
 import { randomUUID } from "node:crypto";
 import type { LLM } from "../llm/index.ts";
 import type { HelperPrompt } from "./cursor/helper-tasks.ts";
 
-export type HelperTask = "title" | "commit-message" | "branch-name";
+export type HelperTask = "title" | "overview" | "commit-message" | "branch-name";
 
 export type HelperResult =
   | { readonly type: "text"; readonly text: string }

@@ -14,6 +14,8 @@ import {
   toCommitMessagePrompt,
   toCommitMessageResponse,
   toNameAgentResponse,
+  toOverviewPrompt,
+  toOverviewResponse,
   toTitlePrompt,
 } from "./cursor/helper-tasks.ts";
 import {
@@ -102,6 +104,14 @@ export function createRoutes(
         );
       },
       nameAgent,
+      async createTranscriptOverview(request, context) {
+        const prompt = toOverviewPrompt(request.formattedConversation);
+        const result = await helper("overview", prompt, context.signal);
+        if (result.type === "failed" || result.text.trim() === "") {
+          throw helperError("transcript overview", result);
+        }
+        return toOverviewResponse(result.text);
+      },
     });
 
     router.service(BidiService, {

@@ -31,7 +31,12 @@ import {
   GetDefaultModelForCliResponseSchema,
   GetUsableModelsResponseSchema,
 } from "./gen/agent/v1/models_pb.js";
-import { NameAgentRequestSchema, NameAgentResponseSchema } from "./gen/agent/v1/name_agent_pb.js";
+import {
+  CreateTranscriptOverviewRequestSchema,
+  CreateTranscriptOverviewResponseSchema,
+  NameAgentRequestSchema,
+  NameAgentResponseSchema,
+} from "./gen/agent/v1/name_agent_pb.js";
 import {
   CustomSubagentSchema,
   PermissionsAutoRunInstructionsSchema,
@@ -59,6 +64,7 @@ import {
   toBranchNameResponse,
   toCommitMessageResponse,
   toNameAgentResponse,
+  toOverviewResponse,
 } from "./helper-tasks.ts";
 import { SUMMARIZE_NOT_SUPPORTED, toNotSupportedError } from "./not-supported.ts";
 import { fromResponseEvent } from "./response-events.ts";
@@ -896,6 +902,29 @@ test("golden: the indexing keys, health check, chat title, commit message and br
       toBinary(NameAgentResponseSchema, toNameAgentResponse("x", "Failing login test")),
       (bytes) =>
         assert.equal(fromBinary(NameAgentResponseSchema, bytes).name, "Failing login test"),
+    ],
+    [
+      "rpc-create-transcript-overview-request",
+      toBinary(
+        CreateTranscriptOverviewRequestSchema,
+        create(CreateTranscriptOverviewRequestSchema, {
+          formattedConversation: "user: fix add\nassistant: fixed",
+        }),
+      ),
+      (bytes) =>
+        assert.equal(
+          fromBinary(CreateTranscriptOverviewRequestSchema, bytes).formattedConversation,
+          "user: fix add\nassistant: fixed",
+        ),
+    ],
+    [
+      "rpc-create-transcript-overview-response",
+      toBinary(CreateTranscriptOverviewResponseSchema, toOverviewResponse("Fixed add.")),
+      (bytes) =>
+        assert.equal(
+          fromBinary(CreateTranscriptOverviewResponseSchema, bytes).overview,
+          "Fixed add.",
+        ),
     ],
     [
       "rpc-write-git-commit-message-request",

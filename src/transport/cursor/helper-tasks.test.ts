@@ -8,12 +8,15 @@ import {
 import {
   DIFF_INPUT_CHARS,
   TITLE_INPUT_CHARS,
+  TRANSCRIPT_INPUT_CHARS,
   toBranchName,
   toBranchNamePrompt,
   toCommitMessagePrompt,
   toCommitMessageResponse,
   toFallbackTitle,
   toNameAgentResponse,
+  toOverviewPrompt,
+  toOverviewResponse,
   toTitlePrompt,
 } from "./helper-tasks.ts";
 
@@ -93,4 +96,16 @@ test("the branch-name prompt carries the diff and the context", () => {
   );
   assert.match(prompt.userText, /\+feature/);
   assert.match(prompt.userText, /dark mode/);
+});
+
+test("a transcript overview: the transcript bounded, the answer without a fence", () => {
+  const prompt = toOverviewPrompt(
+    `user: fix it\nassistant: done\n${"x".repeat(TRANSCRIPT_INPUT_CHARS)}`,
+  );
+  assert.ok(prompt.userText.startsWith("user: fix it\nassistant: done"));
+  assert.ok(prompt.userText.length < TRANSCRIPT_INPUT_CHARS + 100);
+  assert.equal(
+    toOverviewResponse("```\nThe user wanted a fix; it was made.\n```").overview,
+    "The user wanted a fix; it was made.",
+  );
 });

@@ -1,11 +1,17 @@
 /**
- * Short texts the client asks for outside a conversation: a chat title (`NameAgent`), a commit
- * message (`WriteGitCommitMessage`) and a branch name (`WriteGitBranchName`). Pure: each
+ * Short texts the client asks for outside a conversation: a chat title (`NameAgent`), a
+ * transcript overview (`CreateTranscriptOverview`), a commit message (`WriteGitCommitMessage`)
+ * and a branch name (`WriteGitBranchName`). Pure: each
  * request becomes one small model prompt, and the model's text becomes the reply; the transport
  * makes the call. Inputs are cut to bounded sizes so the call stays small and cheap.
  */
 import { create } from "@bufbuild/protobuf";
-import { type NameAgentResponse, NameAgentResponseSchema } from "./gen/agent/v1/name_agent_pb.js";
+import {
+  type CreateTranscriptOverviewResponse,
+  CreateTranscriptOverviewResponseSchema,
+  type NameAgentResponse,
+  NameAgentResponseSchema,
+} from "./gen/agent/v1/name_agent_pb.js";
 import {
   type WriteGitBranchNameRequest,
   type WriteGitBranchNameResponse,
@@ -57,6 +63,24 @@ export function toFallbackTitle(userMessage: string): string {
   const words = userMessage.trim().split(/\s+/).filter(Boolean).slice(0, TITLE_FALLBACK_WORDS);
   const title = clip(words.join(" "), TITLE_MAX_CHARS);
   return title === "" ? "New chat" : title;
+}
+
+/** Characters of a transcript shown to the overview model. */
+export const TRANSCRIPT_INPUT_CHARS = 60_000;
+
+export function toOverviewPrompt(formattedConversation: string): HelperPrompt {
+  return {
+    systemPrompt:
+      "You summarize coding-agent conversations. Reply with two to four sentences: what the user " +
+      "wanted, what was done, and what is still open. Plain text, no headings, no lists.",
+    userText: cut(formattedConversation, TRANSCRIPT_INPUT_CHARS),
+  };
+}
+
+export function toOverviewResponse(modelText: string): CreateTranscriptOverviewResponse {
+  return create(CreateTranscriptOverviewResponseSchema, {
+    overview: stripFence(modelText).trim(),
+  });
 }
 
 export function toCommitMessagePrompt(request: WriteGitCommitMessageRequest): HelperPrompt {

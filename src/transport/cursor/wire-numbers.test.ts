@@ -1127,6 +1127,8 @@ const EXPECTED: [DescMessage, Record<string, number>][] = [
   ],
   [context.PermissionsAutoRunInstructionsSchema, { allow_instructions: 1, block_instructions: 2 }],
   [nameAgent.NameAgentResponseSchema, { name: 1 }],
+  [nameAgent.CreateTranscriptOverviewRequestSchema, { formatted_conversation: 1 }],
+  [nameAgent.CreateTranscriptOverviewResponseSchema, { overview: 1 }],
   [
     gitText.WriteGitCommitMessageRequestSchema,
     { diffs: 1, previous_commit_messages: 2, explicit_context: 3 },

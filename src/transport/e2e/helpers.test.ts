@@ -62,6 +62,23 @@ describe("helper procedures end to end", () => {
     );
   });
 
+  test("CreateTranscriptOverview: the model summarizes the transcript the client sends", async () => {
+    harness = await startHarness();
+    harness.reply({ text: "The user asked for a fix to add(); it was fixed and tested." });
+    const agent = createClient(
+      AgentService,
+      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
+    );
+    const response = await agent.createTranscriptOverview({
+      formattedConversation: "user: add() subtracts\nassistant: fixed, tests pass",
+    });
+    assert.equal(response.overview, "The user asked for a fix to add(); it was fixed and tested.");
+    assert.match(
+      textOf((await modelRequest(harness, 0)).messages.at(-1)?.content),
+      /add\(\) subtracts/,
+    );
+  });
+
   test("WriteGitCommitMessage: from the diffs and the repository's style", async () => {
     harness = await startHarness();
     harness.reply({ text: "```\nFix subtraction in add\n\nadd() returned a - b.\n```" });
