@@ -28,6 +28,7 @@ import {
   type ClientEvent,
   continueToolCall,
   fromClientMessage,
+  fromModeSettings,
   fromResponseEvent,
   fromRunRequest,
   type Mode,
@@ -35,6 +36,7 @@ import {
   SUMMARIZE_NOT_SUPPORTED,
   startToolCall,
   type TurnState,
+  toAgentMode,
   toCheckpointMessage,
   toConnectError,
   toForceBackground,
@@ -161,8 +163,14 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         send(next.messages);
       }
     },
-    runTool(command) {
+    runTool(command, state) {
       if (turn === null) return Promise.reject(new Error("the stream has no turn"));
+      // After a restart the turn state comes from the run request; a mode switched to since is
+      // in the committed settings.
+      const committed = state.settings === null ? null : fromModeSettings(state.settings);
+      if (committed !== null && committed !== turn.mode) {
+        turn = { ...turn, mode: committed, agentMode: toAgentMode(committed) };
+      }
       const step = startToolCall(turn, command, {
         at: now(),
         inputID: `result:${command.operationID}`,

@@ -26,11 +26,12 @@ export {
 } from "./gen/agent/v1/agent_stream_pb.js";
 export { AiService, ServerConfigService } from "./gen/aiserver/v1/ai_service_pb.js";
 export { BidiRequestIdSchema, BidiService } from "./gen/aiserver/v1/bidi_pb.js";
-export { MODES, type Mode } from "./mode.ts";
+export { MODES, type Mode, toAgentMode } from "./mode.ts";
 export { SUMMARIZE_NOT_SUPPORTED, toNotSupportedError } from "./not-supported.ts";
 export { toSystemPrompt } from "./prompt.ts";
 export { type EventContext, fromResponseEvent, type Outbound } from "./response-events.ts";
 export {
+  fromModeSettings,
   fromRunRequest,
   type ModelSelection,
   type RunOptions,

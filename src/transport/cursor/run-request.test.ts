@@ -10,9 +10,11 @@ import { ApiKeyCredentialsSchema } from "./gen/agent/v1/models_pb.js";
 import type { AgentRunRequest } from "./gen/agent/v1/run_request_pb.js";
 import { toSystemPrompt } from "./prompt.ts";
 import {
+  fromModeSettings,
   fromRunRequest,
   type RunOptions,
   toModelSelection,
+  toModeSettings,
   toResumedTurnState,
 } from "./run-request.ts";
 import {
@@ -304,4 +306,11 @@ test("a resumed stream gets the turn state its run request gives, without a loop
     OPTIONS,
   );
   assert.ok(!anonymous.ok && anonymous.error.reason === "bad_field");
+});
+
+test("the mode reads back from its settings; other settings name no mode", () => {
+  for (const mode of ["agent", "ask", "plan", "debug"] as const) {
+    assert.equal(fromModeSettings(toModeSettings({ model: "m" }, mode, [])), mode);
+  }
+  assert.equal(fromModeSettings({ systemPrompt: "You are a careful coding agent." }), null);
 });

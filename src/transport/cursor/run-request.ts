@@ -20,7 +20,7 @@ import {
   type UserMessage as CursorUserMessage,
   UserMessageSchema,
 } from "./gen/agent/v1/user_message_pb.js";
-import { fromAgentMode, type Mode } from "./mode.ts";
+import { fromAgentMode, MODES, type Mode } from "./mode.ts";
 import { toSystemPrompt } from "./prompt.ts";
 import { toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
 import type { McpToolRef } from "./tools/mcp.ts";
@@ -82,6 +82,15 @@ export function toModeSettings(
     systemPrompt: toSystemPrompt(mode),
     tools: toToolDefinitions(mode, mcpTools),
   };
+}
+
+/**
+ * The mode whose settings `settings` are, read back from its system prompt (one fixed text per
+ * mode); null for settings no mode gives. The loop's committed settings are the truth after a
+ * restart, when the turn state is rebuilt from a run request sent before a mode switch.
+ */
+export function fromModeSettings(settings: { readonly systemPrompt: string }): Mode | null {
+  return MODES.find((mode) => toSystemPrompt(mode) === settings.systemPrompt) ?? null;
 }
 
 export function fromRunRequest(

@@ -11,7 +11,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
 import { ErrorDetailsSchema } from "../cursor/gen/aiserver/v1/error_details_pb.js";
-import { type Harness, MODEL, startHarness } from "./test-harness.ts";
+import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
 const CONVERSATION = "3c2b1a0f-5555-4a5b-8c6d-7e8f9a0b1c2d";
 
@@ -112,5 +112,57 @@ describe("conversation actions end to end", () => {
     const [first, second] = harness.provider.requests.map((request) => request.body);
     assert.match(first ?? "", /ran this command in their terminal[^"]*\\nnpm test -- --grep login/);
     assert.equal((second ?? "").split("npm test -- --grep login").length - 1, 1, "not repeated");
+  });
+
+  test("switch_mode survives a restart mid-turn: the resumed turn keeps the new mode", async () => {
+    harness = await startHarness({ mode: "process" });
+    harness.reply(
+      {
+        toolCalls: [
+          { id: "call_switch", name: "switch_mode", arguments: { target_mode: "agent" } },
+        ],
+      },
+      {
+        toolCalls: [
+          {
+            id: "call_write",
+            name: "write_file",
+            arguments: { path: "after.txt", content: "ok\n" },
+          },
+        ],
+      },
+      { text: "Written after the restart." },
+    );
+    const gate = createGate();
+    let held = true;
+    const client = harness.client({
+      onExec: async (exec) => {
+        if (held && exec.message.case === "writeArgs") await gate.promise;
+        return undefined;
+      },
+    });
+    const turn = client.startTurn({
+      conversationId: CONVERSATION,
+      text: "Write after.txt",
+      modelId: MODEL,
+      mode: "ask",
+    });
+    await turn.waitFor(
+      (m) => m.message.case === "execServerMessage" && m.message.value.message.case === "writeArgs",
+    );
+    const lost = turn.runSseLost();
+    await harness.restart(); // SIGKILL while the write waits in the client
+    await lost;
+    held = false;
+    gate.open();
+    turn.reconnectRunSse();
+    const result = await turn.done;
+    assert.equal(result.error, undefined);
+    assert.equal(readFileSync(join(harness.workspace, "after.txt"), "utf8"), "ok\n");
+    const loaded = await harness.store.load(CONVERSATION);
+    const written = loaded?.state.messages.find(
+      (m) => m.role === "toolResult" && m.toolCallId === "call_write",
+    );
+    assert.ok(written?.role === "toolResult" && !written.isError, JSON.stringify(written));
   });
 });
