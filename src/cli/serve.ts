@@ -15,6 +15,7 @@ import { readIdeStatus, toStaleProblem } from "../ide/status.ts";
 import { runCommand } from "../ide/trust.ts";
 import { createLLM } from "../llm/index.ts";
 import { openSqliteStore, type Store } from "../store/index.ts";
+import { loadPathEncryptionKeys } from "../transport/path-encryption-keys.ts";
 import type { IdeProxy } from "../transport/proxy/proxy.ts";
 import {
   DEFAULT_SERVER_OPTIONS,
@@ -104,9 +105,15 @@ export const SERVE_COMMAND: Command = {
     let server: LocalServer;
     try {
       server = await startServer(
-        { store, llm: createLLM({ models: config.models.map((model) => model.config) }), log },
+        {
+          store,
+          llm: createLLM({ models: config.models.map((model) => model.config) }),
+          log,
+          pathEncryptionKeys: loadPathEncryptionKeys(config.dataDirectory),
+        },
         {
           ...DEFAULT_SERVER_OPTIONS,
+          ...(config.helperModel === undefined ? {} : { helperModel: config.helperModel }),
           host: config.server.host,
           port: config.server.port,
           runSseContentType: config.server.runSseContentType,

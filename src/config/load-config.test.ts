@@ -198,7 +198,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "unknown top-level field",
       "server:\n  port: 1\nmodel:\n  - name: x\n",
-      "FILE:3:1: model: unknown field (expected one of server, data, log, models, defaultModel, envShortcuts, ide)",
+      "FILE:3:1: model: unknown field (expected one of server, data, log, models, defaultModel, helperModel, envShortcuts, ide)",
     ],
     [
       "unknown server field",
@@ -245,7 +245,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "the file as a list",
       "- a\n- b\n",
-      "FILE:1:1: the file must be a mapping of settings (server, data, log, models, defaultModel, envShortcuts, ide)",
+      "FILE:1:1: the file must be a mapping of settings (server, data, log, models, defaultModel, helperModel, envShortcuts, ide)",
     ],
     ["models as a mapping", "models:\n  a: 1\n", "FILE:2:3: models: must be a list"],
     [
@@ -292,6 +292,11 @@ describe("an invalid file names the file, line, column, field and problem", () =
       "a default model that does not exist",
       "defaultModel: nope\nmodels:\n  - {name: a, api: anthropic, model: m, apiKeyEnv: K}\n",
       'FILE:1:15: defaultModel: no model is named "nope"; the models are a',
+    ],
+    [
+      "a helper model that does not exist",
+      "helperModel: nope\nmodels:\n  - {name: a, api: anthropic, model: m, apiKeyEnv: K}\n",
+      'FILE:1:14: helperModel: no model is named "nope"; the models are a',
     ],
     [
       "an access token variable that is not set",
@@ -420,6 +425,13 @@ describe("environment shortcuts and precedence", () => {
       config.models.map(({ config: model }) => model.name),
       ["gpt-6-luna", "gpt-6.2-sol", "gpt-6.1-terra"],
     );
+  });
+
+  test("helperModel names the model for titles and git text, and leaves the offer order alone", () => {
+    const { config } = load("helperModel: gpt-6.1-terra\n", { env: { OPENAI_API_KEY: "sk-1" } });
+    assert.equal(config.helperModel, "gpt-6.1-terra");
+    assert.equal(config.models[0]?.config.name, "gpt-6.2-sol");
+    assert.equal(load("", { env: { OPENAI_API_KEY: "sk-1" } }).config.helperModel, undefined);
   });
 
   test("flags win over the file", () => {

@@ -39,7 +39,16 @@ export interface LoadConfigInputs extends PlatformInputs {
   readonly overrides?: ConfigOverrides;
 }
 
-const TOP_FIELDS = ["server", "data", "log", "models", "defaultModel", "envShortcuts", "ide"];
+const TOP_FIELDS = [
+  "server",
+  "data",
+  "log",
+  "models",
+  "defaultModel",
+  "helperModel",
+  "envShortcuts",
+  "ide",
+];
 const IDE_FIELDS = ["proxyPort", "allowConnectPorts"];
 const SERVER_FIELDS = [
   "host",
@@ -111,6 +120,7 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
         }))
     : [];
   const models = toDefaultFirst(source, root.defaultModel, [...fileModels, ...shortcutModels]);
+  const helperModel = toModelName(source, ["helperModel"], root.helperModel, models);
 
   return {
     file: { path: file, exists: text !== undefined },
@@ -120,6 +130,7 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
     databasePath: path.join(dataDirectory, DATABASE_FILE),
     logLevel,
     models,
+    ...(helperModel === undefined ? {} : { helperModel }),
     missingKeys: findMissingKeys(source, models, inputs.env),
   };
 }
@@ -248,20 +259,29 @@ function toDefaultFirst(
   value: unknown,
   models: readonly ConfiguredModel[],
 ): readonly ConfiguredModel[] {
-  const name = optionalString(source, ["defaultModel"], value);
+  const name = toModelName(source, ["defaultModel"], value, models);
   if (name === undefined) return models;
   const chosen = models.find((model) => model.config.name === name);
-  if (chosen === undefined) {
-    const names = models.map((model) => model.config.name);
-    throw fail(
-      source,
-      ["defaultModel"],
-      names.length === 0
-        ? `no model is named "${name}": no model is configured`
-        : `no model is named "${name}"; the models are ${names.join(", ")}`,
-    );
-  }
-  return [chosen, ...models.filter((model) => model !== chosen)];
+  return chosen === undefined ? models : [chosen, ...models.filter((model) => model !== chosen)];
+}
+
+/** A field that names one of the configured models. */
+function toModelName(
+  source: YamlSource | undefined,
+  at: FieldPath,
+  value: unknown,
+  models: readonly ConfiguredModel[],
+): string | undefined {
+  const name = optionalString(source, at, value);
+  if (name === undefined || models.some((model) => model.config.name === name)) return name;
+  const names = models.map((model) => model.config.name);
+  throw fail(
+    source,
+    at,
+    names.length === 0
+      ? `no model is named "${name}": no model is configured`
+      : `no model is named "${name}"; the models are ${names.join(", ")}`,
+  );
 }
 
 function findMissingKeys(

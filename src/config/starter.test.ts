@@ -19,7 +19,7 @@ function uncommentAll(text: string): string {
     .map((line) =>
       line
         .replace(/^ {2}# (?=(accessTokenEnv|runSseContentType|http2):)/, "  ")
-        .replace(/^# (?=(data:| {2}directory:|envShortcuts:|defaultModel:))/, "")
+        .replace(/^# (?=(data:| {2}directory:|envShortcuts:|defaultModel:|helperModel:))/, "")
         .replace(/^ {2}# (?=- | {2,}\S)/, "  "),
     )
     .join("\n");

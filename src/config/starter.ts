@@ -43,6 +43,7 @@ log:
 
 # envShortcuts: true # false: ignore OPENAI_API_KEY & co. and offer only the models below
 # defaultModel: claude # the model Cursor picks by default (else the first one)
+# helperModel: claude  # a small, cheap model for chat titles, commit messages and branch names (else the default)
 
 models:
   # Each model: the name shown in Cursor, the API it speaks, the upstream model id, and where

@@ -64,6 +64,8 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** In offer order; the first is the default. Empty: the server offers its demo model. */
   readonly models: readonly ConfiguredModel[];
+  /** `helperModel`: the model for chat titles, commit messages and branch names (else the default). */
+  readonly helperModel?: string;
   readonly missingKeys: readonly MissingKey[];
 }
 

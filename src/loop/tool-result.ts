@@ -32,6 +32,7 @@ export function applyToolResult(state: RuntimeState, input: ToolResultInput): Tr
     ...committed,
     waiting: { ...waiting, early },
     lastCommitID: input.inputID,
+    ...(input.settings === undefined ? {} : { settings: input.settings }),
   };
   if (index > waiting.answered) {
     // Kept until the calls before it are answered; not yet history.

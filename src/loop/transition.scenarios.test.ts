@@ -16,6 +16,7 @@ import {
   given,
   llm,
   result,
+  SETTINGS,
   start,
   streamed,
   text,
@@ -23,6 +24,7 @@ import {
   toEvents,
   toolCall,
 } from "./testing.ts";
+import type { ToolResultInput } from "./types.ts";
 
 const fresh = () => createConversation(CONVERSATION_ID);
 const call = (turn: number, step: number) => toCallID(CONVERSATION_ID, `t${turn}`, step);
@@ -124,6 +126,27 @@ describe("tool calls", () => {
       .thenExpect({ command: "call_llm" });
     const appended = withError.transition.state.committed.messages.at(-1);
     assert.ok(appended?.role === "toolResult" && appended.isError);
+  });
+
+  test("a tool result that changes the settings: the next request uses them, history extends", () => {
+    const ask = { ...SETTINGS, systemPrompt: "Ask mode: answer only." };
+    const agent = { ...SETTINGS, systemPrompt: "Agent mode: change things.", tools: [] };
+    const two = assistantMessage([readA, readB]);
+    const waiting = given(
+      start("read", { settings: ask }),
+      streamed(call(1, 0), two),
+      result(readA, "a"),
+    );
+    const before = waiting.state.committed.messages;
+    const outcome = waiting
+      .when({ ...(result(readB, "b") as ToolResultInput), settings: agent })
+      .thenExpect({ command: "call_llm" });
+    const command = outcome.transition.command;
+    assert.ok(command.type === "call_llm");
+    assert.equal(command.request.systemPrompt, "Agent mode: change things.");
+    assert.deepEqual(command.request.tools, []);
+    assert.deepEqual(command.request.messages.slice(0, before.length), before);
+    assert.deepEqual(outcome.transition.state.committed.settings, agent);
   });
 
   test("a duplicated tool result adds nothing", () => {

@@ -76,6 +76,12 @@ export interface LLMEventInput {
 export interface ToolResultInput extends ExternalInput {
   readonly type: "tool_result";
   readonly message: ToolResultMessage;
+  /**
+   * The settings the rest of the turn runs with, when the tool changed them (a mode switch
+   * changes the system prompt and the tools). History is untouched: the next request is still
+   * an extension of the last one.
+   */
+  readonly settings?: TurnSettings;
 }
 
 /** Stop the current turn. */

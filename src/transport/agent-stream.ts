@@ -28,15 +28,22 @@ import {
   type ClientEvent,
   continueToolCall,
   fromClientMessage,
+  fromModeSettings,
   fromResponseEvent,
   fromRunRequest,
+  type Mode,
   redactSecrets,
+  SUMMARIZE_NOT_SUPPORTED,
   startToolCall,
   type TurnState,
+  toAgentMode,
   toCheckpointMessage,
   toConnectError,
+  toForceBackground,
   toHeartbeatMessage,
   toModelSelection,
+  toModeSettings,
+  toNotSupportedError,
   toResumedTurnState,
   toTurnEnd,
   toTurnEnded,
@@ -44,6 +51,7 @@ import {
 import type { Log } from "./log.ts";
 import { createOutboundStream, type OutboundStream } from "./outbound-stream.ts";
 import type { Runner, TurnOutput } from "./runner/types.ts";
+import type { UserCommands } from "./user-commands.ts";
 
 export interface AgentStreamOptions {
   readonly heartbeatMs: number;
@@ -63,6 +71,8 @@ export interface AgentStreamDeps {
   readonly options: AgentStreamOptions;
   /** Called once the stream has ended and no subscriber is attached (for cleanup). */
   readonly onSettled?: (stream: AgentStream) => void;
+  /** Shell commands users ran themselves, handed to the conversation's next turn. */
+  readonly userCommands?: UserCommands;
 }
 
 export interface AgentStream {
@@ -120,6 +130,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   } | null = null;
   let graceTimer: NodeJS.Timeout | null = null;
   let startedAt: number | null = null;
+  /** The mode when the running tool call started: a switch_mode call may change it. */
+  let modeAtToolStart: Mode | null = null;
   const loggedUnsupported = new Set<string>();
   const outcomes = new Map<number, Promise<void>>();
 
@@ -151,19 +163,32 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         send(next.messages);
       }
     },
-    runTool(command) {
+    runTool(command, state) {
       if (turn === null) return Promise.reject(new Error("the stream has no turn"));
+      // After a restart the turn state comes from the run request; a mode switched to since is
+      // in the committed settings.
+      const committed = state.settings === null ? null : fromModeSettings(state.settings);
+      if (committed !== null && committed !== turn.mode) {
+        turn = { ...turn, mode: committed, agentMode: toAgentMode(committed) };
+      }
       const step = startToolCall(turn, command, {
         at: now(),
         inputID: `result:${command.operationID}`,
       });
       if (step.ignored !== null) return Promise.reject(new Error(step.ignored));
+      modeAtToolStart = turn.mode;
       turn = step.state;
       send(step.messages);
       if (step.input !== null) return Promise.resolve(step.input.message);
       return new Promise((resolve, reject) => {
         tool = { operationID: command.operationID, resolve, reject };
       });
+    },
+    settingsAfterTool(settings) {
+      const before = modeAtToolStart;
+      modeAtToolStart = null;
+      if (turn === null || before === null || turn.mode === before) return undefined;
+      return toModeSettings(settings, turn.mode, turn.mcpTools);
     },
     committed() {
       // Checkpoints are sent by the dialect at tool start, tool end and turn end.
@@ -238,11 +263,22 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       { conversation: conversationID, request: requestID, model: model.name, mode: state.mode },
       "turn started",
     );
+    if (started.value.unusedContext.length > 0) {
+      log.debug(
+        { request: requestID, fields: started.value.unusedContext },
+        "attached context the model is not given",
+      );
+    }
     let result: Awaited<ReturnType<Runner["submit"]>>;
     try {
+      const commands = deps.userCommands?.take(state.conversationID) ?? [];
       result = await runner.submit(
         state.conversationID,
-        { ...input, settings: { ...input.settings, model: model.name } },
+        {
+          ...input,
+          context: [...input.context, ...commands],
+          settings: { ...input.settings, model: model.name },
+        },
         output,
         {
           requestID,
@@ -353,6 +389,15 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       case "interaction_response":
         applyToolEvent(seqno, event);
         return;
+      case "summarize":
+        refuseSummarize();
+        return;
+      case "shell_command":
+        recordUserCommand(event);
+        return;
+      case "background_shell":
+        forceBackground(event.toolCallID);
+        return;
       case "prewarm":
       case "heartbeat":
       case "kv_result":
@@ -440,6 +485,49 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       endStream(new ConnectError(reason, Code.Canceled));
     },
   };
+
+  /**
+   * `/summarize` needs compaction, which is not built: a stream opened for it ends at once with an
+   * error the client shows. Sent on a stream whose turn is running, it leaves that turn alone.
+   */
+  function refuseSummarize(): void {
+    log.info({ request: requestID, conversation: conversationID }, "summarize is not supported");
+    if (turn === null) endStream(toNotSupportedError(SUMMARIZE_NOT_SUPPORTED));
+  }
+
+  /** "Move to background" on the running command of a tool call (cursor/background-shell.ts). */
+  function forceBackground(toolCallID: string): void {
+    if (turn === null) return;
+    const step = toForceBackground(turn, toolCallID);
+    if (step.type === "ignored") {
+      log.debug({ request: requestID, why: step.why }, "background_shell action ignored");
+      return;
+    }
+    turn = step.state;
+    send(step.messages);
+  }
+
+  /**
+   * A command the user ran themselves becomes context for the conversation's next turn. Sent as a
+   * run request, it opens no turn: its stream ends at once; on a stream carrying a turn, that
+   * turn goes on.
+   */
+  function recordUserCommand(event: Extract<ClientEvent, { type: "shell_command" }>): void {
+    const conversation = event.request?.conversationId ?? conversationID;
+    if (conversation !== null && conversation !== "" && event.command.trim() !== "") {
+      deps.userCommands?.record(conversation, { command: event.command, execID: event.execID });
+      log.info(
+        { request: requestID, conversation },
+        "user shell command recorded for the next turn",
+      );
+    } else {
+      log.info(
+        { request: requestID },
+        "user shell command without a conversation or command; ignored",
+      );
+    }
+    if (turn === null) endStream();
+  }
 
   /** Cancels this stream's turn (the runner ignores it if the stream no longer carries it). */
   function cancelTurn(reason: string): Promise<unknown> {

@@ -4,27 +4,46 @@
  * configured models.
  */
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import type { LLM, ModelInfo } from "../llm/index.ts";
 import type { AgentStreams } from "./agent-streams.ts";
+import {
+  toBranchName,
+  toBranchNamePrompt,
+  toBranchNameResponse,
+  toCommitMessagePrompt,
+  toCommitMessageResponse,
+  toNameAgentResponse,
+  toOverviewPrompt,
+  toOverviewResponse,
+  toTitlePrompt,
+} from "./cursor/helper-tasks.ts";
 import {
   AgentService,
   AiService,
   BidiService,
   fromBidiAppendRequest,
   type OfferedModel,
+  type PathEncryptionKeys,
   ServerConfigService,
   toAvailableModelsResponse,
   toConnectError,
   toDefaultModelForCliResponse,
+  toHealthCheckResponse,
   toServerConfigResponse,
   toServerTimeResponse,
   toUsableModelsResponse,
 } from "./cursor/index.ts";
+import type { HelperCall, HelperResult } from "./helper-calls.ts";
+import type { Log } from "./log.ts";
 
 export interface RouteOptions {
   /** Whether `GetServerConfig` lets clients use the HTTP/2 bidi `Run`. */
   readonly offerHttp2: boolean;
+  readonly pathEncryptionKeys: PathEncryptionKeys;
+  /** The model call behind chat titles, commit messages and branch names. */
+  readonly helper: HelperCall;
+  readonly log: Log;
 }
 
 export function createRoutes(
@@ -34,7 +53,22 @@ export function createRoutes(
   options: RouteOptions,
 ): (router: ConnectRouter) => void {
   const offered = (): OfferedModel[] => models.listModels().map(toOfferedModel);
-  const serverConfig = () => toServerConfigResponse({ http2: options.offerHttp2 });
+  const serverConfig = () =>
+    toServerConfigResponse({
+      http2: options.offerHttp2,
+      pathEncryptionKeys: options.pathEncryptionKeys,
+    });
+  const { helper, log } = options;
+  // A title is never an error for the client: without a model answer it is the first words.
+  const nameAgent = async (request: { userMessage: string }, context: HandlerContext) => {
+    const result = await helper("title", toTitlePrompt(request.userMessage), context.signal);
+    if (result.type === "failed")
+      log.debug({ error: result.error }, "chat title from the first words");
+    return toNameAgentResponse(
+      request.userMessage,
+      result.type === "text" ? result.text : undefined,
+    );
+  };
 
   return (router) => {
     router.service(AgentService, {
@@ -69,6 +103,15 @@ export function createRoutes(
           Code.Unimplemented,
         );
       },
+      nameAgent,
+      async createTranscriptOverview(request, context) {
+        const prompt = toOverviewPrompt(request.formattedConversation);
+        const result = await helper("overview", prompt, context.signal);
+        if (result.type === "failed" || result.text.trim() === "") {
+          throw helperError("transcript overview", result);
+        }
+        return toOverviewResponse(result.text);
+      },
     });
 
     router.service(BidiService, {
@@ -95,10 +138,35 @@ export function createRoutes(
         const at = now();
         return toServerTimeResponse(at, at);
       },
+      healthCheck: () => toHealthCheckResponse(),
+      nameAgent,
+      async writeGitCommitMessage(request, context) {
+        const result = await helper(
+          "commit-message",
+          toCommitMessagePrompt(request),
+          context.signal,
+        );
+        if (result.type === "failed" || result.text.trim() === "") {
+          throw helperError("commit message", result);
+        }
+        return toCommitMessageResponse(result.text);
+      },
+      async writeGitBranchName(request, context) {
+        const result = await helper("branch-name", toBranchNamePrompt(request), context.signal);
+        const name = result.type === "text" ? toBranchName(result.text) : undefined;
+        if (name === undefined) throw helperError("branch name", result);
+        return toBranchNameResponse(name);
+      },
     });
 
     router.service(ServerConfigService, { getServerConfig: serverConfig });
   };
+}
+
+/** A failed helper call as the client shows it: the model's failure, or that it gave nothing. */
+function helperError(what: string, result: HelperResult): ConnectError {
+  const reason = result.type === "failed" ? result.error : "the model gave an empty answer";
+  return new ConnectError(`could not write a ${what}: ${reason}`, Code.Unavailable);
 }
 
 function toOfferedModel(model: ModelInfo): OfferedModel {

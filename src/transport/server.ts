@@ -5,9 +5,11 @@
  * - BidiAppend is also answered under `agent.v1.AgentService` (one client file uses that path);
  * - the RunSSE response can carry `content-type: text/event-stream` over its binary Connect
  *   envelopes, as the working IDE-facing peer does (cursor-protocol.md §1.3) — a setting;
- * - start-up calls whose answers we do not model (identity, analytics sinks, network probe) get an
- *   empty message, which is a valid message of any type;
- * - anything else is Connect `unimplemented`, logged once per procedure;
+ * - start-up and session calls whose correct answer is "nothing" (identity, team, plugins,
+ *   analytics sinks, network probe: startup-procedures.ts) get an empty message, which is a valid
+ *   message of any type; OTLP trace uploads are accepted and dropped;
+ * - anything else is Connect `unimplemented`, logged once per procedure (the IDE's
+ *   managed-local `InferenceService` at warn, since it means the agent cannot work);
  * - with an access token configured, every request must present it as a bearer token.
  */
 import { timingSafeEqual } from "node:crypto";
@@ -20,10 +22,20 @@ import type { LLM } from "../llm/index.ts";
 import type { Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
 import { createAgentStreams } from "./agent-streams.ts";
+import type { PathEncryptionKeys } from "./cursor/index.ts";
+import { createHelperCall } from "./helper-calls.ts";
 import { type Listener, listen, type RequestHandler } from "./http/listen.ts";
 import type { Log } from "./log.ts";
+import { createPathEncryptionKeys } from "./path-encryption-keys.ts";
 import { createRoutes } from "./routes.ts";
 import { createRunner } from "./runner/runner.ts";
+import {
+  EMPTY_REPLIES,
+  INFERENCE_SERVICE_PREFIX,
+  INFERENCE_SERVICE_WARNING,
+  TELEMETRY_SINKS,
+} from "./startup-procedures.ts";
+import { createUserCommands } from "./user-commands.ts";
 
 export interface ServerOptions {
   readonly host: string;
@@ -41,6 +53,10 @@ export interface ServerOptions {
   readonly maxMessageBytes: number;
   /** When set, every request must carry `authorization: Bearer <token>`. */
   readonly accessToken?: string;
+  /** The model for chat titles, commit messages and branch names; default: the default model. */
+  readonly helperModel?: string;
+  /** How long a helper call (title, commit message, branch name) may take. */
+  readonly helperTimeoutMs: number;
 }
 
 export const DEFAULT_SERVER_OPTIONS: ServerOptions = {
@@ -57,6 +73,7 @@ export const DEFAULT_SERVER_OPTIONS: ServerOptions = {
   streamRetentionMs: 60_000,
   idleStreamMs: 120_000,
   maxMessageBytes: 32 * 1024 * 1024,
+  helperTimeoutMs: 20_000,
 };
 
 export interface ServerDeps {
@@ -64,6 +81,11 @@ export interface ServerDeps {
   readonly llm: LLM;
   readonly log: Log;
   readonly now?: () => number;
+  /**
+   * The install's keys (path-encryption-keys.ts, kept in the data directory). Without them the
+   * server makes a pair for its own lifetime.
+   */
+  readonly pathEncryptionKeys?: PathEncryptionKeys;
 }
 
 export interface Server {
@@ -88,29 +110,6 @@ export interface LocalServer extends Server {
   /** Whether `path` is a procedure this server answers itself (Connect routes and aliases). */
   servesProcedure(path: string): boolean;
 }
-
-/** Procedures the client calls at start-up whose answer may be an empty message. */
-const EMPTY_REPLIES = new Set([
-  "/aiserver.v1.NetworkService/IsConnected",
-  "/aiserver.v1.AiService/GetDefaultModel",
-  "/aiserver.v1.AiService/GetDefaultModelNudgeData",
-  "/aiserver.v1.AuthService/GetEmail",
-  "/aiserver.v1.AuthService/GetUserMeta",
-  "/aiserver.v1.DashboardService/GetMe",
-  "/aiserver.v1.DashboardService/GetTeams",
-  "/aiserver.v1.DashboardService/GetUserPrivacyMode",
-  "/aiserver.v1.DashboardService/GetUserProfile",
-  "/aiserver.v1.DashboardService/GetPlanInfo",
-  "/aiserver.v1.DashboardService/GetCurrentPeriodUsage",
-  "/aiserver.v1.DashboardService/GetUsageLimitStatusAndActiveGrants",
-  "/aiserver.v1.DashboardService/IsOnNewPricing",
-  "/aiserver.v1.DashboardService/GetEffectiveUserPlugins",
-  "/aiserver.v1.AnalyticsService/BootstrapStatsig",
-  "/aiserver.v1.AnalyticsService/GetFirstWindowStatsigDecision",
-  "/aiserver.v1.AnalyticsService/SubmitLogs",
-  "/aiserver.v1.AnalyticsService/TrackEvents",
-  "/agent.v1.AgentService/UpdateConversationMetadata",
-]);
 
 /**
  * Empty replies the IDE proxy also answers locally (docs/ide.md): the IDE's default model must be
@@ -149,12 +148,20 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       ),
   });
   const streams = createAgentStreams(
-    { runner, models: llm, now, log, options: options.stream },
+    { runner, models: llm, now, log, options: options.stream, userCommands: createUserCommands() },
     { retentionMs: options.streamRetentionMs, idleMs: options.idleStreamMs },
   );
   const unimplemented = new Set<string>();
 
-  const routes = createRoutes(streams, llm, now, { offerHttp2: options.offerHttp2 });
+  const routes = createRoutes(streams, llm, now, {
+    offerHttp2: options.offerHttp2,
+    pathEncryptionKeys: deps.pathEncryptionKeys ?? createPathEncryptionKeys(),
+    helper: createHelperCall(llm, now, {
+      model: options.helperModel,
+      timeoutMs: options.helperTimeoutMs,
+    }),
+    log,
+  });
   const router = createConnectRouter();
   routes(router);
   const procedures = new Set([
@@ -167,6 +174,12 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     readMaxBytes: options.maxMessageBytes,
     fallback(request, response) {
       const path = pathOf(request);
+      if (TELEMETRY_SINKS.has(path) && request.method === "POST") {
+        request.resume();
+        response.writeHead(200, { "content-type": "application/json" });
+        response.end("{}");
+        return;
+      }
       if (EMPTY_REPLIES.has(path) && request.method === "POST") {
         request.resume();
         const json = String(request.headers["content-type"] ?? "").includes("json");
@@ -178,7 +191,11 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       }
       if (!unimplemented.has(path)) {
         unimplemented.add(path);
-        log.info({ procedure: path }, "procedure not implemented; answering unimplemented");
+        if (path.startsWith(INFERENCE_SERVICE_PREFIX)) {
+          log.warn({ procedure: path }, INFERENCE_SERVICE_WARNING);
+        } else {
+          log.info({ procedure: path }, "procedure not implemented; answering unimplemented");
+        }
       }
       writeConnectError(
         response,

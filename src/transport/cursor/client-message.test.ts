@@ -58,7 +58,38 @@ test("plan actions start a turn; resume resumes; no action prewarms", () => {
       case: "runRequest",
       value: { action: { action: { case: "summarizeAction", value: {} } } },
     }).type,
+    "summarize",
+  );
+  assert.equal(
+    event({
+      case: "runRequest",
+      value: { action: { action: { case: "cancelSubagentAction", value: {} } } },
+    }).type,
     "unsupported",
+  );
+  const shell = event({
+    case: "runRequest",
+    value: {
+      conversationId: "c9",
+      action: {
+        action: {
+          case: "shellCommandAction",
+          value: { shellCommand: { command: "npm test" }, execId: "x1" },
+        },
+      },
+    },
+  });
+  assert.ok(shell.type === "shell_command");
+  assert.deepEqual(
+    [shell.command, shell.execID, shell.request?.conversationId],
+    ["npm test", "x1", "c9"],
+  );
+  assert.deepEqual(
+    event({
+      case: "conversationAction",
+      value: { action: { case: "shellCommandAction", value: { execId: "x2" } } },
+    }),
+    { type: "shell_command", command: "", execID: "x2", request: null },
   );
 });
 
@@ -89,9 +120,18 @@ test("cancel, resume and other standalone actions", () => {
     },
   );
   assert.equal(event({ case: "conversationAction", value: {} }).type, "unsupported");
+  assert.deepEqual(
+    event({
+      case: "conversationAction",
+      value: { action: { case: "summarizeAction", value: {} } },
+    }),
+    { type: "summarize", request: null },
+  );
   assert.equal(
-    event({ case: "conversationAction", value: { action: { case: "summarizeAction", value: {} } } })
-      .type,
+    event({
+      case: "conversationAction",
+      value: { action: { case: "backgroundSubagentAction", value: {} } },
+    }).type,
     "unsupported",
   );
 });

@@ -21,6 +21,17 @@ export type ClientEvent =
   /** Warm up a conversation; no turn starts. */
   | { readonly type: "prewarm"; readonly conversationID: string | null }
   | { readonly type: "cancel"; readonly reason: string }
+  /** The user ran a shell command themselves; `request` is set when it came as a run request. */
+  | {
+      readonly type: "shell_command";
+      readonly command: string;
+      readonly execID: string;
+      readonly request: AgentRunRequest | null;
+    }
+  /** The user moved the running command of tool call `toolCallID` to the background. */
+  | { readonly type: "background_shell"; readonly toolCallID: string }
+  /** Summarize (compact) the conversation: `/summarize`. */
+  | { readonly type: "summarize"; readonly request: AgentRunRequest | null }
   /** A result (or one streamed shell event) for exec `id` / `execID`. */
   | {
       readonly type: "exec_result";
@@ -101,6 +112,15 @@ function fromRunRequestAction(request: AgentRunRequest): ClientEvent {
       return { type: "run", action: "execute_plan", request };
     case "resumeAction":
       return { type: "resume", request };
+    case "summarizeAction":
+      return { type: "summarize", request };
+    case "shellCommandAction":
+      return {
+        type: "shell_command",
+        command: action.value.shellCommand?.command ?? "",
+        execID: action.value.execId,
+        request,
+      };
     case undefined:
       // A run request without an action warms the conversation up, like a prewarm request.
       return { type: "prewarm", conversationID: request.conversationId ?? null };
@@ -116,6 +136,17 @@ function fromStandaloneAction(action: ConversationAction): ClientEvent {
       return { type: "cancel", reason: branch.value.reason };
     case "resumeAction":
       return { type: "resume", request: null };
+    case "summarizeAction":
+      return { type: "summarize", request: null };
+    case "backgroundShellAction":
+      return { type: "background_shell", toolCallID: branch.value.toolCallId };
+    case "shellCommandAction":
+      return {
+        type: "shell_command",
+        command: branch.value.shellCommand?.command ?? "",
+        execID: branch.value.execId,
+        request: null,
+      };
     case undefined:
       return { type: "unsupported", what: "conversation_action without a known action" };
     default:

@@ -5,7 +5,16 @@
  * random ids, fixed ordering (client order for lists the user orders, sorted otherwise).
  */
 import type { ContextSupplement } from "../../loop/types.ts";
-import type { CursorRule } from "./gen/agent/v1/common_pb.js";
+import type { BlobStore } from "./blobs.ts";
+import { renderAttached } from "./context-attached.ts";
+import {
+  renderAutoRunRules,
+  renderCustomSubagents,
+  renderHookContext,
+  renderSkills,
+} from "./context-capabilities.ts";
+import { compare, tag } from "./context-tag.ts";
+import type { CursorRule, HookAdditionalContext } from "./gen/agent/v1/common_pb.js";
 import type { RequestContext } from "./gen/agent/v1/request_context_pb.js";
 import type { SelectedContext } from "./gen/agent/v1/user_message_pb.js";
 import { truncateMiddle } from "./tools/text.ts";
@@ -18,6 +27,10 @@ export interface ContextSources {
   readonly customInstructions: string | undefined;
   /** `AgentRunRequest.exclude_workspace_context`: drop environment, git, layout and rules. */
   readonly excludeWorkspace: boolean;
+  /** The run request's pre-fetched blobs (documents, PR texts sent by reference). */
+  readonly blobs?: BlobStore;
+  /** `UserMessage.hook_additional_contexts`: what the user's hooks add to this message. */
+  readonly hookContexts?: readonly HookAdditionalContext[];
 }
 
 /** Largest rendering of one attached item; longer ones are cut in the middle (stated). */
@@ -35,12 +48,20 @@ export function toContextSupplements(sources: ContextSources): ContextSupplement
     add("git", renderGit(context));
     add("project-layout", renderLayouts(context));
     add("rules", renderRules(context));
+    add("skills", renderSkills(context));
+    add("custom-subagents", renderCustomSubagents(context));
   }
-  if (context !== undefined) add("mcp-instructions", renderMcpInstructions(context));
+  if (context !== undefined) {
+    add("mcp-instructions", renderMcpInstructions(context));
+    add("auto-run-rules", renderAutoRunRules(context));
+  }
+  add("hook-context", renderHookContext(context, sources.hookContexts ?? []));
   const custom = sources.customInstructions?.trim() ?? "";
   if (custom !== "") add("custom-instructions", tag("custom_instructions", {}, custom));
   if (sources.selectedContext !== undefined) {
     for (const item of renderSelected(sources.selectedContext)) add(item.key, item.text);
+    const attached = renderAttached(sources.selectedContext, context, sources.blobs ?? new Map());
+    for (const item of attached) add(item.key, item.text);
   }
   return supplements;
 }
@@ -257,22 +278,10 @@ function toLineRange(
   return start === end ? `${start}` : `${start}-${end}`;
 }
 
-/** `<name a="…">body</name>`; attribute values are escaped so a path cannot break the tag. */
-function tag(name: string, attributes: Record<string, string>, body: string): string {
-  const attrs = Object.entries(attributes)
-    .map(([key, value]) => ` ${key}="${value.replaceAll("&", "&amp;").replaceAll('"', "&quot;")}"`)
-    .join("");
-  return `<${name}${attrs}>\n${body}\n</${name}>`;
-}
-
 /**
  * A remote URL without the user-info part: `https://user:token@host/x` → `https://host/x`.
  * Context enters history (and so the store), where a credential must never land.
  */
 export function withoutCredentials(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, "$1");
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -12,10 +12,11 @@ import { test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { errorToJson } from "@connectrpc/connect/protocol-connect";
-import type { AssistantMessage } from "../../llm/types.ts";
+import type { AssistantMessage, JsonObject } from "../../llm/types.ts";
 import { createConversation, transition } from "../../loop/index.ts";
 import { assistantMessage, text, thinking, toEvents, toolCall } from "../../loop/testing.ts";
 import type { Command, Input, RuntimeState } from "../../loop/types.ts";
+import { toForceBackground } from "./background-shell.ts";
 import { fromBidiAppendBody, toBidiAppendBody } from "./bidi-append.ts";
 import { type ClientEvent, fromClientMessage } from "./client-message.ts";
 import {
@@ -24,29 +25,72 @@ import {
   type AgentServerMessage,
   AgentServerMessageSchema,
 } from "./gen/agent/v1/agent_stream_pb.js";
+import { AgentMode, AgentSkillSchema } from "./gen/agent/v1/common_pb.js";
+import { ConversationActionSchema } from "./gen/agent/v1/conversation_action_pb.js";
 import {
   GetDefaultModelForCliResponseSchema,
   GetUsableModelsResponseSchema,
 } from "./gen/agent/v1/models_pb.js";
+import {
+  CreateTranscriptOverviewRequestSchema,
+  CreateTranscriptOverviewResponseSchema,
+  NameAgentRequestSchema,
+  NameAgentResponseSchema,
+} from "./gen/agent/v1/name_agent_pb.js";
+import {
+  CustomSubagentSchema,
+  PermissionsAutoRunInstructionsSchema,
+} from "./gen/agent/v1/request_context_pb.js";
+import {
+  SelectedBrowserSchema,
+  SelectedDocumentationSchema,
+  SelectedDocumentSchema,
+  SelectedGitPRDiffSelectionSchema,
+  SelectedPastChatSchema,
+  SelectedPullRequestSchema,
+  SelectedSubagentSchema,
+} from "./gen/agent/v1/user_message_pb.js";
 import { AvailableModelsResponseSchema } from "./gen/aiserver/v1/available_models_pb.js";
+import {
+  HealthCheckResponseSchema,
+  WriteGitBranchNameRequestSchema,
+  WriteGitBranchNameResponseSchema,
+  WriteGitCommitMessageRequestSchema,
+  WriteGitCommitMessageResponseSchema,
+} from "./gen/aiserver/v1/git_text_pb.js";
 import { GetServerConfigResponseSchema } from "./gen/aiserver/v1/server_config_pb.js";
 import { ServerTimeResponseSchema } from "./gen/aiserver/v1/server_time_pb.js";
+import {
+  toBranchNameResponse,
+  toCommitMessageResponse,
+  toNameAgentResponse,
+  toOverviewResponse,
+} from "./helper-tasks.ts";
+import { SUMMARIZE_NOT_SUPPORTED, toNotSupportedError } from "./not-supported.ts";
 import { fromResponseEvent } from "./response-events.ts";
 import { fromRunRequest } from "./run-request.ts";
 import {
   toAvailableModelsResponse,
   toDefaultModelForCliResponse,
+  toHealthCheckResponse,
   toServerConfigResponse,
   toServerTimeResponse,
   toUsableModelsResponse,
 } from "./startup-rpcs.ts";
 import {
   assertGolden,
+  CONVERSATION_ID,
+  callClient,
   cliRunRequest,
+  execOf,
+  execReply,
   ideRunRequest,
+  queryReply,
   REQUEST_ID,
   readGolden,
+  runTool,
   T0,
+  turnState,
 } from "./testing.ts";
 import { continueToolCall, startToolCall } from "./tool-session.ts";
 import { toTurnEnd } from "./turn-end.ts";
@@ -106,6 +150,87 @@ test("golden: the IDE's first append (run request), hex and data_binary forms", 
   assert.equal(turn.value.input.settings.model, "claude-sonnet");
   assert.equal(turn.value.input.userMessage.content, "Fix the failing test in src/math.ts");
   assert.equal(turn.value.messageID, "msg-1");
+});
+
+test("golden: a run request with attached docs, past chat, PR, browser, document, skill and subagent", () => {
+  const request = ideRunRequest();
+  const action = request.action?.action;
+  assert.ok(action?.case === "userMessageAction");
+  const userMessage = action.value.userMessage;
+  assert.ok(
+    userMessage?.selectedContext !== undefined && action.value.requestContext !== undefined,
+  );
+  Object.assign(userMessage.selectedContext, {
+    documentations: [create(SelectedDocumentationSchema, { docId: "d1", name: "React" })],
+    pastChats: [create(SelectedPastChatSchema, { agentId: "chat-7", name: "Login refactor" })],
+    selectedPullRequests: [
+      create(SelectedPullRequestSchema, {
+        number: 42,
+        url: "https://git.example/pr/42",
+        title: "Dark mode",
+      }),
+    ],
+    gitPrDiffSelections: [
+      create(SelectedGitPRDiffSelectionSchema, {
+        prUrl: "https://git.example/pr/42",
+        filePath: "src/theme.ts",
+        startLine: 3,
+        endLine: 9,
+        diffContent: "+dark",
+      }),
+    ],
+    selectedBrowsers: [
+      create(SelectedBrowserSchema, { browserId: "b1", url: "http://localhost:3000/" }),
+    ],
+    selectedDocuments: [
+      create(SelectedDocumentSchema, {
+        uuid: "u1",
+        filename: "notes.md",
+        mimeType: "text/markdown",
+        dataOrBlobId: { case: "data", value: new TextEncoder().encode("ship it") },
+      }),
+    ],
+    selectedSkills: [create(AgentSkillSchema, { fullPath: "/s/SKILL.md", content: "Tag first." })],
+    selectedSubagents: [create(SelectedSubagentSchema, { name: "reviewer" })],
+  });
+  Object.assign(action.value.requestContext, {
+    agentSkills: [create(AgentSkillSchema, { fullPath: "/s/SKILL.md", description: "Releases" })],
+    customSubagents: [create(CustomSubagentSchema, { name: "reviewer", prompt: "Bugs first." })],
+    userPermissionsAutoRun: create(PermissionsAutoRunInstructionsSchema, {
+      allowInstructions: ["git status"],
+    }),
+  });
+  const message = client({ case: "runRequest", value: request });
+  assertGolden(
+    "in-bidi-ide-run-attached",
+    toBidiAppendBody({ requestID: REQUEST_ID, appendSeqno: 0, message }, { form: "binary" }),
+  );
+  const event = fromClientMessage(decodeAppend("in-bidi-ide-run-attached").message);
+  assert.ok(event.type === "run");
+  const turn = fromRunRequest(event.request, event.action, {
+    at: T0,
+    inputID: `${REQUEST_ID}:0`,
+    requestID: REQUEST_ID,
+    contextWindow: 200_000,
+  });
+  assert.ok(turn.ok);
+  const keys = turn.value.input.context.map((item) => item.key);
+  for (const key of [
+    "skills",
+    "custom-subagents",
+    "auto-run-rules",
+    "docs:d1",
+    "past-chat:chat-7",
+    "pr:https://git.example/pr/42",
+    "pr-diff:https://git.example/pr/42:src/theme.ts:3-9",
+    "browser:b1",
+    "document:u1",
+    "skill:/s/SKILL.md",
+    "subagent:reviewer",
+  ]) {
+    assert.ok(keys.includes(key), `${key} in ${keys.join(", ")}`);
+  }
+  assert.deepEqual(turn.value.unusedContext, []);
 });
 
 test("golden: the CLI's run request, plain and gzip-compressed", () => {
@@ -737,4 +862,340 @@ test("golden: start-up RPC responses", () => {
     assertGolden(name, bytes);
     check(readGolden(name));
   }
+});
+
+test("golden: the indexing keys, health check, chat title, commit message and branch name", () => {
+  const keys = { user: "dXNlci1rZXktMzItYnl0ZXMtZm9yLXRoZS1nb2xkZW4", team: "dGVhbS1rZXk" };
+  const cases: [string, Uint8Array, (bytes: Uint8Array) => void][] = [
+    [
+      "rpc-get-server-config-keys",
+      toBinary(
+        GetServerConfigResponseSchema,
+        toServerConfigResponse({ http2: false, pathEncryptionKeys: keys }),
+      ),
+      (bytes) => {
+        const config = fromBinary(GetServerConfigResponseSchema, bytes);
+        assert.equal(config.indexingConfig?.defaultUserPathEncryptionKey, keys.user);
+        assert.equal(config.indexingConfig?.defaultTeamPathEncryptionKey, keys.team);
+        assert.equal(config.http2Config, 1);
+      },
+    ],
+    [
+      "rpc-health-check",
+      toBinary(HealthCheckResponseSchema, toHealthCheckResponse()),
+      (bytes) => assert.equal(fromBinary(HealthCheckResponseSchema, bytes).status, 1),
+    ],
+    [
+      "rpc-name-agent-request",
+      toBinary(
+        NameAgentRequestSchema,
+        create(NameAgentRequestSchema, { userMessage: "Why does the login test fail?" }),
+      ),
+      (bytes) =>
+        assert.equal(
+          fromBinary(NameAgentRequestSchema, bytes).userMessage,
+          "Why does the login test fail?",
+        ),
+    ],
+    [
+      "rpc-name-agent-response",
+      toBinary(NameAgentResponseSchema, toNameAgentResponse("x", "Failing login test")),
+      (bytes) =>
+        assert.equal(fromBinary(NameAgentResponseSchema, bytes).name, "Failing login test"),
+    ],
+    [
+      "rpc-create-transcript-overview-request",
+      toBinary(
+        CreateTranscriptOverviewRequestSchema,
+        create(CreateTranscriptOverviewRequestSchema, {
+          formattedConversation: "user: fix add\nassistant: fixed",
+        }),
+      ),
+      (bytes) =>
+        assert.equal(
+          fromBinary(CreateTranscriptOverviewRequestSchema, bytes).formattedConversation,
+          "user: fix add\nassistant: fixed",
+        ),
+    ],
+    [
+      "rpc-create-transcript-overview-response",
+      toBinary(CreateTranscriptOverviewResponseSchema, toOverviewResponse("Fixed add.")),
+      (bytes) =>
+        assert.equal(
+          fromBinary(CreateTranscriptOverviewResponseSchema, bytes).overview,
+          "Fixed add.",
+        ),
+    ],
+    [
+      "rpc-write-git-commit-message-request",
+      toBinary(
+        WriteGitCommitMessageRequestSchema,
+        create(WriteGitCommitMessageRequestSchema, {
+          diffs: ["diff --git a/a.ts b/a.ts\n-a - b\n+a + b\n"],
+          previousCommitMessages: ["Add the adder"],
+          explicitContext: { context: "be brief" },
+        }),
+      ),
+      (bytes) => {
+        const request = fromBinary(WriteGitCommitMessageRequestSchema, bytes);
+        assert.equal(request.diffs.length, 1);
+        assert.deepEqual(request.previousCommitMessages, ["Add the adder"]);
+        assert.equal(request.explicitContext?.context, "be brief");
+      },
+    ],
+    [
+      "rpc-write-git-commit-message-response",
+      toBinary(WriteGitCommitMessageResponseSchema, toCommitMessageResponse("Fix add\n")),
+      (bytes) =>
+        assert.equal(
+          fromBinary(WriteGitCommitMessageResponseSchema, bytes).commitMessage,
+          "Fix add",
+        ),
+    ],
+    [
+      "rpc-write-git-branch-name-request",
+      toBinary(
+        WriteGitBranchNameRequestSchema,
+        create(WriteGitBranchNameRequestSchema, {
+          diffs: "+a + b",
+          context: "fix the adder",
+          conversationId: CONVERSATION_ID,
+        }),
+      ),
+      (bytes) => {
+        const request = fromBinary(WriteGitBranchNameRequestSchema, bytes);
+        assert.equal(request.diffs, "+a + b");
+        assert.equal(request.conversationId, CONVERSATION_ID);
+      },
+    ],
+    [
+      "rpc-write-git-branch-name-response",
+      toBinary(WriteGitBranchNameResponseSchema, toBranchNameResponse("fix/adder")),
+      (bytes) =>
+        assert.equal(fromBinary(WriteGitBranchNameResponseSchema, bytes).branchName, "fix/adder"),
+    ],
+  ];
+  for (const [name, bytes, check] of cases) {
+    assertGolden(name, bytes);
+    check(readGolden(name));
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Protocol completeness (issue 12): new execs, queries, actions and ends
+// ---------------------------------------------------------------------------------------------
+
+/** Runs one tool call; pins the server's request and the client's reply as bytes. */
+function pinToolCall(
+  names: { readonly request: string; readonly reply: string },
+  tool: string,
+  args: JsonObject,
+  reply: (state: TurnState) => AgentClientMessage,
+  state: TurnState = turnState(),
+) {
+  let sent: AgentClientMessage | undefined;
+  const run = runTool(
+    tool,
+    args,
+    [
+      (current) => {
+        sent = reply(current);
+        return sent;
+      },
+    ],
+    state,
+  );
+  const [request] = run.requests;
+  assert.ok(request !== undefined && sent !== undefined);
+  assertGolden(names.request, toBinary(AgentServerMessageSchema, request));
+  assertGolden(names.reply, toBinary(AgentClientMessageSchema, sent));
+  return {
+    request: fromBinary(AgentServerMessageSchema, readGolden(names.request)),
+    reply: fromClientMessage(fromBinary(AgentClientMessageSchema, readGolden(names.reply))),
+    run,
+  };
+}
+
+test("golden: switch_mode query and the user's approval", () => {
+  const { request, reply, run } = pinToolCall(
+    { request: "out-query-switch-mode", reply: "in-response-switch-mode" },
+    "switch_mode",
+    { target_mode: "agent", explanation: "needs an edit" },
+    (state) =>
+      queryReply(state, {
+        case: "switchModeRequestResponse",
+        value: { result: { case: "approved", value: {} } },
+      }),
+    turnState({ mode: "ask", agentMode: AgentMode.ASK }),
+  );
+  assert.ok(request.message.case === "interactionQuery");
+  const query = request.message.value.query;
+  assert.ok(query.case === "switchModeRequestQuery");
+  assert.equal(query.value.args?.targetModeId, "agent");
+  assert.equal(reply.type, "interaction_response");
+  assert.equal(run.state.mode, "agent");
+});
+
+test("golden: background shell spawn, stdin, and move to background", () => {
+  const state = turnState({ terminalsFolder: "/home/dev/.cursor/terminals" });
+  const spawn = pinToolCall(
+    { request: "out-exec-background-shell-spawn", reply: "in-exec-background-shell-spawn-result" },
+    "shell",
+    { command: "npm run dev", run_in_background: true },
+    (current) =>
+      execReply(current, {
+        case: "backgroundShellSpawnResult",
+        value: {
+          result: { case: "success", value: { shellId: 3, pid: 4100, command: "npm run dev" } },
+        },
+      }),
+    state,
+  );
+  assert.equal(execOf(spawn.request).case, "backgroundShellSpawnArgs");
+  assert.ok(spawn.reply.type === "exec_result");
+  assert.equal(spawn.reply.result.case, "backgroundShellSpawnResult");
+
+  const stdin = pinToolCall(
+    { request: "out-exec-write-shell-stdin", reply: "in-exec-write-shell-stdin-result" },
+    "write_shell_stdin",
+    { shell_id: 3, chars: "q" },
+    (current) =>
+      execReply(current, {
+        case: "writeShellStdinResult",
+        value: { result: { case: "success", value: { shellId: 3 } } },
+      }),
+    state,
+  );
+  const stdinArgs = execOf(stdin.request);
+  assert.ok(stdinArgs.case === "writeShellStdinArgs");
+  assert.equal(stdinArgs.value.shellId, 3);
+
+  const running = startToolCall(state, callClient("shell", { command: "npm start" }), {
+    at: T0 + 1,
+    inputID: "in-0",
+  });
+  const action = create(AgentClientMessageSchema, {
+    message: {
+      case: "conversationAction",
+      value: { action: { case: "backgroundShellAction", value: { toolCallId: "toolu_01" } } },
+    },
+  });
+  assertGolden("in-action-background-shell", toBinary(AgentClientMessageSchema, action));
+  const event = fromClientMessage(
+    fromBinary(AgentClientMessageSchema, readGolden("in-action-background-shell")),
+  );
+  assert.ok(event.type === "background_shell");
+  const forced = toForceBackground(running.state, event.toolCallID);
+  assert.ok(forced.type === "sent");
+  const [force] = forced.messages;
+  assert.ok(force !== undefined);
+  assertGolden("out-exec-force-background-shell", toBinary(AgentServerMessageSchema, force));
+  const forceArgs = execOf(
+    fromBinary(AgentServerMessageSchema, readGolden("out-exec-force-background-shell")),
+  );
+  assert.ok(forceArgs.case === "forceBackgroundShellArgs");
+  assert.equal(forceArgs.value.toolCallId, "toolu_01");
+});
+
+test("golden: MCP resources list and read, MCP state", () => {
+  const list = pinToolCall(
+    { request: "out-exec-list-mcp-resources", reply: "in-exec-list-mcp-resources-result" },
+    "list_mcp_resources",
+    {},
+    (state) =>
+      execReply(state, {
+        case: "listMcpResourcesExecResult",
+        value: {
+          result: {
+            case: "success",
+            value: { resources: [{ uri: "notes://roadmap", server: "notes", name: "Roadmap" }] },
+          },
+        },
+      }),
+  );
+  assert.equal(execOf(list.request).case, "listMcpResourcesExecArgs");
+  const read = pinToolCall(
+    { request: "out-exec-read-mcp-resource", reply: "in-exec-read-mcp-resource-result" },
+    "read_mcp_resource",
+    { server: "notes", uri: "notes://roadmap" },
+    (state) =>
+      execReply(state, {
+        case: "readMcpResourceExecResult",
+        value: {
+          result: {
+            case: "success",
+            value: { uri: "notes://roadmap", content: { case: "text", value: "Q3: dark mode" } },
+          },
+        },
+      }),
+  );
+  const readArgs = execOf(read.request);
+  assert.ok(readArgs.case === "readMcpResourceExecArgs");
+  assert.deepEqual([readArgs.value.server, readArgs.value.uri], ["notes", "notes://roadmap"]);
+  const state = pinToolCall(
+    { request: "out-exec-mcp-state", reply: "in-exec-mcp-state-result" },
+    "mcp_servers",
+    {},
+    (current) =>
+      execReply(current, {
+        case: "mcpStateExecResult",
+        value: {
+          result: {
+            case: "success",
+            value: {
+              servers: [{ serverName: "notes", serverIdentifier: "notes-1", status: "ok" }],
+            },
+          },
+        },
+      }),
+  );
+  assert.equal(execOf(state.request).case, "mcpStateExecArgs");
+  assert.ok(state.reply.type === "exec_result" && state.reply.result.case === "mcpStateExecResult");
+});
+
+test("golden: summarize and shell_command run requests; the not-supported end", () => {
+  const summarize = cliRunRequest();
+  summarize.action = create(ConversationActionSchema, {
+    action: { case: "summarizeAction", value: {} },
+  });
+  assertGolden(
+    "in-bidi-run-summarize",
+    toBidiAppendBody(
+      {
+        requestID: "cli-req-2",
+        appendSeqno: 0,
+        message: client({ case: "runRequest", value: summarize }),
+      },
+      { form: "binary" },
+    ),
+  );
+  assert.equal(fromClientMessage(decodeAppend("in-bidi-run-summarize").message).type, "summarize");
+
+  const shellCommand = cliRunRequest();
+  shellCommand.action = create(ConversationActionSchema, {
+    action: {
+      case: "shellCommandAction",
+      value: { shellCommand: { command: "npm test" }, execId: "user-exec-1" },
+    },
+  });
+  assertGolden(
+    "in-bidi-run-shell-command",
+    toBidiAppendBody(
+      {
+        requestID: "cli-req-3",
+        appendSeqno: 0,
+        message: client({ case: "runRequest", value: shellCommand }),
+      },
+      { form: "binary" },
+    ),
+  );
+  const event = fromClientMessage(decodeAppend("in-bidi-run-shell-command").message);
+  assert.ok(event.type === "shell_command");
+  assert.deepEqual([event.command, event.execID], ["npm test", "user-exec-1"]);
+
+  const json = errorToJson(toNotSupportedError(SUMMARIZE_NOT_SUPPORTED), undefined);
+  assertGolden("out-end-not-supported", new TextEncoder().encode(JSON.stringify(json)));
+  const stored = JSON.parse(new TextDecoder().decode(readGolden("out-end-not-supported")));
+  assert.equal(stored.code, "unimplemented");
+  assert.equal(stored.details[0].type, "aiserver.v1.ErrorDetails");
 });

@@ -2,6 +2,8 @@
  * The Cursor dialect: the only code that knows Cursor's protobuf. Pure codecs and helpers the
  * runner (transport) calls; see README.md for how they fit together.
  */
+
+export { type ForceBackground, toForceBackground } from "./background-shell.ts";
 export {
   type BidiAppend,
   type BidiAppendBody,
@@ -24,23 +26,29 @@ export {
 } from "./gen/agent/v1/agent_stream_pb.js";
 export { AiService, ServerConfigService } from "./gen/aiserver/v1/ai_service_pb.js";
 export { BidiRequestIdSchema, BidiService } from "./gen/aiserver/v1/bidi_pb.js";
-export { MODES, type Mode } from "./mode.ts";
+export { MODES, type Mode, toAgentMode } from "./mode.ts";
+export { SUMMARIZE_NOT_SUPPORTED, toNotSupportedError } from "./not-supported.ts";
 export { toSystemPrompt } from "./prompt.ts";
 export { type EventContext, fromResponseEvent, type Outbound } from "./response-events.ts";
 export {
+  fromModeSettings,
   fromRunRequest,
   type ModelSelection,
   type RunOptions,
   type TurnStart,
   toModelSelection,
+  toModeSettings,
   toResumedTurnState,
 } from "./run-request.ts";
 export { toHeartbeatMessage, toServerMessageBytes, toUpdateMessage } from "./server-message.ts";
 export {
   type OfferedModel,
+  type PathEncryptionKeys,
   SERVER_CONFIG_VERSION,
+  type ServerConfigOptions,
   toAvailableModelsResponse,
   toDefaultModelForCliResponse,
+  toHealthCheckResponse,
   toServerConfigResponse,
   toServerTimeResponse,
   toUsableModelsResponse,

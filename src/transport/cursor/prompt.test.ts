@@ -35,8 +35,8 @@ test("the prompt text is pinned (a change must be deliberate: it resets every pr
 /** First 16 hex digits of each prompt's SHA-256; update together with a deliberate prompt change. */
 const PINNED: Record<string, string> = {
   agent: "998ff4ad480e43c4",
-  ask: "6d3e3ce841cee535",
-  plan: "6ae08116dd59d021",
+  ask: "8a1b05e60e51509a",
+  plan: "10f9ee837f149bf8",
   debug: "17c3164a6cfe3a36",
 };
 
@@ -50,10 +50,12 @@ test("each prompt names only tools its mode offers", () => {
     "grep",
     "glob",
     "shell",
+    "write_shell_stdin",
     "read_lints",
     "todo_write",
     "ask_question",
     "create_plan",
+    "switch_mode",
   ];
   for (const mode of MODES) {
     const offered = new Set(toToolDefinitions(mode, []).map((tool) => tool.name));

@@ -31,9 +31,9 @@ const MODE_SECTIONS: Record<Mode, string> = {
   agent: `# Mode: agent
 You may read, create, edit and delete files and run commands to complete the task. Use todo_write to track multi-step work: keep exactly one item in_progress and mark items completed as soon as they are done.`,
   ask: `# Mode: ask
-Answer the user's questions about the code. You have read-only tools: do not try to change files or run commands. If the user asks for a change, explain what you would change and suggest switching to agent mode.`,
+Answer the user's questions about the code. You have read-only tools: do not try to change files or run commands. If the user asks for a change, explain what you would change, and call switch_mode to ask the user to switch to agent mode.`,
   plan: `# Mode: plan
-Research the task with the read-only tools and ask_question when a decision is the user's to make. Do not change files or run commands. When you understand the task, call create_plan with a concise plan: the goal, the files to change and how, the order of steps, and how to verify the result.`,
+Research the task with the read-only tools and ask_question when a decision is the user's to make. Do not change files or run commands. When you understand the task, call create_plan with a concise plan: the goal, the files to change and how, the order of steps, and how to verify the result. If the user wants the change made now instead, call switch_mode to ask for agent mode.`,
   debug: `# Mode: debug
 Find the root cause before fixing. Reproduce the problem, form hypotheses, and test them with evidence: read the code, run the failing case, and add temporary logging when needed. Fix the cause, not the symptom, confirm the fix by re-running the failing case, and remove temporary instrumentation.`,
 };

@@ -10,9 +10,11 @@ import { ApiKeyCredentialsSchema } from "./gen/agent/v1/models_pb.js";
 import type { AgentRunRequest } from "./gen/agent/v1/run_request_pb.js";
 import { toSystemPrompt } from "./prompt.ts";
 import {
+  fromModeSettings,
   fromRunRequest,
   type RunOptions,
   toModelSelection,
+  toModeSettings,
   toResumedTurnState,
 } from "./run-request.ts";
 import {
@@ -64,9 +66,14 @@ test("an IDE run request becomes a start input with settings, context and turn s
     "grep",
     "glob",
     "shell",
+    "write_shell_stdin",
     "read_lints",
     "todo_write",
     "ask_question",
+    "switch_mode",
+    "list_mcp_resources",
+    "read_mcp_resource",
+    "mcp_servers",
     "mcp__github__create_issue",
   ]);
   assert.deepEqual(
@@ -179,7 +186,19 @@ test("the mode comes from the user message, else the checkpoint; modes pick prom
   assert.equal(ask.input.settings.systemPrompt, toSystemPrompt("ask"));
   assert.deepEqual(
     ask.input.settings.tools.map((tool) => tool.name),
-    ["read_file", "list_dir", "grep", "glob", "read_lints", "ask_question"],
+    [
+      "read_file",
+      "list_dir",
+      "grep",
+      "glob",
+      "read_lints",
+      "ask_question",
+      "switch_mode",
+      // The IDE request carries an MCP server: its resources and state are offered in every mode.
+      "list_mcp_resources",
+      "read_mcp_resource",
+      "mcp_servers",
+    ],
   );
   const fromCheckpoint = start(
     ideRunRequest((request) => {
@@ -287,4 +306,11 @@ test("a resumed stream gets the turn state its run request gives, without a loop
     OPTIONS,
   );
   assert.ok(!anonymous.ok && anonymous.error.reason === "bad_field");
+});
+
+test("the mode reads back from its settings; other settings name no mode", () => {
+  for (const mode of ["agent", "ask", "plan", "debug"] as const) {
+    assert.equal(fromModeSettings(toModeSettings({ model: "m" }, mode, [])), mode);
+  }
+  assert.equal(fromModeSettings({ systemPrompt: "You are a careful coding agent." }), null);
 });

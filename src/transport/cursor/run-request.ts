@@ -6,10 +6,11 @@
  * to model descriptors are never read. Protocol ids stay here and in the turn state.
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
-import type { StartInput } from "../../loop/types.ts";
+import type { StartInput, TurnSettings } from "../../loop/types.ts";
 import { toBlobStore } from "./blobs.ts";
 import type { RunAction } from "./client-message.ts";
 import { toContextSupplements } from "./context.ts";
+import { findUnusedContext } from "./context-attached.ts";
 import { type Decoded, toDecoded, toDecodeError } from "./decode-error.ts";
 import { AgentMode, type TodoItem, TodoItemSchema } from "./gen/agent/v1/common_pb.js";
 import { ConversationStateStructureSchema } from "./gen/agent/v1/conversation_state_pb.js";
@@ -19,9 +20,10 @@ import {
   type UserMessage as CursorUserMessage,
   UserMessageSchema,
 } from "./gen/agent/v1/user_message_pb.js";
-import { fromAgentMode } from "./mode.ts";
+import { fromAgentMode, MODES, type Mode } from "./mode.ts";
 import { toSystemPrompt } from "./prompt.ts";
 import { toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
+import type { McpToolRef } from "./tools/mcp.ts";
 import { type TurnState, ZERO_USAGE } from "./turn-state.ts";
 import { toUserMessage } from "./user-message.ts";
 
@@ -53,6 +55,8 @@ export interface TurnStart {
   readonly messageID: string;
   /** `harness` of the run request (`cursor-ide` from the IDE; absent from the CLI). */
   readonly harness: string;
+  /** Attached context no supplement renders (context-attached.ts), for a debug log. */
+  readonly unusedContext: readonly string[];
 }
 
 export function toModelSelection(request: AgentRunRequest): ModelSelection | null {
@@ -65,6 +69,28 @@ export function toModelSelection(request: AgentRunRequest): ModelSelection | nul
     parameters: (requested?.parameters ?? []).map(({ id, value }) => ({ id, value })),
     isVariantString: requested?.isVariantStringRepresentation ?? false,
   };
+}
+
+/** The settings of `mode`: its fixed system prompt and tool definitions; the model is kept. */
+export function toModeSettings(
+  settings: { readonly model: string },
+  mode: Mode,
+  mcpTools: readonly McpToolRef[],
+): TurnSettings {
+  return {
+    model: settings.model,
+    systemPrompt: toSystemPrompt(mode),
+    tools: toToolDefinitions(mode, mcpTools),
+  };
+}
+
+/**
+ * The mode whose settings `settings` are, read back from its system prompt (one fixed text per
+ * mode); null for settings no mode gives. The loop's committed settings are the truth after a
+ * restart, when the turn state is rebuilt from a run request sent before a mode switch.
+ */
+export function fromModeSettings(settings: { readonly systemPrompt: string }): Mode | null {
+  return MODES.find((mode) => toSystemPrompt(mode) === settings.systemPrompt) ?? null;
 }
 
 export function fromRunRequest(
@@ -94,6 +120,8 @@ export function fromRunRequest(
     selectedContext: turn.userMessage.selectedContext,
     customInstructions: request.customSystemPrompt,
     excludeWorkspace: request.excludeWorkspaceContext ?? false,
+    blobs,
+    hookContexts: turn.userMessage.hookAdditionalContexts,
   });
   const input: StartInput = {
     type: "start",
@@ -101,17 +129,14 @@ export function fromRunRequest(
     at: options.at,
     userMessage,
     context,
-    settings: {
-      model: model.model,
-      systemPrompt: toSystemPrompt(state.mode),
-      tools: toToolDefinitions(state.mode, state.mcpTools),
-    },
+    settings: toModeSettings({ model: model.model }, state.mode, state.mcpTools),
   };
   return toDecoded({
     input,
     state,
     messageID: turn.userMessage.messageId,
     harness: request.harness ?? "",
+    unusedContext: findUnusedContext(turn.userMessage.selectedContext),
   });
 }
 
@@ -166,6 +191,7 @@ function toTurnState(
     mode,
     agentMode,
     workspaceRoot,
+    terminalsFolder: env?.terminalsFolder ?? "",
     mcpTools,
     contextWindow: options.contextWindow,
     nextID: 1,

@@ -17,6 +17,11 @@ import {
   AvailableModelsResponseSchema,
 } from "./gen/aiserver/v1/available_models_pb.js";
 import {
+  type HealthCheckResponse,
+  HealthCheckResponse_Status,
+  HealthCheckResponseSchema,
+} from "./gen/aiserver/v1/git_text_pb.js";
+import {
   type GetServerConfigResponse,
   GetServerConfigResponseSchema,
   Http2Config,
@@ -39,17 +44,48 @@ export interface OfferedModel {
 export const SERVER_CONFIG_VERSION = "cursor-byok-1";
 
 /**
+ * The keys the client encrypts workspace paths with (`IndexingConfig` 9/10). Opaque to the
+ * server; they must stay the same for an install, because the client keys what it derived from
+ * its paths on them.
+ */
+export interface PathEncryptionKeys {
+  readonly user: string;
+  readonly team: string;
+}
+
+export interface ServerConfigOptions {
+  /** `true` lets the client use the HTTP/2 bidi `Run`. */
+  readonly http2: boolean;
+  /** Without them the CLI stops in git workspaces with "No encryption key found". */
+  readonly pathEncryptionKeys?: PathEncryptionKeys;
+}
+
+/**
  * By default forces the client off HTTP/2 bidi `Run` onto RunSSE + BidiAppend
  * (FORCE_ALL_DISABLED), the transport every peer serves; `http2: true` lets it use `Run`
- * (FORCE_ALL_ENABLED).
+ * (FORCE_ALL_ENABLED). Carries the path-encryption keys in `indexing_config` when given.
  */
 export function toServerConfigResponse(
-  options: { readonly http2: boolean } = { http2: false },
+  options: ServerConfigOptions = { http2: false },
 ): GetServerConfigResponse {
+  const keys = options.pathEncryptionKeys;
   return create(GetServerConfigResponseSchema, {
     configVersion: SERVER_CONFIG_VERSION,
     http2Config: options.http2 ? Http2Config.FORCE_ALL_ENABLED : Http2Config.FORCE_ALL_DISABLED,
+    ...(keys === undefined
+      ? {}
+      : {
+          indexingConfig: {
+            defaultUserPathEncryptionKey: keys.user,
+            defaultTeamPathEncryptionKey: keys.team,
+          },
+        }),
   });
+}
+
+/** `AiService/HealthCheck`: a server that answers is healthy. */
+export function toHealthCheckResponse(): HealthCheckResponse {
+  return create(HealthCheckResponseSchema, { status: HealthCheckResponse_Status.HEALTHY });
 }
 
 /** The IDE's model picker: every offered model, the first one the default everywhere. */

@@ -21,6 +21,7 @@ import {
 } from "./gen/agent/v1/agent_stream_pb.js";
 import { ConversationStepSchema } from "./gen/agent/v1/conversation_state_pb.js";
 import { ToolCallSchema } from "./gen/agent/v1/tool_call_pb.js";
+import { toAgentMode } from "./mode.ts";
 import { toUpdateMessage } from "./server-message.ts";
 import { type AnyTool, findTool } from "./tools/catalogue.ts";
 import type {
@@ -259,6 +260,9 @@ function finish(
     open: null,
     steps: [...state.steps, step],
     todos: output.todos ?? state.todos,
+    ...(output.mode === undefined || output.mode === state.mode
+      ? {}
+      : { mode: output.mode, agentMode: toAgentMode(output.mode) }),
   };
   const completed = toUpdateMessage({
     case: "toolCallCompleted",
@@ -327,7 +331,14 @@ function isSameExec(
 }
 
 function toEnv(state: TurnState, toolCallID: string, at: number): ToolEnv {
-  return { workspaceRoot: state.workspaceRoot, toolCallID, at, todos: state.todos };
+  return {
+    workspaceRoot: state.workspaceRoot,
+    toolCallID,
+    at,
+    todos: state.todos,
+    mode: state.mode,
+    terminalsFolder: state.terminalsFolder,
+  };
 }
 
 function toResultInput(

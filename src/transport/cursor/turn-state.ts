@@ -69,6 +69,8 @@ export interface TurnState {
   /** The wire mode recorded in checkpoints (the client's own value, e.g. CUSTOM, is kept). */
   readonly agentMode: AgentMode;
   readonly workspaceRoot: string;
+  /** Where the client writes background shells' output (`<folder>/<shell id>.txt`); "" unknown. */
+  readonly terminalsFolder: string;
   readonly mcpTools: readonly McpToolRef[];
   /** The model's context window, for the client's context-usage indicator. */
   readonly contextWindow: number;

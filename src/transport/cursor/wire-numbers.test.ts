@@ -20,6 +20,7 @@ import * as update from "./gen/agent/v1/interaction_update_pb.js";
 import * as kv from "./gen/agent/v1/kv_pb.js";
 import * as mcp from "./gen/agent/v1/mcp_pb.js";
 import * as models from "./gen/agent/v1/models_pb.js";
+import * as nameAgent from "./gen/agent/v1/name_agent_pb.js";
 import * as context from "./gen/agent/v1/request_context_pb.js";
 import * as run from "./gen/agent/v1/run_request_pb.js";
 import * as toolCall from "./gen/agent/v1/tool_call_pb.js";
@@ -27,6 +28,7 @@ import * as user from "./gen/agent/v1/user_message_pb.js";
 import * as availableModels from "./gen/aiserver/v1/available_models_pb.js";
 import * as bidi from "./gen/aiserver/v1/bidi_pb.js";
 import * as errors from "./gen/aiserver/v1/error_details_pb.js";
+import * as gitText from "./gen/aiserver/v1/git_text_pb.js";
 import * as config from "./gen/aiserver/v1/server_config_pb.js";
 import * as time from "./gen/aiserver/v1/server_time_pb.js";
 
@@ -259,6 +261,11 @@ const EXPECTED: [DescMessage, Record<string, number>][] = [
       hooks_additional_context: 25,
       read_lints_enabled: 35,
       non_file_rules: 37,
+      custom_subagents: 22,
+      agent_skills: 29,
+      user_permissions_auto_run: 46,
+      project_permissions_auto_run: 47,
+      admin_permissions_auto_run: 48,
       disabled_team_rules: 49,
       admin_command_denylist: 52,
     },
@@ -408,7 +415,10 @@ const EXPECTED: [DescMessage, Record<string, number>][] = [
       web_search_tool_call: 18,
       ask_question_tool_call: 23,
       fetch_tool_call: 24,
+      list_mcp_resources_tool_call: 20,
+      read_mcp_resource_tool_call: 21,
       switch_mode_tool_call: 25,
+      write_shell_stdin_tool_call: 31,
       web_fetch_tool_call: 37,
       hook_additional_contexts: 54,
       tool_call_id: 57,
@@ -494,8 +504,14 @@ const EXPECTED: [DescMessage, Record<string, number>][] = [
       shell_stream_args: 14,
       exec_id: 15,
       span_context: 19,
+      background_shell_spawn_args: 16,
+      list_mcp_resources_exec_args: 17,
+      read_mcp_resource_exec_args: 18,
       fetch_args: 20,
+      write_shell_stdin_args: 23,
       redacted_read_args: 29,
+      force_background_shell_args: 30,
+      mcp_state_exec_args: 36,
       accept_hook_additional_contexts: 55,
     },
   ],
@@ -514,8 +530,14 @@ const EXPECTED: [DescMessage, Record<string, number>][] = [
       mcp_result: 11,
       shell_stream: 14,
       exec_id: 15,
+      background_shell_spawn_result: 16,
+      list_mcp_resources_exec_result: 17,
+      read_mcp_resource_exec_result: 18,
       fetch_result: 20,
+      write_shell_stdin_result: 23,
       redacted_read_result: 29,
+      force_background_shell_result: 30,
+      mcp_state_exec_result: 36,
       local_execution_time_ms: 39,
       hook_additional_contexts: 45,
     },
@@ -943,6 +965,7 @@ const EXPECTED: [DescMessage, Record<string, number>][] = [
   [
     config.GetServerConfigResponseSchema,
     {
+      indexing_config: 3,
       config_version: 6,
       http2_config: 7,
       use_nlb_for_nal: 26,
@@ -954,6 +977,167 @@ const EXPECTED: [DescMessage, Record<string, number>][] = [
   [time.ServerTimeResponseSchema, { receive_timestamp: 1, transmit_timestamp: 2 }],
   [models.GetUsableModelsResponseSchema, { models: 1 }],
   [models.GetDefaultModelForCliResponseSchema, { model: 1 }],
+  // The public schema extraction (proto/README.md): indexing keys, titles, git text, health.
+  [
+    config.IndexingConfigSchema,
+    { default_user_path_encryption_key: 9, default_team_path_encryption_key: 10 },
+  ],
+  [nameAgent.NameAgentRequestSchema, { user_message: 1 }],
+  // Background shells (exec 16, 23, 30).
+  [
+    shell.BackgroundShellSpawnArgsSchema,
+    {
+      command: 1,
+      working_directory: 2,
+      tool_call_id: 3,
+      parsing_result: 4,
+      enable_write_shell_stdin_tool: 6,
+      description: 7,
+      skip_approval: 12,
+      conversation_id: 13,
+    },
+  ],
+  [
+    shell.BackgroundShellSpawnResultSchema,
+    { success: 1, error: 2, rejected: 3, permission_denied: 4, sandbox_unsupported: 5 },
+  ],
+  [
+    shell.BackgroundShellSpawnSuccessSchema,
+    { shell_id: 1, command: 2, working_directory: 3, pid: 4 },
+  ],
+  [shell.BackgroundShellSpawnErrorSchema, { command: 1, working_directory: 2, error: 3 }],
+  [shell.WriteShellStdinArgsSchema, { shell_id: 1, chars: 2 }],
+  [shell.WriteShellStdinResultSchema, { success: 1, error: 2 }],
+  [
+    shell.WriteShellStdinSuccessSchema,
+    { shell_id: 1, terminal_file_length_before_input_written: 2 },
+  ],
+  [shell.ForceBackgroundShellArgsSchema, { tool_call_id: 1 }],
+  // MCP resources and state (exec 17, 18, 36).
+  [mcpExec.ListMcpResourcesExecArgsSchema, { server: 1 }],
+  [mcpExec.ListMcpResourcesExecResultSchema, { success: 1, error: 2, rejected: 3 }],
+  [
+    mcpExec.ListMcpResourcesExecResult_McpResourceSchema,
+    { uri: 1, name: 2, description: 3, mime_type: 4, server: 5, annotations: 6 },
+  ],
+  [mcpExec.ListMcpResourcesSuccessSchema, { resources: 1 }],
+  [mcpExec.ReadMcpResourceExecArgsSchema, { server: 1, uri: 2, download_path: 3, tool_call_id: 4 }],
+  [mcpExec.ReadMcpResourceExecResultSchema, { success: 1, error: 2, rejected: 3, not_found: 4 }],
+  [
+    mcpExec.ReadMcpResourceSuccessSchema,
+    {
+      uri: 1,
+      name: 2,
+      description: 3,
+      mime_type: 4,
+      text: 5,
+      blob: 6,
+      annotations: 7,
+      download_path: 8,
+      output_location: 9,
+    },
+  ],
+  [mcpExec.McpStateExecArgsSchema, { server_identifiers: 1, kick_only: 2 }],
+  [mcpExec.McpStateExecResultSchema, { success: 1, error: 2, rejected: 3 }],
+  [
+    mcpExec.McpStateServerSchema,
+    {
+      server_name: 1,
+      server_identifier: 2,
+      plugin: 3,
+      marketplace: 4,
+      tools: 5,
+      instructions: 6,
+      status: 7,
+    },
+  ],
+  [shell.ForceBackgroundShellResultSchema, { status: 1, shell_result: 2 }],
+  // Attached context and what the request context offers (protocol-coverage.md §6).
+  [
+    user.SelectedContextSchema,
+    {
+      selected_images: 1,
+      extra_context: 3,
+      files: 4,
+      code_selections: 5,
+      terminals: 6,
+      terminal_selections: 7,
+      folders: 8,
+      external_links: 9,
+      cursor_rules: 10,
+      git_diff_from_branch_to_main: 11,
+      cursor_commands: 12,
+      documentations: 13,
+      ui_elements: 14,
+      console_logs: 15,
+      extra_context_entries: 16,
+      git_commits: 17,
+      git_diff: 18,
+      past_chats: 19,
+      git_pr_diff_selections: 20,
+      selected_pull_requests: 21,
+      selected_subagents: 22,
+      selected_videos: 23,
+      selected_browsers: 24,
+      selected_documents: 25,
+      selected_skills: 26,
+    },
+  ],
+  [user.SelectedDocumentationSchema, { doc_id: 1, name: 2 }],
+  [
+    user.SelectedUIElementSchema,
+    { element: 1, xpath: 2, text_content: 3, extra: 4, component: 5, component_props_json: 6 },
+  ],
+  [
+    user.SelectedConsoleLogSchema,
+    { message: 1, timestamp: 2, level: 3, client_name: 4, session_id: 5, object_data_json: 7 },
+  ],
+  [user.SelectedPastChatSchema, { agent_id: 1, name: 2 }],
+  [
+    user.SelectedGitPRDiffSelectionSchema,
+    { pr_url: 1, file_path: 2, start_line: 3, end_line: 4, diff_content: 5, blob_id: 6 },
+  ],
+  [
+    user.SelectedPullRequestSchema,
+    { number: 1, url: 2, title: 3, folder_path: 4, summary_json: 5, description: 6, blob_id: 7 },
+  ],
+  [user.SelectedSubagentSchema, { name: 1 }],
+  [user.SelectedBrowserSchema, { browser_id: 1, url: 2, page_title: 3 }],
+  [
+    user.SelectedDocumentSchema,
+    { blob_id: 1, uuid: 2, filename: 3, mime_type: 4, path: 7, data: 8, blob_id_with_data: 9 },
+  ],
+  [user.SelectedVideoSchema, { uuid: 2, path: 3, mime_type: 7, filename: 10 }],
+  [
+    common.AgentSkillSchema,
+    { full_path: 1, content: 2, description: 3, parse_error: 4, disable_model_invocation: 8 },
+  ],
+  [
+    context.CustomSubagentSchema,
+    {
+      full_path: 1,
+      name: 2,
+      description: 3,
+      tools: 4,
+      model: 5,
+      prompt: 6,
+      permission_mode: 7,
+      is_background: 8,
+    },
+  ],
+  [context.PermissionsAutoRunInstructionsSchema, { allow_instructions: 1, block_instructions: 2 }],
+  [nameAgent.NameAgentResponseSchema, { name: 1 }],
+  [nameAgent.CreateTranscriptOverviewRequestSchema, { formatted_conversation: 1 }],
+  [nameAgent.CreateTranscriptOverviewResponseSchema, { overview: 1 }],
+  [
+    gitText.WriteGitCommitMessageRequestSchema,
+    { diffs: 1, previous_commit_messages: 2, explicit_context: 3 },
+  ],
+  [gitText.WriteGitCommitMessageResponseSchema, { commit_message: 1 }],
+  [gitText.ExplicitContextSchema, { context: 1, repo_context: 2, mode_specific_context: 4 }],
+  [gitText.WriteGitBranchNameRequestSchema, { diffs: 1, context: 2, conversation_id: 3 }],
+  [gitText.WriteGitBranchNameResponseSchema, { branch_name: 1 }],
+  [gitText.HealthCheckResponseSchema, { status: 1 }],
   [
     availableModels.AvailableModelsResponse_FeatureModelConfigSchema,
     { default_model: 1, fallback_models: 2, best_of_n_default_models: 3 },
@@ -1004,8 +1188,14 @@ test("oneof membership: fields the protocol puts in a oneof are in one, others a
         "request_context_args",
         "mcp_args",
         "shell_stream_args",
+        "background_shell_spawn_args",
+        "list_mcp_resources_exec_args",
+        "read_mcp_resource_exec_args",
         "fetch_args",
+        "write_shell_stdin_args",
         "redacted_read_args",
+        "force_background_shell_args",
+        "mcp_state_exec_args",
       ],
     ],
     [
@@ -1027,7 +1217,10 @@ test("oneof membership: fields the protocol puts in a oneof are in one, others a
         "web_search_tool_call",
         "ask_question_tool_call",
         "fetch_tool_call",
+        "list_mcp_resources_tool_call",
+        "read_mcp_resource_tool_call",
         "switch_mode_tool_call",
+        "write_shell_stdin_tool_call",
         "web_fetch_tool_call",
       ],
     ],
@@ -1122,4 +1315,7 @@ test("the services carry the documented paths and kinds", () => {
   assert.equal(agent.runSSE.input.typeName, "aiserver.v1.BidiRequestId");
   assert.equal(bidi.BidiService.typeName, "aiserver.v1.BidiService");
   assert.equal(bidi.BidiService.method.bidiAppend.methodKind, "unary");
+  assert.equal(agent.nameAgent.name, "NameAgent");
+  assert.equal(agent.nameAgent.methodKind, "unary");
+  assert.equal(gitText.HealthCheckResponse_Status.HEALTHY, 1);
 });

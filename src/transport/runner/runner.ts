@@ -356,10 +356,19 @@ export function createRunner(options: RunnerOptions): Runner {
       );
       if (record.status !== "completed" || stopping || entry.retired) return;
       const message = record.result as ToolResultMessage;
+      // A tool may change what the rest of the turn runs with (a mode switch).
+      const settings =
+        state.settings === null ? undefined : output.settingsAfterTool?.(state.settings);
       await queue.run(entry.conversationID, () =>
         apply(
           entry,
-          { type: "tool_result", inputID: `result:${command.operationID}`, at: now(), message },
+          {
+            type: "tool_result",
+            inputID: `result:${command.operationID}`,
+            at: now(),
+            message,
+            ...(settings === undefined ? {} : { settings }),
+          },
           `result:${command.operationID}`,
         ),
       );

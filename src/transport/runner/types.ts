@@ -14,6 +14,7 @@ import type {
   RuntimeState,
   StartInput,
   ToolResultMessage,
+  TurnSettings,
   UserMessageInput,
 } from "../../loop/index.ts";
 import type { Store } from "../../store/index.ts";
@@ -36,6 +37,11 @@ export interface TurnOutput {
    * canceled), and the runner then leaves the operation to be re-run or canceled.
    */
   runTool(command: CallClientCommand, state: ConversationState): Promise<ToolResultMessage>;
+  /**
+   * After a tool call completed: the settings the rest of the turn runs with, when the call
+   * changed them (switch_mode); `undefined` when they stay. Optional.
+   */
+  settingsAfterTool?(settings: TurnSettings): TurnSettings | undefined;
   /** The committed state changed (a checkpoint is due). */
   committed(state: ConversationState): void;
   /** The turn ended; nothing more is published for it. */

@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { Agent } from "node:http";
 import type { SecureClientSessionOptions } from "node:http2";
+import { join } from "node:path";
 import { isMessage } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import type { UniversalClientFn } from "@connectrpc/connect/protocol";
@@ -26,7 +27,9 @@ import {
 } from "../cursor/gen/agent/v1/run_request_pb.js";
 import { AiService } from "../cursor/gen/aiserver/v1/ai_service_pb.js";
 import { BidiService } from "../cursor/gen/aiserver/v1/bidi_pb.js";
+import { type BackgroundShells, createBackgroundShells } from "./background-shells.ts";
 import { type AppendForm, createRunChannel, createRunSseChannel } from "./channels.ts";
+import type { TestMcpServer } from "./exec-mcp.ts";
 import type { ExecOverride } from "./exec-runner.ts";
 import type { QueryAnswerer } from "./interaction-answers.ts";
 import { createRunRequest, type RunRequestInit } from "./run-request.ts";
@@ -57,6 +60,16 @@ export interface CursorClientOptions {
   readonly agent?: Agent;
   /** HTTP/2: options of the session (e.g. `createConnection` over a proxy tunnel). */
   readonly http2Session?: SecureClientSessionOptions;
+  /**
+   * Where background shells write `<shell id>.txt` (sent as `env.terminals_folder`). Default:
+   * `.cursor-terminals` in the workspace, created on first use.
+   */
+  readonly terminalsFolder?: string;
+  /**
+   * MCP servers the client has: their resources and state answer execs 17, 18 and 36, and
+   * their tools are sent with each run request (`mcp_tools`). Default none.
+   */
+  readonly mcpServers?: readonly TestMcpServer[];
 }
 
 /** `RunRequestInit` with the client's defaults: its workspace, and its last checkpoint. */
@@ -78,6 +91,8 @@ export interface CursorClient {
   readonly ai: Client<typeof AiService>;
   /** Blobs the server stored with `set_blob_args` (hex SHA-256 id → bytes). */
   readonly blobs: ReadonlyMap<string, Uint8Array>;
+  /** Shells running in the background (spawned, or moved there), alive across turns. */
+  readonly backgroundShells: BackgroundShells;
   /** The last checkpoint received for a conversation. */
   checkpoint(conversationId: string): ConversationStateStructure | undefined;
   /** The run request for `init`, with the client's workspace, checkpoint and blobs. */
@@ -101,6 +116,9 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
   const agentClient: Client<typeof AgentService> = createClient(AgentService, transport);
   const bidiClient: Client<typeof BidiService> = createClient(BidiService, transport);
   const blobs = new Map<string, Uint8Array>();
+  const backgroundShells = createBackgroundShells(
+    options.terminalsFolder ?? join(options.workspace, ".cursor-terminals"),
+  );
   const checkpoints = new Map<string, ConversationStateStructure>();
   const turns = new Set<Turn>();
 
@@ -110,6 +128,14 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
         ? undefined
         : (init.checkpoint ?? checkpoints.get(init.conversationId));
     return createRunRequest({
+      terminalsFolder: backgroundShells.folder,
+      ...(options.mcpServers === undefined
+        ? {}
+        : {
+            mcpTools: options.mcpServers.flatMap((server) =>
+              server.tools.map((tool) => ({ server: server.identifier, tool })),
+            ),
+          }),
       ...init,
       workspace: init.workspace ?? options.workspace,
       checkpoint,
@@ -121,6 +147,7 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
     workspace: options.workspace,
     ai: createClient(AiService, transport),
     blobs,
+    backgroundShells,
     checkpoint: (conversationId) => checkpoints.get(conversationId),
     runRequest,
     startTurn(request, turnOptions = {}) {
@@ -144,6 +171,8 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
         streamCloseBeforeResult: options.streamCloseBeforeResult ?? false,
         answerQuery: options.answerQuery,
         onExec: options.onExec,
+        background: backgroundShells,
+        ...(options.mcpServers === undefined ? {} : { mcpServers: options.mcpServers }),
         blobs,
         runSseContentTypes: () => runSseTypes.get(requestId) ?? [],
         onCheckpoint: (checkpoint) => {
@@ -159,6 +188,7 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
     },
     async close() {
       await Promise.all([...turns].map((turn) => turn.close("the test client was closed")));
+      await backgroundShells.closeAll();
       release();
     },
   };

@@ -3,8 +3,11 @@
  * 4): for real, in the workspace; each reply echoes the exec's `id` and `exec_id`; after a
  * result comes `exec_client_control_message.stream_close{id}` (before it, for non-streamed
  * execs, when `streamCloseBeforeResult` is set). A streamed shell sends `start`, its output
- * chunks as they come, then `exit`; `abort(id)` kills it. Execs the client cannot run are
- * answered with `exec_client_control_message.throw`.
+ * chunks as they come, then `exit`; `abort(id)` kills it. Under `timeout_behavior = BACKGROUND`
+ * a streamed shell that outlives its time-out, or one `force_background_shell_args` names, is
+ * moved to the client's background shells and its stream ends with `backgrounded`
+ * (background-shells.ts, which also serves spawns and stdin writes). Execs the client cannot
+ * run are answered with `exec_client_control_message.throw`.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import {
@@ -12,8 +15,14 @@ import {
   AgentClientMessageSchema,
 } from "../cursor/gen/agent/v1/agent_stream_pb.js";
 import type { ExecClientMessageSchema, ExecServerMessage } from "../cursor/gen/agent/v1/exec_pb.js";
+import {
+  ForceBackgroundShellStatus,
+  TimeoutBehavior,
+} from "../cursor/gen/agent/v1/exec_shell_pb.js";
+import type { BackgroundShells } from "./background-shells.ts";
 import { runDelete, runDiagnostics, runLs, runRead, runWrite } from "./exec-files.ts";
 import { runGrep } from "./exec-grep.ts";
+import { runListResources, runMcpState, runReadResource, type TestMcpServer } from "./exec-mcp.ts";
 import { type ShellProcess, startShell, toAbortReason, toShellResult } from "./exec-shell.ts";
 
 /** The result branch of an `ExecClientMessage`. */
@@ -33,6 +42,10 @@ export interface ExecRunnerOptions {
   readonly onExec?: ExecOverride;
   /** Queues one client message (in order); delivery failures are the caller's to record. */
   readonly send: (message: AgentClientMessage) => void;
+  /** The client's background shells; without them background execs are refused. */
+  readonly background?: BackgroundShells;
+  /** The client's MCP servers, for resource and state execs; none by default. */
+  readonly mcpServers?: readonly TestMcpServer[];
 }
 
 export interface ExecRunner {
@@ -48,6 +61,8 @@ export interface ExecRunner {
 export function createExecRunner(options: ExecRunnerOptions): ExecRunner {
   const { workspace, send } = options;
   const shells = new Map<number, ShellProcess>();
+  /** Running streamed shells by tool call id: moves each to the background. */
+  const toBackground = new Map<string, () => boolean>();
   const inFlight = new Set<Promise<void>>();
 
   const reply = (exec: ExecServerMessage, message: ExecReply): void => {
@@ -130,18 +145,59 @@ export function createExecRunner(options: ExecRunnerOptions): ExecRunner {
         return;
       }
       case "shellStreamArgs": {
+        const args = branch.value;
         const event = (value: ExecReply & { case: "shellStream" }): void => reply(exec, value);
-        const shell = startShell(branch.value, workspace, {
-          stdout: (data) =>
-            event({ case: "shellStream", value: { event: { case: "stdout", value: { data } } } }),
-          stderr: (data) =>
-            event({ case: "shellStream", value: { event: { case: "stderr", value: { data } } } }),
+        let moved: { append(chunk: string): void } | null = null;
+        let backgrounded: (() => void) | null = null;
+        const wasBackgrounded = new Promise<"backgrounded">((resolve) => {
+          backgrounded = () => resolve("backgrounded");
         });
+        const output = (kind: "stdout" | "stderr") => (data: string) => {
+          if (moved !== null) moved.append(data);
+          else event({ case: "shellStream", value: { event: { case: kind, value: { data } } } });
+        };
+        const moveToBackground = (): boolean => {
+          const registry = options.background;
+          if (registry === undefined || moved !== null || !shells.has(exec.id)) return false;
+          const shell = shells.get(exec.id);
+          if (shell === undefined) return false;
+          const adopted = registry.adopt(shell, args.command);
+          moved = adopted;
+          shells.delete(exec.id);
+          event({
+            case: "shellStream",
+            value: {
+              event: {
+                case: "backgrounded",
+                value: {
+                  shellId: adopted.shellId,
+                  command: args.command,
+                  workingDirectory: shell.cwd,
+                  ...(adopted.pid === undefined ? {} : { pid: adopted.pid }),
+                },
+              },
+            },
+          });
+          streamClose(exec);
+          backgrounded?.();
+          return true;
+        };
+        const shell = startShell(
+          args,
+          workspace,
+          { stdout: output("stdout"), stderr: output("stderr") },
+          args.timeoutBehavior === TimeoutBehavior.BACKGROUND && options.background !== undefined
+            ? { onTimeout: () => void moveToBackground() }
+            : {},
+        );
         if (shell.started) {
           shells.set(exec.id, shell);
+          if (args.toolCallId !== "") toBackground.set(args.toolCallId, moveToBackground);
           event({ case: "shellStream", value: { event: { case: "start", value: {} } } });
         }
-        const outcome = await shell.exited;
+        const outcome = await Promise.race([shell.exited, wasBackgrounded]);
+        toBackground.delete(args.toolCallId);
+        if (outcome === "backgrounded") return;
         shells.delete(exec.id);
         if (outcome.type === "spawn_error") {
           fail(exec, `could not start the shell: ${outcome.error}`);
@@ -165,10 +221,55 @@ export function createExecRunner(options: ExecRunnerOptions): ExecRunner {
         streamClose(exec);
         return;
       }
-      default:
-        fail(exec, `the test client does not run ${branch.case ?? "unknown"} execs`);
+      case "backgroundShellSpawnArgs":
+        if (options.background === undefined) break;
+        finish(exec, {
+          case: "backgroundShellSpawnResult",
+          value: options.background.spawn(branch.value, workspace),
+        });
         return;
+      case "writeShellStdinArgs":
+        if (options.background === undefined) break;
+        finish(exec, {
+          case: "writeShellStdinResult",
+          value: options.background.write(branch.value),
+        });
+        return;
+      case "listMcpResourcesExecArgs":
+        finish(exec, {
+          case: "listMcpResourcesExecResult",
+          value: runListResources(branch.value, options.mcpServers ?? []),
+        });
+        return;
+      case "readMcpResourceExecArgs":
+        finish(exec, {
+          case: "readMcpResourceExecResult",
+          value: runReadResource(branch.value, options.mcpServers ?? []),
+        });
+        return;
+      case "mcpStateExecArgs":
+        finish(exec, {
+          case: "mcpStateExecResult",
+          value: runMcpState(branch.value, options.mcpServers ?? []),
+        });
+        return;
+      case "forceBackgroundShellArgs": {
+        const move = toBackground.get(branch.value.toolCallId);
+        finish(exec, {
+          case: "forceBackgroundShellResult",
+          value: {
+            status:
+              move?.() === true
+                ? ForceBackgroundShellStatus.ACCEPTED
+                : ForceBackgroundShellStatus.NOT_FOUND,
+          },
+        });
+        return;
+      }
+      default:
+        break;
     }
+    fail(exec, `the test client does not run ${branch.case ?? "unknown"} execs`);
   };
 
   return {

@@ -40,13 +40,27 @@ export interface ShellProcess {
   readonly exited: Promise<ShellOutcome>;
   /** True once the process is running (false when spawning failed at once). */
   readonly started: boolean;
+  readonly pid: number | undefined;
+  /** Writes to the command's stdin; false when stdin is closed (the default) or gone. */
+  write(chars: string): boolean;
   abort(): void;
 }
 
+export interface ShellOptions {
+  /** Keep stdin open for `write` (background shells); default closed. */
+  readonly stdin?: boolean;
+  /**
+   * What the time-out does: `kill` (default), or a callback and the command keeps running
+   * (`timeout_behavior = BACKGROUND`).
+   */
+  readonly onTimeout?: "kill" | (() => void);
+}
+
 export function startShell(
-  args: ShellArgs,
+  args: Pick<ShellArgs, "command" | "workingDirectory" | "timeout" | "hardTimeout">,
   workspace: string,
   listeners: ShellListeners = {},
+  options: ShellOptions = {},
 ): ShellProcess {
   const cwd = resolveInWorkspace(workspace, args.workingDirectory);
   const startedAt = performance.now();
@@ -55,14 +69,16 @@ export function startShell(
     child = spawn("/bin/sh", ["-c", args.command], {
       cwd,
       detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: [options.stdin === true ? "pipe" : "ignore", "pipe", "pipe"],
     });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     return {
       cwd,
       started: false,
+      pid: undefined,
       exited: Promise.resolve({ type: "spawn_error", error: message }),
+      write: () => false,
       abort: () => {},
     };
   }
@@ -78,7 +94,12 @@ export function startShell(
     }
   };
   const limit = args.timeout > 0 ? args.timeout : (args.hardTimeout ?? 0);
-  const timer = limit > 0 ? setTimeout(() => kill("timeout"), limit) : undefined;
+  const onTimeout = options.onTimeout ?? "kill";
+  const timer =
+    limit > 0
+      ? setTimeout(() => (onTimeout === "kill" ? kill("timeout") : onTimeout()), limit)
+      : undefined;
+  child.stdin?.on("error", () => {});
 
   const out = collect(child.stdout, listeners.stdout);
   const err = collect(child.stderr, listeners.stderr);
@@ -104,7 +125,19 @@ export function startShell(
       });
     });
   });
-  return { cwd, started: child.pid !== undefined, exited, abort: () => kill("user") };
+  return {
+    cwd,
+    started: child.pid !== undefined,
+    pid: child.pid,
+    exited,
+    write: (chars) => {
+      const stdin = child.stdin;
+      if (!running || stdin === null || stdin.destroyed) return false;
+      stdin.write(chars);
+      return true;
+    },
+    abort: () => kill("user"),
+  };
 }
 
 function collect(

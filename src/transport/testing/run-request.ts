@@ -11,6 +11,7 @@ import {
   type ConversationStateStructure,
   ConversationTurnStructureSchema,
 } from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import { McpToolsSchema } from "../cursor/gen/agent/v1/mcp_pb.js";
 import {
   type AgentRunRequest,
   AgentRunRequestSchema,
@@ -38,6 +39,10 @@ export interface RunRequestInit {
   readonly os?: string;
   /** `env.shell`; default: bash. */
   readonly shell?: string;
+  /** The client's MCP tools (`mcp_tools`), as server identifier and tool name; default none. */
+  readonly mcpTools?: readonly { readonly server: string; readonly tool: string }[];
+  /** `env.terminals_folder`: where background shells write their output; default none. */
+  readonly terminalsFolder?: string;
   /** `env.time_zone`; default: UTC. */
   readonly timeZone?: string;
   /** The last checkpoint of the conversation (`conversation_state`), for a follow-up turn. */
@@ -87,12 +92,26 @@ export function createRunRequest(init: RunRequestInit): AgentRunRequest {
               workspacePaths: [init.workspace],
               shell: init.shell ?? "bash",
               timeZone: init.timeZone ?? "UTC",
+              ...(init.terminalsFolder === undefined
+                ? {}
+                : { terminalsFolder: init.terminalsFolder }),
             },
           },
         },
       },
     },
   });
+  if (init.mcpTools !== undefined && init.mcpTools.length > 0) {
+    request.mcpTools = create(McpToolsSchema, {
+      mcpTools: init.mcpTools.map(({ server, tool }) => ({
+        name: `${server}-${tool}`,
+        toolName: tool,
+        providerIdentifier: server,
+        description: `${tool} of ${server}`,
+        inputSchemaJson: '{"type":"object","properties":{}}',
+      })),
+    });
+  }
   init.edit?.(request);
   return request;
 }

@@ -17,7 +17,9 @@ import type { ConversationStateStructure } from "../cursor/gen/agent/v1/conversa
 import type { InteractionQuery } from "../cursor/gen/agent/v1/interaction_query_pb.js";
 import type { KvServerMessage } from "../cursor/gen/agent/v1/kv_pb.js";
 import type { AgentRunRequest } from "../cursor/gen/agent/v1/run_request_pb.js";
+import type { BackgroundShells } from "./background-shells.ts";
 import type { Downlink, TurnChannel } from "./channels.ts";
+import type { TestMcpServer } from "./exec-mcp.ts";
 import { createExecRunner, type ExecOverride } from "./exec-runner.ts";
 import { type QueryAnswerer, toDefaultAnswer } from "./interaction-answers.ts";
 import { type TurnView, toKind, toTurnView } from "./turn-view.ts";
@@ -133,6 +135,10 @@ export interface TurnOptions {
   readonly onExec?: ExecOverride;
   /** The client's blob store (hex SHA-256 → bytes), shared by its turns. */
   readonly blobs: Map<string, Uint8Array>;
+  /** The client's background shells (exec 16, 23, 30 and BACKGROUND time-outs). */
+  readonly background?: BackgroundShells;
+  /** The client's MCP servers (resources and state, exec 17, 18, 36). */
+  readonly mcpServers?: readonly TestMcpServer[];
   readonly onCheckpoint: (checkpoint: ConversationStateStructure) => void;
   /** Content types of this turn's RunSSE responses so far, as the server sent them. */
   readonly runSseContentTypes: () => readonly string[];
@@ -198,6 +204,8 @@ export function createTurn(options: TurnOptions): Turn {
     streamCloseBeforeResult: options.streamCloseBeforeResult,
     onExec: options.onExec,
     send: reply,
+    ...(options.background === undefined ? {} : { background: options.background }),
+    ...(options.mcpServers === undefined ? {} : { mcpServers: options.mcpServers }),
   });
 
   const answer = async (query: InteractionQuery): Promise<void> => {

@@ -28,6 +28,7 @@ test("modes offer the expected tools", () => {
     "glob",
     "read_lints",
     "ask_question",
+    "switch_mode",
   ]);
   assert.deepEqual(names("plan"), [
     "read_file",
@@ -37,6 +38,7 @@ test("modes offer the expected tools", () => {
     "read_lints",
     "ask_question",
     "create_plan",
+    "switch_mode",
   ]);
   assert.deepEqual(names("agent"), names("debug"));
   assert.ok(!names("agent").includes("create_plan"));

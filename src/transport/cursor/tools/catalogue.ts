@@ -16,9 +16,11 @@ import { glob } from "./glob.ts";
 import { grep } from "./grep.ts";
 import { listDir } from "./list-dir.ts";
 import { createMcpTool, type McpToolRef } from "./mcp.ts";
+import { listMcpResources, mcpState, readMcpResource } from "./mcp-resources.ts";
 import { readFile } from "./read-file.ts";
 import { readLints } from "./read-lints.ts";
 import { shell } from "./shell.ts";
+import { switchMode } from "./switch-mode.ts";
 import { todoWrite } from "./todo-write.ts";
 import type {
   ClientReply,
@@ -30,6 +32,7 @@ import type {
   UiTool,
 } from "./types.ts";
 import { writeFile } from "./write-file.ts";
+import { writeShellStdin } from "./write-shell-stdin.ts";
 
 /** A handler with its argument and data types erased, so handlers can share one list. */
 export interface AnyTool {
@@ -78,10 +81,12 @@ export const BUILT_IN_TOOLS: readonly AnyTool[] = [
   erase(grep),
   erase(glob),
   erase(shell),
+  erase(writeShellStdin),
   erase(readLints),
   erase(todoWrite),
   erase(askQuestion),
   erase(createPlan),
+  erase(switchMode),
 ];
 
 /** The model-facing tool definitions of `mode`: built-ins in catalogue order, then MCP tools. */
@@ -94,9 +99,17 @@ export function findTool(name: string, mode: Mode, mcp: readonly McpToolRef[]): 
   return listTools(mode, mcp).find((tool) => tool.name === name) ?? null;
 }
 
+/** Offered only when the client has MCP servers: their resources and state. */
+const MCP_HELPER_TOOLS: readonly AnyTool[] = [
+  erase(listMcpResources),
+  erase(readMcpResource),
+  erase(mcpState),
+];
+
 function listTools(mode: Mode, mcp: readonly McpToolRef[]): AnyTool[] {
   const mcpTools = mcp.map((ref) => erase(createMcpTool(ref)));
-  return [...BUILT_IN_TOOLS, ...mcpTools].filter((tool) => tool.modes.includes(mode));
+  const helpers = mcp.length > 0 ? MCP_HELPER_TOOLS : [];
+  return [...BUILT_IN_TOOLS, ...helpers, ...mcpTools].filter((tool) => tool.modes.includes(mode));
 }
 
 const MAX_NAME = 64;

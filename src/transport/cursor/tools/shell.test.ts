@@ -1,7 +1,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { TimeoutBehavior } from "../gen/agent/v1/exec_shell_pb.js";
-import { execOf, execReply, type Reply, resultText, runTool, WORKSPACE } from "../testing.ts";
+import {
+  execOf,
+  execReply,
+  type Reply,
+  resultText,
+  runTool,
+  turnState,
+  WORKSPACE,
+} from "../testing.ts";
 import { MAX_STREAM_CHARS } from "./shell.ts";
 
 type StreamEvent = (Parameters<typeof execReply>[1] & { case: "shellStream" })["value"]["event"];
@@ -22,7 +30,9 @@ test("model arguments → shell_stream_args with parsing, timeout and the call i
   assert.equal(exec.value.command, "npm test");
   assert.equal(exec.value.workingDirectory, WORKSPACE);
   assert.equal(exec.value.timeout, 5000);
-  assert.equal(exec.value.timeoutBehavior, TimeoutBehavior.CANCEL);
+  // A command that outlives its time-out is moved to the background, never killed for it.
+  assert.equal(exec.value.timeoutBehavior, TimeoutBehavior.BACKGROUND);
+  assert.equal(exec.value.isBackground, false);
   assert.deepEqual(exec.value.simpleCommands, ["npm"]);
   assert.equal(exec.value.parsingResult?.parsingFailed, false);
   assert.equal(exec.value.toolCallId, "toolu_01");
@@ -86,12 +96,13 @@ test("aborted, rejected, denied, backgrounded and unsupported runs", () => {
   assert.match(resultText(denied.result), /Permission denied running the command: sandbox/);
   const background = runTool("shell", { command: "server" }, [
     stream({ case: "stdout", value: { data: "listening\n" } }),
-    stream({ case: "backgrounded", value: { shellId: 3 } }),
+    stream({ case: "backgrounded", value: { shellId: 3, pid: 4242 } }),
   ]);
   assert.match(
     resultText(background.result),
-    /still running in the background \(shell 3\)[\s\S]*listening/,
+    /still running, now in the background as shell 3 \(pid 4242\)\. Its output is in the user's terminal[\s\S]*kill 4242[\s\S]*listening/,
   );
+  assert.equal(background.result.isError, false);
   const unsupported = runTool("shell", { command: "x" }, [
     stream({ case: "sandboxUnsupported", value: { reason: "no sandbox on this OS" } }),
   ]);
@@ -120,4 +131,59 @@ test("a one-shot shell_result reply is rendered too", () => {
 test("timeout_ms out of range is an argument error", () => {
   const run = runTool("shell", { command: "x", timeout_ms: 10 }, []);
   assert.match(resultText(run.result), /"timeout_ms" must be between 1000 and 600000/);
+});
+
+test("run_in_background spawns a background shell and says where its output goes", () => {
+  const state = turnState({ terminalsFolder: "/home/dev/.cursor/terminals/" });
+  const run = runTool(
+    "shell",
+    { command: "npm run dev", run_in_background: true, description: "dev server" },
+    [
+      (current) =>
+        execReply(current, {
+          case: "backgroundShellSpawnResult",
+          value: {
+            result: {
+              case: "success",
+              value: { shellId: 7, pid: 5150, command: "npm run dev", workingDirectory: WORKSPACE },
+            },
+          },
+        }),
+    ],
+    state,
+  );
+  const exec = execOf(run.requests[0]);
+  assert.ok(exec.case === "backgroundShellSpawnArgs");
+  assert.equal(exec.value.command, "npm run dev");
+  assert.equal(exec.value.toolCallId, "toolu_01");
+  assert.equal(exec.value.enableWriteShellStdinTool, true);
+  assert.deepEqual(
+    exec.value.parsingResult?.executableCommands.map((c) => c.name),
+    ["npm"],
+  );
+  assert.equal(
+    resultText(run.result),
+    "Started in the background as shell 7 (pid 5150); it keeps running after this call. " +
+      "Its output is written to /home/dev/.cursor/terminals/7.txt: read it with read_file to check on it. " +
+      "Type into it with write_shell_stdin (shell_id 7). Stop it with `kill 5150` when it is no longer needed.",
+  );
+  assert.equal(run.result.isError, false);
+});
+
+test("a background spawn the client refuses or cannot start is an error result", () => {
+  const spawn = (result: Parameters<typeof execReply>[1]) =>
+    runTool("shell", { command: "serve", run_in_background: true }, [
+      (current) => execReply(current, result),
+    ]);
+  const failed = spawn({
+    case: "backgroundShellSpawnResult",
+    value: { result: { case: "error", value: { error: "no shell" } } },
+  });
+  assert.equal(failed.result.isError, true);
+  assert.match(resultText(failed.result), /could not be started: no shell/);
+  const rejected = spawn({
+    case: "backgroundShellSpawnResult",
+    value: { result: { case: "rejected", value: { reason: "no servers" } } },
+  });
+  assert.match(resultText(rejected.result), /declined to run the command: no servers/);
 });

@@ -3,9 +3,18 @@
  * exec. stdout/stderr events are shown live as `shell_output_delta` updates and accumulated
  * (bounded, see capped-text.ts) for the result the model sees: exit code and both streams, cuts
  * stated. A one-shot `shell_result` reply is accepted too.
+ *
+ * Long-running commands are never killed for running long: at the time-out the client moves
+ * them to the background (`timeout_behavior = BACKGROUND`), and `run_in_background` starts one
+ * there at once (`background_shell_spawn_args`). Either way the model learns the shell id, the
+ * pid and the terminal file the output goes to, to read it later, type into it
+ * (write_shell_stdin) or stop it.
  */
 import { create } from "@bufbuild/protobuf";
 import {
+  type BackgroundShellSpawnArgs,
+  BackgroundShellSpawnArgsSchema,
+  type BackgroundShellSpawnResult,
   ShellAbortReason,
   type ShellArgs,
   ShellArgsSchema,
@@ -32,6 +41,7 @@ export interface ShellToolArgs {
   readonly workingDirectory: string;
   readonly timeoutMs: number;
   readonly description: string | undefined;
+  readonly background: boolean;
 }
 
 export interface ShellData {
@@ -49,7 +59,7 @@ export const shell: ToolHandler<ShellToolArgs, ShellData> = {
   definition: {
     name: "shell",
     description:
-      "Run a shell command in the user's terminal and return its exit code, stdout and stderr. Commands run non-interactively (stdin is closed) and are stopped after timeout_ms.",
+      "Run a shell command in the user's terminal and return its exit code, stdout and stderr. Commands run non-interactively (stdin is closed). A command still running after timeout_ms is moved to the background, not stopped. For servers and watchers that never exit, set run_in_background: the command starts in the background and its output goes to a terminal file you can read later.",
     parameters: {
       type: "object",
       properties: {
@@ -68,6 +78,11 @@ export const shell: ToolHandler<ShellToolArgs, ShellData> = {
           type: "string",
           description: "A few words on what the command does, shown to the user.",
         },
+        run_in_background: {
+          type: "boolean",
+          description:
+            "Start the command in the background and return at once (dev servers, watchers). Default false.",
+        },
       },
       required: ["command"],
     },
@@ -84,6 +99,7 @@ export const shell: ToolHandler<ShellToolArgs, ShellData> = {
         read.optionalInteger("timeout_ms", { min: 1000, max: MAX_SHELL_TIMEOUT_MS }) ??
         DEFAULT_SHELL_TIMEOUT_MS,
       description: read.optionalString("description"),
+      background: read.optionalBoolean("run_in_background") ?? false,
     })),
   preview: () => ({ case: "shellToolCall", value: create(ShellToolCallSchema) }),
   started: (args, env) => ({
@@ -95,14 +111,22 @@ export const shell: ToolHandler<ShellToolArgs, ShellData> = {
   }),
   start: (args, env) => ({
     type: "request",
-    stage: "run",
+    stage: args.background ? "spawn" : "run",
     data: { stdout: EMPTY_CAPPED_TEXT, stderr: EMPTY_CAPPED_TEXT },
-    request: { type: "exec", exec: { case: "shellStreamArgs", value: toShellArgs(args, env) } },
+    request: {
+      type: "exec",
+      exec: args.background
+        ? { case: "backgroundShellSpawnArgs", value: toSpawnArgs(args, env) }
+        : { case: "shellStreamArgs", value: toShellArgs(args, env) },
+    },
   }),
   resume: (args, _stage, data, reply, env) => {
     if (reply.type !== "exec") return done(toFailure(args, env, toUnexpectedReply(reply)));
     const result = reply.result;
     if (result.case === "shellResult") return done(fromShellResult(args, env, result.value, []));
+    if (result.case === "backgroundShellSpawnResult") {
+      return done(fromSpawnResult(args, env, result.value));
+    }
     if (result.case !== "shellStream") return done(toFailure(args, env, toUnexpectedReply(reply)));
     const event = result.value.event;
     switch (event.case) {
@@ -141,10 +165,10 @@ export const shell: ToolHandler<ShellToolArgs, ShellData> = {
           ),
         );
       case "backgrounded": {
-        const note = `The command is still running in the background (shell ${event.value.shellId}); it did not finish within the timeout.`;
-        return done(
-          toOutputWithStreams(args, env, note, data, false, toShellResult(args, data, null)),
-        );
+        const { shellId, pid } = event.value;
+        const note = `The command is still running, now in the background as shell ${shellId}${pid === undefined ? "" : ` (pid ${pid})`}. ${toBackgroundHint(env, shellId, pid, false)}`;
+        const result = toShellResult(args, data, null, { shellId, pid });
+        return done(toOutputWithStreams(args, env, note, data, false, result));
       }
       case "sandboxUnsupported":
         return done(
@@ -186,10 +210,105 @@ function toShellArgs(args: ShellToolArgs, env: ToolEnv): ShellArgs {
     hasInputRedirect: parsed.hasInputRedirect,
     hasOutputRedirect: parsed.hasOutputRedirect,
     parsingResult: parsed.parsing,
-    timeoutBehavior: TimeoutBehavior.CANCEL,
+    timeoutBehavior: TimeoutBehavior.BACKGROUND,
     description: args.description,
     closeStdin: true,
+    isBackground: args.background,
   });
+}
+
+function toSpawnArgs(args: ShellToolArgs, env: ToolEnv): BackgroundShellSpawnArgs {
+  return create(BackgroundShellSpawnArgsSchema, {
+    command: args.command,
+    workingDirectory: args.workingDirectory,
+    toolCallId: env.toolCallID,
+    parsingResult: parseCommand(args.command).parsing,
+    enableWriteShellStdinTool: true,
+    description: args.description,
+  });
+}
+
+/** Where a background shell's output is and how to stop it, for the model. */
+function toBackgroundHint(
+  env: ToolEnv,
+  shellId: number,
+  pid: number | undefined,
+  stdin: boolean,
+): string {
+  const file =
+    env.terminalsFolder === ""
+      ? "Its output is in the user's terminal (the client did not say where terminal files are)."
+      : `Its output is written to ${env.terminalsFolder.replace(/\/+$/, "")}/${shellId}.txt: read it with read_file to check on it.`;
+  const input = stdin ? ` Type into it with write_shell_stdin (shell_id ${shellId}).` : "";
+  const stop =
+    pid === undefined ? "" : ` Stop it with \`kill ${pid}\` when it is no longer needed.`;
+  return `${file}${input}${stop}`;
+}
+
+function fromSpawnResult(
+  args: ShellToolArgs,
+  env: ToolEnv,
+  spawned: BackgroundShellSpawnResult,
+): ToolOutput {
+  const branch = spawned.result;
+  if (branch.case === "success") {
+    const { shellId, pid } = branch.value;
+    const text = `Started in the background as shell ${shellId}${pid === undefined ? "" : ` (pid ${pid})`}; it keeps running after this call. ${toBackgroundHint(env, shellId, pid, true)}`;
+    const result = create(ShellResultSchema, {
+      isBackground: true,
+      ...(pid === undefined ? {} : { pid }),
+      result: {
+        case: "success",
+        value: {
+          command: args.command,
+          workingDirectory: branch.value.workingDirectory || args.workingDirectory,
+          shellId,
+          ...(pid === undefined ? {} : { pid }),
+        },
+      },
+    });
+    return fromShellResultWith(args, env, result, text);
+  }
+  switch (branch.case) {
+    case "error":
+      return toFailure(args, env, `The command could not be started: ${branch.value.error}`);
+    case "rejected":
+      return fromShellResult(
+        args,
+        env,
+        create(ShellResultSchema, { result: { case: "rejected", value: branch.value } }),
+        [],
+      );
+    case "permissionDenied":
+      return fromShellResult(
+        args,
+        env,
+        create(ShellResultSchema, { result: { case: "permissionDenied", value: branch.value } }),
+        [],
+      );
+    case "sandboxUnsupported":
+      return toFailure(
+        args,
+        env,
+        `The command could not run: the sandbox is not supported here (${branch.value.reason || branch.value.sandboxPolicyType}).`,
+      );
+    case undefined:
+      return toFailure(args, env, "The client sent an empty background-shell result.");
+  }
+}
+
+function fromShellResultWith(
+  args: ShellToolArgs,
+  env: ToolEnv,
+  result: ShellResult,
+  text: string,
+): ToolOutput {
+  const ui = create(ShellToolCallSchema, {
+    args: toShellArgs(args, env),
+    result,
+    description: args.description,
+  });
+  return toOutput(text, { case: "shellToolCall", value: ui });
 }
 
 /** The one-shot result equivalent to a finished stream, for the UI. */
@@ -197,6 +316,7 @@ function toShellResult(
   args: ShellToolArgs,
   data: ShellData,
   exit: ShellStreamExit | null,
+  background?: { readonly shellId: number; readonly pid: number | undefined },
 ): ShellResult {
   const common = {
     command: args.command,
@@ -207,6 +327,14 @@ function toShellResult(
   if (exit !== null && exit.code === 0 && !exit.aborted) {
     return create(ShellResultSchema, {
       result: { case: "success", value: { ...common, exitCode: 0 } },
+    });
+  }
+  if (background !== undefined) {
+    const pid = background.pid === undefined ? {} : { pid: background.pid };
+    return create(ShellResultSchema, {
+      isBackground: true,
+      ...pid,
+      result: { case: "success", value: { ...common, shellId: background.shellId, ...pid } },
     });
   }
   return create(ShellResultSchema, {

@@ -26,6 +26,10 @@ export interface ToolEnv {
   readonly at: number;
   /** The todo list the server keeps for the conversation. */
   readonly todos: readonly TodoItem[];
+  /** The mode the turn runs in now. */
+  readonly mode: Mode;
+  /** Where the client writes background shells' output; "" when it did not say. */
+  readonly terminalsFolder: string;
 }
 
 /** A request for the client: an exec, or a question shown to the user. */
@@ -61,6 +65,8 @@ export interface ToolOutput {
   readonly updates: readonly UiUpdate[];
   /** The server-side todo list after this call, when the call changed it. */
   readonly todos: readonly TodoItem[] | null;
+  /** The mode the rest of the turn runs in, when the call changed it (switch_mode). */
+  readonly mode?: Mode;
 }
 
 export type ToolProgress<D> =

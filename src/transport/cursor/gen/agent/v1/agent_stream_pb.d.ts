@@ -14,6 +14,7 @@ import type { InteractionQuery, InteractionResponse } from "./interaction_query_
 import type { InteractionUpdate } from "./interaction_update_pb.js";
 import type { ConversationStateStructure } from "./conversation_state_pb.js";
 import type { BidiPollRequestSchema, BidiPollResponseSchema, BidiRequestIdSchema } from "../../aiserver/v1/bidi_pb.js";
+import type { CreateTranscriptOverviewRequestSchema, CreateTranscriptOverviewResponseSchema, NameAgentRequestSchema, NameAgentResponseSchema } from "./name_agent_pb.js";
 
 /**
  * Describes the file agent/v1/agent_stream.proto.
@@ -224,6 +225,26 @@ export declare const AgentService: GenService<{
     methodKind: "server_streaming";
     input: typeof BidiPollRequestSchema;
     output: typeof BidiPollResponseSchema;
+  },
+  /**
+   * A short title for a new chat, from its first message.
+   *
+   * @generated from rpc agent.v1.AgentService.NameAgent
+   */
+  nameAgent: {
+    methodKind: "unary";
+    input: typeof NameAgentRequestSchema;
+    output: typeof NameAgentResponseSchema;
+  },
+  /**
+   * A few sentences on what a conversation did.
+   *
+   * @generated from rpc agent.v1.AgentService.CreateTranscriptOverview
+   */
+  createTranscriptOverview: {
+    methodKind: "unary";
+    input: typeof CreateTranscriptOverviewRequestSchema;
+    output: typeof CreateTranscriptOverviewResponseSchema;
   },
 }>;
 

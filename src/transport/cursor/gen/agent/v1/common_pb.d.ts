@@ -418,6 +418,49 @@ export declare type LsDirectoryTreeNode_File = Message<"agent.v1.LsDirectoryTree
 export declare const LsDirectoryTreeNode_FileSchema: GenMessage<LsDirectoryTreeNode_File>;
 
 /**
+ * A skill: instructions the model may load when a task fits its description. Attached by the
+ * user (SelectedContext 26) or offered with the request context (RequestContext 29).
+ *
+ * @generated from message agent.v1.AgentSkill
+ */
+export declare type AgentSkill = Message<"agent.v1.AgentSkill"> & {
+  /**
+   * @generated from field: string full_path = 1;
+   */
+  fullPath: string;
+
+  /**
+   * @generated from field: string content = 2;
+   */
+  content: string;
+
+  /**
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * @generated from field: optional string parse_error = 4;
+   */
+  parseError?: string | undefined;
+
+  /**
+   * 5-7: environments, disabled_environments, git_remote_origin (not modelled)
+   *
+   * 9-14: plugin and marketplace origin, globs, scoped_to (not modelled)
+   *
+   * @generated from field: bool disable_model_invocation = 8;
+   */
+  disableModelInvocation: boolean;
+};
+
+/**
+ * Describes the message agent.v1.AgentSkill.
+ * Use `create(AgentSkillSchema)` to create a new message.
+ */
+export declare const AgentSkillSchema: GenMessage<AgentSkill>;
+
+/**
  * @generated from enum agent.v1.AgentMode
  */
 export enum AgentMode {

@@ -8,6 +8,7 @@ import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import type { OutputLocation } from "./common_pb.js";
+import type { McpInstructions, McpToolDefinition } from "./mcp_pb.js";
 
 /**
  * Describes the file agent/v1/exec_mcp.proto.
@@ -395,4 +396,492 @@ export declare type McpToolResult = Message<"agent.v1.McpToolResult"> & {
  * Use `create(McpToolResultSchema)` to create a new message.
  */
 export declare const McpToolResultSchema: GenMessage<McpToolResult>;
+
+/**
+ * MCP resources (exec 17, 18) and the client's MCP state (exec 36).
+ *
+ * @generated from message agent.v1.ListMcpResourcesExecArgs
+ */
+export declare type ListMcpResourcesExecArgs = Message<"agent.v1.ListMcpResourcesExecArgs"> & {
+  /**
+   * Only this server's resources; all servers when absent.
+   *
+   * @generated from field: optional string server = 1;
+   */
+  server?: string | undefined;
+};
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesExecArgs.
+ * Use `create(ListMcpResourcesExecArgsSchema)` to create a new message.
+ */
+export declare const ListMcpResourcesExecArgsSchema: GenMessage<ListMcpResourcesExecArgs>;
+
+/**
+ * @generated from message agent.v1.ListMcpResourcesExecResult
+ */
+export declare type ListMcpResourcesExecResult = Message<"agent.v1.ListMcpResourcesExecResult"> & {
+  /**
+   * @generated from oneof agent.v1.ListMcpResourcesExecResult.result
+   */
+  result: {
+    /**
+     * @generated from field: agent.v1.ListMcpResourcesSuccess success = 1;
+     */
+    value: ListMcpResourcesSuccess;
+    case: "success";
+  } | {
+    /**
+     * @generated from field: agent.v1.ListMcpResourcesError error = 2;
+     */
+    value: ListMcpResourcesError;
+    case: "error";
+  } | {
+    /**
+     * @generated from field: agent.v1.ListMcpResourcesRejected rejected = 3;
+     */
+    value: ListMcpResourcesRejected;
+    case: "rejected";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesExecResult.
+ * Use `create(ListMcpResourcesExecResultSchema)` to create a new message.
+ */
+export declare const ListMcpResourcesExecResultSchema: GenMessage<ListMcpResourcesExecResult>;
+
+/**
+ * @generated from message agent.v1.ListMcpResourcesExecResult.McpResource
+ */
+export declare type ListMcpResourcesExecResult_McpResource = Message<"agent.v1.ListMcpResourcesExecResult.McpResource"> & {
+  /**
+   * @generated from field: string uri = 1;
+   */
+  uri: string;
+
+  /**
+   * @generated from field: optional string name = 2;
+   */
+  name?: string | undefined;
+
+  /**
+   * @generated from field: optional string description = 3;
+   */
+  description?: string | undefined;
+
+  /**
+   * @generated from field: optional string mime_type = 4;
+   */
+  mimeType?: string | undefined;
+
+  /**
+   * @generated from field: string server = 5;
+   */
+  server: string;
+
+  /**
+   * @generated from field: map<string, string> annotations = 6;
+   */
+  annotations: { [key: string]: string };
+};
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesExecResult.McpResource.
+ * Use `create(ListMcpResourcesExecResult_McpResourceSchema)` to create a new message.
+ */
+export declare const ListMcpResourcesExecResult_McpResourceSchema: GenMessage<ListMcpResourcesExecResult_McpResource>;
+
+/**
+ * @generated from message agent.v1.ListMcpResourcesSuccess
+ */
+export declare type ListMcpResourcesSuccess = Message<"agent.v1.ListMcpResourcesSuccess"> & {
+  /**
+   * @generated from field: repeated agent.v1.ListMcpResourcesExecResult.McpResource resources = 1;
+   */
+  resources: ListMcpResourcesExecResult_McpResource[];
+};
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesSuccess.
+ * Use `create(ListMcpResourcesSuccessSchema)` to create a new message.
+ */
+export declare const ListMcpResourcesSuccessSchema: GenMessage<ListMcpResourcesSuccess>;
+
+/**
+ * @generated from message agent.v1.ListMcpResourcesError
+ */
+export declare type ListMcpResourcesError = Message<"agent.v1.ListMcpResourcesError"> & {
+  /**
+   * @generated from field: string error = 1;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesError.
+ * Use `create(ListMcpResourcesErrorSchema)` to create a new message.
+ */
+export declare const ListMcpResourcesErrorSchema: GenMessage<ListMcpResourcesError>;
+
+/**
+ * @generated from message agent.v1.ListMcpResourcesRejected
+ */
+export declare type ListMcpResourcesRejected = Message<"agent.v1.ListMcpResourcesRejected"> & {
+  /**
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesRejected.
+ * Use `create(ListMcpResourcesRejectedSchema)` to create a new message.
+ */
+export declare const ListMcpResourcesRejectedSchema: GenMessage<ListMcpResourcesRejected>;
+
+/**
+ * @generated from message agent.v1.ReadMcpResourceExecArgs
+ */
+export declare type ReadMcpResourceExecArgs = Message<"agent.v1.ReadMcpResourceExecArgs"> & {
+  /**
+   * @generated from field: string server = 1;
+   */
+  server: string;
+
+  /**
+   * @generated from field: string uri = 2;
+   */
+  uri: string;
+
+  /**
+   * @generated from field: optional string download_path = 3;
+   */
+  downloadPath?: string | undefined;
+
+  /**
+   * 5: smart_mode_approval (not modelled)
+   *
+   * @generated from field: string tool_call_id = 4;
+   */
+  toolCallId: string;
+};
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceExecArgs.
+ * Use `create(ReadMcpResourceExecArgsSchema)` to create a new message.
+ */
+export declare const ReadMcpResourceExecArgsSchema: GenMessage<ReadMcpResourceExecArgs>;
+
+/**
+ * @generated from message agent.v1.ReadMcpResourceSuccess
+ */
+export declare type ReadMcpResourceSuccess = Message<"agent.v1.ReadMcpResourceSuccess"> & {
+  /**
+   * @generated from field: string uri = 1;
+   */
+  uri: string;
+
+  /**
+   * @generated from field: optional string name = 2;
+   */
+  name?: string | undefined;
+
+  /**
+   * @generated from field: optional string description = 3;
+   */
+  description?: string | undefined;
+
+  /**
+   * @generated from field: optional string mime_type = 4;
+   */
+  mimeType?: string | undefined;
+
+  /**
+   * @generated from oneof agent.v1.ReadMcpResourceSuccess.content
+   */
+  content: {
+    /**
+     * @generated from field: string text = 5;
+     */
+    value: string;
+    case: "text";
+  } | {
+    /**
+     * @generated from field: bytes blob = 6;
+     */
+    value: Uint8Array;
+    case: "blob";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * @generated from field: map<string, string> annotations = 7;
+   */
+  annotations: { [key: string]: string };
+
+  /**
+   * @generated from field: optional string download_path = 8;
+   */
+  downloadPath?: string | undefined;
+
+  /**
+   * @generated from field: optional agent.v1.OutputLocation output_location = 9;
+   */
+  outputLocation?: OutputLocation | undefined;
+};
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceSuccess.
+ * Use `create(ReadMcpResourceSuccessSchema)` to create a new message.
+ */
+export declare const ReadMcpResourceSuccessSchema: GenMessage<ReadMcpResourceSuccess>;
+
+/**
+ * @generated from message agent.v1.ReadMcpResourceError
+ */
+export declare type ReadMcpResourceError = Message<"agent.v1.ReadMcpResourceError"> & {
+  /**
+   * @generated from field: string uri = 1;
+   */
+  uri: string;
+
+  /**
+   * @generated from field: string error = 2;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceError.
+ * Use `create(ReadMcpResourceErrorSchema)` to create a new message.
+ */
+export declare const ReadMcpResourceErrorSchema: GenMessage<ReadMcpResourceError>;
+
+/**
+ * @generated from message agent.v1.ReadMcpResourceRejected
+ */
+export declare type ReadMcpResourceRejected = Message<"agent.v1.ReadMcpResourceRejected"> & {
+  /**
+   * @generated from field: string uri = 1;
+   */
+  uri: string;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceRejected.
+ * Use `create(ReadMcpResourceRejectedSchema)` to create a new message.
+ */
+export declare const ReadMcpResourceRejectedSchema: GenMessage<ReadMcpResourceRejected>;
+
+/**
+ * @generated from message agent.v1.ReadMcpResourceNotFound
+ */
+export declare type ReadMcpResourceNotFound = Message<"agent.v1.ReadMcpResourceNotFound"> & {
+  /**
+   * @generated from field: string uri = 1;
+   */
+  uri: string;
+};
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceNotFound.
+ * Use `create(ReadMcpResourceNotFoundSchema)` to create a new message.
+ */
+export declare const ReadMcpResourceNotFoundSchema: GenMessage<ReadMcpResourceNotFound>;
+
+/**
+ * @generated from message agent.v1.ReadMcpResourceExecResult
+ */
+export declare type ReadMcpResourceExecResult = Message<"agent.v1.ReadMcpResourceExecResult"> & {
+  /**
+   * @generated from oneof agent.v1.ReadMcpResourceExecResult.result
+   */
+  result: {
+    /**
+     * @generated from field: agent.v1.ReadMcpResourceSuccess success = 1;
+     */
+    value: ReadMcpResourceSuccess;
+    case: "success";
+  } | {
+    /**
+     * @generated from field: agent.v1.ReadMcpResourceError error = 2;
+     */
+    value: ReadMcpResourceError;
+    case: "error";
+  } | {
+    /**
+     * @generated from field: agent.v1.ReadMcpResourceRejected rejected = 3;
+     */
+    value: ReadMcpResourceRejected;
+    case: "rejected";
+  } | {
+    /**
+     * @generated from field: agent.v1.ReadMcpResourceNotFound not_found = 4;
+     */
+    value: ReadMcpResourceNotFound;
+    case: "notFound";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceExecResult.
+ * Use `create(ReadMcpResourceExecResultSchema)` to create a new message.
+ */
+export declare const ReadMcpResourceExecResultSchema: GenMessage<ReadMcpResourceExecResult>;
+
+/**
+ * @generated from message agent.v1.McpStateExecArgs
+ */
+export declare type McpStateExecArgs = Message<"agent.v1.McpStateExecArgs"> & {
+  /**
+   * Only these servers; all when empty.
+   *
+   * @generated from field: repeated string server_identifiers = 1;
+   */
+  serverIdentifiers: string[];
+
+  /**
+   * @generated from field: bool kick_only = 2;
+   */
+  kickOnly: boolean;
+};
+
+/**
+ * Describes the message agent.v1.McpStateExecArgs.
+ * Use `create(McpStateExecArgsSchema)` to create a new message.
+ */
+export declare const McpStateExecArgsSchema: GenMessage<McpStateExecArgs>;
+
+/**
+ * @generated from message agent.v1.McpStateServer
+ */
+export declare type McpStateServer = Message<"agent.v1.McpStateServer"> & {
+  /**
+   * @generated from field: string server_name = 1;
+   */
+  serverName: string;
+
+  /**
+   * @generated from field: string server_identifier = 2;
+   */
+  serverIdentifier: string;
+
+  /**
+   * @generated from field: optional string plugin = 3;
+   */
+  plugin?: string | undefined;
+
+  /**
+   * @generated from field: optional string marketplace = 4;
+   */
+  marketplace?: string | undefined;
+
+  /**
+   * @generated from field: repeated agent.v1.McpToolDefinition tools = 5;
+   */
+  tools: McpToolDefinition[];
+
+  /**
+   * @generated from field: repeated agent.v1.McpInstructions instructions = 6;
+   */
+  instructions: McpInstructions[];
+
+  /**
+   * @generated from field: optional string status = 7;
+   */
+  status?: string | undefined;
+};
+
+/**
+ * Describes the message agent.v1.McpStateServer.
+ * Use `create(McpStateServerSchema)` to create a new message.
+ */
+export declare const McpStateServerSchema: GenMessage<McpStateServer>;
+
+/**
+ * @generated from message agent.v1.McpStateSuccess
+ */
+export declare type McpStateSuccess = Message<"agent.v1.McpStateSuccess"> & {
+  /**
+   * @generated from field: repeated agent.v1.McpStateServer servers = 1;
+   */
+  servers: McpStateServer[];
+};
+
+/**
+ * Describes the message agent.v1.McpStateSuccess.
+ * Use `create(McpStateSuccessSchema)` to create a new message.
+ */
+export declare const McpStateSuccessSchema: GenMessage<McpStateSuccess>;
+
+/**
+ * @generated from message agent.v1.McpStateError
+ */
+export declare type McpStateError = Message<"agent.v1.McpStateError"> & {
+  /**
+   * @generated from field: string error = 1;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message agent.v1.McpStateError.
+ * Use `create(McpStateErrorSchema)` to create a new message.
+ */
+export declare const McpStateErrorSchema: GenMessage<McpStateError>;
+
+/**
+ * @generated from message agent.v1.McpStateRejected
+ */
+export declare type McpStateRejected = Message<"agent.v1.McpStateRejected"> & {
+  /**
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message agent.v1.McpStateRejected.
+ * Use `create(McpStateRejectedSchema)` to create a new message.
+ */
+export declare const McpStateRejectedSchema: GenMessage<McpStateRejected>;
+
+/**
+ * @generated from message agent.v1.McpStateExecResult
+ */
+export declare type McpStateExecResult = Message<"agent.v1.McpStateExecResult"> & {
+  /**
+   * @generated from oneof agent.v1.McpStateExecResult.result
+   */
+  result: {
+    /**
+     * @generated from field: agent.v1.McpStateSuccess success = 1;
+     */
+    value: McpStateSuccess;
+    case: "success";
+  } | {
+    /**
+     * @generated from field: agent.v1.McpStateError error = 2;
+     */
+    value: McpStateError;
+    case: "error";
+  } | {
+    /**
+     * @generated from field: agent.v1.McpStateRejected rejected = 3;
+     */
+    value: McpStateRejected;
+    case: "rejected";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agent.v1.McpStateExecResult.
+ * Use `create(McpStateExecResultSchema)` to create a new message.
+ */
+export declare const McpStateExecResultSchema: GenMessage<McpStateExecResult>;
 

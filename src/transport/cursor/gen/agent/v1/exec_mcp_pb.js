@@ -6,13 +6,14 @@
 
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_agent_v1_common } from "./common_pb.js";
+import { file_agent_v1_mcp } from "./mcp_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 
 /**
  * Describes the file agent/v1/exec_mcp.proto.
  */
 export const file_agent_v1_exec_mcp = /*@__PURE__*/
-  fileDesc("ChdhZ2VudC92MS9leGVjX21jcC5wcm90bxIIYWdlbnQudjEioQIKB01jcEFyZ3MSDAoEbmFtZRgBIAEoCRIpCgRhcmdzGAIgAygLMhsuYWdlbnQudjEuTWNwQXJncy5BcmdzRW50cnkSFAoMdG9vbF9jYWxsX2lkGAMgASgJEhsKE3Byb3ZpZGVyX2lkZW50aWZpZXIYBCABKAkSEQoJdG9vbF9uYW1lGAUgASgJEiAKGHNtYXJ0X21vZGVfYXBwcm92YWxfb25seRgHIAEoCBIVCg1za2lwX2FwcHJvdmFsGAggASgIEhkKEXNlcnZlcl9pZGVudGlmaWVyGAkgASgJGkMKCUFyZ3NFbnRyeRILCgNrZXkYASABKAkSJQoFdmFsdWUYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWU6AjgBImoKDk1jcFRleHRDb250ZW50EgwKBHRleHQYASABKAkSNgoPb3V0cHV0X2xvY2F0aW9uGAIgASgLMhguYWdlbnQudjEuT3V0cHV0TG9jYXRpb25IAIgBAUISChBfb3V0cHV0X2xvY2F0aW9uIjIKD01jcEltYWdlQ29udGVudBIMCgRkYXRhGAEgASgMEhEKCW1pbWVfdHlwZRgCIAEoCSJ7ChhNY3BUb29sUmVzdWx0Q29udGVudEl0ZW0SKAoEdGV4dBgBIAEoCzIYLmFnZW50LnYxLk1jcFRleHRDb250ZW50SAASKgoFaW1hZ2UYAiABKAsyGS5hZ2VudC52MS5NY3BJbWFnZUNvbnRlbnRIAEIJCgdjb250ZW50IogBCgpNY3BTdWNjZXNzEjMKB2NvbnRlbnQYASADKAsyIi5hZ2VudC52MS5NY3BUb29sUmVzdWx0Q29udGVudEl0ZW0SEAoIaXNfZXJyb3IYAiABKAgSMwoSc3RydWN0dXJlZF9jb250ZW50GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIZCghNY3BFcnJvchINCgVlcnJvchgBIAEoCSIyCgtNY3BSZWplY3RlZBIOCgZyZWFzb24YASABKAkSEwoLaXNfcmVhZG9ubHkYAiABKAgiOQoTTWNwUGVybWlzc2lvbkRlbmllZBINCgVlcnJvchgBIAEoCRITCgtpc19yZWFkb25seRgCIAEoCCI4Cg9NY3BUb29sTm90Rm91bmQSDAoEbmFtZRgBIAEoCRIXCg9hdmFpbGFibGVfdG9vbHMYAiADKAkiPAoRTWNwU2VydmVyTm90Rm91bmQSDAoEbmFtZRgBIAEoCRIZChFhdmFpbGFibGVfc2VydmVycxgCIAMoCSINCgtNY3BBcHByb3ZlZCLjAgoJTWNwUmVzdWx0EicKB3N1Y2Nlc3MYASABKAsyFC5hZ2VudC52MS5NY3BTdWNjZXNzSAASIwoFZXJyb3IYAiABKAsyEi5hZ2VudC52MS5NY3BFcnJvckgAEikKCHJlamVjdGVkGAMgASgLMhUuYWdlbnQudjEuTWNwUmVqZWN0ZWRIABI6ChFwZXJtaXNzaW9uX2RlbmllZBgEIAEoCzIdLmFnZW50LnYxLk1jcFBlcm1pc3Npb25EZW5pZWRIABIzCg50b29sX25vdF9mb3VuZBgFIAEoCzIZLmFnZW50LnYxLk1jcFRvb2xOb3RGb3VuZEgAEjcKEHNlcnZlcl9ub3RfZm91bmQYBiABKAsyGy5hZ2VudC52MS5NY3BTZXJ2ZXJOb3RGb3VuZEgAEikKCGFwcHJvdmVkGAcgASgLMhUuYWdlbnQudjEuTWNwQXBwcm92ZWRIAEIICgZyZXN1bHQiPQoMTWNwVG9vbEVycm9yEg0KBWVycm9yGAEgASgJEh4KFnJlYWRfdG9vbF9kZWZfcmVtaW5kZXIYAiABKAki0gEKDU1jcFRvb2xSZXN1bHQSJwoHc3VjY2VzcxgBIAEoCzIULmFnZW50LnYxLk1jcFN1Y2Nlc3NIABInCgVlcnJvchgCIAEoCzIWLmFnZW50LnYxLk1jcFRvb2xFcnJvckgAEikKCHJlamVjdGVkGAMgASgLMhUuYWdlbnQudjEuTWNwUmVqZWN0ZWRIABI6ChFwZXJtaXNzaW9uX2RlbmllZBgEIAEoCzIdLmFnZW50LnYxLk1jcFBlcm1pc3Npb25EZW5pZWRIAEIICgZyZXN1bHRiBnByb3RvMw", [file_agent_v1_common, file_google_protobuf_struct]);
+  fileDesc("ChdhZ2VudC92MS9leGVjX21jcC5wcm90bxIIYWdlbnQudjEioQIKB01jcEFyZ3MSDAoEbmFtZRgBIAEoCRIpCgRhcmdzGAIgAygLMhsuYWdlbnQudjEuTWNwQXJncy5BcmdzRW50cnkSFAoMdG9vbF9jYWxsX2lkGAMgASgJEhsKE3Byb3ZpZGVyX2lkZW50aWZpZXIYBCABKAkSEQoJdG9vbF9uYW1lGAUgASgJEiAKGHNtYXJ0X21vZGVfYXBwcm92YWxfb25seRgHIAEoCBIVCg1za2lwX2FwcHJvdmFsGAggASgIEhkKEXNlcnZlcl9pZGVudGlmaWVyGAkgASgJGkMKCUFyZ3NFbnRyeRILCgNrZXkYASABKAkSJQoFdmFsdWUYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWU6AjgBImoKDk1jcFRleHRDb250ZW50EgwKBHRleHQYASABKAkSNgoPb3V0cHV0X2xvY2F0aW9uGAIgASgLMhguYWdlbnQudjEuT3V0cHV0TG9jYXRpb25IAIgBAUISChBfb3V0cHV0X2xvY2F0aW9uIjIKD01jcEltYWdlQ29udGVudBIMCgRkYXRhGAEgASgMEhEKCW1pbWVfdHlwZRgCIAEoCSJ7ChhNY3BUb29sUmVzdWx0Q29udGVudEl0ZW0SKAoEdGV4dBgBIAEoCzIYLmFnZW50LnYxLk1jcFRleHRDb250ZW50SAASKgoFaW1hZ2UYAiABKAsyGS5hZ2VudC52MS5NY3BJbWFnZUNvbnRlbnRIAEIJCgdjb250ZW50IogBCgpNY3BTdWNjZXNzEjMKB2NvbnRlbnQYASADKAsyIi5hZ2VudC52MS5NY3BUb29sUmVzdWx0Q29udGVudEl0ZW0SEAoIaXNfZXJyb3IYAiABKAgSMwoSc3RydWN0dXJlZF9jb250ZW50GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIZCghNY3BFcnJvchINCgVlcnJvchgBIAEoCSIyCgtNY3BSZWplY3RlZBIOCgZyZWFzb24YASABKAkSEwoLaXNfcmVhZG9ubHkYAiABKAgiOQoTTWNwUGVybWlzc2lvbkRlbmllZBINCgVlcnJvchgBIAEoCRITCgtpc19yZWFkb25seRgCIAEoCCI4Cg9NY3BUb29sTm90Rm91bmQSDAoEbmFtZRgBIAEoCRIXCg9hdmFpbGFibGVfdG9vbHMYAiADKAkiPAoRTWNwU2VydmVyTm90Rm91bmQSDAoEbmFtZRgBIAEoCRIZChFhdmFpbGFibGVfc2VydmVycxgCIAMoCSINCgtNY3BBcHByb3ZlZCLjAgoJTWNwUmVzdWx0EicKB3N1Y2Nlc3MYASABKAsyFC5hZ2VudC52MS5NY3BTdWNjZXNzSAASIwoFZXJyb3IYAiABKAsyEi5hZ2VudC52MS5NY3BFcnJvckgAEikKCHJlamVjdGVkGAMgASgLMhUuYWdlbnQudjEuTWNwUmVqZWN0ZWRIABI6ChFwZXJtaXNzaW9uX2RlbmllZBgEIAEoCzIdLmFnZW50LnYxLk1jcFBlcm1pc3Npb25EZW5pZWRIABIzCg50b29sX25vdF9mb3VuZBgFIAEoCzIZLmFnZW50LnYxLk1jcFRvb2xOb3RGb3VuZEgAEjcKEHNlcnZlcl9ub3RfZm91bmQYBiABKAsyGy5hZ2VudC52MS5NY3BTZXJ2ZXJOb3RGb3VuZEgAEikKCGFwcHJvdmVkGAcgASgLMhUuYWdlbnQudjEuTWNwQXBwcm92ZWRIAEIICgZyZXN1bHQiPQoMTWNwVG9vbEVycm9yEg0KBWVycm9yGAEgASgJEh4KFnJlYWRfdG9vbF9kZWZfcmVtaW5kZXIYAiABKAki0gEKDU1jcFRvb2xSZXN1bHQSJwoHc3VjY2VzcxgBIAEoCzIULmFnZW50LnYxLk1jcFN1Y2Nlc3NIABInCgVlcnJvchgCIAEoCzIWLmFnZW50LnYxLk1jcFRvb2xFcnJvckgAEikKCHJlamVjdGVkGAMgASgLMhUuYWdlbnQudjEuTWNwUmVqZWN0ZWRIABI6ChFwZXJtaXNzaW9uX2RlbmllZBgEIAEoCzIdLmFnZW50LnYxLk1jcFBlcm1pc3Npb25EZW5pZWRIAEIICgZyZXN1bHQiOgoYTGlzdE1jcFJlc291cmNlc0V4ZWNBcmdzEhMKBnNlcnZlchgBIAEoCUgAiAEBQgkKB19zZXJ2ZXIi6wMKGkxpc3RNY3BSZXNvdXJjZXNFeGVjUmVzdWx0EjQKB3N1Y2Nlc3MYASABKAsyIS5hZ2VudC52MS5MaXN0TWNwUmVzb3VyY2VzU3VjY2Vzc0gAEjAKBWVycm9yGAIgASgLMh8uYWdlbnQudjEuTGlzdE1jcFJlc291cmNlc0Vycm9ySAASNgoIcmVqZWN0ZWQYAyABKAsyIi5hZ2VudC52MS5MaXN0TWNwUmVzb3VyY2VzUmVqZWN0ZWRIABqiAgoLTWNwUmVzb3VyY2USCwoDdXJpGAEgASgJEhEKBG5hbWUYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhYKCW1pbWVfdHlwZRgEIAEoCUgCiAEBEg4KBnNlcnZlchgFIAEoCRJWCgthbm5vdGF0aW9ucxgGIAMoCzJBLmFnZW50LnYxLkxpc3RNY3BSZXNvdXJjZXNFeGVjUmVzdWx0Lk1jcFJlc291cmNlLkFubm90YXRpb25zRW50cnkaMgoQQW5ub3RhdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgcKBV9uYW1lQg4KDF9kZXNjcmlwdGlvbkIMCgpfbWltZV90eXBlQggKBnJlc3VsdCJeChdMaXN0TWNwUmVzb3VyY2VzU3VjY2VzcxJDCglyZXNvdXJjZXMYASADKAsyMC5hZ2VudC52MS5MaXN0TWNwUmVzb3VyY2VzRXhlY1Jlc3VsdC5NY3BSZXNvdXJjZSImChVMaXN0TWNwUmVzb3VyY2VzRXJyb3ISDQoFZXJyb3IYASABKAkiKgoYTGlzdE1jcFJlc291cmNlc1JlamVjdGVkEg4KBnJlYXNvbhgBIAEoCSJ6ChdSZWFkTWNwUmVzb3VyY2VFeGVjQXJncxIOCgZzZXJ2ZXIYASABKAkSCwoDdXJpGAIgASgJEhoKDWRvd25sb2FkX3BhdGgYAyABKAlIAIgBARIUCgx0b29sX2NhbGxfaWQYBCABKAlCEAoOX2Rvd25sb2FkX3BhdGgisgMKFlJlYWRNY3BSZXNvdXJjZVN1Y2Nlc3MSCwoDdXJpGAEgASgJEhEKBG5hbWUYAiABKAlIAYgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgCiAEBEhYKCW1pbWVfdHlwZRgEIAEoCUgDiAEBEg4KBHRleHQYBSABKAlIABIOCgRibG9iGAYgASgMSAASRgoLYW5ub3RhdGlvbnMYByADKAsyMS5hZ2VudC52MS5SZWFkTWNwUmVzb3VyY2VTdWNjZXNzLkFubm90YXRpb25zRW50cnkSGgoNZG93bmxvYWRfcGF0aBgIIAEoCUgEiAEBEjYKD291dHB1dF9sb2NhdGlvbhgJIAEoCzIYLmFnZW50LnYxLk91dHB1dExvY2F0aW9uSAWIAQEaMgoQQW5ub3RhdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgkKB2NvbnRlbnRCBwoFX25hbWVCDgoMX2Rlc2NyaXB0aW9uQgwKCl9taW1lX3R5cGVCEAoOX2Rvd25sb2FkX3BhdGhCEgoQX291dHB1dF9sb2NhdGlvbiIyChRSZWFkTWNwUmVzb3VyY2VFcnJvchILCgN1cmkYASABKAkSDQoFZXJyb3IYAiABKAkiNgoXUmVhZE1jcFJlc291cmNlUmVqZWN0ZWQSCwoDdXJpGAEgASgJEg4KBnJlYXNvbhgCIAEoCSImChdSZWFkTWNwUmVzb3VyY2VOb3RGb3VuZBILCgN1cmkYASABKAki+gEKGVJlYWRNY3BSZXNvdXJjZUV4ZWNSZXN1bHQSMwoHc3VjY2VzcxgBIAEoCzIgLmFnZW50LnYxLlJlYWRNY3BSZXNvdXJjZVN1Y2Nlc3NIABIvCgVlcnJvchgCIAEoCzIeLmFnZW50LnYxLlJlYWRNY3BSZXNvdXJjZUVycm9ySAASNQoIcmVqZWN0ZWQYAyABKAsyIS5hZ2VudC52MS5SZWFkTWNwUmVzb3VyY2VSZWplY3RlZEgAEjYKCW5vdF9mb3VuZBgEIAEoCzIhLmFnZW50LnYxLlJlYWRNY3BSZXNvdXJjZU5vdEZvdW5kSABCCAoGcmVzdWx0IkEKEE1jcFN0YXRlRXhlY0FyZ3MSGgoSc2VydmVyX2lkZW50aWZpZXJzGAEgAygJEhEKCWtpY2tfb25seRgCIAEoCCKHAgoOTWNwU3RhdGVTZXJ2ZXISEwoLc2VydmVyX25hbWUYASABKAkSGQoRc2VydmVyX2lkZW50aWZpZXIYAiABKAkSEwoGcGx1Z2luGAMgASgJSACIAQESGAoLbWFya2V0cGxhY2UYBCABKAlIAYgBARIqCgV0b29scxgFIAMoCzIbLmFnZW50LnYxLk1jcFRvb2xEZWZpbml0aW9uEi8KDGluc3RydWN0aW9ucxgGIAMoCzIZLmFnZW50LnYxLk1jcEluc3RydWN0aW9ucxITCgZzdGF0dXMYByABKAlIAogBAUIJCgdfcGx1Z2luQg4KDF9tYXJrZXRwbGFjZUIJCgdfc3RhdHVzIjwKD01jcFN0YXRlU3VjY2VzcxIpCgdzZXJ2ZXJzGAEgAygLMhguYWdlbnQudjEuTWNwU3RhdGVTZXJ2ZXIiHgoNTWNwU3RhdGVFcnJvchINCgVlcnJvchgBIAEoCSIiChBNY3BTdGF0ZVJlamVjdGVkEg4KBnJlYXNvbhgBIAEoCSKmAQoSTWNwU3RhdGVFeGVjUmVzdWx0EiwKB3N1Y2Nlc3MYASABKAsyGS5hZ2VudC52MS5NY3BTdGF0ZVN1Y2Nlc3NIABIoCgVlcnJvchgCIAEoCzIXLmFnZW50LnYxLk1jcFN0YXRlRXJyb3JIABIuCghyZWplY3RlZBgDIAEoCzIaLmFnZW50LnYxLk1jcFN0YXRlUmVqZWN0ZWRIAEIICgZyZXN1bHRiBnByb3RvMw", [file_agent_v1_common, file_agent_v1_mcp, file_google_protobuf_struct]);
 
 /**
  * Describes the message agent.v1.McpArgs.
@@ -111,4 +112,130 @@ export const McpToolErrorSchema = /*@__PURE__*/
  */
 export const McpToolResultSchema = /*@__PURE__*/
   messageDesc(file_agent_v1_exec_mcp, 13);
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesExecArgs.
+ * Use `create(ListMcpResourcesExecArgsSchema)` to create a new message.
+ */
+export const ListMcpResourcesExecArgsSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 14);
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesExecResult.
+ * Use `create(ListMcpResourcesExecResultSchema)` to create a new message.
+ */
+export const ListMcpResourcesExecResultSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 15);
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesExecResult.McpResource.
+ * Use `create(ListMcpResourcesExecResult_McpResourceSchema)` to create a new message.
+ */
+export const ListMcpResourcesExecResult_McpResourceSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 15, 0);
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesSuccess.
+ * Use `create(ListMcpResourcesSuccessSchema)` to create a new message.
+ */
+export const ListMcpResourcesSuccessSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 16);
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesError.
+ * Use `create(ListMcpResourcesErrorSchema)` to create a new message.
+ */
+export const ListMcpResourcesErrorSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 17);
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesRejected.
+ * Use `create(ListMcpResourcesRejectedSchema)` to create a new message.
+ */
+export const ListMcpResourcesRejectedSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 18);
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceExecArgs.
+ * Use `create(ReadMcpResourceExecArgsSchema)` to create a new message.
+ */
+export const ReadMcpResourceExecArgsSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 19);
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceSuccess.
+ * Use `create(ReadMcpResourceSuccessSchema)` to create a new message.
+ */
+export const ReadMcpResourceSuccessSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 20);
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceError.
+ * Use `create(ReadMcpResourceErrorSchema)` to create a new message.
+ */
+export const ReadMcpResourceErrorSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 21);
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceRejected.
+ * Use `create(ReadMcpResourceRejectedSchema)` to create a new message.
+ */
+export const ReadMcpResourceRejectedSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 22);
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceNotFound.
+ * Use `create(ReadMcpResourceNotFoundSchema)` to create a new message.
+ */
+export const ReadMcpResourceNotFoundSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 23);
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceExecResult.
+ * Use `create(ReadMcpResourceExecResultSchema)` to create a new message.
+ */
+export const ReadMcpResourceExecResultSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 24);
+
+/**
+ * Describes the message agent.v1.McpStateExecArgs.
+ * Use `create(McpStateExecArgsSchema)` to create a new message.
+ */
+export const McpStateExecArgsSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 25);
+
+/**
+ * Describes the message agent.v1.McpStateServer.
+ * Use `create(McpStateServerSchema)` to create a new message.
+ */
+export const McpStateServerSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 26);
+
+/**
+ * Describes the message agent.v1.McpStateSuccess.
+ * Use `create(McpStateSuccessSchema)` to create a new message.
+ */
+export const McpStateSuccessSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 27);
+
+/**
+ * Describes the message agent.v1.McpStateError.
+ * Use `create(McpStateErrorSchema)` to create a new message.
+ */
+export const McpStateErrorSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 28);
+
+/**
+ * Describes the message agent.v1.McpStateRejected.
+ * Use `create(McpStateRejectedSchema)` to create a new message.
+ */
+export const McpStateRejectedSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 29);
+
+/**
+ * Describes the message agent.v1.McpStateExecResult.
+ * Use `create(McpStateExecResultSchema)` to create a new message.
+ */
+export const McpStateExecResultSchema = /*@__PURE__*/
+  messageDesc(file_agent_v1_exec_mcp, 30);
 

@@ -7,10 +7,10 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { ShellArgs, ShellResult, ShellStream } from "./exec_shell_pb.js";
+import type { BackgroundShellSpawnArgs, BackgroundShellSpawnResult, ForceBackgroundShellArgs, ForceBackgroundShellResult, ShellArgs, ShellResult, ShellStream, WriteShellStdinArgs, WriteShellStdinResult } from "./exec_shell_pb.js";
 import type { DeleteArgs, DeleteResult, DiagnosticsArgs, DiagnosticsResult, FetchArgs, FetchResult, GrepArgs, GrepResult, LsArgs, LsResult, ReadArgs, ReadResult, WriteArgs, WriteResult } from "./exec_files_pb.js";
 import type { RequestContextArgs, RequestContextResult } from "./request_context_pb.js";
-import type { McpArgs, McpResult } from "./exec_mcp_pb.js";
+import type { ListMcpResourcesExecArgs, ListMcpResourcesExecResult, McpArgs, McpResult, McpStateExecArgs, McpStateExecResult, ReadMcpResourceExecArgs, ReadMcpResourceExecResult } from "./exec_mcp_pb.js";
 import type { HookAdditionalContext, SpanContext } from "./common_pb.js";
 
 /**
@@ -103,16 +103,52 @@ export declare type ExecServerMessage = Message<"agent.v1.ExecServerMessage"> & 
     case: "shellStreamArgs";
   } | {
     /**
+     * @generated from field: agent.v1.BackgroundShellSpawnArgs background_shell_spawn_args = 16;
+     */
+    value: BackgroundShellSpawnArgs;
+    case: "backgroundShellSpawnArgs";
+  } | {
+    /**
+     * @generated from field: agent.v1.ListMcpResourcesExecArgs list_mcp_resources_exec_args = 17;
+     */
+    value: ListMcpResourcesExecArgs;
+    case: "listMcpResourcesExecArgs";
+  } | {
+    /**
+     * @generated from field: agent.v1.ReadMcpResourceExecArgs read_mcp_resource_exec_args = 18;
+     */
+    value: ReadMcpResourceExecArgs;
+    case: "readMcpResourceExecArgs";
+  } | {
+    /**
      * @generated from field: agent.v1.FetchArgs fetch_args = 20;
      */
     value: FetchArgs;
     case: "fetchArgs";
   } | {
     /**
+     * @generated from field: agent.v1.WriteShellStdinArgs write_shell_stdin_args = 23;
+     */
+    value: WriteShellStdinArgs;
+    case: "writeShellStdinArgs";
+  } | {
+    /**
      * @generated from field: agent.v1.ReadArgs redacted_read_args = 29;
      */
     value: ReadArgs;
     case: "redactedReadArgs";
+  } | {
+    /**
+     * @generated from field: agent.v1.ForceBackgroundShellArgs force_background_shell_args = 30;
+     */
+    value: ForceBackgroundShellArgs;
+    case: "forceBackgroundShellArgs";
+  } | {
+    /**
+     * @generated from field: agent.v1.McpStateExecArgs mcp_state_exec_args = 36;
+     */
+    value: McpStateExecArgs;
+    case: "mcpStateExecArgs";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -213,16 +249,52 @@ export declare type ExecClientMessage = Message<"agent.v1.ExecClientMessage"> & 
     case: "shellStream";
   } | {
     /**
+     * @generated from field: agent.v1.BackgroundShellSpawnResult background_shell_spawn_result = 16;
+     */
+    value: BackgroundShellSpawnResult;
+    case: "backgroundShellSpawnResult";
+  } | {
+    /**
+     * @generated from field: agent.v1.ListMcpResourcesExecResult list_mcp_resources_exec_result = 17;
+     */
+    value: ListMcpResourcesExecResult;
+    case: "listMcpResourcesExecResult";
+  } | {
+    /**
+     * @generated from field: agent.v1.ReadMcpResourceExecResult read_mcp_resource_exec_result = 18;
+     */
+    value: ReadMcpResourceExecResult;
+    case: "readMcpResourceExecResult";
+  } | {
+    /**
      * @generated from field: agent.v1.FetchResult fetch_result = 20;
      */
     value: FetchResult;
     case: "fetchResult";
   } | {
     /**
+     * @generated from field: agent.v1.WriteShellStdinResult write_shell_stdin_result = 23;
+     */
+    value: WriteShellStdinResult;
+    case: "writeShellStdinResult";
+  } | {
+    /**
      * @generated from field: agent.v1.ReadResult redacted_read_result = 29;
      */
     value: ReadResult;
     case: "redactedReadResult";
+  } | {
+    /**
+     * @generated from field: agent.v1.ForceBackgroundShellResult force_background_shell_result = 30;
+     */
+    value: ForceBackgroundShellResult;
+    case: "forceBackgroundShellResult";
+  } | {
+    /**
+     * @generated from field: agent.v1.McpStateExecResult mcp_state_exec_result = 36;
+     */
+    value: McpStateExecResult;
+    case: "mcpStateExecResult";
   } | { case: undefined; value?: undefined };
 
   /**

@@ -816,6 +816,294 @@ export declare type ShellStream = Message<"agent.v1.ShellStream"> & {
 export declare const ShellStreamSchema: GenMessage<ShellStream>;
 
 /**
+ * Background shells (exec 16, 23, 30): a command that keeps running after its call returns
+ * (a dev server, a watcher). Its output goes to `<terminals_folder>/<shell_id>.txt` on the
+ * client (RequestContextEnv.terminals_folder), which the model reads with read_file.
+ *
+ * @generated from message agent.v1.BackgroundShellSpawnArgs
+ */
+export declare type BackgroundShellSpawnArgs = Message<"agent.v1.BackgroundShellSpawnArgs"> & {
+  /**
+   * @generated from field: string command = 1;
+   */
+  command: string;
+
+  /**
+   * @generated from field: string working_directory = 2;
+   */
+  workingDirectory: string;
+
+  /**
+   * @generated from field: string tool_call_id = 3;
+   */
+  toolCallId: string;
+
+  /**
+   * @generated from field: agent.v1.ShellCommandParsingResult parsing_result = 4;
+   */
+  parsingResult?: ShellCommandParsingResult | undefined;
+
+  /**
+   * 5: sandbox_policy (not modelled)
+   *
+   * @generated from field: bool enable_write_shell_stdin_tool = 6;
+   */
+  enableWriteShellStdinTool: boolean;
+
+  /**
+   * @generated from field: optional string description = 7;
+   */
+  description?: string | undefined;
+
+  /**
+   * 8-11: classifier, output notification, approvals (not modelled)
+   *
+   * @generated from field: bool skip_approval = 12;
+   */
+  skipApproval: boolean;
+
+  /**
+   * @generated from field: optional string conversation_id = 13;
+   */
+  conversationId?: string | undefined;
+};
+
+/**
+ * Describes the message agent.v1.BackgroundShellSpawnArgs.
+ * Use `create(BackgroundShellSpawnArgsSchema)` to create a new message.
+ */
+export declare const BackgroundShellSpawnArgsSchema: GenMessage<BackgroundShellSpawnArgs>;
+
+/**
+ * @generated from message agent.v1.BackgroundShellSpawnSuccess
+ */
+export declare type BackgroundShellSpawnSuccess = Message<"agent.v1.BackgroundShellSpawnSuccess"> & {
+  /**
+   * @generated from field: uint32 shell_id = 1;
+   */
+  shellId: number;
+
+  /**
+   * @generated from field: string command = 2;
+   */
+  command: string;
+
+  /**
+   * @generated from field: string working_directory = 3;
+   */
+  workingDirectory: string;
+
+  /**
+   * @generated from field: optional uint32 pid = 4;
+   */
+  pid?: number | undefined;
+};
+
+/**
+ * Describes the message agent.v1.BackgroundShellSpawnSuccess.
+ * Use `create(BackgroundShellSpawnSuccessSchema)` to create a new message.
+ */
+export declare const BackgroundShellSpawnSuccessSchema: GenMessage<BackgroundShellSpawnSuccess>;
+
+/**
+ * @generated from message agent.v1.BackgroundShellSpawnError
+ */
+export declare type BackgroundShellSpawnError = Message<"agent.v1.BackgroundShellSpawnError"> & {
+  /**
+   * @generated from field: string command = 1;
+   */
+  command: string;
+
+  /**
+   * @generated from field: string working_directory = 2;
+   */
+  workingDirectory: string;
+
+  /**
+   * @generated from field: string error = 3;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message agent.v1.BackgroundShellSpawnError.
+ * Use `create(BackgroundShellSpawnErrorSchema)` to create a new message.
+ */
+export declare const BackgroundShellSpawnErrorSchema: GenMessage<BackgroundShellSpawnError>;
+
+/**
+ * @generated from message agent.v1.BackgroundShellSpawnResult
+ */
+export declare type BackgroundShellSpawnResult = Message<"agent.v1.BackgroundShellSpawnResult"> & {
+  /**
+   * @generated from oneof agent.v1.BackgroundShellSpawnResult.result
+   */
+  result: {
+    /**
+     * @generated from field: agent.v1.BackgroundShellSpawnSuccess success = 1;
+     */
+    value: BackgroundShellSpawnSuccess;
+    case: "success";
+  } | {
+    /**
+     * @generated from field: agent.v1.BackgroundShellSpawnError error = 2;
+     */
+    value: BackgroundShellSpawnError;
+    case: "error";
+  } | {
+    /**
+     * @generated from field: agent.v1.ShellRejected rejected = 3;
+     */
+    value: ShellRejected;
+    case: "rejected";
+  } | {
+    /**
+     * @generated from field: agent.v1.ShellPermissionDenied permission_denied = 4;
+     */
+    value: ShellPermissionDenied;
+    case: "permissionDenied";
+  } | {
+    /**
+     * @generated from field: agent.v1.ShellSandboxUnsupported sandbox_unsupported = 5;
+     */
+    value: ShellSandboxUnsupported;
+    case: "sandboxUnsupported";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agent.v1.BackgroundShellSpawnResult.
+ * Use `create(BackgroundShellSpawnResultSchema)` to create a new message.
+ */
+export declare const BackgroundShellSpawnResultSchema: GenMessage<BackgroundShellSpawnResult>;
+
+/**
+ * @generated from message agent.v1.WriteShellStdinArgs
+ */
+export declare type WriteShellStdinArgs = Message<"agent.v1.WriteShellStdinArgs"> & {
+  /**
+   * @generated from field: uint32 shell_id = 1;
+   */
+  shellId: number;
+
+  /**
+   * @generated from field: string chars = 2;
+   */
+  chars: string;
+};
+
+/**
+ * Describes the message agent.v1.WriteShellStdinArgs.
+ * Use `create(WriteShellStdinArgsSchema)` to create a new message.
+ */
+export declare const WriteShellStdinArgsSchema: GenMessage<WriteShellStdinArgs>;
+
+/**
+ * @generated from message agent.v1.WriteShellStdinSuccess
+ */
+export declare type WriteShellStdinSuccess = Message<"agent.v1.WriteShellStdinSuccess"> & {
+  /**
+   * @generated from field: uint32 shell_id = 1;
+   */
+  shellId: number;
+
+  /**
+   * @generated from field: uint32 terminal_file_length_before_input_written = 2;
+   */
+  terminalFileLengthBeforeInputWritten: number;
+};
+
+/**
+ * Describes the message agent.v1.WriteShellStdinSuccess.
+ * Use `create(WriteShellStdinSuccessSchema)` to create a new message.
+ */
+export declare const WriteShellStdinSuccessSchema: GenMessage<WriteShellStdinSuccess>;
+
+/**
+ * @generated from message agent.v1.WriteShellStdinError
+ */
+export declare type WriteShellStdinError = Message<"agent.v1.WriteShellStdinError"> & {
+  /**
+   * @generated from field: string error = 1;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message agent.v1.WriteShellStdinError.
+ * Use `create(WriteShellStdinErrorSchema)` to create a new message.
+ */
+export declare const WriteShellStdinErrorSchema: GenMessage<WriteShellStdinError>;
+
+/**
+ * @generated from message agent.v1.WriteShellStdinResult
+ */
+export declare type WriteShellStdinResult = Message<"agent.v1.WriteShellStdinResult"> & {
+  /**
+   * @generated from oneof agent.v1.WriteShellStdinResult.result
+   */
+  result: {
+    /**
+     * @generated from field: agent.v1.WriteShellStdinSuccess success = 1;
+     */
+    value: WriteShellStdinSuccess;
+    case: "success";
+  } | {
+    /**
+     * @generated from field: agent.v1.WriteShellStdinError error = 2;
+     */
+    value: WriteShellStdinError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agent.v1.WriteShellStdinResult.
+ * Use `create(WriteShellStdinResultSchema)` to create a new message.
+ */
+export declare const WriteShellStdinResultSchema: GenMessage<WriteShellStdinResult>;
+
+/**
+ * Moves the running foreground shell of a tool call to the background (the user's "move to
+ * background"); that shell's stream then ends with `backgrounded`.
+ *
+ * @generated from message agent.v1.ForceBackgroundShellArgs
+ */
+export declare type ForceBackgroundShellArgs = Message<"agent.v1.ForceBackgroundShellArgs"> & {
+  /**
+   * @generated from field: string tool_call_id = 1;
+   */
+  toolCallId: string;
+};
+
+/**
+ * Describes the message agent.v1.ForceBackgroundShellArgs.
+ * Use `create(ForceBackgroundShellArgsSchema)` to create a new message.
+ */
+export declare const ForceBackgroundShellArgsSchema: GenMessage<ForceBackgroundShellArgs>;
+
+/**
+ * @generated from message agent.v1.ForceBackgroundShellResult
+ */
+export declare type ForceBackgroundShellResult = Message<"agent.v1.ForceBackgroundShellResult"> & {
+  /**
+   * @generated from field: agent.v1.ForceBackgroundShellStatus status = 1;
+   */
+  status: ForceBackgroundShellStatus;
+
+  /**
+   * @generated from field: optional agent.v1.ShellResult shell_result = 2;
+   */
+  shellResult?: ShellResult | undefined;
+};
+
+/**
+ * Describes the message agent.v1.ForceBackgroundShellResult.
+ * Use `create(ForceBackgroundShellResultSchema)` to create a new message.
+ */
+export declare const ForceBackgroundShellResultSchema: GenMessage<ForceBackgroundShellResult>;
+
+/**
  * @generated from enum agent.v1.TimeoutBehavior
  */
 export enum TimeoutBehavior {
@@ -889,4 +1177,29 @@ export enum ShellBackgroundReason {
  * Describes the enum agent.v1.ShellBackgroundReason.
  */
 export declare const ShellBackgroundReasonSchema: GenEnum<ShellBackgroundReason>;
+
+/**
+ * @generated from enum agent.v1.ForceBackgroundShellStatus
+ */
+export enum ForceBackgroundShellStatus {
+  /**
+   * @generated from enum value: FORCE_BACKGROUND_SHELL_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: FORCE_BACKGROUND_SHELL_STATUS_ACCEPTED = 1;
+   */
+  ACCEPTED = 1,
+
+  /**
+   * @generated from enum value: FORCE_BACKGROUND_SHELL_STATUS_NOT_FOUND = 2;
+   */
+  NOT_FOUND = 2,
+}
+
+/**
+ * Describes the enum agent.v1.ForceBackgroundShellStatus.
+ */
+export declare const ForceBackgroundShellStatusSchema: GenEnum<ForceBackgroundShellStatus>;
 

@@ -5,9 +5,9 @@
 // @generated from file agent/v1/request_context.proto (package agent.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { CursorRule, LsDirectoryTreeNode } from "./common_pb.js";
+import type { AgentSkill, CursorRule, LsDirectoryTreeNode } from "./common_pb.js";
 import type { McpFileSystemOptions, McpInstructions, McpToolDefinition } from "./mcp_pb.js";
 
 /**
@@ -175,8 +175,86 @@ export declare type GitRepoInfo = Message<"agent.v1.GitRepoInfo"> & {
 export declare const GitRepoInfoSchema: GenMessage<GitRepoInfo>;
 
 /**
- * Fields not listed here (repository info, skills, subagents, hooks, plugins, permissions, …)
- * are not modelled; they survive decode -> encode as unknown fields.
+ * A subagent the user defined (e.g. .cursor/agents/*.md).
+ *
+ * @generated from message agent.v1.CustomSubagent
+ */
+export declare type CustomSubagent = Message<"agent.v1.CustomSubagent"> & {
+  /**
+   * @generated from field: string full_path = 1;
+   */
+  fullPath: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * @generated from field: repeated string tools = 4;
+   */
+  tools: string[];
+
+  /**
+   * @generated from field: string model = 5;
+   */
+  model: string;
+
+  /**
+   * @generated from field: string prompt = 6;
+   */
+  prompt: string;
+
+  /**
+   * @generated from field: agent.v1.CustomSubagentPermissionMode permission_mode = 7;
+   */
+  permissionMode: CustomSubagentPermissionMode;
+
+  /**
+   * 9-14: plugin and marketplace origin, force_default_model, source (not modelled)
+   *
+   * @generated from field: bool is_background = 8;
+   */
+  isBackground: boolean;
+};
+
+/**
+ * Describes the message agent.v1.CustomSubagent.
+ * Use `create(CustomSubagentSchema)` to create a new message.
+ */
+export declare const CustomSubagentSchema: GenMessage<CustomSubagent>;
+
+/**
+ * Natural-language auto-run rules for commands (user, project, admin).
+ *
+ * @generated from message agent.v1.PermissionsAutoRunInstructions
+ */
+export declare type PermissionsAutoRunInstructions = Message<"agent.v1.PermissionsAutoRunInstructions"> & {
+  /**
+   * @generated from field: repeated string allow_instructions = 1;
+   */
+  allowInstructions: string[];
+
+  /**
+   * @generated from field: repeated string block_instructions = 2;
+   */
+  blockInstructions: string[];
+};
+
+/**
+ * Describes the message agent.v1.PermissionsAutoRunInstructions.
+ * Use `create(PermissionsAutoRunInstructionsSchema)` to create a new message.
+ */
+export declare const PermissionsAutoRunInstructionsSchema: GenMessage<PermissionsAutoRunInstructions>;
+
+/**
+ * Fields not listed here (repository info, hooks, plugins, …) are not modelled; they survive
+ * decode -> encode as unknown fields.
  *
  * @generated from message agent.v1.RequestContext
  */
@@ -265,6 +343,31 @@ export declare type RequestContext = Message<"agent.v1.RequestContext"> & {
    * @generated from field: repeated agent.v1.CursorRule non_file_rules = 37;
    */
   nonFileRules: CursorRule[];
+
+  /**
+   * @generated from field: repeated agent.v1.CustomSubagent custom_subagents = 22;
+   */
+  customSubagents: CustomSubagent[];
+
+  /**
+   * @generated from field: repeated agent.v1.AgentSkill agent_skills = 29;
+   */
+  agentSkills: AgentSkill[];
+
+  /**
+   * @generated from field: optional agent.v1.PermissionsAutoRunInstructions user_permissions_auto_run = 46;
+   */
+  userPermissionsAutoRun?: PermissionsAutoRunInstructions | undefined;
+
+  /**
+   * @generated from field: optional agent.v1.PermissionsAutoRunInstructions project_permissions_auto_run = 47;
+   */
+  projectPermissionsAutoRun?: PermissionsAutoRunInstructions | undefined;
+
+  /**
+   * @generated from field: optional agent.v1.PermissionsAutoRunInstructions admin_permissions_auto_run = 48;
+   */
+  adminPermissionsAutoRun?: PermissionsAutoRunInstructions | undefined;
 
   /**
    * @generated from field: repeated string disabled_team_rules = 49;
@@ -405,4 +508,34 @@ export declare type RequestContextResult = Message<"agent.v1.RequestContextResul
  * Use `create(RequestContextResultSchema)` to create a new message.
  */
 export declare const RequestContextResultSchema: GenMessage<RequestContextResult>;
+
+/**
+ * @generated from enum agent.v1.CustomSubagentPermissionMode
+ */
+export enum CustomSubagentPermissionMode {
+  /**
+   * @generated from enum value: CUSTOM_SUBAGENT_PERMISSION_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: CUSTOM_SUBAGENT_PERMISSION_MODE_DEFAULT = 1;
+   */
+  DEFAULT = 1,
+
+  /**
+   * @generated from enum value: CUSTOM_SUBAGENT_PERMISSION_MODE_READONLY = 2;
+   */
+  READONLY = 2,
+
+  /**
+   * @generated from enum value: CUSTOM_SUBAGENT_PERMISSION_MODE_AGENT_ONLY = 3;
+   */
+  AGENT_ONLY = 3,
+}
+
+/**
+ * Describes the enum agent.v1.CustomSubagentPermissionMode.
+ */
+export declare const CustomSubagentPermissionModeSchema: GenEnum<CustomSubagentPermissionMode>;
 

@@ -7,10 +7,10 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { ShellArgs, ShellResult } from "./exec_shell_pb.js";
+import type { ShellArgs, ShellResult, WriteShellStdinArgs, WriteShellStdinResult } from "./exec_shell_pb.js";
 import type { DeleteArgs, DeleteResult, DiagnosticSeverity, FetchArgs, FetchResult, GrepArgs, GrepResult, LsArgs, LsResult } from "./exec_files_pb.js";
 import type { CursorRule, HookAdditionalContext, OutputLocation, Position, TodoItem, TodoStatus } from "./common_pb.js";
-import type { McpArgs, McpToolResult } from "./exec_mcp_pb.js";
+import type { ListMcpResourcesExecArgs, ListMcpResourcesExecResult, McpArgs, McpToolResult, ReadMcpResourceExecArgs, ReadMcpResourceExecResult } from "./exec_mcp_pb.js";
 import type { AskQuestionArgs, AskQuestionResult, CreatePlanArgs, CreatePlanResult, SwitchModeArgs, SwitchModeResult, WebFetchArgs, WebSearchArgs } from "./interaction_query_pb.js";
 
 /**
@@ -1316,6 +1316,69 @@ export declare type FetchToolCall = Message<"agent.v1.FetchToolCall"> & {
 export declare const FetchToolCallSchema: GenMessage<FetchToolCall>;
 
 /**
+ * @generated from message agent.v1.ListMcpResourcesToolCall
+ */
+export declare type ListMcpResourcesToolCall = Message<"agent.v1.ListMcpResourcesToolCall"> & {
+  /**
+   * @generated from field: agent.v1.ListMcpResourcesExecArgs args = 1;
+   */
+  args?: ListMcpResourcesExecArgs | undefined;
+
+  /**
+   * @generated from field: agent.v1.ListMcpResourcesExecResult result = 2;
+   */
+  result?: ListMcpResourcesExecResult | undefined;
+};
+
+/**
+ * Describes the message agent.v1.ListMcpResourcesToolCall.
+ * Use `create(ListMcpResourcesToolCallSchema)` to create a new message.
+ */
+export declare const ListMcpResourcesToolCallSchema: GenMessage<ListMcpResourcesToolCall>;
+
+/**
+ * @generated from message agent.v1.ReadMcpResourceToolCall
+ */
+export declare type ReadMcpResourceToolCall = Message<"agent.v1.ReadMcpResourceToolCall"> & {
+  /**
+   * @generated from field: agent.v1.ReadMcpResourceExecArgs args = 1;
+   */
+  args?: ReadMcpResourceExecArgs | undefined;
+
+  /**
+   * @generated from field: agent.v1.ReadMcpResourceExecResult result = 2;
+   */
+  result?: ReadMcpResourceExecResult | undefined;
+};
+
+/**
+ * Describes the message agent.v1.ReadMcpResourceToolCall.
+ * Use `create(ReadMcpResourceToolCallSchema)` to create a new message.
+ */
+export declare const ReadMcpResourceToolCallSchema: GenMessage<ReadMcpResourceToolCall>;
+
+/**
+ * @generated from message agent.v1.WriteShellStdinToolCall
+ */
+export declare type WriteShellStdinToolCall = Message<"agent.v1.WriteShellStdinToolCall"> & {
+  /**
+   * @generated from field: agent.v1.WriteShellStdinArgs args = 1;
+   */
+  args?: WriteShellStdinArgs | undefined;
+
+  /**
+   * @generated from field: agent.v1.WriteShellStdinResult result = 2;
+   */
+  result?: WriteShellStdinResult | undefined;
+};
+
+/**
+ * Describes the message agent.v1.WriteShellStdinToolCall.
+ * Use `create(WriteShellStdinToolCallSchema)` to create a new message.
+ */
+export declare const WriteShellStdinToolCallSchema: GenMessage<WriteShellStdinToolCall>;
+
+/**
  * @generated from message agent.v1.SwitchModeToolCall
  */
 export declare type SwitchModeToolCall = Message<"agent.v1.SwitchModeToolCall"> & {
@@ -1555,10 +1618,28 @@ export declare type ToolCall = Message<"agent.v1.ToolCall"> & {
     case: "fetchToolCall";
   } | {
     /**
+     * @generated from field: agent.v1.ListMcpResourcesToolCall list_mcp_resources_tool_call = 20;
+     */
+    value: ListMcpResourcesToolCall;
+    case: "listMcpResourcesToolCall";
+  } | {
+    /**
+     * @generated from field: agent.v1.ReadMcpResourceToolCall read_mcp_resource_tool_call = 21;
+     */
+    value: ReadMcpResourceToolCall;
+    case: "readMcpResourceToolCall";
+  } | {
+    /**
      * @generated from field: agent.v1.SwitchModeToolCall switch_mode_tool_call = 25;
      */
     value: SwitchModeToolCall;
     case: "switchModeToolCall";
+  } | {
+    /**
+     * @generated from field: agent.v1.WriteShellStdinToolCall write_shell_stdin_tool_call = 31;
+     */
+    value: WriteShellStdinToolCall;
+    case: "writeShellStdinToolCall";
   } | {
     /**
      * @generated from field: agent.v1.WebFetchToolCall web_fetch_tool_call = 37;

@@ -6,7 +6,7 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { AgentMode, CursorRule, HookAdditionalContext, LsDirectoryTreeNode, Range } from "./common_pb.js";
+import type { AgentMode, AgentSkill, CursorRule, HookAdditionalContext, LsDirectoryTreeNode, Range } from "./common_pb.js";
 
 /**
  * Describes the file agent/v1/user_message.proto.
@@ -443,7 +443,381 @@ export declare const ExtraContextEntrySchema: GenMessage<ExtraContextEntry>;
 /**
  * Only the selections the server renders are modelled; the rest (documentation, UI elements,
  * console logs, past chats, PRs, videos, browsers, documents, skills, …) survive as unknown fields.
+ * @Docs: a documentation set indexed by Cursor's cloud (only its name reaches a server).
  *
+ * @generated from message agent.v1.SelectedDocumentation
+ */
+export declare type SelectedDocumentation = Message<"agent.v1.SelectedDocumentation"> & {
+  /**
+   * @generated from field: string doc_id = 1;
+   */
+  docId: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message agent.v1.SelectedDocumentation.
+ * Use `create(SelectedDocumentationSchema)` to create a new message.
+ */
+export declare const SelectedDocumentationSchema: GenMessage<SelectedDocumentation>;
+
+/**
+ * An element picked in the browser.
+ *
+ * @generated from message agent.v1.SelectedUIElement
+ */
+export declare type SelectedUIElement = Message<"agent.v1.SelectedUIElement"> & {
+  /**
+   * @generated from field: string element = 1;
+   */
+  element: string;
+
+  /**
+   * @generated from field: string xpath = 2;
+   */
+  xpath: string;
+
+  /**
+   * @generated from field: string text_content = 3;
+   */
+  textContent: string;
+
+  /**
+   * @generated from field: string extra = 4;
+   */
+  extra: string;
+
+  /**
+   * @generated from field: optional string component = 5;
+   */
+  component?: string | undefined;
+
+  /**
+   * @generated from field: optional string component_props_json = 6;
+   */
+  componentPropsJson?: string | undefined;
+};
+
+/**
+ * Describes the message agent.v1.SelectedUIElement.
+ * Use `create(SelectedUIElementSchema)` to create a new message.
+ */
+export declare const SelectedUIElementSchema: GenMessage<SelectedUIElement>;
+
+/**
+ * A browser console line (6, the stack trace, is not modelled).
+ *
+ * @generated from message agent.v1.SelectedConsoleLog
+ */
+export declare type SelectedConsoleLog = Message<"agent.v1.SelectedConsoleLog"> & {
+  /**
+   * @generated from field: string message = 1;
+   */
+  message: string;
+
+  /**
+   * @generated from field: double timestamp = 2;
+   */
+  timestamp: number;
+
+  /**
+   * @generated from field: string level = 3;
+   */
+  level: string;
+
+  /**
+   * @generated from field: string client_name = 4;
+   */
+  clientName: string;
+
+  /**
+   * @generated from field: string session_id = 5;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: optional string object_data_json = 7;
+   */
+  objectDataJson?: string | undefined;
+};
+
+/**
+ * Describes the message agent.v1.SelectedConsoleLog.
+ * Use `create(SelectedConsoleLogSchema)` to create a new message.
+ */
+export declare const SelectedConsoleLogSchema: GenMessage<SelectedConsoleLog>;
+
+/**
+ * @Past chats: a reference to another conversation.
+ *
+ * @generated from message agent.v1.SelectedPastChat
+ */
+export declare type SelectedPastChat = Message<"agent.v1.SelectedPastChat"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message agent.v1.SelectedPastChat.
+ * Use `create(SelectedPastChatSchema)` to create a new message.
+ */
+export declare const SelectedPastChatSchema: GenMessage<SelectedPastChat>;
+
+/**
+ * Lines of a pull request's diff.
+ *
+ * @generated from message agent.v1.SelectedGitPRDiffSelection
+ */
+export declare type SelectedGitPRDiffSelection = Message<"agent.v1.SelectedGitPRDiffSelection"> & {
+  /**
+   * @generated from field: string pr_url = 1;
+   */
+  prUrl: string;
+
+  /**
+   * @generated from field: string file_path = 2;
+   */
+  filePath: string;
+
+  /**
+   * @generated from field: int32 start_line = 3;
+   */
+  startLine: number;
+
+  /**
+   * @generated from field: int32 end_line = 4;
+   */
+  endLine: number;
+
+  /**
+   * @generated from field: optional string diff_content = 5;
+   */
+  diffContent?: string | undefined;
+
+  /**
+   * @generated from field: optional bytes blob_id = 6;
+   */
+  blobId?: Uint8Array | undefined;
+};
+
+/**
+ * Describes the message agent.v1.SelectedGitPRDiffSelection.
+ * Use `create(SelectedGitPRDiffSelectionSchema)` to create a new message.
+ */
+export declare const SelectedGitPRDiffSelectionSchema: GenMessage<SelectedGitPRDiffSelection>;
+
+/**
+ * @PR: a pull request.
+ *
+ * @generated from message agent.v1.SelectedPullRequest
+ */
+export declare type SelectedPullRequest = Message<"agent.v1.SelectedPullRequest"> & {
+  /**
+   * @generated from field: int32 number = 1;
+   */
+  number: number;
+
+  /**
+   * @generated from field: string url = 2;
+   */
+  url: string;
+
+  /**
+   * @generated from field: optional string title = 3;
+   */
+  title?: string | undefined;
+
+  /**
+   * @generated from field: string folder_path = 4;
+   */
+  folderPath: string;
+
+  /**
+   * @generated from field: optional string summary_json = 5;
+   */
+  summaryJson?: string | undefined;
+
+  /**
+   * @generated from field: optional string description = 6;
+   */
+  description?: string | undefined;
+
+  /**
+   * @generated from field: optional bytes blob_id = 7;
+   */
+  blobId?: Uint8Array | undefined;
+};
+
+/**
+ * Describes the message agent.v1.SelectedPullRequest.
+ * Use `create(SelectedPullRequestSchema)` to create a new message.
+ */
+export declare const SelectedPullRequestSchema: GenMessage<SelectedPullRequest>;
+
+/**
+ * @generated from message agent.v1.SelectedSubagent
+ */
+export declare type SelectedSubagent = Message<"agent.v1.SelectedSubagent"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message agent.v1.SelectedSubagent.
+ * Use `create(SelectedSubagentSchema)` to create a new message.
+ */
+export declare const SelectedSubagentSchema: GenMessage<SelectedSubagent>;
+
+/**
+ * @generated from message agent.v1.SelectedBrowser
+ */
+export declare type SelectedBrowser = Message<"agent.v1.SelectedBrowser"> & {
+  /**
+   * @generated from field: string browser_id = 1;
+   */
+  browserId: string;
+
+  /**
+   * @generated from field: string url = 2;
+   */
+  url: string;
+
+  /**
+   * @generated from field: optional string page_title = 3;
+   */
+  pageTitle?: string | undefined;
+};
+
+/**
+ * Describes the message agent.v1.SelectedBrowser.
+ * Use `create(SelectedBrowserSchema)` to create a new message.
+ */
+export declare const SelectedBrowserSchema: GenMessage<SelectedBrowser>;
+
+/**
+ * An attached document (PDF, text, …): its bytes inline or as a pre-fetched blob.
+ *
+ * @generated from message agent.v1.SelectedDocument
+ */
+export declare type SelectedDocument = Message<"agent.v1.SelectedDocument"> & {
+  /**
+   * @generated from field: string uuid = 2;
+   */
+  uuid: string;
+
+  /**
+   * @generated from field: string filename = 3;
+   */
+  filename: string;
+
+  /**
+   * @generated from field: string mime_type = 4;
+   */
+  mimeType: string;
+
+  /**
+   * @generated from field: string path = 7;
+   */
+  path: string;
+
+  /**
+   * @generated from oneof agent.v1.SelectedDocument.data_or_blob_id
+   */
+  dataOrBlobId: {
+    /**
+     * @generated from field: bytes blob_id = 1;
+     */
+    value: Uint8Array;
+    case: "blobId";
+  } | {
+    /**
+     * @generated from field: bytes data = 8;
+     */
+    value: Uint8Array;
+    case: "data";
+  } | {
+    /**
+     * @generated from field: agent.v1.SelectedDocument.BlobIdWithData blob_id_with_data = 9;
+     */
+    value: SelectedDocument_BlobIdWithData;
+    case: "blobIdWithData";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agent.v1.SelectedDocument.
+ * Use `create(SelectedDocumentSchema)` to create a new message.
+ */
+export declare const SelectedDocumentSchema: GenMessage<SelectedDocument>;
+
+/**
+ * @generated from message agent.v1.SelectedDocument.BlobIdWithData
+ */
+export declare type SelectedDocument_BlobIdWithData = Message<"agent.v1.SelectedDocument.BlobIdWithData"> & {
+  /**
+   * @generated from field: bytes blob_id = 1;
+   */
+  blobId: Uint8Array;
+
+  /**
+   * @generated from field: bytes data = 2;
+   */
+  data: Uint8Array;
+};
+
+/**
+ * Describes the message agent.v1.SelectedDocument.BlobIdWithData.
+ * Use `create(SelectedDocument_BlobIdWithDataSchema)` to create a new message.
+ */
+export declare const SelectedDocument_BlobIdWithDataSchema: GenMessage<SelectedDocument_BlobIdWithData>;
+
+/**
+ * An attached video (only its name is used: the models here take no video).
+ *
+ * @generated from message agent.v1.SelectedVideo
+ */
+export declare type SelectedVideo = Message<"agent.v1.SelectedVideo"> & {
+  /**
+   * @generated from field: string uuid = 2;
+   */
+  uuid: string;
+
+  /**
+   * @generated from field: string path = 3;
+   */
+  path: string;
+
+  /**
+   * @generated from field: string mime_type = 7;
+   */
+  mimeType: string;
+
+  /**
+   * @generated from field: string filename = 10;
+   */
+  filename: string;
+};
+
+/**
+ * Describes the message agent.v1.SelectedVideo.
+ * Use `create(SelectedVideoSchema)` to create a new message.
+ */
+export declare const SelectedVideoSchema: GenMessage<SelectedVideo>;
+
+/**
  * @generated from message agent.v1.SelectedContext
  */
 export declare type SelectedContext = Message<"agent.v1.SelectedContext"> & {
@@ -518,6 +892,63 @@ export declare type SelectedContext = Message<"agent.v1.SelectedContext"> & {
    * @generated from field: optional agent.v1.SelectedGitDiff git_diff = 18;
    */
   gitDiff?: SelectedGitDiff | undefined;
+
+  /**
+   * @generated from field: repeated agent.v1.SelectedDocumentation documentations = 13;
+   */
+  documentations: SelectedDocumentation[];
+
+  /**
+   * @generated from field: repeated agent.v1.SelectedUIElement ui_elements = 14;
+   */
+  uiElements: SelectedUIElement[];
+
+  /**
+   * @generated from field: repeated agent.v1.SelectedConsoleLog console_logs = 15;
+   */
+  consoleLogs: SelectedConsoleLog[];
+
+  /**
+   * @generated from field: repeated agent.v1.SelectedPastChat past_chats = 19;
+   */
+  pastChats: SelectedPastChat[];
+
+  /**
+   * @generated from field: repeated agent.v1.SelectedGitPRDiffSelection git_pr_diff_selections = 20;
+   */
+  gitPrDiffSelections: SelectedGitPRDiffSelection[];
+
+  /**
+   * @generated from field: repeated agent.v1.SelectedPullRequest selected_pull_requests = 21;
+   */
+  selectedPullRequests: SelectedPullRequest[];
+
+  /**
+   * @generated from field: repeated agent.v1.SelectedSubagent selected_subagents = 22;
+   */
+  selectedSubagents: SelectedSubagent[];
+
+  /**
+   * @generated from field: repeated agent.v1.SelectedVideo selected_videos = 23;
+   */
+  selectedVideos: SelectedVideo[];
+
+  /**
+   * @generated from field: repeated agent.v1.SelectedBrowser selected_browsers = 24;
+   */
+  selectedBrowsers: SelectedBrowser[];
+
+  /**
+   * @generated from field: repeated agent.v1.SelectedDocument selected_documents = 25;
+   */
+  selectedDocuments: SelectedDocument[];
+
+  /**
+   * 27, 34: recent_agents_context, selected_agentic_git_action (not modelled)
+   *
+   * @generated from field: repeated agent.v1.AgentSkill selected_skills = 26;
+   */
+  selectedSkills: AgentSkill[];
 };
 
 /**

@@ -9,6 +9,8 @@ import type { GetServerConfigRequestSchema, GetServerConfigResponseSchema } from
 import type { AvailableModelsRequestSchema, AvailableModelsResponseSchema } from "./available_models_pb.js";
 import type { GetDefaultModelForCliRequestSchema, GetDefaultModelForCliResponseSchema, GetUsableModelsRequestSchema, GetUsableModelsResponseSchema } from "../../agent/v1/models_pb.js";
 import type { ServerTimeRequestSchema, ServerTimeResponseSchema } from "./server_time_pb.js";
+import type { HealthCheckRequestSchema, HealthCheckResponseSchema, WriteGitBranchNameRequestSchema, WriteGitBranchNameResponseSchema, WriteGitCommitMessageRequestSchema, WriteGitCommitMessageResponseSchema } from "./git_text_pb.js";
+import type { NameAgentRequestSchema, NameAgentResponseSchema } from "../../agent/v1/name_agent_pb.js";
 
 /**
  * Describes the file aiserver/v1/ai_service.proto.
@@ -58,6 +60,40 @@ export declare const AiService: GenService<{
     methodKind: "unary";
     input: typeof ServerTimeRequestSchema;
     output: typeof ServerTimeResponseSchema;
+  },
+  /**
+   * @generated from rpc aiserver.v1.AiService.HealthCheck
+   */
+  healthCheck: {
+    methodKind: "unary";
+    input: typeof HealthCheckRequestSchema;
+    output: typeof HealthCheckResponseSchema;
+  },
+  /**
+   * @generated from rpc aiserver.v1.AiService.WriteGitCommitMessage
+   */
+  writeGitCommitMessage: {
+    methodKind: "unary";
+    input: typeof WriteGitCommitMessageRequestSchema;
+    output: typeof WriteGitCommitMessageResponseSchema;
+  },
+  /**
+   * @generated from rpc aiserver.v1.AiService.WriteGitBranchName
+   */
+  writeGitBranchName: {
+    methodKind: "unary";
+    input: typeof WriteGitBranchNameRequestSchema;
+    output: typeof WriteGitBranchNameResponseSchema;
+  },
+  /**
+   * The same procedure as agent.v1.AgentService/NameAgent, under the older service.
+   *
+   * @generated from rpc aiserver.v1.AiService.NameAgent
+   */
+  nameAgent: {
+    methodKind: "unary";
+    input: typeof NameAgentRequestSchema;
+    output: typeof NameAgentResponseSchema;
   },
 }>;
 

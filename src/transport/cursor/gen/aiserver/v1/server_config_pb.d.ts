@@ -50,11 +50,40 @@ export declare type GetServerConfigRequest = Message<"aiserver.v1.GetServerConfi
 export declare const GetServerConfigRequestSchema: GenMessage<GetServerConfigRequest>;
 
 /**
+ * Codebase-indexing settings. The CLI reads the two path-encryption keys in every git workspace
+ * (it stops with "No encryption key found" without them); the other fields are not modelled.
+ *
+ * @generated from message aiserver.v1.IndexingConfig
+ */
+export declare type IndexingConfig = Message<"aiserver.v1.IndexingConfig"> & {
+  /**
+   * @generated from field: optional string default_user_path_encryption_key = 9;
+   */
+  defaultUserPathEncryptionKey?: string | undefined;
+
+  /**
+   * @generated from field: optional string default_team_path_encryption_key = 10;
+   */
+  defaultTeamPathEncryptionKey?: string | undefined;
+};
+
+/**
+ * Describes the message aiserver.v1.IndexingConfig.
+ * Use `create(IndexingConfigSchema)` to create a new message.
+ */
+export declare const IndexingConfigSchema: GenMessage<IndexingConfig>;
+
+/**
  * Only the fields the server sets are modelled.
  *
  * @generated from message aiserver.v1.GetServerConfigResponse
  */
 export declare type GetServerConfigResponse = Message<"aiserver.v1.GetServerConfigResponse"> & {
+  /**
+   * @generated from field: aiserver.v1.IndexingConfig indexing_config = 3;
+   */
+  indexingConfig?: IndexingConfig | undefined;
+
   /**
    * @generated from field: string config_version = 6;
    */
