@@ -20,6 +20,8 @@ import type { LLM } from "../llm/index.ts";
 import type { Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
 import { createAgentStreams } from "./agent-streams.ts";
+import { createDashboard } from "./dashboard/dashboard.ts";
+import type { ReadSetup } from "./dashboard/types.ts";
 import { type Listener, listen, type RequestHandler } from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import { createRoutes } from "./routes.ts";
@@ -64,6 +66,8 @@ export interface ServerDeps {
   readonly llm: LLM;
   readonly log: Log;
   readonly now?: () => number;
+  /** The set-up the dashboard shows (docs/dashboard.md); without it the page says so. */
+  readonly readSetup?: ReadSetup;
 }
 
 export interface Server {
@@ -177,8 +181,19 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     },
   });
 
+  const dashboard = createDashboard({
+    store,
+    authorize: (request) =>
+      options.accessToken === undefined || isAuthorized(request, options.accessToken),
+    tokenRequired: options.accessToken !== undefined,
+    hosts: [options.host],
+    ...(deps.readSetup === undefined ? {} : { readSetup: deps.readSetup }),
+    now,
+  });
+
   const dispatch = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
     const path = pathOf(request);
+    dashboard.noteClient(request);
     const alias = ALIASES[path];
     if (alias !== undefined) request.url = alias;
     if (options.runSseContentType === "event-stream" && path === "/agent.v1.AgentService/RunSSE") {
@@ -188,6 +203,11 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   };
 
   const handle = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
+    // The dashboard checks the token itself: its page must load before the user has typed it.
+    if (dashboard.handles(pathOf(request))) {
+      dashboard.serve(request, response);
+      return;
+    }
     if (options.accessToken !== undefined && !isAuthorized(request, options.accessToken)) {
       request.resume();
       writeConnectError(

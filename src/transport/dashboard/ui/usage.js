@@ -1,0 +1,179 @@
+/**
+ * Usage: tokens, cost and the cached share of input per day (charts drawn by uPlot, served
+ * locally), with the numbers beside them: totals per day, per model and per provider.
+ */
+import { getJSON } from "./api.js";
+import { h, show } from "./dom.js";
+import { cachedShare, dollars, percent, tokens } from "./format.js";
+import uPlot from "./vendor/uPlot.esm.js";
+
+/** @typedef {{input: number, output: number, cacheRead: number, cacheWrite: number, cost: number}} Usage */
+/** @typedef {{day: string, provider: string, model: string, calls: number, usage: Usage}} Row */
+
+/** @param {{main: HTMLElement, live: () => boolean}} context */
+export async function renderUsage(context) {
+  const { rows } = /** @type {{rows: Row[]}} */ (await getJSON("/usage"));
+  if (!context.live()) return undefined;
+  const byDay = total(rows, (row) => row.day);
+  const days = [...byDay.keys()].sort();
+  const charts = h("div", { class: "charts" });
+  show(
+    context.main,
+    h("h1", {}, "Usage"),
+    rows.length === 0 ? h("p", { class: "muted" }, "No model calls yet.") : charts,
+    h("h2", {}, "Per model"),
+    table(
+      total(rows, (row) => `${row.provider} · ${row.model}`),
+      "Model",
+      "by-model",
+    ),
+    h("h2", {}, "Per provider"),
+    table(
+      total(rows, (row) => row.provider),
+      "Provider",
+      "by-provider",
+    ),
+    h("h2", {}, "Per day"),
+    table(byDay, "Day", "by-day"),
+    h("h2", {}, "Per day and model"),
+    table(
+      total(rows, (row) => `${row.day} · ${row.provider} · ${row.model}`),
+      "Day · provider · model",
+      "by-day-model",
+    ),
+  );
+  if (rows.length === 0) return undefined;
+  const x = days.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
+  const pick = (/** @type {(t: Totals) => number} */ f) =>
+    days.map((day) => f(/** @type {Totals} */ (byDay.get(day))));
+  const width = Math.max(320, Math.min(900, charts.clientWidth || 900));
+  const chart = (
+    /** @type {string} */ title,
+    /** @type {{label: string, stroke: string}[]} */ series,
+    /** @type {number[][]} */ data,
+    /** @type {(v: number) => string} */ value,
+  ) =>
+    new uPlot(
+      {
+        title,
+        width,
+        height: 220,
+        series: [
+          {},
+          ...series.map((s) => ({
+            ...s,
+            width: 2,
+            points: { size: 6 },
+            value: (/** @type {unknown} */ _u, /** @type {number | null} */ v) =>
+              v === null ? "—" : value(v),
+          })),
+        ],
+        axes: [
+          {},
+          {
+            values: (/** @type {unknown} */ _u, /** @type {number[]} */ ticks) => ticks.map(value),
+            size: 70,
+          },
+        ],
+      },
+      [x, ...data],
+      charts.appendChild(h("figure", { class: "chart" })),
+    );
+  chart(
+    "Tokens per day",
+    [
+      { label: "input", stroke: "#2563eb" },
+      { label: "cache read", stroke: "#16a34a" },
+      { label: "cache write", stroke: "#d97706" },
+      { label: "output", stroke: "#9333ea" },
+    ],
+    [
+      pick((t) => t.input),
+      pick((t) => t.cacheRead),
+      pick((t) => t.cacheWrite),
+      pick((t) => t.output),
+    ],
+    (v) => tokens(v),
+  );
+  chart("Cost per day", [{ label: "cost", stroke: "#dc2626" }], [pick((t) => t.cost)], (v) =>
+    dollars(v),
+  );
+  chart(
+    "Cached share of input",
+    [{ label: "cached", stroke: "#16a34a" }],
+    [pick((t) => (cachedShare(t) ?? 0) * 100)],
+    (v) => `${v.toFixed(0)}%`,
+  );
+  return undefined;
+}
+
+/** @typedef {Usage & {calls: number}} Totals */
+
+/** @param {Row[]} rows @param {(row: Row) => string} key @returns {Map<string, Totals>} */
+function total(rows, key) {
+  const totals = new Map();
+  for (const row of rows) {
+    const name = key(row);
+    const sum = totals.get(name) ?? {
+      calls: 0,
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 0,
+      cost: 0,
+    };
+    sum.calls += row.calls;
+    sum.input += row.usage.input;
+    sum.output += row.usage.output;
+    sum.cacheRead += row.usage.cacheRead;
+    sum.cacheWrite += row.usage.cacheWrite;
+    sum.cost += row.usage.cost;
+    totals.set(name, sum);
+  }
+  return totals;
+}
+
+/** @param {Map<string, Totals>} totals @param {string} first @param {string} id */
+function table(totals, first, id) {
+  const names = [
+    first,
+    "Calls",
+    "Input",
+    "Cache read",
+    "Cache write",
+    "Output",
+    "Cached input",
+    "Cost",
+  ];
+  return h(
+    "table",
+    { class: "list", id },
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        names.map((name) => h("th", {}, name)),
+      ),
+    ),
+    h(
+      "tbody",
+      {},
+      [...totals.entries()].map(([name, t]) =>
+        h(
+          "tr",
+          { "data-key": name },
+          h("td", {}, name),
+          h("td", { class: "num" }, t.calls),
+          h("td", { class: "num" }, tokens(t.input)),
+          h("td", { class: "num" }, tokens(t.cacheRead)),
+          h("td", { class: "num" }, tokens(t.cacheWrite)),
+          h("td", { class: "num" }, tokens(t.output)),
+          h("td", { class: "num" }, percent(cachedShare(t))),
+          h("td", { class: "num", "data-cost": "" }, dollars(t.cost)),
+        ),
+      ),
+    ),
+  );
+}
