@@ -39,6 +39,8 @@ export interface DashboardFixture {
   /** Requests the provider received. */
   readonly requests: number;
   reply(...replies: (ScriptedReply | HeldReply)[]): void;
+  /** Resolves once the provider has received `count` requests in all. */
+  received(count: number): Promise<void>;
   client(): CursorClient;
   close(): Promise<void>;
 }
@@ -51,10 +53,15 @@ export async function startDashboardFixture(
   mkdirSync(workspace);
   const queue: (ScriptedReply | HeldReply)[] = [];
   let requests = 0;
+  const waiters: { readonly count: number; readonly resolve: () => void }[] = [];
   const provider: HttpServer = createServer((request, response) => {
     request.resume();
     request.on("end", async () => {
       requests += 1;
+      for (const waiter of waiters.filter((waiter) => waiter.count <= requests)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
       const next = queue.shift();
       if (next === undefined) {
         response.writeHead(500, { "content-type": "application/json" });
@@ -126,6 +133,10 @@ export async function startDashboardFixture(
       return requests;
     },
     reply: (...replies) => queue.push(...replies),
+    received: (count) =>
+      count <= requests
+        ? Promise.resolve()
+        : new Promise((resolve) => waiters.push({ count, resolve })),
     client() {
       const client = createCursorClient({
         baseUrl: server.url,

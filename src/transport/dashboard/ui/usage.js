@@ -43,9 +43,11 @@ export async function renderUsage(context) {
     ),
   );
   if (rows.length === 0) return undefined;
-  const x = days.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
+  const span = toSpan(days);
+  const x = span.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
+  const empty = { calls: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 };
   const pick = (/** @type {(t: Totals) => number} */ f) =>
-    days.map((day) => f(/** @type {Totals} */ (byDay.get(day))));
+    span.map((day) => f(byDay.get(day) ?? empty));
   const width = Math.max(320, Math.min(900, charts.clientWidth || 900));
   const chart = (
     /** @type {string} */ title,
@@ -58,6 +60,7 @@ export async function renderUsage(context) {
         title,
         width,
         height: 220,
+        scales: { x: { time: true, range: (_u, min, max) => [min - 43_200, max + 43_200] } },
         series: [
           {},
           ...series.map((s) => ({
@@ -108,6 +111,19 @@ export async function renderUsage(context) {
 }
 
 /** @typedef {Usage & {calls: number}} Totals */
+
+const DAY_MS = 86_400_000;
+/** Charts show at least this many days, so one day of data is a point on a line, not alone. */
+const MIN_DAYS = 14;
+
+/** Every day from the first (or `MIN_DAYS` before the last) to the last, gaps included. @param {string[]} days */
+function toSpan(days) {
+  const last = Date.parse(`${days.at(-1)}T00:00:00Z`);
+  const first = Math.min(Date.parse(`${days[0]}T00:00:00Z`), last - (MIN_DAYS - 1) * DAY_MS);
+  const span = [];
+  for (let at = first; at <= last; at += DAY_MS) span.push(new Date(at).toISOString().slice(0, 10));
+  return span;
+}
 
 /** @param {Row[]} rows @param {(row: Row) => string} key @returns {Map<string, Totals>} */
 function total(rows, key) {
