@@ -32,6 +32,7 @@ import {
   toStringFlag,
 } from "./args.ts";
 import type { Command } from "./command.ts";
+import { toReadSetup } from "./dashboard-setup.ts";
 import { toProxyUrl } from "./ide.ts";
 import { createLog } from "./log.ts";
 import { loadSettings } from "./settings.ts";
@@ -96,7 +97,16 @@ export const SERVE_COMMAND: Command = {
     let server: LocalServer;
     try {
       server = await startServer(
-        { store, llm: createLLM({ models: config.models.map((model) => model.config) }), log },
+        {
+          store,
+          llm: createLLM({ models: config.models.map((model) => model.config) }),
+          log,
+          readSetup: toReadSetup(
+            config,
+            io.env,
+            ide.type === "ok" ? `proxy on ${ide.journal.proxyUrl}` : "not set up",
+          ),
+        },
         {
           ...DEFAULT_SERVER_OPTIONS,
           host: config.server.host,
@@ -214,6 +224,7 @@ function toBanner(config: Config, server: Server, proxy: IdeProxy | undefined): 
     `  models:   ${models}`,
     `  config:   ${config.file.exists ? config.file.path : `${config.file.path} (not found; using defaults)`}`,
     `  database: ${config.databasePath}`,
+    `  dashboard: ${url}/ui/`,
   ];
   if (proxy !== undefined) {
     lines.push(

@@ -26,7 +26,7 @@ export function createMemoryStore(options: StoreOptions = {}): Store {
   return createStore(createMemoryBackend(), options);
 }
 
-function createMemoryBackend(): Backend {
+export function createMemoryBackend(): Backend {
   const conversations = new Map<string, ConversationRow>();
   const messages = new Map<string, MessageRow[]>();
   const inputs = new Map<string, InputCommitRow>();

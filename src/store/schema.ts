@@ -208,6 +208,11 @@ export const MIGRATIONS: readonly Migration[] = [
         primary key (day, provider, model)
       ) strict;
 
+      create index llm_calls_conversation on llm_calls (conversation_id, created_at, call_id);
+
+      create index client_operations_conversation
+        on client_operations (conversation_id, created_at, operation_id);
+
       create table llm_call_first_events (
         call_id text primary key references llm_calls (call_id),
         at integer not null
