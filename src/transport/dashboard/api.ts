@@ -3,8 +3,7 @@
  * answer is one or two store reads; lists are paged; a bad parameter is a 400 that says which.
  */
 import { isStoreError, type Store } from "../../store/index.ts";
-import type { SeenClient } from "./dashboard.ts";
-import type { ReadSetup } from "./types.ts";
+import type { ReadSetup, SeenClient } from "./types.ts";
 
 export interface ApiContext {
   readonly store: Store;

@@ -16,7 +16,7 @@ import type { Http2ServerRequest } from "node:http2";
 import type { Store } from "../../store/index.ts";
 import { answerApi } from "./api.ts";
 import { findStaticFile, readStaticFile } from "./static-files.ts";
-import type { ReadSetup } from "./types.ts";
+import type { ReadSetup, SeenClient } from "./types.ts";
 
 export type DashboardRequest = IncomingMessage | Http2ServerRequest;
 /** What the dashboard uses of an HTTP/1.1 or HTTP/2 response: headers once, then a body. */
@@ -63,13 +63,6 @@ export interface Dashboard {
   serve(request: DashboardRequest, response: DashboardResponse): void;
   /** Notes a request of an agent client (for the set-up page's connection state). */
   noteClient(request: DashboardRequest): void;
-}
-
-/** A client seen recently: its user agent and when. */
-export interface SeenClient {
-  readonly userAgent: string;
-  readonly path: string;
-  readonly at: number;
 }
 
 const MAX_SEEN_CLIENTS = 8;

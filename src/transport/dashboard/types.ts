@@ -31,3 +31,10 @@ export interface SetupInfo {
 }
 
 export type ReadSetup = () => Promise<SetupInfo>;
+
+/** A Cursor client that called this process recently: its user agent, the path and when. */
+export interface SeenClient {
+  readonly userAgent: string;
+  readonly path: string;
+  readonly at: number;
+}
