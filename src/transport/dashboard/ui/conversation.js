@@ -155,6 +155,7 @@ function renderCalls(calls, body) {
     h(
       "tr",
       { "data-call": call.callID },
+      h("td", {}, call.turnID),
       h("td", {}, h("code", {}, call.callID)),
       h("td", {}, call.model),
       h("td", { class: `status status-${call.status}` }, call.status),
@@ -186,6 +187,7 @@ function renderCalls(calls, body) {
     ),
   );
   const names = [
+    "Turn",
     "Call",
     "Model",
     "Status",
