@@ -65,7 +65,13 @@ test("every dashboard read is the same few table reads with 3 or 300 conversatio
     list: ["listSummaries"],
     "next page": ["listSummaries"],
     search: ["listSummaries"],
-    detail: ["readSummary", "listCallUsageOf", "listCallsOf", "listOperationsOf"],
+    detail: [
+      "readSummary",
+      "listCallUsageOf",
+      "listCallsOf",
+      "readConversation",
+      "listOperationsOf",
+    ],
     messages: ["readMessagesFrom"],
     usage: ["listDailyUsage"],
   });

@@ -2,10 +2,10 @@
  * The dashboard's reads (dashboard-types.ts), written once over a `Backend` like the rest of the
  * store logic. Each read is one snapshot and a fixed number of indexed queries, whatever the
  * number of conversations: a page of the list is a keyset query plus a count; a conversation's
- * detail is four queries; usage is one query over the daily totals.
+ * detail is five queries; usage is one query over the daily totals.
  */
 import { hashMessageBytes } from "../loop/history-hash.ts";
-import type { Message } from "../loop/types.ts";
+import type { Failure, Message } from "../loop/types.ts";
 import type {
   CallView,
   ConversationPage,
@@ -95,8 +95,11 @@ export function createDashboardReads(
             messageSeq: used?.seq ?? null,
           };
         });
+        const state = tables.readConversation(conversationID);
+        const failure = state === null ? null : toFailure(fromJSONText(state.stateJSON));
         return {
           summary: toSummary(summary),
+          failure,
           calls,
           operations: tables.listOperationsOf(conversationID).map(toClientOperationRecord),
         };
@@ -162,4 +165,12 @@ function fromCursor(cursor: string, invalid: (detail: string) => StoreError): Su
     updatedAt: Number(match[1]),
     conversationID: Buffer.from(match[2] ?? "", "base64url").toString("utf8"),
   };
+}
+
+/** The state's `failure`, when it is one (the state text is the loop's, read back as is). */
+function toFailure(state: unknown): Failure | null {
+  const failure = (state as { failure?: unknown } | null)?.failure as Failure | null | undefined;
+  return failure !== null && typeof failure === "object" && typeof failure.message === "string"
+    ? { callID: String(failure.callID), reason: failure.reason, message: failure.message }
+    : null;
 }

@@ -6,7 +6,7 @@
  * Token figures follow pi-ai's `Usage`: `input` is the uncached input, `cacheRead` and
  * `cacheWrite` are counted apart; `cost` is pi-ai's catalogue cost in US dollars.
  */
-import type { Message, Status } from "../loop/types.ts";
+import type { Failure, Message, Status } from "../loop/types.ts";
 import type { ClientOperationStatus, LLMCallStatus } from "./record-status.ts";
 
 export interface UsageFigures {
@@ -103,6 +103,8 @@ export interface OperationView {
 
 export interface ConversationDetail {
   readonly summary: ConversationSummary;
+  /** Why the last turn failed (a model error: nothing was appended for it), or `null`. */
+  readonly failure: Failure | null;
   readonly calls: readonly CallView[];
   readonly operations: readonly OperationView[];
 }

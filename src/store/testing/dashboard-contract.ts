@@ -502,6 +502,48 @@ export function runDashboardContract(name: string, open: OpenStore): void {
       );
     });
 
+    it("a failed turn's reason is in the detail; a later turn clears it", async (store) => {
+      const started = transition(createConversation("f1"), start(userMessage("hi")));
+      const call = started.state.committed.call;
+      assert.ok(call !== null);
+      const failedTurn = transition(started.state, {
+        type: "llm_event",
+        callID: call.callID,
+        event: {
+          type: "error",
+          reason: "error",
+          error: {
+            ...answer([], { input: 0, output: 0 }, T0),
+            stopReason: "error",
+            errorMessage: "upstream said <no>",
+          },
+        },
+      });
+      assert.equal(failedTurn.state.committed.status, "failed");
+      for (const [version, state] of [
+        started.state.committed,
+        failedTurn.state.committed,
+      ].entries()) {
+        const result = await store.commitInput({
+          inputID: `f${version}`,
+          expectedVersion: version,
+          state,
+          result: null,
+        });
+        assert.equal(result.type, "committed");
+      }
+      const detail = await store.readConversationDetail("f1");
+      assert.deepEqual(detail?.failure, {
+        callID: call.callID,
+        reason: "error",
+        message: "upstream said <no>",
+      });
+      assert.equal(detail?.summary.status, "failed");
+      assert.equal(detail?.summary.modelCalls, 0);
+      await driveTurn(store, "f1", "again", [answer([text("ok")], { input: 1, output: 1 }, T0)]);
+      assert.equal((await store.readConversationDetail("f1"))?.failure, null);
+    });
+
     it("refuses bad limits and cursors", async (store) => {
       for (const query of [{ limit: 0 }, { limit: 201 }, { limit: 1.5 }, { cursor: "nope" }]) {
         await assert.rejects(store.listConversations(query), (error) =>

@@ -162,6 +162,7 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
     assert.equal(await figure("cache-read"), tokens(detail.summary.usage.cacheRead));
     assert.equal(await figure("output"), tokens(detail.summary.usage.output));
     assert.equal(await figure("status"), "final");
+    assert.equal(await page.locator("#failure").count(), 0);
     const messages = await fixture.store.listMessages(FIRST);
     assert.equal(await page.locator("#messages > li").count(), messages.length);
     assert.match((await page.textContent("#messages")) ?? "", /Look at the folder first\./);
@@ -233,6 +234,26 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
     await shoot("6-live-done");
   });
 
+  test("a failed turn shows why it failed", async () => {
+    const FAILED = "2d1c7a10-0000-4000-8000-00000000000d";
+    // No reply queued: the provider answers 500, and the turn fails with its message.
+    const result = await fixture
+      .client()
+      .startTurn({ conversationId: FAILED, text: "This will fail.", modelId: MODEL }).done;
+    assert.ok(result.error !== undefined || result.view.turnEnded);
+    const detail = await fixture.store.readConversationDetail(FAILED);
+    assert.ok(detail?.failure !== null && detail?.failure !== undefined);
+    await page.goto(`${fixture.server.url}/ui/#/c/${FAILED}`);
+    await page.waitForSelector("#failure");
+    assert.equal(
+      await page.textContent("#failure"),
+      `The last turn failed (${detail.failure.reason}): ${detail.failure.message}`,
+    );
+    assert.equal(await page.textContent('[data-figure="status"] dd'), "failed");
+    assert.match((await page.textContent(`tr[data-call] td.status`)) ?? "", /^failed$/);
+    await shoot("7-failed-turn");
+  });
+
   test("usage: charts and numbers equal the store's daily totals", async () => {
     await page.goto(`${fixture.server.url}/ui/#/usage`);
     await page.waitForSelector("#by-model tbody tr");
@@ -246,7 +267,7 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
     assert.equal(cells[0], "scripted-provider · scripted-model");
     assert.equal(cells[1], String(calls));
     assert.equal(cells[7], dollars(cost));
-    await shoot("7-usage");
+    await shoot("8-usage");
   });
 
   test("setup shows the models and checks, read-only", async () => {
@@ -255,7 +276,7 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
     assert.match((await page.textContent("#models")) ?? "", new RegExp(`${MODEL} \\(default\\)`));
     assert.match((await page.textContent("#checks")) ?? "", /ok config/);
     assert.equal(await page.locator("#main input, #main form").count(), 0);
-    await shoot("8-setup");
+    await shoot("9-setup");
   });
 
   test("no CSP violation, script error or request outside the server happened", () => {

@@ -33,7 +33,17 @@ export async function renderConversation(context, id) {
       if (page.messages.length < 200) break;
     }
     if (!context.live()) return;
-    show(header, ...renderSummary(detail.summary));
+    show(
+      header,
+      ...renderSummary(detail.summary),
+      detail.failure
+        ? h(
+            "p",
+            { class: "error", id: "failure" },
+            `The last turn failed (${detail.failure.reason}): ${detail.failure.message}`,
+          )
+        : null,
+    );
     show(calls, h("h2", {}, "Model calls"), renderCalls(detail.calls, body));
     show(operations, h("h2", {}, "Tool operations"), renderOperations(detail.operations));
     const running = RUNNING.has(detail.summary.status);

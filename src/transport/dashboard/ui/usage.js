@@ -22,11 +22,7 @@ export async function renderUsage(context) {
     h("h1", {}, "Usage"),
     rows.length === 0 ? h("p", { class: "muted" }, "No model calls yet.") : charts,
     h("h2", {}, "Per model"),
-    table(
-      total(rows, (row) => `${row.provider} · ${row.model}`),
-      "Model",
-      "by-model",
-    ),
+    table(total(rows, modelKey), "Model", "by-model"),
     h("h2", {}, "Per provider"),
     table(
       total(rows, (row) => row.provider),
@@ -98,8 +94,20 @@ export async function renderUsage(context) {
     ],
     (v) => tokens(v),
   );
-  chart("Cost per day", [{ label: "cost", stroke: "#dc2626" }], [pick((t) => t.cost)], (v) =>
-    dollars(v),
+  // Cost per day: the total, and one line per provider · model.
+  const models = [...total(rows, modelKey).keys()];
+  const byDayModel = total(rows, (row) => `${row.day}\n${modelKey(row)}`);
+  chart(
+    "Cost per day, by model",
+    [
+      { label: "total", stroke: "#dc2626" },
+      ...models.map((label, i) => ({ label, stroke: PALETTE[i % PALETTE.length] ?? "#555" })),
+    ],
+    [
+      pick((t) => t.cost),
+      ...models.map((model) => span.map((day) => byDayModel.get(`${day}\n${model}`)?.cost ?? 0)),
+    ],
+    (v) => dollars(v),
   );
   chart(
     "Cached share of input",
@@ -113,6 +121,10 @@ export async function renderUsage(context) {
 /** @typedef {Usage & {calls: number}} Totals */
 
 const DAY_MS = 86_400_000;
+const PALETTE = ["#2563eb", "#16a34a", "#d97706", "#9333ea", "#0891b2", "#be185d", "#4d7c0f"];
+
+/** @param {Row} row */
+const modelKey = (row) => `${row.provider} · ${row.model}`;
 /** Charts show at least this many days, so one day of data is a point on a line, not alone. */
 const MIN_DAYS = 14;
 
