@@ -34,6 +34,8 @@ const CHROMIUM_ARGS = [
 const FIRST = "2d1c7a10-0000-4000-8000-00000000000a";
 const HOSTILE = "2d1c7a10-0000-4000-8000-00000000000b";
 const LIVE = "2d1c7a10-0000-4000-8000-00000000000c";
+/** Makes the hostile reply longer than the page shows at first. */
+const LONG_TAIL = "\nlong output line".repeat(1_500);
 const HOSTILE_TEXT = `Explain <img src=x onerror="window.__xss='img'"><script>window.__xss='script'</script> & "quotes"`;
 
 /** Where screenshots go (kept after the run, for people and CI artefacts). */
@@ -58,7 +60,8 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
       },
       { text: "The folder is empty.", usage: { prompt: 2500, completion: 12, cached: 2400 } },
       {
-        text: `<b>bold?</b><script>window.__xss='reply'</script>`,
+        text: `<b>bold?</b><script>window.__xss='reply'</script>${LONG_TAIL}`,
+        chunkSize: 512,
         usage: { prompt: 50, completion: 9 },
       },
     );
@@ -110,6 +113,10 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
     const refused = await page.evaluate(async () => (await fetch("/ui/api/conversations")).status);
     assert.equal(refused, 401);
     await shoot("0-token");
+    await page.fill("#token", "not-the-token");
+    await page.click("form.token button");
+    await page.waitForSelector("#token-refused");
+    assert.equal(await page.evaluate("sessionStorage.length"), 0, "a refused token is not kept");
     await page.fill("#token", ACCESS_TOKEN);
     await page.click("form.token button");
     await page.waitForSelector("#conversations tbody tr");
@@ -199,6 +206,14 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
     assert.equal(await page.textContent("#title"), HOSTILE_TEXT);
     assert.equal(await page.locator("#messages img, #messages script, #messages b").count(), 0);
     assert.match((await page.textContent("#messages")) ?? "", /<b>bold\?<\/b><script>/);
+    assert.equal(await page.evaluate("window.__xss"), undefined);
+    const reply = page.locator("#messages li.role-assistant pre.text");
+    assert.equal((await reply.textContent())?.length, 20_000);
+    await page.click("#messages button.show-all");
+    assert.equal(
+      await reply.textContent(),
+      `<b>bold?</b><script>window.__xss='reply'</script>${LONG_TAIL}`,
+    );
     assert.equal(await page.evaluate("window.__xss"), undefined);
     await shoot("4-hostile-text");
   });

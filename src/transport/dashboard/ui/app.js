@@ -53,7 +53,11 @@ function route() {
 function fail(error, current) {
   if (current !== generation) return;
   if (error instanceof Unauthorized) {
-    askToken();
+    // A kept token that the server refuses (it changed, or was mistyped) is dropped.
+    const refused = hasToken();
+    forgetToken();
+    forget.hidden = true;
+    askToken(refused);
     return;
   }
   show(
@@ -66,7 +70,8 @@ function fail(error, current) {
   );
 }
 
-function askToken() {
+/** @param {boolean} refused whether the token tried last was not accepted */
+function askToken(refused) {
   const input = h("input", { type: "password", id: "token", autocomplete: "off", required: true });
   const form = h(
     "form",
@@ -84,6 +89,9 @@ function askToken() {
       {},
       "This server is protected by an access token. It is kept in this tab's session only.",
     ),
+    refused
+      ? h("p", { class: "error", id: "token-refused" }, "The server did not accept that token.")
+      : null,
     h("label", { for: "token" }, "Token "),
     input,
     h("button", { type: "submit" }, "Open the dashboard"),

@@ -136,7 +136,7 @@ function renderMessage({ seq, message }) {
 function renderBlock(block) {
   switch (block.type) {
     case "text":
-      return h("pre", { class: "text" }, block.text);
+      return longText(block.text);
     case "thinking":
       return h(
         "details",
@@ -156,6 +156,32 @@ function renderBlock(block) {
     default:
       return h("pre", { class: "muted" }, JSON.stringify(block));
   }
+}
+
+/** Text beyond this many characters is shown on request, so a huge tool output stays usable. */
+const SHOWN_CHARACTERS = 20_000;
+
+/** @param {string} text */
+function longText(text) {
+  const pre = h(
+    "pre",
+    { class: "text" },
+    text.length > SHOWN_CHARACTERS ? text.slice(0, SHOWN_CHARACTERS) : text,
+  );
+  if (text.length <= SHOWN_CHARACTERS) return pre;
+  const more = h(
+    "button",
+    {
+      type: "button",
+      class: "show-all",
+      onclick: () => {
+        pre.textContent = text;
+        more.remove();
+      },
+    },
+    `Show all ${text.length.toLocaleString("en-US")} characters`,
+  );
+  return h("div", {}, pre, more);
 }
 
 /** @param {any[]} calls @param {HTMLElement} body */
