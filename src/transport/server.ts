@@ -188,6 +188,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     tokenRequired: options.accessToken !== undefined,
     hosts: [options.host],
     ...(deps.readSetup === undefined ? {} : { readSetup: deps.readSetup }),
+    readPending: async (conversationID) => (await runner.inspect(conversationID))?.pending ?? null,
     now,
   });
 

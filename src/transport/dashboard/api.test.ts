@@ -149,6 +149,10 @@ describe("dashboard API with an access token", () => {
       [1, 2],
     );
     assert.equal(messages.nextFrom, 3);
+    // Nothing streams once the turn ended: the pending response is gone.
+    assert.deepEqual(JSON.parse((await api(`/conversations/${id}/pending`)).body), {
+      pending: null,
+    });
     const usage = JSON.parse((await api("/usage")).body);
     assert.deepEqual(usage.rows, JSON.parse(JSON.stringify(await fixture.store.listUsage())));
   });

@@ -3,11 +3,12 @@
  * answer is one or two store reads; lists are paged; a bad parameter is a 400 that says which.
  */
 import { isStoreError, type Store } from "../../store/index.ts";
-import type { ReadSetup, SeenClient } from "./types.ts";
+import type { ReadPending, ReadSetup, SeenClient } from "./types.ts";
 
 export interface ApiContext {
   readonly store: Store;
   readonly readSetup: ReadSetup | undefined;
+  readonly readPending: ReadPending | undefined;
   readonly tokenRequired: boolean;
   readonly clients: () => readonly SeenClient[];
 }
@@ -57,6 +58,10 @@ export async function answerApi(
       const from = toInteger(query, "from") ?? 0;
       const messages = await store.listMessages(id, from, toInteger(query, "limit"));
       return json(200, { messages, nextFrom: from + messages.length });
+    }
+    if (first === "conversations" && id !== undefined && sub === "pending" && rest.length === 0) {
+      // What the model is streaming now: never committed, so not in the store (DESIGN §4.3).
+      return json(200, { pending: (await context.readPending?.(id)) ?? null });
     }
     if (first === "calls" && id !== undefined && sub === "request" && rest.length === 0) {
       const call = await store.getLLMCall(id);

@@ -36,6 +36,7 @@ const HOSTILE = "2d1c7a10-0000-4000-8000-00000000000b";
 const LIVE = "2d1c7a10-0000-4000-8000-00000000000c";
 /** Makes the hostile reply longer than the page shows at first. */
 const LONG_TAIL = "\nlong output line".repeat(1_500);
+const LIVE_TEXT = "Streaming, then finished after the gate.";
 const HOSTILE_TEXT = `Explain <img src=x onerror="window.__xss='img'"><script>window.__xss='script'</script> & "quotes"`;
 
 /** Where screenshots go (kept after the run, for people and CI artefacts). */
@@ -116,7 +117,11 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
     await page.fill("#token", "not-the-token");
     await page.click("form.token button");
     await page.waitForSelector("#token-refused");
-    assert.equal(await page.evaluate("sessionStorage.length"), 0, "a refused token is not kept");
+    assert.equal(
+      await page.evaluate(() => sessionStorage.length),
+      0,
+      "a refused token is not kept",
+    );
     await page.fill("#token", ACCESS_TOKEN);
     await page.click("form.token button");
     await page.waitForSelector("#conversations tbody tr");
@@ -151,9 +156,7 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
   test("search narrows the list", async () => {
     await page.fill("input[type=search]", "FOLDER");
     await page.click("form.search button");
-    await page.waitForFunction(
-      'document.querySelector("#total")?.textContent?.includes("matching")',
-    );
+    await page.locator("#total", { hasText: "matching" }).waitFor();
     assert.equal(await page.locator("#conversations tbody tr").count(), 1);
     await page.goto(`${fixture.server.url}/ui/#/conversations`);
     await page.waitForSelector(`tr[data-conversation="${HOSTILE}"]`);
@@ -206,7 +209,7 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
     assert.equal(await page.textContent("#title"), HOSTILE_TEXT);
     assert.equal(await page.locator("#messages img, #messages script, #messages b").count(), 0);
     assert.match((await page.textContent("#messages")) ?? "", /<b>bold\?<\/b><script>/);
-    assert.equal(await page.evaluate("window.__xss"), undefined);
+    assert.equal(await page.evaluate(() => (globalThis as { __xss?: string }).__xss), undefined);
     const reply = page.locator("#messages li.role-assistant pre.text");
     assert.equal((await reply.textContent())?.length, 20_000);
     await page.click("#messages button.show-all");
@@ -214,15 +217,15 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
       await reply.textContent(),
       `<b>bold?</b><script>window.__xss='reply'</script>${LONG_TAIL}`,
     );
-    assert.equal(await page.evaluate("window.__xss"), undefined);
+    assert.equal(await page.evaluate(() => (globalThis as { __xss?: string }).__xss), undefined);
     await shoot("4-hostile-text");
   });
 
   test("a running turn updates live", async () => {
     const gate = createGate();
     fixture.reply({
-      reply: { text: "Finished after the gate.", usage: { prompt: 300, completion: 7 } },
-      before: 1,
+      reply: { text: LIVE_TEXT, chunkSize: 10, usage: { prompt: 300, completion: 7 } },
+      before: 3,
       gate: gate.promise,
     });
     const expected = fixture.requests + 1;
@@ -235,15 +238,18 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
     await page.waitForSelector('#summary[data-live="yes"]');
     assert.equal(await page.textContent('[data-figure="status"] dd'), "waiting_llm");
     assert.equal(await page.locator("#messages li.role-assistant").count(), 0);
+    // What the model streamed so far shows below the history, not as a committed message.
+    await page.waitForSelector("#pending pre.text");
+    const streamed = (await page.textContent("#pending pre.text")) ?? "";
+    assert.ok(streamed.length > 0 && LIVE_TEXT.startsWith(streamed), streamed);
+    assert.ok(streamed.length < LIVE_TEXT.length);
     await shoot("5-live-running");
     gate.open();
     assert.equal((await turn.done).error, undefined);
     await page.waitForSelector('#summary[data-live="no"]');
     assert.equal(await page.textContent('[data-figure="status"] dd'), "final");
-    assert.match(
-      (await page.textContent("#messages li.role-assistant")) ?? "",
-      /Finished after the gate\./,
-    );
+    assert.equal(await page.textContent("#messages li.role-assistant pre.text"), LIVE_TEXT);
+    assert.equal(await page.locator("#pending").count(), 0);
     const [row] = (await fixture.store.readConversationDetail(LIVE))?.calls ?? [];
     assert.equal(await page.textContent(`tr[data-call="${row?.callID}"] td.status`), "committed");
     await shoot("6-live-done");

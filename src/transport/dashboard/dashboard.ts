@@ -16,7 +16,7 @@ import type { Http2ServerRequest } from "node:http2";
 import type { Store } from "../../store/index.ts";
 import { answerApi } from "./api.ts";
 import { findStaticFile, readStaticFile } from "./static-files.ts";
-import type { ReadSetup, SeenClient } from "./types.ts";
+import type { ReadPending, ReadSetup, SeenClient } from "./types.ts";
 
 export type DashboardRequest = IncomingMessage | Http2ServerRequest;
 /** What the dashboard uses of an HTTP/1.1 or HTTP/2 response: headers once, then a body. */
@@ -55,6 +55,7 @@ export interface DashboardOptions {
   /** Host names, besides loopback ones, the server answers to (e.g. its configured host). */
   readonly hosts: readonly string[];
   readonly readSetup?: ReadSetup;
+  readonly readPending?: ReadPending;
   readonly now: () => number;
 }
 
@@ -130,6 +131,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         const context = {
           store: options.store,
           readSetup: options.readSetup,
+          readPending: options.readPending,
           tokenRequired: options.tokenRequired,
           clients: () => [...seen.values()].reverse(),
         };

@@ -1,7 +1,12 @@
 /**
  * What the dashboard (docs/dashboard.md) needs from the process that serves it, beyond the store:
- * the set-up it shows read-only. The composition root builds it; nothing here holds a secret.
+ * the set-up it shows read-only, and the response a model is streaming now. Nothing here holds a
+ * secret.
  */
+import type { PendingResponse } from "../../loop/index.ts";
+
+/** The response of a conversation's current model call while it streams (memory only). */
+export type ReadPending = (conversationID: string) => Promise<PendingResponse | null>;
 
 /** One configured model, without its key or headers. */
 export interface SetupModel {

@@ -17,6 +17,8 @@ const RUNNING = new Set(["ready", "waiting_llm", "waiting_client"]);
 export async function renderConversation(context, id) {
   const header = h("section", { id: "summary" });
   const messages = h("ol", { class: "messages", id: "messages" });
+  /** The response being streamed now: not history yet, replaced on every poll. */
+  const streaming = h("ol", { class: "messages" });
   const calls = h("section", { id: "calls" });
   const operations = h("section", { id: "operations" });
   const body = h("section", { id: "body", hidden: true });
@@ -48,6 +50,12 @@ export async function renderConversation(context, id) {
     show(operations, h("h2", {}, "Tool operations"), renderOperations(detail.operations));
     const running = RUNNING.has(detail.summary.status);
     header.setAttribute("data-live", running ? "yes" : "no");
+    const { pending } = running
+      ? await getJSON(`${conversationPath(id)}/pending`)
+      : { pending: null };
+    if (!context.live()) return;
+    streaming.replaceChildren();
+    if (pending !== null) streaming.appendChild(renderPending(pending));
     if (running) timer = setTimeout(() => refresh().catch(context.fail), POLL_MS);
   };
 
@@ -57,7 +65,7 @@ export async function renderConversation(context, id) {
     context.main,
     h("p", {}, h("a", { href: "#/conversations" }, "← Conversations")),
     header,
-    h("section", {}, h("h2", {}, "Messages"), messages),
+    h("section", {}, h("h2", {}, "Messages"), messages, streaming),
     calls,
     body,
     operations,
@@ -128,6 +136,35 @@ function renderMessage({ seq, message }) {
       ),
     );
     for (const block of message.content) item.appendChild(renderBlock(block));
+  }
+  return item;
+}
+
+/**
+ * The streamed part of the current model call (the runner's pending response): shown below the
+ * history, marked as not committed.
+ * @param {{callID: string, blocks: any[]}} pending
+ */
+function renderPending(pending) {
+  const item = h(
+    "li",
+    { class: "message role-assistant pending", id: "pending" },
+    h("div", { class: "role" }, `assistant · streaming (${pending.callID}), not committed yet`),
+  );
+  for (const block of pending.blocks) {
+    if (block === null) continue;
+    if (block.type === "toolCall") {
+      item.appendChild(
+        h(
+          "div",
+          { class: "tool-call" },
+          h("div", { class: "tool" }, `${block.name} (${block.id})`),
+          h("pre", {}, block.argumentsText),
+        ),
+      );
+    } else {
+      item.appendChild(renderBlock(block));
+    }
   }
   return item;
 }
