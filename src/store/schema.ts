@@ -224,11 +224,11 @@ export const MIGRATIONS: readonly Migration[] = [
         coalesce(json_extract(m.json, '$.model'), ''),
         strftime('%Y-%m-%d', coalesce(json_extract(m.json, '$.timestamp'), c.updated_at) / 1000,
           'unixepoch'),
-        max(0, coalesce(json_extract(m.json, '$.usage.input'), 0)),
-        max(0, coalesce(json_extract(m.json, '$.usage.output'), 0)),
-        max(0, coalesce(json_extract(m.json, '$.usage.cacheRead'), 0)),
-        max(0, coalesce(json_extract(m.json, '$.usage.cacheWrite'), 0)),
-        max(0.0, coalesce(json_extract(m.json, '$.usage.cost.total'), 0.0)),
+        max(0, cast(round(coalesce(json_extract(m.json, '$.usage.input'), 0)) as integer)),
+        max(0, cast(round(coalesce(json_extract(m.json, '$.usage.output'), 0)) as integer)),
+        max(0, cast(round(coalesce(json_extract(m.json, '$.usage.cacheRead'), 0)) as integer)),
+        max(0, cast(round(coalesce(json_extract(m.json, '$.usage.cacheWrite'), 0)) as integer)),
+        max(0.0, cast(coalesce(json_extract(m.json, '$.usage.cost.total'), 0.0) as real)),
         c.updated_at
       from messages m join conversations c using (conversation_id)
       where json_extract(m.json, '$.role') = 'assistant';
@@ -243,7 +243,7 @@ export const MIGRATIONS: readonly Migration[] = [
         lower(coalesce(t0.title, '')) || char(10) || lower(c.conversation_id),
         coalesce(last.model, json_extract(c.state_json, '$.settings.model'), ''),
         coalesce(last.provider, ''),
-        json_extract(c.state_json, '$.status'),
+        coalesce(json_extract(c.state_json, '$.status'), 'ready'),
         (select count(*) from messages m where m.conversation_id = c.conversation_id
           and json_extract(m.json, '$.role') = 'user'),
         (select count(*) from call_usage u where u.conversation_id = c.conversation_id),

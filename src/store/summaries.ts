@@ -93,19 +93,27 @@ export function summarizeCommit(
   });
 }
 
-/** Figures of a pi-ai `Usage`; anything missing or not a finite number counts as 0. */
+/**
+ * Figures of a pi-ai `Usage`. Whatever a provider reported, a commit must not fail over it:
+ * anything missing, negative or not a finite number counts as 0, and token counts are rounded to
+ * whole tokens (they are stored as integers).
+ */
 export function toUsageFigures(usage: unknown): UsageFigures {
   const value = (usage ?? {}) as Record<string, unknown>;
-  const count = (field: unknown): number =>
+  const amount = (field: unknown): number =>
     typeof field === "number" && Number.isFinite(field) && field > 0 ? field : 0;
+  const count = (field: unknown): number => Math.min(Math.round(amount(field)), MAX_TOKENS);
   return {
     input: count(value.input),
     output: count(value.output),
     cacheRead: count(value.cacheRead),
     cacheWrite: count(value.cacheWrite),
-    cost: count((value.cost as Record<string, unknown> | undefined)?.total),
+    cost: amount((value.cost as Record<string, unknown> | undefined)?.total),
   };
 }
+
+/** Far above any real count, and safely inside SQLite's 64-bit integers once summed. */
+const MAX_TOKENS = 2 ** 40;
 
 /**
  * The user's own text of a user message: its last text block, since context supplements come

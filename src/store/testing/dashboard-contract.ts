@@ -544,6 +544,17 @@ export function runDashboardContract(name: string, open: OpenStore): void {
       assert.equal((await store.readConversationDetail("f1"))?.failure, null);
     });
 
+    it("odd usage from a provider never fails a commit: whole tokens, nothing negative", async (store) => {
+      const odd = {
+        ...answer([text("ok")], { input: 0, output: 0 }, T0),
+        usage: { input: 12.6, output: -5, cacheRead: "7", totalTokens: 0, cost: { total: -1 } },
+      } as unknown as AssistantMessage;
+      await driveTurn(store, "odd", "hi", [odd]);
+      const [item] = (await store.listConversations()).items;
+      assert.deepEqual(item?.usage, { input: 13, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 });
+      assert.deepEqual((await store.listUsage())[0]?.usage, item?.usage);
+    });
+
     it("refuses bad limits and cursors", async (store) => {
       for (const query of [{ limit: 0 }, { limit: 201 }, { limit: 1.5 }, { cursor: "nope" }]) {
         await assert.rejects(store.listConversations(query), (error) =>
