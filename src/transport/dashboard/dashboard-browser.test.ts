@@ -278,7 +278,7 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
   test("usage: charts and numbers equal the store's daily totals", async () => {
     await page.goto(`${fixture.server.url}/ui/#/usage`);
     await page.waitForSelector("#by-model tbody tr");
-    assert.equal(await page.locator(".charts canvas").count(), 3);
+    assert.equal(await page.locator(".charts canvas").count(), 4);
     const rows = await fixture.store.listUsage();
     const cost = rows.reduce((sum, row) => sum + row.usage.cost, 0);
     const calls = rows.reduce((sum, row) => sum + row.calls, 0);

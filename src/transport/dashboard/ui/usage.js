@@ -109,6 +109,19 @@ export async function renderUsage(context) {
     ],
     (v) => dollars(v),
   );
+  // Tokens per day, one line per provider (input of every kind plus output).
+  const providers = [...total(rows, (row) => row.provider).keys()];
+  const byDayProvider = total(rows, (row) => `${row.day}\n${row.provider}`);
+  const allTokens = (/** @type {Totals | undefined} */ t) =>
+    t === undefined ? 0 : t.input + t.cacheRead + t.cacheWrite + t.output;
+  chart(
+    "Tokens per day, by provider",
+    providers.map((label, i) => ({ label, stroke: PALETTE[i % PALETTE.length] ?? "#555" })),
+    providers.map((provider) =>
+      span.map((day) => allTokens(byDayProvider.get(`${day}\n${provider}`))),
+    ),
+    (v) => tokens(v),
+  );
   chart(
     "Cached share of input",
     [{ label: "cached", stroke: "#16a34a" }],
