@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The newcomer's path on a clean machine, checked end to end:
 #   fresh copy of the repository -> npm ci -> npm start in the background -> cursor-byok doctor
-#   --e2e (one agent turn over RunSSE + BidiAppend) -> SIGTERM -> clean exit, no process left.
+#   --e2e (one agent turn over RunSSE + BidiAppend) -> the dashboard lists it -> SIGTERM -> clean
+#   exit, no process left.
 # It finishes in well under a minute with a warm npm cache.
 #
 # Everything lives in a temporary directory: HOME, the XDG config and data directories, the
@@ -77,6 +78,16 @@ grep -q "$banner" "$work/server.log" || fail "the server did not say it serves o
 
 step "npx cursor-byok doctor --e2e --port $port"
 timeout 120 npx --no-install cursor-byok doctor --e2e --port "$port" || fail "doctor --e2e failed"
+
+# The dashboard needs no build step: its page and uPlot come with npm ci (docs/dashboard.md).
+step "the dashboard at the printed address"
+dashboard="http://127.0.0.1:$port/ui/"
+grep -q "dashboard: $dashboard" "$work/server.log" || fail "the banner does not print $dashboard"
+for path in "" app.js vendor/uPlot.esm.js api/conversations; do
+  code="$(curl -s -o /dev/null -w '%{http_code}' "$dashboard$path")" || fail "GET $dashboard$path failed"
+  [ "$code" = 200 ] || fail "GET $dashboard$path answered $code"
+done
+curl -s "${dashboard}api/conversations" | grep -q '"total":1' || fail "the dashboard does not list doctor's conversation"
 
 # SIGTERM to the whole process group, as a terminal's Ctrl-C (SIGINT) or a service manager does:
 # npm passes a signal sent to it alone only to the shell it runs the script in, not to node.

@@ -13,6 +13,7 @@ import { IDE_COMMAND } from "./ide.ts";
 import type { CliIO } from "./io.ts";
 import { MODELS_COMMAND } from "./models.ts";
 import { SERVE_COMMAND } from "./serve.ts";
+import { USAGE_COMMAND } from "./usage.ts";
 import { UsageError } from "./usage-error.ts";
 
 /** Every command, in the order the overview lists them. */
@@ -23,6 +24,7 @@ export const COMMANDS: readonly Command[] = [
   DOCTOR_COMMAND,
   IDE_COMMAND,
   AGENT_COMMAND,
+  USAGE_COMMAND,
 ];
 
 export interface CliInfo {

@@ -33,6 +33,7 @@ import {
   toStringFlag,
 } from "./args.ts";
 import type { Command } from "./command.ts";
+import { toReadSetup } from "./dashboard-setup.ts";
 import { toProxyUrl } from "./ide.ts";
 import { createLog } from "./log.ts";
 import { loadSettings } from "./settings.ts";
@@ -110,6 +111,11 @@ export const SERVE_COMMAND: Command = {
           llm: createLLM({ models: config.models.map((model) => model.config) }),
           log,
           pathEncryptionKeys: loadPathEncryptionKeys(config.dataDirectory),
+          readSetup: toReadSetup(
+            config,
+            io.env,
+            ide.type === "ok" ? `proxy on ${ide.journal.proxyUrl}` : "not set up",
+          ),
         },
         {
           ...DEFAULT_SERVER_OPTIONS,
@@ -229,6 +235,7 @@ function toBanner(config: Config, server: Server, proxy: IdeProxy | undefined): 
     `  models:   ${models}`,
     `  config:   ${config.file.exists ? config.file.path : `${config.file.path} (not found; using defaults)`}`,
     `  database: ${config.databasePath}`,
+    `  dashboard: ${url}/ui/`,
   ];
   if (proxy !== undefined) {
     lines.push(

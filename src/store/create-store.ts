@@ -2,6 +2,7 @@
  * The store logic, written once over a `Backend` (tables.ts): the SQLite store and the in-memory
  * store are this function applied to two backends, so they decide identically.
  */
+import { createDashboardReads } from "./dashboard-reads.ts";
 import { StoreError } from "./errors.ts";
 import {
   EMPTY_HEAD,
@@ -22,6 +23,7 @@ import {
   toLLMCallRecord,
 } from "./records.ts";
 import { toRequestStream } from "./request-streams.ts";
+import { summarizeCommit } from "./summaries.ts";
 import type { Backend, InputCommitRow, Tables, WriteContext } from "./tables.ts";
 import type {
   ClientOperationRecord,
@@ -202,6 +204,8 @@ export function createStore(backend: Backend, options: StoreOptions = {}): Store
       });
     },
 
+    ...createDashboardReads(() => open(), location, cache),
+
     async close() {
       if (closed) return;
       closed = true;
@@ -283,6 +287,7 @@ function commitInTables(
     const finished: CallAlreadyFinished | null = applyRecordWrite(tables, write, written, true);
     if (finished !== null) throw new Abort({ type: "call_finished", ...finished });
   }
+  summarizeCommit(tables, state, head?.messageCount ?? 0, commit.records ?? [], written.now);
   return { type: "committed", commit: toPreviousCommit(committed) };
 }
 

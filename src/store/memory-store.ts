@@ -6,13 +6,16 @@
 import { createStore, type StoreOptions } from "./create-store.ts";
 import type {
   Backend,
+  CallUsageRow,
   ClientOperationRow,
   ConversationRow,
+  DailyUsageRow,
   InputCommitRow,
   LLMCallRow,
   MessageRow,
   RequestStreamRow,
   StreamDiagnosticRow,
+  SummaryRow,
   Tables,
 } from "./tables.ts";
 import type { Store } from "./types.ts";
@@ -23,7 +26,7 @@ export function createMemoryStore(options: StoreOptions = {}): Store {
   return createStore(createMemoryBackend(), options);
 }
 
-function createMemoryBackend(): Backend {
+export function createMemoryBackend(): Backend {
   const conversations = new Map<string, ConversationRow>();
   const messages = new Map<string, MessageRow[]>();
   const inputs = new Map<string, InputCommitRow>();
@@ -31,6 +34,10 @@ function createMemoryBackend(): Backend {
   const operations = new Map<string, ClientOperationRow>();
   const diagnostics = new Map<string, StreamDiagnosticRow[]>();
   const requestStreams = new Map<string, RequestStreamRow>();
+  const summaries = new Map<string, SummaryRow>();
+  const callUsage = new Map<string, CallUsageRow[]>();
+  const dailyUsage = new Map<string, DailyUsageRow>();
+  const firstEvents = new Map<string, number>();
   let undo: (() => void)[] | null = null;
 
   /** Sets `key` in `map`, remembering how to restore the previous value. */
@@ -153,6 +160,89 @@ function createMemoryBackend(): Backend {
       }
       put(requestStreams, row.requestID, row);
     },
+
+    readSummary: (conversationID) => summaries.get(conversationID) ?? null,
+    writeSummary(row) {
+      put(summaries, row.conversationID, row);
+    },
+    insertCallUsage(row) {
+      if (callUsage.get(row.conversationID)?.some((used) => used.seq === row.seq)) {
+        throw new Error(`usage of message ${row.seq} exists`);
+      }
+      pushAll(callUsage, row.conversationID, [row]);
+    },
+    addDailyUsage(row) {
+      const key = JSON.stringify([row.day, row.provider, row.model]);
+      const before = dailyUsage.get(key);
+      put(
+        dailyUsage,
+        key,
+        before === undefined
+          ? row
+          : {
+              ...before,
+              calls: before.calls + row.calls,
+              input: before.input + row.input,
+              output: before.output + row.output,
+              cacheRead: before.cacheRead + row.cacheRead,
+              cacheWrite: before.cacheWrite + row.cacheWrite,
+              cost: before.cost + row.cost,
+            },
+      );
+    },
+    insertFirstEvent(callID, at) {
+      if (!firstEvents.has(callID)) put(firstEvents, callID, at);
+    },
+    listSummaries(search, after, limit) {
+      const matching = [...summaries.values()].filter(
+        (row) =>
+          search === "" ||
+          `${row.title.toLowerCase()}\n${row.conversationID.toLowerCase()}`.includes(search),
+      );
+      const rows = matching
+        .filter(
+          (row) =>
+            after === null ||
+            row.updatedAt < after.updatedAt ||
+            (row.updatedAt === after.updatedAt && row.conversationID < after.conversationID),
+        )
+        .sort(
+          (a, b) =>
+            b.updatedAt - a.updatedAt ||
+            (a.conversationID < b.conversationID
+              ? 1
+              : a.conversationID > b.conversationID
+                ? -1
+                : 0),
+        )
+        .slice(0, limit);
+      return { rows, total: matching.length };
+    },
+    readMessagesFrom: (conversationID, fromSeq, limit) =>
+      (messages.get(conversationID) ?? []).slice(fromSeq, fromSeq + limit),
+    listCallsOf: (conversationID) =>
+      [...calls.values()]
+        .filter((row) => row.conversationID === conversationID)
+        .sort(byAge((row) => row.callID))
+        .map(({ request, ...row }) => ({
+          ...row,
+          requestBytes: Buffer.byteLength(request, "utf8"),
+          firstEventAt: firstEvents.get(row.callID) ?? null,
+        })),
+    listCallUsageOf: (conversationID) => [...(callUsage.get(conversationID) ?? [])],
+    listOperationsOf: (conversationID) =>
+      [...operations.values()]
+        .filter((row) => row.conversationID === conversationID)
+        .sort(byAge((row) => row.operationID)),
+    listDailyUsage: (fromDay, toDay) =>
+      [...dailyUsage.values()]
+        .filter((row) => row.day >= fromDay && row.day <= toDay)
+        .sort(
+          (a, b) =>
+            compareText(a.day, b.day) ||
+            compareText(a.provider, b.provider) ||
+            compareText(a.model, b.model),
+        ),
   };
 
   return {
@@ -172,4 +262,9 @@ function createMemoryBackend(): Backend {
     read: (work) => work(tables),
     close() {},
   };
+}
+
+/** Code-unit order, as SQLite's default `binary` collation compares text. */
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -80,6 +80,13 @@ export function applyRecordWrite(
     case "request_stream":
       bindRequestStreamRow(tables, write.requestID, write.clientState, context);
       return null;
+    case "llm_call_first_event":
+      // Timing only: a call the store never saw is nothing to time (dashboard-types.ts).
+      if (!Number.isSafeInteger(write.at))
+        throw invalid("a first-event time must be an integer", context);
+      if (tables.readLLMCall(write.callID) !== null)
+        tables.insertFirstEvent(write.callID, write.at);
+      return null;
     default: {
       const unknown: never = write;
       throw new StoreError(

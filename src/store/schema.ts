@@ -144,6 +144,135 @@ export const MIGRATIONS: readonly Migration[] = [
       end;
     `,
   },
+  {
+    version: 4,
+    name: "dashboard: conversation summaries, per-call usage and timing, daily usage",
+    // Derived rows kept by every commit (summaries.ts); the backfill below derives them once for
+    // conversations committed before this version with the same rules in SQL (except that a
+    // backfilled title keeps its inner whitespace). `title_search` is the lower-cased title and
+    // id, joined by a newline, for substring search.
+    sql: `
+      create table conversation_summaries (
+        conversation_id text primary key references conversations (conversation_id),
+        title text not null,
+        title_search text not null,
+        model text not null,
+        provider text not null,
+        status text not null,
+        turns integer not null,
+        model_calls integer not null,
+        message_count integer not null,
+        input integer not null,
+        output integer not null,
+        cache_read integer not null,
+        cache_write integer not null,
+        cost real not null,
+        created_at integer not null,
+        updated_at integer not null
+      ) strict;
+
+      create index conversation_summaries_recent
+        on conversation_summaries (updated_at desc, conversation_id desc);
+
+      create table call_usage (
+        conversation_id text not null references conversations (conversation_id),
+        seq integer not null,
+        call_id text,
+        provider text not null,
+        model text not null,
+        day text not null,
+        input integer not null,
+        output integer not null,
+        cache_read integer not null,
+        cache_write integer not null,
+        cost real not null,
+        committed_at integer not null,
+        primary key (conversation_id, seq)
+      ) strict;
+
+      create trigger call_usage_no_update before update on call_usage
+      begin
+        select raise(abort, 'call usage is written once with the message it describes');
+      end;
+
+      create table daily_usage (
+        day text not null,
+        provider text not null,
+        model text not null,
+        calls integer not null,
+        input integer not null,
+        output integer not null,
+        cache_read integer not null,
+        cache_write integer not null,
+        cost real not null,
+        primary key (day, provider, model)
+      ) strict;
+
+      create index llm_calls_conversation on llm_calls (conversation_id, created_at, call_id);
+
+      create index client_operations_conversation
+        on client_operations (conversation_id, created_at, operation_id);
+
+      create table llm_call_first_events (
+        call_id text primary key references llm_calls (call_id),
+        at integer not null
+      ) strict;
+
+      insert into call_usage
+      select m.conversation_id, m.seq, null,
+        coalesce(json_extract(m.json, '$.provider'), ''),
+        coalesce(json_extract(m.json, '$.model'), ''),
+        strftime('%Y-%m-%d', coalesce(json_extract(m.json, '$.timestamp'), c.updated_at) / 1000,
+          'unixepoch'),
+        max(0, cast(round(coalesce(json_extract(m.json, '$.usage.input'), 0)) as integer)),
+        max(0, cast(round(coalesce(json_extract(m.json, '$.usage.output'), 0)) as integer)),
+        max(0, cast(round(coalesce(json_extract(m.json, '$.usage.cacheRead'), 0)) as integer)),
+        max(0, cast(round(coalesce(json_extract(m.json, '$.usage.cacheWrite'), 0)) as integer)),
+        max(0.0, cast(coalesce(json_extract(m.json, '$.usage.cost.total'), 0.0) as real)),
+        c.updated_at
+      from messages m join conversations c using (conversation_id)
+      where json_extract(m.json, '$.role') = 'assistant';
+
+      insert into daily_usage
+      select day, provider, model, count(*), sum(input), sum(output), sum(cache_read),
+        sum(cache_write), sum(cost)
+      from call_usage group by day, provider, model;
+
+      insert into conversation_summaries
+      select c.conversation_id, coalesce(t0.title, ''),
+        lower(coalesce(t0.title, '')) || char(10) || lower(c.conversation_id),
+        coalesce(last.model, json_extract(c.state_json, '$.settings.model'), ''),
+        coalesce(last.provider, ''),
+        coalesce(json_extract(c.state_json, '$.status'), 'ready'),
+        (select count(*) from messages m where m.conversation_id = c.conversation_id
+          and json_extract(m.json, '$.role') = 'user'),
+        (select count(*) from call_usage u where u.conversation_id = c.conversation_id),
+        c.message_count,
+        coalesce(totals.input, 0), coalesce(totals.output, 0), coalesce(totals.cache_read, 0),
+        coalesce(totals.cache_write, 0), coalesce(totals.cost, 0.0),
+        c.created_at, c.updated_at
+      from conversations c
+      left join (
+        select conversation_id, sum(input) as input, sum(output) as output,
+          sum(cache_read) as cache_read, sum(cache_write) as cache_write, sum(cost) as cost
+        from call_usage group by conversation_id
+      ) totals using (conversation_id)
+      left join call_usage last on last.conversation_id = c.conversation_id
+        and last.seq = (select max(seq) from call_usage u where u.conversation_id = c.conversation_id)
+      left join (
+        select m.conversation_id,
+          substr(trim(coalesce(
+            case json_type(m.json, '$.content')
+              when 'text' then json_extract(m.json, '$.content')
+              else (select json_extract(b.value, '$.text') from json_each(m.json, '$.content') b
+                where json_extract(b.value, '$.type') = 'text' order by b.key desc limit 1)
+            end, '')), 1, ${200}) as title
+        from messages m
+        where m.seq = (select min(seq) from messages f where f.conversation_id = m.conversation_id
+          and json_extract(f.json, '$.role') = 'user')
+      ) t0 on t0.conversation_id = c.conversation_id;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

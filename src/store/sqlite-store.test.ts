@@ -8,9 +8,20 @@ import { hashHistory, toMessageBytes } from "../loop/history-hash.ts";
 import { isStoreError } from "./errors.ts";
 import { openSqliteStore } from "./sqlite-store.ts";
 import { runStoreContract, toLLMCall } from "./testing/contract.ts";
+import { runDashboardContract } from "./testing/dashboard-contract.ts";
 import { type ScriptedCommit, toScriptedCommits } from "./testing/scripted-conversation.ts";
 import { createTempDirectory } from "./testing/temp-directory.ts";
 import type { Store } from "./types.ts";
+
+runDashboardContract("SQLite file", async (options) => {
+  const directory = createTempDirectory();
+  return {
+    store: openSqliteStore({ ...options, path: join(directory.path, "store.db") }),
+    async cleanup() {
+      directory.remove();
+    },
+  };
+});
 
 runStoreContract("SQLite file", async (options) => {
   const directory = createTempDirectory();

@@ -15,6 +15,7 @@ import { createStore, type StoreOptions } from "./create-store.ts";
 import { toDefaultDatabasePath } from "./default-path.ts";
 import { StoreError } from "./errors.ts";
 import { APPLICATION_ID, migrate, readIdentity, SCHEMA_VERSION } from "./schema.ts";
+import { createDashboardTables, prepareDashboardStatements } from "./sqlite-dashboard.ts";
 import { fromSQLiteError, toReadOnlyAdvice } from "./sqlite-errors.ts";
 import type {
   Backend,
@@ -233,6 +234,7 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
     insertRequestStream: sql(
       "insert into request_streams (request_id, conversation_id, client_state, created_at) values (?, ?, ?, ?)",
     ),
+    ...prepareDashboardStatements(sql),
   };
 
   const tables: Tables = {
@@ -408,6 +410,7 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
         row.createdAt,
       );
     },
+    ...createDashboardTables(statements),
   };
 
   const inTransaction = <T>(begin: string, work: (tables: Tables) => T): T => {

@@ -82,6 +82,82 @@ export interface RequestStreamRow {
   readonly createdAt: number;
 }
 
+/** The dashboard's summary of a conversation, maintained by every commit (summaries.ts). */
+export interface SummaryRow {
+  readonly conversationID: string;
+  readonly title: string;
+  readonly model: string;
+  readonly provider: string;
+  readonly status: string;
+  readonly turns: number;
+  readonly modelCalls: number;
+  readonly messageCount: number;
+  readonly input: number;
+  readonly output: number;
+  readonly cacheRead: number;
+  readonly cacheWrite: number;
+  readonly cost: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+/** Usage of one committed assistant message (one model call), written once. */
+export interface CallUsageRow {
+  readonly conversationID: string;
+  /** The assistant message's position in history. */
+  readonly seq: number;
+  /** The model call that committed it; `null` when no saved call was marked committed. */
+  readonly callID: string | null;
+  readonly provider: string;
+  readonly model: string;
+  /** UTC day `YYYY-MM-DD` the usage counts for. */
+  readonly day: string;
+  readonly input: number;
+  readonly output: number;
+  readonly cacheRead: number;
+  readonly cacheWrite: number;
+  readonly cost: number;
+  readonly committedAt: number;
+}
+
+/** Totals of one day × provider × model; `addDailyUsage` adds to them. */
+export interface DailyUsageRow {
+  readonly day: string;
+  readonly provider: string;
+  readonly model: string;
+  readonly calls: number;
+  readonly input: number;
+  readonly output: number;
+  readonly cacheRead: number;
+  readonly cacheWrite: number;
+  readonly cost: number;
+}
+
+/** A model call without its request body (which may be large). */
+export interface CallListRow {
+  readonly callID: string;
+  readonly turnID: string;
+  readonly model: string;
+  readonly status: LLMCallStatus;
+  readonly requestHash: string;
+  readonly requestBytes: number;
+  readonly messageCount: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly firstEventAt: number | null;
+}
+
+export interface SummaryQueryRows {
+  readonly rows: SummaryRow[];
+  readonly total: number;
+}
+
+/** Keyset paging position: rows strictly after it in (`updatedAt` desc, id desc) order. */
+export interface SummaryPosition {
+  readonly updatedAt: number;
+  readonly conversationID: string;
+}
+
 /**
  * Synchronous access to the rows, valid only inside one `Backend.read`/`Backend.write` call.
  * Conditional writes report whether a row was written; nothing here validates business rules.
@@ -124,6 +200,31 @@ export interface Tables {
   readRequestStream(requestID: string): RequestStreamRow | null;
   /** Inserts a new binding; the request id must not be bound yet. */
   insertRequestStream(row: RequestStreamRow): void;
+
+  // Dashboard (dashboard-types.ts): derived rows, written in the commit that caused them.
+  readSummary(conversationID: string): SummaryRow | null;
+  /** Inserts or replaces the conversation's summary. */
+  writeSummary(row: SummaryRow): void;
+  insertCallUsage(row: CallUsageRow): void;
+  /** Adds the row's figures to the day × provider × model totals (inserting them if new). */
+  addDailyUsage(row: DailyUsageRow): void;
+  /** Records when a call's first stream event came; a second record is ignored. */
+  insertFirstEvent(callID: string, at: number): void;
+  /**
+   * Summaries in (`updatedAt` desc, id desc) order after `after`, at most `limit`, whose title or
+   * id contains `search` (lower-cased; "" matches all), and how many match in all.
+   */
+  listSummaries(search: string, after: SummaryPosition | null, limit: number): SummaryQueryRows;
+  /** Messages with `seq >= fromSeq`, at most `limit`, in order. */
+  readMessagesFrom(conversationID: string, fromSeq: number, limit: number): MessageRow[];
+  /** The conversation's calls by `createdAt` then id, with their first-event time. */
+  listCallsOf(conversationID: string): CallListRow[];
+  /** By `seq`. */
+  listCallUsageOf(conversationID: string): CallUsageRow[];
+  /** By `createdAt` then id. */
+  listOperationsOf(conversationID: string): ClientOperationRow[];
+  /** Days in `[fromDay, toDay]`, ordered by day, provider, model. */
+  listDailyUsage(fromDay: string, toDay: string): DailyUsageRow[];
 }
 
 /** What every write needs to know: where (for errors), when, and for which conversation. */

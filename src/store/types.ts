@@ -7,16 +7,14 @@
  * and every read returns a freshly parsed copy, so no caller ever shares an object with the store.
  */
 import type { ConversationState } from "../loop/types.ts";
+import type { DashboardReads } from "./dashboard-types.ts";
+import type { ClientOperationStatus, LLMCallStatus } from "./record-status.ts";
+
+export type { ClientOperationStatus, LLMCallStatus } from "./record-status.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Model calls
 // ---------------------------------------------------------------------------------------------
-
-/**
- * `planned → streaming → committed | failed | canceled`. A status only moves forward; the three
- * terminal statuses are final. `committed` means the call's assistant message is in history.
- */
-export type LLMCallStatus = "planned" | "streaming" | "committed" | "failed" | "canceled";
 
 /** A model call as the runner saves it before the upstream stream opens (DESIGN §7, step 3). */
 export interface LLMCallInput {
@@ -44,14 +42,6 @@ export interface LLMCallRecord extends LLMCallInput {
 // ---------------------------------------------------------------------------------------------
 // Client operations
 // ---------------------------------------------------------------------------------------------
-
-/**
- * `planned → sent → completed | canceled`. A status only moves forward; `completed` and
- * `canceled` are final. An operation left `sent` by a process that died may or may not have
- * reached the client: recovery re-runs it (run-once.ts), so towards the client it is
- * at-least-once, while its result is recorded — and appended to history — exactly once.
- */
-export type ClientOperationStatus = "planned" | "sent" | "completed" | "canceled";
 
 /** One tool call run by the client (DESIGN §8: operation id = call id + tool call id). */
 export interface ClientOperationInput {
@@ -133,6 +123,13 @@ export type RecordWrite =
       readonly operationID: string;
       readonly status: ClientOperationStatus;
       readonly result?: unknown;
+    }
+  | {
+      /** When the call's first stream event arrived; only the first record counts. */
+      readonly type: "llm_call_first_event";
+      readonly callID: string;
+      /** Epoch milliseconds, the caller's clock. */
+      readonly at: number;
     }
   | {
       readonly type: "request_stream";
@@ -226,7 +223,7 @@ export interface Unfinished {
  *
  * Every method is atomic: it writes everything or nothing.
  */
-export interface Store {
+export interface Store extends DashboardReads {
   /** Where the data lives (a file path, or a label for the in-memory store); used in errors. */
   readonly location: string;
 

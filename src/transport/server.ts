@@ -23,6 +23,8 @@ import type { Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
 import { createAgentStreams } from "./agent-streams.ts";
 import type { PathEncryptionKeys } from "./cursor/index.ts";
+import { createDashboard } from "./dashboard/dashboard.ts";
+import type { ReadSetup } from "./dashboard/types.ts";
 import { createHelperCall } from "./helper-calls.ts";
 import { type Listener, listen, type RequestHandler } from "./http/listen.ts";
 import type { Log } from "./log.ts";
@@ -86,6 +88,8 @@ export interface ServerDeps {
    * server makes a pair for its own lifetime.
    */
   readonly pathEncryptionKeys?: PathEncryptionKeys;
+  /** The set-up the dashboard shows (docs/dashboard.md); without it the page says so. */
+  readonly readSetup?: ReadSetup;
 }
 
 export interface Server {
@@ -204,8 +208,20 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     },
   });
 
+  const dashboard = createDashboard({
+    store,
+    authorize: (request) =>
+      options.accessToken === undefined || isAuthorized(request, options.accessToken),
+    tokenRequired: options.accessToken !== undefined,
+    hosts: [options.host],
+    ...(deps.readSetup === undefined ? {} : { readSetup: deps.readSetup }),
+    readPending: async (conversationID) => (await runner.inspect(conversationID))?.pending ?? null,
+    now,
+  });
+
   const dispatch = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
     const path = pathOf(request);
+    dashboard.noteClient(request);
     const alias = ALIASES[path];
     if (alias !== undefined) request.url = alias;
     if (options.runSseContentType === "event-stream" && path === "/agent.v1.AgentService/RunSSE") {
@@ -215,6 +231,11 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   };
 
   const handle = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
+    // The dashboard checks the token itself: its page must load before the user has typed it.
+    if (dashboard.handles(pathOf(request))) {
+      dashboard.serve(request, response);
+      return;
+    }
     if (options.accessToken !== undefined && !isAuthorized(request, options.accessToken)) {
       request.resume();
       writeConnectError(

@@ -323,11 +323,23 @@ export function createRunner(options: RunnerOptions): Runner {
       },
     });
     entry.stream = { callID: command.callID, stream };
+    // Timing for the dashboard: saved with the call's next commit, not as a write of its own.
+    let firstEventAt: number | null = null;
+    const timing = (): RecordWrite[] =>
+      firstEventAt === null
+        ? []
+        : [{ type: "llm_call_first_event", callID: command.callID, at: firstEventAt }];
     try {
       for await (const event of stream) {
         if (stopping || entry.retired) return;
+        firstEventAt ??= Math.floor(now());
         const step = await queue.run(conversationID, () =>
-          apply(entry, { type: "llm_event", callID: command.callID, event }, command.callID),
+          apply(
+            entry,
+            { type: "llm_event", callID: command.callID, event },
+            command.callID,
+            timing,
+          ),
         );
         if (step === null || step.command.type !== "continue_llm") return;
       }

@@ -1,0 +1,161 @@
+/**
+ * The dashboard's derived rows (dashboard-types.ts), kept in the commit that appends the messages
+ * they derive from, so listing conversations or usage never reads history. A commit costs one
+ * more read and a few writes, O(new messages) like the rest of the commit.
+ *
+ * Usage counts for the UTC day of the assistant message's own `timestamp` (pi-ai sets it when the
+ * call starts), so the figures depend on history alone; the store clock is used only when a
+ * message carries no usable timestamp.
+ */
+import type { ConversationState, Message } from "../loop/types.ts";
+import type { ConversationSummary, UsageFigures } from "./dashboard-types.ts";
+import { TITLE_LENGTH } from "./dashboard-types.ts";
+import type { SummaryRow, Tables } from "./tables.ts";
+import type { RecordWrite } from "./types.ts";
+
+/**
+ * Updates the summary, call usage and daily totals for the messages `state` appends after the
+ * first `storedCount`. `records` are the commit's record writes: the call marked `committed`
+ * there is the call the appended assistant message belongs to.
+ */
+export function summarizeCommit(
+  tables: Tables,
+  state: ConversationState,
+  storedCount: number,
+  records: readonly RecordWrite[],
+  now: number,
+): void {
+  const conversationID = state.conversationID;
+  const before = tables.readSummary(conversationID);
+  let row: SummaryRow = before ?? {
+    conversationID,
+    title: "",
+    model: "",
+    provider: "",
+    status: state.status,
+    turns: 0,
+    modelCalls: 0,
+    messageCount: 0,
+    input: 0,
+    output: 0,
+    cacheRead: 0,
+    cacheWrite: 0,
+    cost: 0,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const committedCalls = records.flatMap((write) =>
+    write.type === "llm_call_status" && write.status === "committed" ? [write.callID] : [],
+  );
+  let model = row.model === "" ? (state.settings?.model ?? "") : row.model;
+  let provider = row.provider;
+  const messages = state.messages;
+  for (let seq = storedCount; seq < messages.length; seq++) {
+    const message = messages[seq] as Message;
+    if (message.role === "user") {
+      row = { ...row, turns: row.turns + 1, title: row.title || toTitle(message.content) };
+    } else if (message.role === "assistant") {
+      const usage = toUsageFigures(message.usage);
+      const day = toDay(
+        Number.isSafeInteger(message.timestamp) && message.timestamp > 0 ? message.timestamp : now,
+      );
+      model = String(message.model ?? "");
+      provider = String(message.provider ?? "");
+      tables.insertCallUsage({
+        conversationID,
+        seq,
+        callID: committedCalls.shift() ?? null,
+        provider,
+        model,
+        day,
+        ...usage,
+        committedAt: now,
+      });
+      tables.addDailyUsage({ day, provider, model, calls: 1, ...usage });
+      row = {
+        ...row,
+        modelCalls: row.modelCalls + 1,
+        input: row.input + usage.input,
+        output: row.output + usage.output,
+        cacheRead: row.cacheRead + usage.cacheRead,
+        cacheWrite: row.cacheWrite + usage.cacheWrite,
+        cost: row.cost + usage.cost,
+      };
+    }
+  }
+  tables.writeSummary({
+    ...row,
+    model,
+    provider,
+    status: state.status,
+    messageCount: messages.length,
+    updatedAt: now,
+  });
+}
+
+/**
+ * Figures of a pi-ai `Usage`. Whatever a provider reported, a commit must not fail over it:
+ * anything missing, negative or not a finite number counts as 0, and token counts are rounded to
+ * whole tokens (they are stored as integers).
+ */
+export function toUsageFigures(usage: unknown): UsageFigures {
+  const value = (usage ?? {}) as Record<string, unknown>;
+  const amount = (field: unknown): number =>
+    typeof field === "number" && Number.isFinite(field) && field > 0 ? field : 0;
+  const count = (field: unknown): number => Math.min(Math.round(amount(field)), MAX_TOKENS);
+  return {
+    input: count(value.input),
+    output: count(value.output),
+    cacheRead: count(value.cacheRead),
+    cacheWrite: count(value.cacheWrite),
+    cost: amount((value.cost as Record<string, unknown> | undefined)?.total),
+  };
+}
+
+/** Far above any real count, and safely inside SQLite's 64-bit integers once summed. */
+const MAX_TOKENS = 2 ** 40;
+
+/**
+ * The user's own text of a user message: its last text block, since context supplements come
+ * first (loop/context-message.ts); whitespace collapsed, cut to `TITLE_LENGTH`.
+ */
+export function toTitle(content: unknown): string {
+  const text =
+    typeof content === "string"
+      ? content
+      : Array.isArray(content)
+        ? (content
+            .flatMap((block: { type?: unknown; text?: unknown }) =>
+              block?.type === "text" && typeof block.text === "string" ? [block.text] : [],
+            )
+            .at(-1) ?? "")
+        : "";
+  return text.replace(/\s+/g, " ").trim().slice(0, TITLE_LENGTH);
+}
+
+/** `YYYY-MM-DD` (UTC) of epoch milliseconds. */
+export function toDay(at: number): string {
+  return new Date(at).toISOString().slice(0, 10);
+}
+
+export function toSummary(row: SummaryRow): ConversationSummary {
+  return {
+    conversationID: row.conversationID,
+    title: row.title,
+    model: row.model,
+    provider: row.provider,
+    status: row.status as ConversationSummary["status"],
+    turns: row.turns,
+    modelCalls: row.modelCalls,
+    messageCount: row.messageCount,
+    usage: {
+      input: row.input,
+      output: row.output,
+      cacheRead: row.cacheRead,
+      cacheWrite: row.cacheWrite,
+      cost: row.cost,
+    },
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
