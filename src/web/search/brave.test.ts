@@ -19,12 +19,18 @@ const ANSWER = {
         title: "Stream | Node.js v24 Documentation",
         url: "https://nodejs.org/api/stream.html",
         is_source_local: false,
-        description: "A <strong>stream</strong> is an abstract interface for working with streaming data.",
+        description:
+          "A <strong>stream</strong> is an abstract interface for working with streaming data.",
         page_age: "2025-01-10T00:00:00",
         age: "January 10, 2025",
         language: "en",
         family_friendly: true,
-        meta_url: { scheme: "https", netloc: "nodejs.org", hostname: "nodejs.org", path: "› api › stream.html" },
+        meta_url: {
+          scheme: "https",
+          netloc: "nodejs.org",
+          hostname: "nodejs.org",
+          path: "› api › stream.html",
+        },
       },
       {
         type: "search_result",
@@ -50,7 +56,13 @@ describe("Brave Search adapter", () => {
             status: 429,
             code: "RATE_LIMITED",
             detail: "Request rate limit exceeded for plan.",
-            meta: { plan: "Free", rate_limit: 1, rate_current: 2, quota_limit: 2000, quota_current: 12 },
+            meta: {
+              plan: "Free",
+              rate_limit: 1,
+              rate_current: 2,
+              quota_limit: 2000,
+              quota_current: 12,
+            },
           },
           time: 1764000000,
         });
@@ -96,7 +108,11 @@ describe("Brave Search adapter", () => {
           snippet: "A stream is an abstract interface for working with streaming data.",
           date: "2025-01-10T00:00:00",
         },
-        { title: "Node.js Streams & You", url: "https://example.org/streams", snippet: "An undated page." },
+        {
+          title: "Node.js Streams & You",
+          url: "https://example.org/streams",
+          snippet: "An undated page.",
+        },
       ],
     });
   });
@@ -104,7 +120,10 @@ describe("Brave Search adapter", () => {
   test("count is capped at Brave's maximum of 20 and results at count", async () => {
     mode = "ok";
     const outcome = await search().search("q", { count: 50 });
-    assert.equal(new URL(server.requests.at(-1)?.url ?? "", server.url).searchParams.get("count"), "20");
+    assert.equal(
+      new URL(server.requests.at(-1)?.url ?? "", server.url).searchParams.get("count"),
+      "20",
+    );
     const one = await search().search("q", { count: 1 });
     assert.equal(one.type === "results" ? one.hits.length : -1, 1);
     assert.equal(outcome.type, "results");
@@ -124,7 +143,10 @@ describe("Brave Search adapter", () => {
     mode = "token";
     const outcome = await search().search("q", { count: 5 });
     assert.equal(outcome.type, "error");
-    assert.match(outcome.type === "error" ? outcome.message : "", /HTTP 422.*subscription token is invalid/);
+    assert.match(
+      outcome.type === "error" ? outcome.message : "",
+      /HTTP 422.*subscription token is invalid/,
+    );
     assert.ok(!JSON.stringify(outcome).includes(KEY));
   });
 });

@@ -10,7 +10,8 @@ describe("Exa adapter", () => {
   let status = 200;
   before(async () => {
     server = await startFakeWebServer((request, response) => {
-      if (request.url !== "/search" || request.method !== "POST") return sendJson(response, 404, {});
+      if (request.url !== "/search" || request.method !== "POST")
+        return sendJson(response, 404, {});
       if (status !== 200) {
         return sendJson(response, status, {
           requestId: "b5947044c4b78efa9552a7c89b306d95",
@@ -87,7 +88,8 @@ describe("Exa adapter", () => {
     status = 402;
     assert.deepEqual(await search().search("q", { count: 3 }), {
       type: "error",
-      message: "Exa quota or rate limit reached (HTTP 402 Payment Required): You have exceeded your credits limit",
+      message:
+        "Exa quota or rate limit reached (HTTP 402 Payment Required): You have exceeded your credits limit",
     });
   });
 });

@@ -10,7 +10,7 @@ describe("requestJson: failures become one-line messages", () => {
   let server: FakeWebServer;
   before(async () => {
     server = await startFakeWebServer((request, response) => {
-      if (request.url === "/hang") return; // never answers
+      if (request.url === "/hang") return undefined; // never answers
       if (request.url === "/html") {
         response.writeHead(200, { "content-type": "text/html" });
         return response.end("<html>not json</html>");
@@ -20,7 +20,7 @@ describe("requestJson: failures become one-line messages", () => {
         return response.end(`internal error for key ${KEY}\nat line 2`);
       }
       response.writeHead(503, { "content-type": "application/json" });
-      response.end(JSON.stringify({ message: "overloaded" }));
+      return response.end(JSON.stringify({ message: "overloaded" }));
     });
   });
   after(() => server.close());
@@ -83,7 +83,8 @@ describe("requestJson: failures become one-line messages", () => {
     const outcome = await call("/echo-key");
     assert.deepEqual(outcome, {
       ok: false,
-      message: "P failed (HTTP 500 Internal Server Error): internal error for key [redacted] at line 2",
+      message:
+        "P failed (HTTP 500 Internal Server Error): internal error for key [redacted] at line 2",
     });
   });
 });

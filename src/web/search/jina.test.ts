@@ -9,7 +9,7 @@ describe("Jina Search adapter", () => {
   let server: FakeWebServer;
   let status = 200;
   before(async () => {
-    server = await startFakeWebServer((request, response) => {
+    server = await startFakeWebServer((_request, response) => {
       if (status === 401) {
         return sendJson(response, 401, {
           data: null,
@@ -28,7 +28,8 @@ describe("Jina Search adapter", () => {
           name: "InsufficientBalanceError",
           status: 40203,
           message: "Account balance not enough to run this query, please recharge.",
-          readableMessage: "InsufficientBalanceError: Account balance not enough to run this query, please recharge.",
+          readableMessage:
+            "InsufficientBalanceError: Account balance not enough to run this query, please recharge.",
         });
       }
       // s.jina.ai's JSON answer with X-Respond-With: no-content.
@@ -43,7 +44,12 @@ describe("Jina Search adapter", () => {
             date: "Jan 10, 2025",
             usage: { tokens: 1000 },
           },
-          { title: "Other", url: "https://example.org/o", description: "Other page.", usage: { tokens: 1000 } },
+          {
+            title: "Other",
+            url: "https://example.org/o",
+            description: "Other page.",
+            usage: { tokens: 1000 },
+          },
         ],
         meta: { usage: { tokens: 10000 } },
       });
@@ -80,9 +86,15 @@ describe("Jina Search adapter", () => {
   test("401 and 402 carry Jina's readable message", async () => {
     status = 401;
     const refused = await search().search("q", { count: 5 });
-    assert.match(refused.type === "error" ? refused.message : "", /^Jina Search refused the API key \(HTTP 401 Unauthorized\): AuthenticationRequiredError/);
+    assert.match(
+      refused.type === "error" ? refused.message : "",
+      /^Jina Search refused the API key \(HTTP 401 Unauthorized\): AuthenticationRequiredError/,
+    );
     status = 402;
     const broke = await search().search("q", { count: 5 });
-    assert.match(broke.type === "error" ? broke.message : "", /^Jina Search quota or rate limit reached \(HTTP 402 Payment Required\): InsufficientBalanceError/);
+    assert.match(
+      broke.type === "error" ? broke.message : "",
+      /^Jina Search quota or rate limit reached \(HTTP 402 Payment Required\): InsufficientBalanceError/,
+    );
   });
 });

@@ -10,13 +10,19 @@ describe("Tavily adapter", () => {
   let status = 200;
   before(async () => {
     server = await startFakeWebServer((request, response) => {
-      if (request.url !== "/search" || request.method !== "POST") return sendJson(response, 404, {});
+      if (request.url !== "/search" || request.method !== "POST")
+        return sendJson(response, 404, {});
       if (status === 401) {
-        return sendJson(response, 401, { detail: { error: "Unauthorized: missing or invalid API key." } });
+        return sendJson(response, 401, {
+          detail: { error: "Unauthorized: missing or invalid API key." },
+        });
       }
       if (status === 432) {
         return sendJson(response, 432, {
-          detail: { error: "This request exceeds your plan's set usage limit. Please upgrade your plan or contact support@tavily.com" },
+          detail: {
+            error:
+              "This request exceeds your plan's set usage limit. Please upgrade your plan or contact support@tavily.com",
+          },
         });
       }
       // Tavily's documented search response.
@@ -88,7 +94,8 @@ describe("Tavily adapter", () => {
     const outcome = await search().search("q", { count: 5 });
     assert.deepEqual(outcome, {
       type: "error",
-      message: "Tavily refused the API key (HTTP 401 Unauthorized): Unauthorized: missing or invalid API key.",
+      message:
+        "Tavily refused the API key (HTTP 401 Unauthorized): Unauthorized: missing or invalid API key.",
     });
   });
 
@@ -96,6 +103,9 @@ describe("Tavily adapter", () => {
     status = 432;
     const outcome = await search().search("q", { count: 5 });
     assert.equal(outcome.type, "error");
-    assert.match(outcome.type === "error" ? outcome.message : "", /^Tavily quota or rate limit reached \(HTTP 432\): This request exceeds your plan's set usage limit/);
+    assert.match(
+      outcome.type === "error" ? outcome.message : "",
+      /^Tavily quota or rate limit reached \(HTTP 432\): This request exceeds your plan's set usage limit/,
+    );
   });
 });

@@ -16,7 +16,7 @@ export interface RecordedWebRequest {
 export type WebHandler = (
   request: RecordedWebRequest,
   response: ServerResponse,
-) => void | Promise<void>;
+) => unknown;
 
 export interface FakeWebServer {
   /** `http://<host>:<port>` */
