@@ -22,6 +22,7 @@ import {
 import { fromAgentMode } from "./mode.ts";
 import { toSystemPrompt } from "./prompt.ts";
 import { toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
+import { NO_WEB, type WebOffer } from "./tools/server-work.ts";
 import { type TurnState, ZERO_USAGE } from "./turn-state.ts";
 import { toUserMessage } from "./user-message.ts";
 
@@ -44,6 +45,11 @@ export interface RunOptions {
   readonly requestID: string;
   /** The context window of the model the runner resolved (for the usage indicator). */
   readonly contextWindow: number;
+  /**
+   * The web tools the server can run (its configuration); the turn offers each unless the
+   * client's request context turns it off (`web_search_enabled` / `web_fetch_enabled` false).
+   */
+  readonly web?: WebOffer;
 }
 
 export interface TurnStart {
@@ -104,7 +110,7 @@ export function fromRunRequest(
     settings: {
       model: model.model,
       systemPrompt: toSystemPrompt(state.mode),
-      tools: toToolDefinitions(state.mode, state.mcpTools),
+      tools: toToolDefinitions(state.mode, state.mcpTools, state.web),
     },
   };
   return toDecoded({
@@ -160,6 +166,7 @@ function toTurnState(
     env?.processWorkingDirectory ||
     request.mcpFileSystemOptions?.workspaceProjectDir ||
     "";
+  const web = options.web ?? NO_WEB;
   return {
     conversationID,
     requestID: options.requestID,
@@ -167,6 +174,11 @@ function toTurnState(
     agentMode,
     workspaceRoot,
     mcpTools,
+    web: {
+      ...web,
+      search: web.search && turn.requestContext?.webSearchEnabled !== false,
+      fetch: web.fetch && turn.requestContext?.webFetchEnabled !== false,
+    },
     contextWindow: options.contextWindow,
     nextID: 1,
     open: null,

@@ -18,6 +18,7 @@ import { listDir } from "./list-dir.ts";
 import { createMcpTool, type McpToolRef } from "./mcp.ts";
 import { readFile } from "./read-file.ts";
 import { readLints } from "./read-lints.ts";
+import { NO_WEB, type WebOffer } from "./server-work.ts";
 import { shell } from "./shell.ts";
 import { todoWrite } from "./todo-write.ts";
 import type {
@@ -29,6 +30,8 @@ import type {
   ToolProgress,
   UiTool,
 } from "./types.ts";
+import { webFetch } from "./web-fetch.ts";
+import { webSearch } from "./web-search.ts";
 import { writeFile } from "./write-file.ts";
 
 /** A handler with its argument and data types erased, so handlers can share one list. */
@@ -82,21 +85,40 @@ export const BUILT_IN_TOOLS: readonly AnyTool[] = [
   erase(todoWrite),
   erase(askQuestion),
   erase(createPlan),
+  erase(webSearch),
+  erase(webFetch),
 ];
 
-/** The model-facing tool definitions of `mode`: built-ins in catalogue order, then MCP tools. */
-export function toToolDefinitions(mode: Mode, mcp: readonly McpToolRef[]): Tool[] {
-  return listTools(mode, mcp).map((tool) => tool.definition);
+/**
+ * The model-facing tool definitions of `mode`: built-ins in catalogue order (the web tools only
+ * when `web` offers them), then MCP tools.
+ */
+export function toToolDefinitions(
+  mode: Mode,
+  mcp: readonly McpToolRef[],
+  web: WebOffer = NO_WEB,
+): Tool[] {
+  return listTools(mode, mcp, web).map((tool) => tool.definition);
 }
 
 /** The tool `name` as offered in `mode`, or null when the mode does not offer it. */
-export function findTool(name: string, mode: Mode, mcp: readonly McpToolRef[]): AnyTool | null {
-  return listTools(mode, mcp).find((tool) => tool.name === name) ?? null;
+export function findTool(
+  name: string,
+  mode: Mode,
+  mcp: readonly McpToolRef[],
+  web: WebOffer = NO_WEB,
+): AnyTool | null {
+  return listTools(mode, mcp, web).find((tool) => tool.name === name) ?? null;
 }
 
-function listTools(mode: Mode, mcp: readonly McpToolRef[]): AnyTool[] {
+function listTools(mode: Mode, mcp: readonly McpToolRef[], web: WebOffer): AnyTool[] {
   const mcpTools = mcp.map((ref) => erase(createMcpTool(ref)));
-  return [...BUILT_IN_TOOLS, ...mcpTools].filter((tool) => tool.modes.includes(mode));
+  return [...BUILT_IN_TOOLS, ...mcpTools].filter(
+    (tool) =>
+      tool.modes.includes(mode) &&
+      (tool.name !== webSearch.name || web.search) &&
+      (tool.name !== webFetch.name || web.fetch),
+  );
 }
 
 const MAX_NAME = 64;
