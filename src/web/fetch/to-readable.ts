@@ -60,7 +60,9 @@ export function htmlToMarkdown(html: string, url: string): { title: string; text
   const pageTitle = document.querySelector("title")?.textContent?.trim() ?? "";
   let content: string;
   let title = pageTitle;
-  const article = new Readability(document as unknown as ConstructorParameters<typeof Readability>[0]).parse();
+  const article = new Readability(
+    document as unknown as ConstructorParameters<typeof Readability>[0],
+  ).parse();
   if (article?.content !== undefined && article.content !== null && article.content.trim() !== "") {
     content = article.content;
     title = article.title?.trim() || pageTitle;

@@ -13,10 +13,7 @@ export interface RecordedWebRequest {
   readonly body: string;
 }
 
-export type WebHandler = (
-  request: RecordedWebRequest,
-  response: ServerResponse,
-) => unknown;
+export type WebHandler = (request: RecordedWebRequest, response: ServerResponse) => unknown;
 
 export interface FakeWebServer {
   /** `http://<host>:<port>` */
