@@ -27,10 +27,12 @@ import {
   type AgentServerMessage,
   type ClientEvent,
   continueToolCall,
+  finishServerWork,
   fromClientMessage,
   fromResponseEvent,
   fromRunRequest,
   redactSecrets,
+  type ServerWork,
   startToolCall,
   type TurnState,
   toCheckpointMessage,
@@ -44,6 +46,7 @@ import {
 import type { Log } from "./log.ts";
 import { createOutboundStream, type OutboundStream } from "./outbound-stream.ts";
 import type { Runner, TurnOutput } from "./runner/types.ts";
+import { runServerWork, toWebOffer, type WebTools } from "./web-work.ts";
 
 export interface AgentStreamOptions {
   readonly heartbeatMs: number;
@@ -61,6 +64,8 @@ export interface AgentStreamDeps {
   readonly now: () => number;
   readonly log: Log;
   readonly options: AgentStreamOptions;
+  /** The web tools (web_search, web_fetch) the server runs itself; none when absent. */
+  readonly web?: WebTools;
   /** Called once the stream has ended and no subscriber is attached (for cleanup). */
   readonly onSettled?: (stream: AgentStream) => void;
 }
@@ -118,6 +123,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     resolve(result: ToolResultMessage): void;
     reject(error: Error): void;
   } | null = null;
+  /** The web tool work running for the open tool call, if any. */
+  let work: AbortController | null = null;
   let graceTimer: NodeJS.Timeout | null = null;
   let startedAt: number | null = null;
   const loggedUnsupported = new Set<string>();
@@ -133,6 +140,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   };
 
   const endStream = (error?: ConnectError): void => {
+    work?.abort();
+    work = null;
     if (outbound.ended) return;
     outbound.end(error);
     sequencer.close("the stream has ended");
@@ -163,6 +172,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       if (step.input !== null) return Promise.resolve(step.input.message);
       return new Promise((resolve, reject) => {
         tool = { operationID: command.operationID, resolve, reject };
+        if (step.work !== null) startWork(step.work);
       });
     },
     committed() {
@@ -226,6 +236,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       inputID: `${requestID}:${seqno}`,
       requestID,
       contextWindow: model.contextWindow,
+      web: toWebOffer(deps.web),
     });
     if (!started.ok) {
       throw toConnectError({ kind: "bad_input", detail: started.error.message });
@@ -283,6 +294,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         inputID: `${requestID}:resume`,
         requestID,
         contextWindow: model?.contextWindow ?? 0,
+        web: toWebOffer(deps.web),
       });
       if (!resumed.ok) throw toConnectError({ kind: "bad_input", detail: resumed.error.message });
       turn = { ...resumed.value, nextID: firstID };
@@ -313,11 +325,54 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     }
     turn = step.state;
     send(step.messages);
+    if (step.work !== null) startWork(step.work);
     if (step.input !== null && tool !== null) {
       const finished = tool;
       tool = null;
       finished.resolve(step.input.message);
     }
+  };
+
+  /**
+   * Runs the server's own work for the open tool call (a web search or fetch) and applies its
+   * result like a client reply. Ending the stream aborts it; a result that comes too late is
+   * dropped.
+   */
+  const startWork = (item: { readonly id: number; readonly work: ServerWork }): void => {
+    const controller = new AbortController();
+    work?.abort();
+    work = controller;
+    const began = now();
+    void runServerWork(deps.web, item.work, controller.signal).then((result) => {
+      if (work === controller) work = null;
+      log.info(
+        {
+          request: requestID,
+          tool: item.work.type,
+          outcome: result.outcome.type,
+          durationMs: now() - began,
+        },
+        "web tool ran",
+      );
+      if (controller.signal.aborted || turn === null || tool === null) return;
+      const operationID = tool.operationID;
+      const step = finishServerWork(turn, item.id, result, {
+        at: now(),
+        inputID: `result:${operationID}`,
+      });
+      if (step.ignored !== null) {
+        log.debug({ request: requestID, why: step.ignored }, "web tool result ignored");
+        return;
+      }
+      turn = step.state;
+      send(step.messages);
+      if (step.work !== null) startWork(step.work);
+      if (step.input !== null && tool !== null) {
+        const finished = tool;
+        tool = null;
+        finished.resolve(step.input.message);
+      }
+    });
   };
 
   const apply = async (seqno: number, message: AgentClientMessage): Promise<void> => {

@@ -24,6 +24,7 @@ import { type Listener, listen } from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import { createRoutes } from "./routes.ts";
 import { createRunner } from "./runner/runner.ts";
+import type { WebTools } from "./web-work.ts";
 
 export interface ServerOptions {
   readonly host: string;
@@ -64,6 +65,8 @@ export interface ServerDeps {
   readonly llm: LLM;
   readonly log: Log;
   readonly now?: () => number;
+  /** The web tools (web_search, web_fetch); without them neither is offered. */
+  readonly web?: WebTools;
 }
 
 export interface Server {
@@ -129,7 +132,14 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       ),
   });
   const streams = createAgentStreams(
-    { runner, models: llm, now, log, options: options.stream },
+    {
+      runner,
+      models: llm,
+      now,
+      log,
+      options: options.stream,
+      ...(deps.web === undefined ? {} : { web: deps.web }),
+    },
     { retentionMs: options.streamRetentionMs, idleMs: options.idleStreamMs },
   );
   const unimplemented = new Set<string>();
