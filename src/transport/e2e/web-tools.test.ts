@@ -205,10 +205,18 @@ describe("web tools end to end", () => {
         /^Content of http:\/\/docs\.test:\d+\/notes, text\/html, title "Release notes":\n\nVersion 4\.2 adds streaming uploads/,
       );
       assert.ok(!(results.get("call_fetch") ?? "").includes("Pricing"), "navigation left out");
-      const requests = harness.provider.requests
+      const bodies = harness.provider.requests
         .slice(-3)
-        .map((request) => JSON.parse(request.body).messages.length);
-      assert.deepEqual(requests, [2, 4, 6]);
+        .map((request) =>
+          (JSON.parse(request.body).messages as unknown[]).map((m) => JSON.stringify(m)),
+        );
+      assert.deepEqual(
+        bodies.map((messages) => messages.length),
+        [2, 4, 6],
+      );
+      // Cache-safe history: each request's messages are the previous ones, byte for byte, plus more.
+      assert.deepEqual(bodies[1]?.slice(0, 2), bodies[0]);
+      assert.deepEqual(bodies[2]?.slice(0, 4), bodies[1]);
       const tools = JSON.parse(harness.provider.requests.at(-1)?.body ?? "{}").tools as {
         function: { name: string };
       }[];
