@@ -28,6 +28,7 @@ import {
 } from "./doctor-checks.ts";
 import { checkEndToEnd } from "./doctor-e2e.ts";
 import { checkProvidersLive } from "./doctor-live.ts";
+import { checkWeb } from "./doctor-web.ts";
 import type { CliIO } from "./io.ts";
 import { loadSettings } from "./settings.ts";
 import { UsageError } from "./usage-error.ts";
@@ -55,6 +56,7 @@ export const DOCTOR_COMMAND: Command = {
       "  config    the configuration file parses and validates",
       "  key       each model's key variable is set (keys are never shown)",
       "  access    the server listens on loopback, or has an access token",
+      "  web       web_search's provider and key; what web_fetch may reach",
       "  live      each provider answers one minimal request (only with --live; costs a few tokens)",
       "  port      the port is free (or cursor-byok is already running on it)",
       "  database  the database opens and is writable",
@@ -112,6 +114,7 @@ export const DOCTOR_COMMAND: Command = {
     report(checkConfigLoaded(config));
     for (const result of checkKeys(config, io.env)) report(result);
     report(checkAccess(config));
+    for (const result of checkWeb(config, io.env)) report(result);
     if (values.live === true) {
       for (const result of await checkProvidersLive(config, { timeoutMs, env: io.env })) {
         report(result);

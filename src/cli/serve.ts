@@ -23,6 +23,7 @@ import {
 import type { Command } from "./command.ts";
 import { createLog } from "./log.ts";
 import { loadSettings } from "./settings.ts";
+import { toWebSummary, toWebTools } from "./web-tools.ts";
 
 const OPTIONS = {
   ...HELP_OPTION,
@@ -71,7 +72,12 @@ export const SERVE_COMMAND: Command = {
     let server: Server;
     try {
       server = await startServer(
-        { store, llm: createLLM({ models: config.models.map((model) => model.config) }), log },
+        {
+          store,
+          llm: createLLM({ models: config.models.map((model) => model.config) }),
+          log,
+          web: toWebTools(config.web),
+        },
         {
           ...DEFAULT_SERVER_OPTIONS,
           host: config.server.host,
@@ -105,9 +111,14 @@ export const SERVE_COMMAND: Command = {
   },
 };
 
-/** Why `config` cannot serve: missing keys and an unprotected non-loopback address. */
+/**
+ * Why `config` cannot serve: missing keys (of models and of the chosen search provider) and an
+ * unprotected non-loopback address.
+ */
 export function toStartProblems(config: Config): string[] {
   const problems = config.missingKeys.map((missing) => missing.message);
+  const search = config.web.search;
+  if (search !== null && search.problem !== null) problems.push(search.problem);
   const refusal = toBindRefusal(
     config.server.host,
     config.server.accessToken.type !== "none",
@@ -151,6 +162,7 @@ function toBanner(config: Config, server: Server): string {
     `  models:   ${models}`,
     `  config:   ${config.file.exists ? config.file.path : `${config.file.path} (not found; using defaults)`}`,
     `  database: ${config.databasePath}`,
+    `  web:      ${toWebSummary(config.web)}`,
   ];
   if (config.server.accessToken.type !== "none") {
     lines.push(

@@ -23,6 +23,7 @@ import {
   RUN_SSE_CONTENT_TYPES,
   type ServerSettings,
 } from "./types.ts";
+import { toWebSettings } from "./web-settings.ts";
 import { type FieldPath, fromFieldText, parseYamlSource, type YamlSource } from "./yaml-source.ts";
 
 export const DEFAULT_HOST = "127.0.0.1";
@@ -36,7 +37,7 @@ export interface LoadConfigInputs extends PlatformInputs {
   readonly overrides?: ConfigOverrides;
 }
 
-const TOP_FIELDS = ["server", "data", "log", "models", "defaultModel", "envShortcuts"];
+const TOP_FIELDS = ["server", "data", "log", "models", "defaultModel", "envShortcuts", "web"];
 const SERVER_FIELDS = [
   "host",
   "port",
@@ -116,6 +117,7 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
     logLevel,
     models,
     missingKeys: findMissingKeys(source, models, inputs.env),
+    web: toWebSettings(source, root.web, inputs.env),
   };
 }
 

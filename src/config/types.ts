@@ -4,6 +4,7 @@
  * tokens are `Secret`s.
  */
 import type { ModelConfig, Secret } from "../llm/index.ts";
+import type { WebSettings } from "./web-settings.ts";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -56,6 +57,8 @@ export interface Config {
   /** In offer order; the first is the default. Empty: the server offers its demo model. */
   readonly models: readonly ConfiguredModel[];
   readonly missingKeys: readonly MissingKey[];
+  /** The web tools: search provider, fetch limits, approval. */
+  readonly web: WebSettings;
 }
 
 /** Command-line values; each wins over the file. */
