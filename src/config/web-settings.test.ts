@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ConfigFileError } from "./config-file-error.ts";
 import { toConfig } from "./load-config.ts";
+import { toStarterConfig } from "./starter.ts";
 import type { Config } from "./types.ts";
 
 const FILE = "/etc/cursor-byok/config.yaml";
@@ -114,5 +115,25 @@ describe("the web section", () => {
       errorOf("web:\n  fetch:\n    maxSize: 3\n"),
       "FILE:3:5: web.fetch.maxSize: unknown field (expected one of enabled, maxBytes, timeoutSeconds, maxRedirects, maxCharacters, allowHosts)",
     );
+  });
+
+  test("the starter file's commented web section is valid once uncommented", () => {
+    const starter = toStarterConfig({ dataDirectory: "/data" });
+    const lines = starter.split("\n");
+    const start = lines.indexOf("# web:");
+    assert.ok(start > 0);
+    const block = [];
+    for (const line of lines.slice(start)) {
+      if (!line.startsWith("# ") || line.trim() === "#") break;
+      block.push(line.slice(2));
+    }
+    const uncommented = [
+      ...lines.slice(0, start),
+      ...block,
+      ...lines.slice(start + block.length),
+    ].join("\n");
+    const config = load(uncommented, { BRAVE_API_KEY: "k" });
+    assert.equal(config.web.search?.provider, "brave");
+    assert.equal(config.web.askApproval, true);
   });
 });
