@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { Code } from "@connectrpc/connect";
 import {
   createWebFetch,
   createWebSearch,
@@ -19,7 +20,7 @@ import {
 import type { InteractionQuery } from "../cursor/gen/agent/v1/interaction_query_pb.js";
 import type { TurnResult } from "../testing/index.ts";
 import type { WebTools } from "../web-work.ts";
-import { type Harness, MODEL, startHarness } from "./test-harness.ts";
+import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
 const BRAVE_KEY = "BSA-e2e-key-not-real-0123456789";
 
@@ -54,6 +55,9 @@ function toolResults(harness: Harness): Map<string, string> {
   }
   return results;
 }
+
+const slowArrived = createGate();
+const slowClosed = createGate();
 
 describe("web tools end to end", () => {
   let brave: FakeWebServer;
@@ -90,6 +94,12 @@ describe("web tools end to end", () => {
       });
     });
     site = await startFakeWebServer((request, response) => {
+      if (request.url === "/slow") {
+        // Never answers; the test waits for the server to give up on it.
+        slowArrived.open();
+        response.on("close", () => slowClosed.open());
+        return undefined;
+      }
       if (request.url === "/notes") {
         response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
         return response.end(PAGE);
@@ -331,6 +341,52 @@ describe("web tools end to end", () => {
         );
       } finally {
         await failing.close();
+      }
+    });
+  });
+
+  describe("cancel while a fetch runs", () => {
+    test("the turn ends canceled and the fetch's connection is closed", async () => {
+      const quick = await startHarness({
+        web: {
+          search: null,
+          fetch: createWebFetch({
+            ...DEFAULT_FETCH_OPTIONS,
+            allowHosts: ["docs.test"],
+            resolve: resolveTestNames,
+          }),
+          askApproval: false,
+        },
+      });
+      try {
+        quick.reply({
+          toolCalls: [
+            {
+              id: "call_slow",
+              name: "web_fetch",
+              arguments: { url: `http://docs.test:${site.port}/slow` },
+            },
+          ],
+        });
+        const turn = quick.client().startTurn({
+          conversationId: "6a1f0000-0000-4000-8000-000000000004",
+          text: "Read the slow page.",
+          modelId: MODEL,
+        });
+        await slowArrived.promise;
+        await turn.cancel("too slow");
+        const done = await turn.done;
+        assert.equal(done.error?.code, Code.Canceled);
+        await slowClosed.promise;
+        const tools = JSON.parse(quick.provider.requests[0]?.body ?? "{}").tools as {
+          function: { name: string };
+        }[];
+        assert.ok(
+          !tools.some((tool) => tool.function.name === "web_search"),
+          "no provider: web_search not offered",
+        );
+      } finally {
+        await quick.close();
       }
     });
   });
