@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { type FakeWebServer, startFakeWebServer } from "../testing/fake-web-server.ts";
+import { toMinimalPdf } from "../testing/minimal-pdf.ts";
 import type { FetchOutcome } from "../types.ts";
 import { createWebFetch, DEFAULT_FETCH_OPTIONS, type WebFetchOptions } from "./create-fetch.ts";
 import type { Resolve } from "./http-get.ts";
@@ -71,9 +72,18 @@ describe("web fetch", () => {
         case "/png":
           response.writeHead(200, { "content-type": "image/png" });
           return response.end(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0]));
-        case "/pdf":
+        case "/broken.pdf":
           response.writeHead(200, { "content-type": "application/pdf" });
-          return response.end("%PDF-1.7 ...");
+          return response.end("%PDF-1.7 not really a PDF");
+        case "/notes.pdf":
+          response.writeHead(200, { "content-type": "application/pdf" });
+          return response.end(
+            toMinimalPdf([
+              ["Release notes 4.2", "Streaming uploads (new)."],
+              ["Page two: fixes."],
+              ["Page three: credits."],
+            ]),
+          );
         case "/untyped-binary":
           response.writeHead(200, {});
           return response.end(Buffer.from([1, 2, 0, 4, 5]));
@@ -222,20 +232,37 @@ describe("web fetch", () => {
     );
   });
 
-  test("JSON comes back as it is; binary types and PDFs are refused", async () => {
+  test("JSON comes back as it is; binary types are refused", async () => {
     const json = await fetcher().fetch(site("/json"));
     assert.equal(json.type === "page" ? json.text : "", '{"name":"cursor-byok","tags":["a","b"]}');
     assert.equal(
       errorOf(await fetcher().fetch(site("/png"))),
-      "unsupported content type image/png; web_fetch reads HTML, text and JSON",
-    );
-    assert.match(
-      errorOf(await fetcher().fetch(site("/pdf"))),
-      /PDF document.*unsupported content type application\/pdf/,
+      "unsupported content type image/png; web_fetch reads HTML, text, JSON and PDF",
     );
     assert.match(
       errorOf(await fetcher().fetch(site("/untyped-binary"))),
       /^unsupported content type \(binary data/,
+    );
+  });
+
+  test("a PDF becomes its text page by page; pages past the budget are not read", async () => {
+    const whole = await fetcher().fetch(site("/notes.pdf"));
+    assert.ok(whole.type === "page");
+    assert.equal(whole.contentType, "application/pdf");
+    assert.equal(
+      whole.text,
+      "## Page 1\n\nRelease notes 4.2\nStreaming uploads (new).\n\n## Page 2\n\nPage two: fixes.\n\n## Page 3\n\nPage three: credits.",
+    );
+    assert.equal(whole.cut, null);
+    const part = await fetcher({ maxChars: 30 }).fetch(site("/notes.pdf"));
+    assert.ok(part.type === "page");
+    assert.match(
+      part.cut ?? "",
+      /^only pages 1 to 1 of 3 were read; the text was cut at character 30 of \d+/,
+    );
+    assert.match(
+      errorOf(await fetcher().fetch(site("/broken.pdf"))),
+      /^the PDF could not be read \(/,
     );
   });
 

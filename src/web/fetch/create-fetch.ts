@@ -48,11 +48,12 @@ export function createWebFetch(options: WebFetchOptions): WebFetch {
       ...(signal === undefined ? {} : { signal }),
     });
     if (got.type === "error") return { type: "error", url, message: got.message };
-    const readable = toReadable(got.body, got.contentType, got.finalUrl);
+    const readable = await toReadable(got.body, got.contentType, got.finalUrl, options.maxChars);
     if (readable.type === "unsupported") return { type: "error", url, message: readable.message };
     const notes: string[] = [];
     if (got.cut)
       notes.push(`the response was cut at ${formatBytes(options.maxBytes)} (the size limit)`);
+    if (readable.partial !== undefined) notes.push(readable.partial);
     let text = readable.text;
     if (text.length > options.maxChars) {
       notes.push(

@@ -1,12 +1,14 @@
 /**
  * A fetched body → text the model can read, by media type: HTML through Readability (the main
  * content, without navigation, headers and footers) on a linkedom DOM, then Turndown to
- * Markdown; text, Markdown, JSON, XML and other textual types as they are; PDFs and anything
- * else are refused with a clear reason. A body without a content type is sniffed.
+ * Markdown; text, Markdown, JSON, XML and other textual types as they are; PDFs as their text,
+ * page by page (pdf-text.ts); anything else is refused with a clear reason. A body without a
+ * content type is sniffed.
  */
 import { Readability } from "@mozilla/readability";
 import { parseHTML } from "linkedom";
 import TurndownService from "turndown";
+import { pdfToText } from "./pdf-text.ts";
 
 export type Readable =
   | {
@@ -14,6 +16,8 @@ export type Readable =
       readonly mediaType: string;
       readonly title: string;
       readonly text: string;
+      /** Set when only part of the document was read (PDF pages), saying which part. */
+      readonly partial?: string;
     }
   | { readonly type: "unsupported"; readonly message: string };
 
@@ -31,7 +35,13 @@ const TEXT_TYPES = new Set([
   "application/x-sh",
 ]);
 
-export function toReadable(body: Buffer, contentType: string, url: string): Readable {
+/** `maxChars`: how much text the caller will use (PDF pages beyond it are not read). */
+export async function toReadable(
+  body: Buffer,
+  contentType: string,
+  url: string,
+  maxChars: number,
+): Promise<Readable> {
   const mediaType = (contentType.split(";")[0] ?? "").trim().toLowerCase();
   const sniffed = mediaType === "" ? sniff(body) : mediaType;
   if (sniffed === "text/html" || sniffed === "application/xhtml+xml") {
@@ -41,15 +51,21 @@ export function toReadable(body: Buffer, contentType: string, url: string): Read
     return { type: "text", mediaType: sniffed, title: "", text: decode(body, contentType) };
   }
   if (sniffed === "application/pdf") {
+    const pdf = await pdfToText(body, maxChars);
+    if (pdf.type === "unreadable") return { type: "unsupported", message: pdf.message };
     return {
-      type: "unsupported",
-      message:
-        "the URL is a PDF document, which web_fetch does not read (unsupported content type application/pdf)",
+      type: "text",
+      mediaType: sniffed,
+      title: pdf.title,
+      text: pdf.text,
+      ...(pdf.pagesRead < pdf.pages
+        ? { partial: `only pages 1 to ${pdf.pagesRead} of ${pdf.pages} were read` }
+        : {}),
     };
   }
   return {
     type: "unsupported",
-    message: `unsupported content type ${sniffed === "" ? "(binary data without a type)" : sniffed}; web_fetch reads HTML, text and JSON`,
+    message: `unsupported content type ${sniffed === "" ? "(binary data without a type)" : sniffed}; web_fetch reads HTML, text, JSON and PDF`,
   };
 }
 
