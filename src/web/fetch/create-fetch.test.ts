@@ -63,6 +63,16 @@ describe("web fetch", () => {
         case "/bomb":
           response.writeHead(200, { "content-type": "text/plain", "content-encoding": "gzip" });
           return response.end(gzipSync(Buffer.alloc(50 * 1024 * 1024, 0x61)));
+        case "/huge": {
+          // 12,000 elements: past Readability's limit, so the fallback conversion runs.
+          const rows = '<p>Row of the table of contents with a <a href="/x">link</a>.</p>\n'.repeat(
+            6_000,
+          );
+          response.writeHead(200, { "content-type": "text/html" });
+          return response.end(
+            `<html><head><title>Huge</title></head><body><nav><a href="/">Site navigation</a></nav><main><h1>Huge page</h1>${rows}</main><footer>Site footer</footer></body></html>`,
+          );
+        }
         case "/long-text":
           response.writeHead(200, { "content-type": "text/markdown" });
           return response.end(`# Title\n\n${"word ".repeat(400)}`);
@@ -209,6 +219,22 @@ describe("web fetch", () => {
     assert.equal(
       bomb.type === "page" ? bomb.cut : null,
       "the response was cut at 64 KiB (the size limit)",
+    );
+  });
+
+  test("a very large page skips Readability, keeps out the furniture and is cut early", async () => {
+    const outcome = await fetcher({ maxChars: 2_000 }).fetch(site("/huge"));
+    assert.ok(outcome.type === "page");
+    assert.equal(outcome.title, "Huge");
+    assert.match(
+      outcome.text,
+      /^# Huge page\n\nRow of the table of contents with a \[link\]\(http:\/\/site\.test:\d+\/x\)\./,
+    );
+    assert.ok(!outcome.text.includes("Site navigation") && !outcome.text.includes("Site footer"));
+    assert.equal(outcome.text.length, 2_000);
+    assert.match(
+      outcome.cut ?? "",
+      /^the text was cut at character 2000 of about \d{6}; the rest of the page is not shown$/,
     );
   });
 

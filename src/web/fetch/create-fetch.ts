@@ -55,9 +55,11 @@ export function createWebFetch(options: WebFetchOptions): WebFetch {
       notes.push(`the response was cut at ${formatBytes(options.maxBytes)} (the size limit)`);
     if (readable.partial !== undefined) notes.push(readable.partial);
     let text = readable.text;
-    if (text.length > options.maxChars) {
+    const omitted = readable.omitted ?? 0;
+    if (text.length > options.maxChars || omitted > 0) {
+      const whole = omitted > 0 ? `about ${text.length + omitted}` : `${text.length}`;
       notes.push(
-        `the text was cut at character ${options.maxChars} of ${text.length}; the rest of the page is not shown`,
+        `the text was cut at character ${Math.min(options.maxChars, text.length)} of ${whole}; the rest of the page is not shown`,
       );
       text = text.slice(0, options.maxChars);
     }

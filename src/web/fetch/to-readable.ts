@@ -18,6 +18,8 @@ export type Readable =
       readonly text: string;
       /** Set when only part of the document was read (PDF pages), saying which part. */
       readonly partial?: string;
+      /** Characters of page text left out before conversion because they exceed the budget. */
+      readonly omitted?: number;
     }
   | { readonly type: "unsupported"; readonly message: string };
 
@@ -45,7 +47,11 @@ export async function toReadable(
   const mediaType = (contentType.split(";")[0] ?? "").trim().toLowerCase();
   const sniffed = mediaType === "" ? sniff(body) : mediaType;
   if (sniffed === "text/html" || sniffed === "application/xhtml+xml") {
-    return { type: "text", mediaType: sniffed, ...htmlToMarkdown(decode(body, contentType), url) };
+    return {
+      type: "text",
+      mediaType: sniffed,
+      ...htmlToMarkdown(decode(body, contentType), url, maxChars),
+    };
   }
   if (sniffed.startsWith("text/") || TEXT_TYPES.has(sniffed) || /\+(json|xml)$/.test(sniffed)) {
     return { type: "text", mediaType: sniffed, title: "", text: decode(body, contentType) };
@@ -69,29 +75,51 @@ export async function toReadable(
   };
 }
 
-/** HTML → `{ title, text }` with the main content as Markdown and links made absolute. */
-export function htmlToMarkdown(html: string, url: string): { title: string; text: string } {
+/** Pages with more elements than this skip Readability (see htmlToMarkdown). */
+const MAX_READABILITY_ELEMENTS = 8_000;
+
+/**
+ * HTML → `{ title, text }` with the main content as Markdown and links made absolute. Content
+ * past `maxChars` characters of text is dropped before the Markdown conversion (which is the
+ * costly part on large pages); `omitted` counts the text characters dropped.
+ */
+export function htmlToMarkdown(
+  html: string,
+  url: string,
+  maxChars: number,
+): { title: string; text: string; omitted: number } {
   const { document } = parseHTML(html);
   absolutize(document, url);
   const pageTitle = document.querySelector("title")?.textContent?.trim() ?? "";
   let content: string;
   let title = pageTitle;
-  const article = new Readability(
-    document as unknown as ConstructorParameters<typeof Readability>[0],
-  ).parse();
+  let omitted = 0;
+  // Readability scores every element, which takes about a second per 10,000 elements (measured
+  // with npm run bench:web) and blocks the server meanwhile; larger pages take the fallback.
+  const large = document.querySelectorAll("*").length > MAX_READABILITY_ELEMENTS;
+  const article = large
+    ? null
+    : new Readability(document as unknown as ConstructorParameters<typeof Readability>[0], {
+        serializer: (node: unknown) => {
+          omitted = prune(node as PrunableNode, maxChars);
+          return (node as { innerHTML: string }).innerHTML;
+        },
+      }).parse();
   if (article?.content !== undefined && article.content !== null && article.content.trim() !== "") {
     content = article.content;
     title = article.title?.trim() || pageTitle;
   } else {
-    // Not article-shaped (a listing, an app shell): the body without page furniture.
-    const fallback = parseHTML(html).document;
-    absolutize(fallback, url);
+    // Not article-shaped (a listing, an app shell), or too large: the body without furniture.
+    const fallback = large ? document : parseHTML(html).document;
+    if (!large) absolutize(fallback, url);
     for (const element of fallback.querySelectorAll(
       "script, style, noscript, template, nav, header, footer, aside, form, svg, iframe",
     )) {
       element.remove();
     }
-    content = fallback.querySelector("body")?.innerHTML ?? "";
+    const body = fallback.querySelector("body");
+    omitted = body === null ? 0 : prune(body as unknown as PrunableNode, maxChars);
+    content = body?.innerHTML ?? "";
   }
   const turndown = new TurndownService({
     headingStyle: "atx",
@@ -103,7 +131,42 @@ export function htmlToMarkdown(html: string, url: string): { title: string; text
     .turndown(content)
     .replace(/\n{3,}/g, "\n\n")
     .trim();
-  return { title, text };
+  return { title, text, omitted };
+}
+
+/** The DOM surface `prune` needs (linkedom's nodes have it). */
+interface PrunableNode {
+  readonly textContent: string | null;
+  readonly childNodes: ArrayLike<PrunableNode>;
+  remove(): void;
+}
+
+/**
+ * Keeps the first `budget` characters of `node`'s text (whole child nodes; the child where the
+ * budget ends is pruned in turn) plus a margin, and removes everything after. Returns how many
+ * characters of text were removed.
+ */
+function prune(node: PrunableNode, budget: number): number {
+  const keep = Math.ceil(budget * 1.1) + 200;
+  const total = node.textContent?.length ?? 0;
+  if (total <= keep) return 0;
+  let used = 0;
+  let removed = 0;
+  const children = Array.from(node.childNodes);
+  for (const [index, child] of children.entries()) {
+    const length = child.textContent?.length ?? 0;
+    if (used + length <= keep) {
+      used += length;
+      continue;
+    }
+    removed += prune(child, keep - used);
+    for (const rest of children.slice(index + 1)) {
+      removed += rest.textContent?.length ?? 0;
+      rest.remove();
+    }
+    break;
+  }
+  return removed;
 }
 
 function absolutize(document: ReturnType<typeof parseHTML>["document"], base: string): void {
