@@ -25,7 +25,7 @@ export const webFetch: ToolHandler<WebFetchToolArgs, null> = {
   definition: {
     name: "web_fetch",
     description:
-      "Fetch a web page (http or https, public addresses only) and return its main content as Markdown; plain text and JSON come back as they are. Long pages are cut, and the result says where.",
+      "Fetch a web page (http or https, public addresses only) and return its main content as Markdown; plain text and JSON come back as they are, PDFs as text. Long pages are cut, and the result says where.",
     parameters: {
       type: "object",
       properties: {
