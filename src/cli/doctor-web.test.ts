@@ -3,7 +3,7 @@ import { describe, test } from "node:test";
 import { type Config, toConfig } from "../config/index.ts";
 import { sendJson, startFakeWebServer } from "../web/testing/fake-web-server.ts";
 import { toResultText } from "./doctor.ts";
-import { checkWeb } from "./doctor-web.ts";
+import { checkSearchLive, checkWeb } from "./doctor-web.ts";
 import { toStartProblems } from "./serve.ts";
 import { toWebSummary, toWebTools } from "./web-tools.ts";
 
@@ -106,5 +106,39 @@ describe("toWebTools", () => {
     assert.equal(toWebTools(load(undefined).web).search, null);
     assert.equal(toWebTools(load("web:\n  search:\n    provider: jina\n").web).search, null);
     assert.notEqual(toWebTools(load(undefined).web).fetch, null);
+  });
+});
+
+describe("doctor --live: web", () => {
+  test("one search through the configured provider; a refusal fails with the provider's words", async () => {
+    let answer: "ok" | "quota" = "ok";
+    const brave = await startFakeWebServer((_request, response) =>
+      answer === "ok"
+        ? sendJson(response, 200, {
+            web: { results: [{ title: "T", url: "https://t.example/", description: "d" }] },
+          })
+        : sendJson(response, 429, {
+            error: { code: "RATE_LIMITED", detail: "Request rate limit exceeded for plan." },
+          }),
+    );
+    try {
+      const env = { BRAVE_API_KEY: "brave-live-key" };
+      const config = load(`web:\n  search:\n    provider: brave\n    url: ${brave.url}\n`, env);
+      assert.deepEqual(await checkSearchLive(config, 5_000), {
+        status: "ok",
+        name: "live",
+        detail: "web_search: brave answered (1 result)",
+      });
+      answer = "quota";
+      const failed = await checkSearchLive(config, 5_000);
+      assert.equal(failed.status, "fail");
+      assert.equal(
+        failed.detail,
+        "web_search: Brave Search quota or rate limit reached (HTTP 429 Too Many Requests): Request rate limit exceeded for plan.",
+      );
+      assert.equal(brave.requests[0]?.headers["x-subscription-token"], "brave-live-key");
+    } finally {
+      await brave.close();
+    }
   });
 });

@@ -4,7 +4,7 @@
  */
 import type { Config } from "../config/index.ts";
 import type { CheckResult } from "./doctor-checks.ts";
-import { findUnusedSearchKeys } from "./web-tools.ts";
+import { findUnusedSearchKeys, toWebTools } from "./web-tools.ts";
 
 export function checkWeb(
   config: Config,
@@ -63,4 +63,31 @@ function checkFetch(config: Config): CheckResult {
     name: "web",
     detail: `web_fetch: ${allowed}; at most ${fetch.maxBytes} bytes, ${fetch.timeoutMs / 1000} s, ${fetch.maxRedirects} redirects; ${approval}`,
   };
+}
+
+/**
+ * `doctor --live`: one real search through the configured provider (it costs one search of
+ * the plan's quota, so it runs only when asked).
+ */
+export async function checkSearchLive(config: Config, timeoutMs: number): Promise<CheckResult> {
+  const search = toWebTools(config.web).search;
+  if (search === null) {
+    return { status: "skip", name: "live", detail: "web_search: no usable search provider" };
+  }
+  const outcome = await search.search("cursor-byok doctor", {
+    count: 1,
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  return outcome.type === "results"
+    ? {
+        status: "ok",
+        name: "live",
+        detail: `web_search: ${search.provider} answered (${outcome.hits.length} result${outcome.hits.length === 1 ? "" : "s"})`,
+      }
+    : {
+        status: "fail",
+        name: "live",
+        detail: `web_search: ${outcome.message}`,
+        hint: "check the key variable and the provider's dashboard (plan, quota)",
+      };
 }

@@ -28,7 +28,7 @@ import {
 } from "./doctor-checks.ts";
 import { checkEndToEnd } from "./doctor-e2e.ts";
 import { checkProvidersLive } from "./doctor-live.ts";
-import { checkWeb } from "./doctor-web.ts";
+import { checkSearchLive, checkWeb } from "./doctor-web.ts";
 import type { CliIO } from "./io.ts";
 import { loadSettings } from "./settings.ts";
 import { UsageError } from "./usage-error.ts";
@@ -58,6 +58,7 @@ export const DOCTOR_COMMAND: Command = {
       "  access    the server listens on loopback, or has an access token",
       "  web       web_search's provider and key; what web_fetch may reach",
       "  live      each provider answers one minimal request (only with --live; costs a few tokens)",
+      "            and the search provider answers one search (costs one search)",
       "  port      the port is free (or cursor-byok is already running on it)",
       "  database  the database opens and is writable",
       "  e2e       one complete agent turn against the running server, through RunSSE +",
@@ -119,6 +120,7 @@ export const DOCTOR_COMMAND: Command = {
       for (const result of await checkProvidersLive(config, { timeoutMs, env: io.env })) {
         report(result);
       }
+      if (config.web.search !== null) report(await checkSearchLive(config, timeoutMs));
     } else {
       report({
         status: "skip",
