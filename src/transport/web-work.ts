@@ -22,7 +22,6 @@ export function toWebOffer(web: WebTools | undefined): WebOffer {
     search: web?.search != null,
     fetch: web?.fetch != null,
     askApproval: web?.askApproval ?? true,
-    searchProvider: web?.search?.provider ?? "",
   };
 }
 

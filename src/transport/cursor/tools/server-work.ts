@@ -19,13 +19,10 @@ export interface WebOffer {
   readonly fetch: boolean;
   /** Ask through `web_search_request_query` / `web_fetch_request_query` before running. */
   readonly askApproval: boolean;
-  /** Provider name shown to the model with results, e.g. `brave`. */
-  readonly searchProvider: string;
 }
 
 export const NO_WEB: WebOffer = {
   search: false,
   fetch: false,
   askApproval: true,
-  searchProvider: "",
 };

@@ -21,7 +21,7 @@ import {
 import { toToolDefinitions } from "./catalogue.ts";
 import type { ServerWorkResult, WebOffer } from "./server-work.ts";
 
-const ASK: WebOffer = { search: true, fetch: true, askApproval: true, searchProvider: "brave" };
+const ASK: WebOffer = { search: true, fetch: true, askApproval: true };
 const NO_ASK: WebOffer = { ...ASK, askApproval: false };
 
 function kinds(messages: readonly AgentServerMessage[]): string[] {
