@@ -11,7 +11,7 @@ export function toMinimalPdf(pages: readonly (readonly string[])[]): Buffer {
   pages.forEach((lines, index) => {
     const pageID = 4 + index * 2;
     const text = lines
-      .map((line, row) => `BT /F1 12 Tf 72 ${720 - row * 16} Td (${escape(line)}) Tj ET`)
+      .map((line, row) => `BT /F1 12 Tf 72 ${720 - row * 16} Td (${escapePdfText(line)}) Tj ET`)
       .join("\n");
     objects[pageID] =
       `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${pageID + 1} 0 R >>`;
@@ -33,6 +33,6 @@ export function toMinimalPdf(pages: readonly (readonly string[])[]): Buffer {
   return Buffer.from(body, "latin1");
 }
 
-function escape(text: string): string {
+function escapePdfText(text: string): string {
   return text.replace(/[\\()]/g, (char) => `\\${char}`);
 }
