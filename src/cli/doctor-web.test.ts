@@ -32,7 +32,7 @@ describe("doctor: web", () => {
     assert.match(out, /fix: set web\.search\.provider to brave, tavily, exa or jina/);
     assert.match(
       out,
-      /ok {4}web {7}web_fetch: public addresses only; at most 5242880 bytes, 30 s, 5 redirects; each call asks for approval\n/,
+      /ok {4}web {7}web_fetch: public addresses only; at most 5 MiB, 30 s, 5 redirects; each call asks for approval\n/,
     );
   });
 

@@ -61,8 +61,13 @@ function checkFetch(config: Config): CheckResult {
   return {
     status: "ok",
     name: "web",
-    detail: `web_fetch: ${allowed}; at most ${fetch.maxBytes} bytes, ${fetch.timeoutMs / 1000} s, ${fetch.maxRedirects} redirects; ${approval}`,
+    detail: `web_fetch: ${allowed}; at most ${toSize(fetch.maxBytes)}, ${fetch.timeoutMs / 1000} s, ${fetch.maxRedirects} redirects; ${approval}`,
   };
+}
+
+function toSize(bytes: number): string {
+  const mib = bytes / (1024 * 1024);
+  return Number.isInteger(mib) ? `${mib} MiB` : `${bytes} bytes`;
 }
 
 /**
