@@ -81,7 +81,7 @@ describe("SearXNG adapter", () => {
     assert.equal(outcome.type, "error");
     assert.match(
       outcome.type === "error" ? outcome.message : "",
-      /^SearXNG refused the API key \(HTTP 403 Forbidden\).*add json to search\.formats/,
+      /^SearXNG refused format=json \(HTTP 403 Forbidden\): the instance must list json in search\.formats/,
     );
   });
 });

@@ -32,11 +32,12 @@ export function createSearxngSearch(options: SearxngOptions): WebSearch {
         toDetail: (body) => stringAt(body, "error") ?? stringAt(body, "message"),
       });
       if (!response.ok) {
+        // SearXNG has no key: its 403 means the JSON output format is not enabled.
         const forbidden = / \(HTTP 403/.test(response.message);
         return {
           type: "error",
           message: forbidden
-            ? `${response.message} (the instance must allow format=json: add json to search.formats in its settings.yml)`
+            ? "SearXNG refused format=json (HTTP 403 Forbidden): the instance must list json in search.formats of its settings.yml"
             : response.message,
         };
       }
