@@ -5,6 +5,7 @@
  *   store     → loop (types; at run time only the pure hashing files)
  *   loop      → llm (types only)
  *   llm       → nothing of ours
+ *   web       → nothing of ours (search providers and the guarded fetch; transport runs it)
  *
  * plus: only `llm/` imports pi-ai; only `transport/` (and the composition root) imports protobuf
  * and Connect; the loop's production code uses no I/O module, clock or randomness; no import
@@ -17,7 +18,7 @@ import { dirname, join, relative, resolve, sep } from "node:path";
 import { describe, test } from "node:test";
 
 const SRC = resolve(import.meta.dirname);
-const MODULES = ["loop", "llm", "transport", "store"] as const;
+const MODULES = ["loop", "llm", "transport", "store", "web"] as const;
 type Module = (typeof MODULES)[number] | "root";
 
 interface Import {
@@ -101,7 +102,7 @@ export function findViolations(files: ReadonlyMap<string, string>): string[] {
       if (to === "root") {
         violations.push(`${where}: modules may not import the composition root`);
       } else if (from === "transport") {
-        // transport may import loop, llm and store
+        // transport may import loop, llm, store and web
       } else if (from === "store" && to === "loop") {
         const pureHashing = ["loop/history-hash.ts", "loop/canonical-json.ts"].includes(target);
         if (!imp.typeOnly && !pureHashing) {
@@ -183,6 +184,7 @@ describe("architecture", () => {
         'import { transition } from "../loop/transition.ts";\nimport { hashMessage } from "../loop/history-hash.ts";',
       ],
       ["store/t.ts", 'import { type A, type B } from "../loop/types.ts";'],
+      ["web/w.ts", 'import type { Tool } from "../llm/types.ts";'],
       ["transport/c.ts", 'import { stream } from "@earendil-works/pi-ai";\nimport "../main.ts";'],
       ["loop/d.ts", 'import { e } from "./e.ts";'],
       ["loop/e.ts", 'export { d } from "./d.ts";'],
@@ -198,6 +200,7 @@ describe("architecture", () => {
       "loop/a.ts: the loop is pure, but uses Date\\.now\\(",
       "llm/b.ts imports ../loop/types.ts: llm may not import loop",
       "store/s.ts imports ../loop/transition.ts: store may import loop types only (and its hashing files)",
+      "web/w.ts imports ../llm/types.ts: web may not import llm",
       "transport/c.ts imports @earendil-works/pi-ai: only src/llm may import pi-ai",
       "transport/c.ts imports ../main.ts: modules may not import the composition root",
       "import cycle: loop/d.ts → loop/e.ts → loop/d.ts",

@@ -30,6 +30,7 @@ import {
 import { checkEndToEnd } from "./doctor-e2e.ts";
 import { checkIde } from "./doctor-ide.ts";
 import { checkProvidersLive } from "./doctor-live.ts";
+import { checkSearchLive, checkWeb } from "./doctor-web.ts";
 import type { CliIO } from "./io.ts";
 import { loadSettings } from "./settings.ts";
 import { UsageError } from "./usage-error.ts";
@@ -57,7 +58,9 @@ export const DOCTOR_COMMAND: Command = {
       "  config    the configuration file parses and validates",
       "  key       each model's key variable is set (keys are never shown)",
       "  access    the server listens on loopback, or has an access token",
+      "  web       web_search's provider and key; what web_fetch may reach",
       "  live      each provider answers one minimal request (only with --live; costs a few tokens)",
+      "            and the search provider answers one search (costs one search)",
       "  port      the port is free (or cursor-byok is already running on it)",
       "  database  the database opens and is writable",
       "  ide       with IDE mode set up: the CA, its trust, Cursor's settings, a request through",
@@ -116,10 +119,12 @@ export const DOCTOR_COMMAND: Command = {
     report(checkConfigLoaded(config));
     for (const result of checkKeys(config, io.env)) report(result);
     report(checkAccess(config));
+    for (const result of checkWeb(config, io.env)) report(result);
     if (values.live === true) {
       for (const result of await checkProvidersLive(config, { timeoutMs, env: io.env })) {
         report(result);
       }
+      if (config.web.search !== null) report(await checkSearchLive(config, timeoutMs));
     } else {
       report({
         status: "skip",

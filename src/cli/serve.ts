@@ -37,6 +37,7 @@ import { toReadSetup } from "./dashboard-setup.ts";
 import { toProxyUrl } from "./ide.ts";
 import { createLog } from "./log.ts";
 import { loadSettings } from "./settings.ts";
+import { toWebSummary, toWebTools } from "./web-tools.ts";
 
 const OPTIONS = {
   ...HELP_OPTION,
@@ -116,6 +117,7 @@ export const SERVE_COMMAND: Command = {
             io.env,
             ide.type === "ok" ? `proxy on ${ide.journal.proxyUrl}` : "not set up",
           ),
+          web: toWebTools(config.web),
         },
         {
           ...DEFAULT_SERVER_OPTIONS,
@@ -189,9 +191,14 @@ export const SERVE_COMMAND: Command = {
   },
 };
 
-/** Why `config` cannot serve: missing keys and an unprotected non-loopback address. */
+/**
+ * Why `config` cannot serve: missing keys (of models and of the chosen search provider) and an
+ * unprotected non-loopback address.
+ */
 export function toStartProblems(config: Config): string[] {
   const problems = config.missingKeys.map((missing) => missing.message);
+  const search = config.web.search;
+  if (search !== null && search.problem !== null) problems.push(search.problem);
   const refusal = toBindRefusal(
     config.server.host,
     config.server.accessToken.type !== "none",
@@ -236,6 +243,7 @@ function toBanner(config: Config, server: Server, proxy: IdeProxy | undefined): 
     `  config:   ${config.file.exists ? config.file.path : `${config.file.path} (not found; using defaults)`}`,
     `  database: ${config.databasePath}`,
     `  dashboard: ${url}/ui/`,
+    `  web:      ${toWebSummary(config.web)}`,
   ];
   if (proxy !== undefined) {
     lines.push(

@@ -49,3 +49,12 @@ export {
   type RunSseContentType,
   type ServerSettings,
 } from "./types.ts";
+export {
+  DEFAULT_WEB_FETCH,
+  type KeyedSearchProvider,
+  SEARCH_KEY_VARIABLES,
+  toWebSettings,
+  type WebFetchSettings,
+  type WebSearchSettings,
+  type WebSettings,
+} from "./web-settings.ts";

@@ -198,7 +198,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "unknown top-level field",
       "server:\n  port: 1\nmodel:\n  - name: x\n",
-      "FILE:3:1: model: unknown field (expected one of server, data, log, models, defaultModel, helperModel, envShortcuts, ide)",
+      "FILE:3:1: model: unknown field (expected one of server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web)",
     ],
     [
       "unknown server field",
@@ -245,7 +245,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "the file as a list",
       "- a\n- b\n",
-      "FILE:1:1: the file must be a mapping of settings (server, data, log, models, defaultModel, helperModel, envShortcuts, ide)",
+      "FILE:1:1: the file must be a mapping of settings (server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web)",
     ],
     ["models as a mapping", "models:\n  a: 1\n", "FILE:2:3: models: must be a list"],
     [

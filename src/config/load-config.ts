@@ -24,6 +24,7 @@ import {
   RUN_SSE_CONTENT_TYPES,
   type ServerSettings,
 } from "./types.ts";
+import { toWebSettings } from "./web-settings.ts";
 import { type FieldPath, fromFieldText, parseYamlSource, type YamlSource } from "./yaml-source.ts";
 
 export const DEFAULT_HOST = "127.0.0.1";
@@ -48,6 +49,7 @@ const TOP_FIELDS = [
   "helperModel",
   "envShortcuts",
   "ide",
+  "web",
 ];
 const IDE_FIELDS = ["proxyPort", "allowConnectPorts"];
 const SERVER_FIELDS = [
@@ -132,6 +134,7 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
     models,
     ...(helperModel === undefined ? {} : { helperModel }),
     missingKeys: findMissingKeys(source, models, inputs.env),
+    web: toWebSettings(source, root.web, inputs.env),
   };
 }
 

@@ -41,6 +41,15 @@ server:
 log:
   level: info # fatal, error, warn, info, debug, trace or silent
 
+# Web tools the server runs itself. web_search is off until you choose a provider
+# (brave, tavily, exa or jina with its key variable, or your own searxng with url:):
+# web:
+#   search:
+#     provider: brave # key in BRAVE_API_KEY (or name another variable with apiKeyEnv)
+#   askApproval: true # Cursor asks before each search or fetch
+#   fetch:
+#     allowHosts: [] # private hosts web_fetch may reach, e.g. [wiki.corp.example]
+
 # envShortcuts: true # false: ignore OPENAI_API_KEY & co. and offer only the models below
 # defaultModel: claude # the model Cursor picks by default (else the first one)
 # helperModel: claude  # a small, cheap model for chat titles, commit messages and branch names (else the default)

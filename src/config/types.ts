@@ -4,6 +4,7 @@
  * tokens are `Secret`s.
  */
 import type { ModelConfig, Secret } from "../llm/index.ts";
+import type { WebSettings } from "./web-settings.ts";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -67,6 +68,8 @@ export interface Config {
   /** `helperModel`: the model for chat titles, commit messages and branch names (else the default). */
   readonly helperModel?: string;
   readonly missingKeys: readonly MissingKey[];
+  /** The web tools: search provider, fetch limits, approval. */
+  readonly web: WebSettings;
 }
 
 /** Command-line values; each wins over the file. */

@@ -27,12 +27,14 @@ import {
   type AgentServerMessage,
   type ClientEvent,
   continueToolCall,
+  finishServerWork,
   fromClientMessage,
   fromModeSettings,
   fromResponseEvent,
   fromRunRequest,
   type Mode,
   redactSecrets,
+  type ServerWork,
   SUMMARIZE_NOT_SUPPORTED,
   startToolCall,
   type TurnState,
@@ -52,6 +54,7 @@ import type { Log } from "./log.ts";
 import { createOutboundStream, type OutboundStream } from "./outbound-stream.ts";
 import type { Runner, TurnOutput } from "./runner/types.ts";
 import type { UserCommands } from "./user-commands.ts";
+import { runServerWork, toWebOffer, type WebTools } from "./web-work.ts";
 
 export interface AgentStreamOptions {
   readonly heartbeatMs: number;
@@ -69,6 +72,8 @@ export interface AgentStreamDeps {
   readonly now: () => number;
   readonly log: Log;
   readonly options: AgentStreamOptions;
+  /** The web tools (web_search, web_fetch) the server runs itself; none when absent. */
+  readonly web?: WebTools;
   /** Called once the stream has ended and no subscriber is attached (for cleanup). */
   readonly onSettled?: (stream: AgentStream) => void;
   /** Shell commands users ran themselves, handed to the conversation's next turn. */
@@ -128,6 +133,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     resolve(result: ToolResultMessage): void;
     reject(error: Error): void;
   } | null = null;
+  /** The web tool work running for the open tool call, if any. */
+  let work: AbortController | null = null;
   let graceTimer: NodeJS.Timeout | null = null;
   let startedAt: number | null = null;
   /** The mode when the running tool call started: a switch_mode call may change it. */
@@ -145,6 +152,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   };
 
   const endStream = (error?: ConnectError): void => {
+    work?.abort();
+    work = null;
     if (outbound.ended) return;
     outbound.end(error);
     sequencer.close("the stream has ended");
@@ -182,13 +191,14 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       if (step.input !== null) return Promise.resolve(step.input.message);
       return new Promise((resolve, reject) => {
         tool = { operationID: command.operationID, resolve, reject };
+        if (step.work !== null) startWork(step.work);
       });
     },
     settingsAfterTool(settings) {
       const before = modeAtToolStart;
       modeAtToolStart = null;
       if (turn === null || before === null || turn.mode === before) return undefined;
-      return toModeSettings(settings, turn.mode, turn.mcpTools);
+      return toModeSettings(settings, turn.mode, turn.mcpTools, turn.web);
     },
     committed() {
       // Checkpoints are sent by the dialect at tool start, tool end and turn end.
@@ -251,6 +261,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       inputID: `${requestID}:${seqno}`,
       requestID,
       contextWindow: model.contextWindow,
+      web: toWebOffer(deps.web),
     });
     if (!started.ok) {
       throw toConnectError({ kind: "bad_input", detail: started.error.message });
@@ -319,6 +330,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         inputID: `${requestID}:resume`,
         requestID,
         contextWindow: model?.contextWindow ?? 0,
+        web: toWebOffer(deps.web),
       });
       if (!resumed.ok) throw toConnectError({ kind: "bad_input", detail: resumed.error.message });
       turn = { ...resumed.value, nextID: firstID };
@@ -349,11 +361,54 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     }
     turn = step.state;
     send(step.messages);
+    if (step.work !== null) startWork(step.work);
     if (step.input !== null && tool !== null) {
       const finished = tool;
       tool = null;
       finished.resolve(step.input.message);
     }
+  };
+
+  /**
+   * Runs the server's own work for the open tool call (a web search or fetch) and applies its
+   * result like a client reply. Ending the stream aborts it; a result that comes too late is
+   * dropped.
+   */
+  const startWork = (item: { readonly id: number; readonly work: ServerWork }): void => {
+    const controller = new AbortController();
+    work?.abort();
+    work = controller;
+    const began = now();
+    void runServerWork(deps.web, item.work, controller.signal).then((result) => {
+      if (work === controller) work = null;
+      log.info(
+        {
+          request: requestID,
+          tool: item.work.type,
+          outcome: result.outcome.type,
+          durationMs: now() - began,
+        },
+        "web tool ran",
+      );
+      if (controller.signal.aborted || turn === null || tool === null) return;
+      const operationID = tool.operationID;
+      const step = finishServerWork(turn, item.id, result, {
+        at: now(),
+        inputID: `result:${operationID}`,
+      });
+      if (step.ignored !== null) {
+        log.debug({ request: requestID, why: step.ignored }, "web tool result ignored");
+        return;
+      }
+      turn = step.state;
+      send(step.messages);
+      if (step.work !== null) startWork(step.work);
+      if (step.input !== null && tool !== null) {
+        const finished = tool;
+        tool = null;
+        finished.resolve(step.input.message);
+      }
+    });
   };
 
   const apply = async (seqno: number, message: AgentClientMessage): Promise<void> => {

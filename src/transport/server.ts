@@ -38,6 +38,7 @@ import {
   TELEMETRY_SINKS,
 } from "./startup-procedures.ts";
 import { createUserCommands } from "./user-commands.ts";
+import type { WebTools } from "./web-work.ts";
 
 export interface ServerOptions {
   readonly host: string;
@@ -90,6 +91,8 @@ export interface ServerDeps {
   readonly pathEncryptionKeys?: PathEncryptionKeys;
   /** The set-up the dashboard shows (docs/dashboard.md); without it the page says so. */
   readonly readSetup?: ReadSetup;
+  /** The web tools (web_search, web_fetch); without them neither is offered. */
+  readonly web?: WebTools;
 }
 
 export interface Server {
@@ -152,7 +155,15 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       ),
   });
   const streams = createAgentStreams(
-    { runner, models: llm, now, log, options: options.stream, userCommands: createUserCommands() },
+    {
+      runner,
+      models: llm,
+      now,
+      log,
+      options: options.stream,
+      userCommands: createUserCommands(),
+      ...(deps.web === undefined ? {} : { web: deps.web }),
+    },
     { retentionMs: options.streamRetentionMs, idleMs: options.idleStreamMs },
   );
   const unimplemented = new Set<string>();

@@ -56,11 +56,18 @@ export {
 export {
   abortToolCall,
   continueToolCall,
+  finishServerWork,
   startToolCall,
   type ToolContext,
   type ToolStep,
 } from "./tool-session.ts";
 export { toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
+export {
+  NO_WEB,
+  type ServerWork,
+  type ServerWorkResult,
+  type WebOffer,
+} from "./tools/server-work.ts";
 export { type TurnEnd, toTurnEnd, toTurnEnded } from "./turn-end.ts";
 export type { OpenToolCall, TurnState, TurnUsage } from "./turn-state.ts";
 export {

@@ -150,7 +150,7 @@ function toPartialMessage(
   delta: string,
   modelCallID: string,
 ): AgentServerMessage {
-  const tool = findTool(streaming.toolName, state.mode, state.mcpTools);
+  const tool = findTool(streaming.toolName, state.mode, state.mcpTools, state.web);
   const toolCall = create(ToolCallSchema, {
     toolCallId: streaming.toolCallID,
     ...(tool === null ? {} : { tool: tool.preview() }),

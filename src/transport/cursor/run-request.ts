@@ -24,6 +24,7 @@ import { fromAgentMode, MODES, type Mode } from "./mode.ts";
 import { toSystemPrompt } from "./prompt.ts";
 import { toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
 import type { McpToolRef } from "./tools/mcp.ts";
+import { NO_WEB, type WebOffer } from "./tools/server-work.ts";
 import { type TurnState, ZERO_USAGE } from "./turn-state.ts";
 import { toUserMessage } from "./user-message.ts";
 
@@ -46,6 +47,11 @@ export interface RunOptions {
   readonly requestID: string;
   /** The context window of the model the runner resolved (for the usage indicator). */
   readonly contextWindow: number;
+  /**
+   * The web tools the server can run (its configuration); the turn offers each unless the
+   * client's request context turns it off (`web_search_enabled` / `web_fetch_enabled` false).
+   */
+  readonly web?: WebOffer;
 }
 
 export interface TurnStart {
@@ -76,11 +82,12 @@ export function toModeSettings(
   settings: { readonly model: string },
   mode: Mode,
   mcpTools: readonly McpToolRef[],
+  web: WebOffer = NO_WEB,
 ): TurnSettings {
   return {
     model: settings.model,
     systemPrompt: toSystemPrompt(mode),
-    tools: toToolDefinitions(mode, mcpTools),
+    tools: toToolDefinitions(mode, mcpTools, web),
   };
 }
 
@@ -129,7 +136,7 @@ export function fromRunRequest(
     at: options.at,
     userMessage,
     context,
-    settings: toModeSettings({ model: model.model }, state.mode, state.mcpTools),
+    settings: toModeSettings({ model: model.model }, state.mode, state.mcpTools, state.web),
   };
   return toDecoded({
     input,
@@ -185,6 +192,7 @@ function toTurnState(
     env?.processWorkingDirectory ||
     request.mcpFileSystemOptions?.workspaceProjectDir ||
     "";
+  const web = options.web ?? NO_WEB;
   return {
     conversationID,
     requestID: options.requestID,
@@ -193,6 +201,11 @@ function toTurnState(
     workspaceRoot,
     terminalsFolder: env?.terminalsFolder ?? "",
     mcpTools,
+    web: {
+      ...web,
+      search: web.search && turn.requestContext?.webSearchEnabled !== false,
+      fetch: web.fetch && turn.requestContext?.webFetchEnabled !== false,
+    },
     contextWindow: options.contextWindow,
     nextID: 1,
     open: null,

@@ -3,7 +3,9 @@
  * checks the model's arguments, sends the exec or interaction query, matches the client's
  * replies to it, and produces the loop's `tool_result` input when the call is done. Multi-step
  * tools (edit = read → replace → write) and streamed ones (shell) stay one operation with one
- * operation id. Server-side tools (todo_write) finish at once without the client.
+ * operation id. Server-side tools (todo_write) finish at once without the client; tools whose
+ * work the server does itself (web_search, web_fetch) hand it out as `work` for the transport to
+ * run, and `finishServerWork` applies its result like a client reply.
  *
  * Message order for a client tool: tool_call_started → checkpoint (call pending) → exec/query;
  * on completion: any final updates → tool_call_completed → checkpoint (nothing pending).
@@ -24,6 +26,7 @@ import { ToolCallSchema } from "./gen/agent/v1/tool_call_pb.js";
 import { toAgentMode } from "./mode.ts";
 import { toUpdateMessage } from "./server-message.ts";
 import { type AnyTool, findTool } from "./tools/catalogue.ts";
+import type { ServerWork, ServerWorkResult } from "./tools/server-work.ts";
 import type {
   ClientReply,
   ClientRequest,
@@ -48,6 +51,8 @@ export interface ToolStep {
   readonly input: ToolResultInput | null;
   /** Why the event was not applied; the state is then returned unchanged. */
   readonly ignored: string | null;
+  /** Work the server must run now; its result goes to `finishServerWork` with this `id`. */
+  readonly work: { readonly id: number; readonly work: ServerWork } | null;
 }
 
 export function startToolCall(
@@ -59,12 +64,13 @@ export function startToolCall(
     return ignore(state, `tool call ${state.open.toolCallID} is still running`);
   const call = command.toolCall;
   const env = toEnv(state, call.id, context.at);
-  const tool = findTool(call.name, state.mode, state.mcpTools);
+  const tool = findTool(call.name, state.mode, state.mcpTools, state.web);
   const withoutTool = (text: string): ToolStep => ({
     state,
     messages: [],
     input: toResultInput(call.id, call.name, { text, isError: true, images: [] }, context),
     ignored: null,
+    work: null,
   });
   if (tool === null) return withoutTool(`There is no tool named "${call.name}" in this mode.`);
   if (call.argumentsError !== undefined) {
@@ -105,7 +111,7 @@ export function continueToolCall(
 ): ToolStep {
   const open = state.open;
   if (open === null) return ignore(state, `no tool call is running (${event.type})`);
-  const tool = findTool(open.toolName, state.mode, state.mcpTools);
+  const tool = findTool(open.toolName, state.mode, state.mcpTools, state.web);
   if (tool === null) return ignore(state, `tool ${open.toolName} is no longer offered`);
   const env = toEnv(state, open.toolCallID, context.at);
   const awaiting = open.awaiting;
@@ -155,6 +161,32 @@ export function continueToolCall(
   }
 }
 
+/** Applies the result of the server's own work (`ToolStep.work` number `id`) to the running call. */
+export function finishServerWork(
+  state: TurnState,
+  id: number,
+  result: ServerWorkResult,
+  context: ToolContext,
+): ToolStep {
+  const open = state.open;
+  if (open === null) return ignore(state, "no tool call is running (server work)");
+  if (open.awaiting.type !== "server" || open.awaiting.id !== id) {
+    return ignore(state, `result of server work ${id}, not the running one`);
+  }
+  const tool = findTool(open.toolName, state.mode, state.mcpTools, state.web);
+  if (tool === null) return ignore(state, `tool ${open.toolName} is no longer offered`);
+  const env = toEnv(state, open.toolCallID, context.at);
+  const reply: ClientReply = { type: "server", result };
+  return apply(
+    state,
+    tool,
+    open,
+    tool.resume(open.args, open.stage, open.data, reply, env),
+    context,
+    [],
+  );
+}
+
 /**
  * Stops the running tool call (cancel): asks the client to abort the exec, closes the call in
  * the UI as failed and records it as a step. The loop itself records the call as not run.
@@ -177,7 +209,7 @@ export function abortToolCall(
       }),
     );
   }
-  const tool = findTool(open.toolName, state.mode, state.mcpTools);
+  const tool = findTool(open.toolName, state.mode, state.mcpTools, state.web);
   if (tool === null) return { state: { ...state, open: null }, messages };
   const output = tool.failed(open.args, reason, toEnv(state, open.toolCallID, at));
   const toolCall = toUiToolCall(output.ui, open, at);
@@ -209,15 +241,22 @@ function apply(
         open: { ...open, stage: progress.stage, data: progress.data, awaiting },
       };
       const isFirst = state.open === null;
+      const checkpoint = isFirst ? [toCheckpointMessage(next)] : [];
+      if (progress.request.type === "server") {
+        return {
+          state: next,
+          messages: [...before, ...checkpoint],
+          input: null,
+          ignored: null,
+          work: { id, work: progress.request.work },
+        };
+      }
       return {
         state: next,
-        messages: [
-          ...before,
-          ...(isFirst ? [toCheckpointMessage(next)] : []),
-          toRequestMessage(progress.request, awaiting),
-        ],
+        messages: [...before, ...checkpoint, toRequestMessage(progress.request, awaiting)],
         input: null,
         ignored: null,
+        work: null,
       };
     }
     case "wait":
@@ -240,6 +279,7 @@ function apply(
         messages: [...before, ...progress.updates.map((update) => toUpdateMessage(update))],
         input: null,
         ignored: null,
+        work: null,
       };
     case "done":
       return finish(state, open, progress.output, context, before);
@@ -278,6 +318,7 @@ function finish(
     ],
     input: toResultInput(open.toolCallID, open.toolName, output, context),
     ignored: null,
+    work: null,
   };
 }
 
@@ -292,6 +333,7 @@ function toUiToolCall(tool: UiTool, open: OpenToolCall, completedAt: number | nu
 
 function toAwaiting(request: ClientRequest, operationID: string, id: number): Awaiting {
   if (request.type === "query") return { type: "query", id };
+  if (request.type === "server") return { type: "server", id };
   return { type: "exec", id, execID: toExecID(operationID, id) };
 }
 
@@ -303,7 +345,10 @@ export function toExecID(operationID: string, id: number): string {
   return `exec-${createHash("sha256").update(`${operationID}#${id}`).digest("hex").slice(0, 24)}`;
 }
 
-function toRequestMessage(request: ClientRequest, awaiting: Awaiting): AgentServerMessage {
+function toRequestMessage(
+  request: Exclude<ClientRequest, { type: "server" }>,
+  awaiting: Awaiting,
+): AgentServerMessage {
   if (request.type === "query") {
     return create(AgentServerMessageSchema, {
       message: { case: "interactionQuery", value: { id: awaiting.id, query: request.query } },
@@ -338,6 +383,7 @@ function toEnv(state: TurnState, toolCallID: string, at: number): ToolEnv {
     todos: state.todos,
     mode: state.mode,
     terminalsFolder: state.terminalsFolder,
+    askWebApproval: state.web.askApproval,
   };
 }
 
@@ -363,5 +409,5 @@ function toResultInput(
 }
 
 function ignore(state: TurnState, reason: string): ToolStep {
-  return { state, messages: [], input: null, ignored: reason };
+  return { state, messages: [], input: null, ignored: reason, work: null };
 }

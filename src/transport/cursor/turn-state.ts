@@ -14,6 +14,7 @@ import type {
 import type { UserMessage as CursorUserMessage } from "./gen/agent/v1/user_message_pb.js";
 import type { Mode } from "./mode.ts";
 import type { McpToolRef } from "./tools/mcp.ts";
+import type { WebOffer } from "./tools/server-work.ts";
 
 /** Token usage summed over the model calls of a turn, for `turn_ended`. */
 export interface TurnUsage {
@@ -35,7 +36,9 @@ export const ZERO_USAGE: TurnUsage = {
 /** What the client is waiting on for the open tool call. */
 export type Awaiting =
   | { readonly type: "exec"; readonly id: number; readonly execID: string }
-  | { readonly type: "query"; readonly id: number };
+  | { readonly type: "query"; readonly id: number }
+  /** Work the server runs itself (web tools); `id` tells a late result from the current one. */
+  | { readonly type: "server"; readonly id: number };
 
 /** The tool call being run on the client (the loop runs one at a time). */
 export interface OpenToolCall {
@@ -72,6 +75,8 @@ export interface TurnState {
   /** Where the client writes background shells' output (`<folder>/<shell id>.txt`); "" unknown. */
   readonly terminalsFolder: string;
   readonly mcpTools: readonly McpToolRef[];
+  /** The web tools this turn offers (server configuration and the client's settings). */
+  readonly web: WebOffer;
   /** The model's context window, for the client's context-usage indicator. */
   readonly contextWindow: number;
   /** Next exec / interaction-query id (uint32, per stream). */

@@ -18,6 +18,7 @@ import {
   type CursorClientOptions,
   createCursorClient,
 } from "../testing/index.ts";
+import type { WebTools } from "../web-work.ts";
 
 export const MODEL = "scripted";
 export const API_KEY = "sk-e2e-not-a-real-key-1234567890";
@@ -45,6 +46,8 @@ export interface HarnessOptions {
    * with SIGKILL, as a crash would. Otherwise it runs in this process on an in-memory store.
    */
   readonly mode?: "in-process" | "process";
+  /** The web tools of the in-process server (none: web_search and web_fetch are not offered). */
+  readonly web?: WebTools;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -81,7 +84,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           dbPath,
           port,
         })
-      : startServer({ store, llm, log }, { ...serverOptions, port });
+      : startServer(
+          { store, llm, log, ...(options.web === undefined ? {} : { web: options.web }) },
+          { ...serverOptions, port },
+        );
   const clients: CursorClient[] = [];
   const harness: Harness = {
     provider,

@@ -19,6 +19,7 @@ import { createMcpTool, type McpToolRef } from "./mcp.ts";
 import { listMcpResources, mcpState, readMcpResource } from "./mcp-resources.ts";
 import { readFile } from "./read-file.ts";
 import { readLints } from "./read-lints.ts";
+import { NO_WEB, type WebOffer } from "./server-work.ts";
 import { shell } from "./shell.ts";
 import { switchMode } from "./switch-mode.ts";
 import { todoWrite } from "./todo-write.ts";
@@ -31,6 +32,8 @@ import type {
   ToolProgress,
   UiTool,
 } from "./types.ts";
+import { webFetch } from "./web-fetch.ts";
+import { webSearch } from "./web-search.ts";
 import { writeFile } from "./write-file.ts";
 import { writeShellStdin } from "./write-shell-stdin.ts";
 
@@ -87,16 +90,30 @@ export const BUILT_IN_TOOLS: readonly AnyTool[] = [
   erase(askQuestion),
   erase(createPlan),
   erase(switchMode),
+  erase(webSearch),
+  erase(webFetch),
 ];
 
-/** The model-facing tool definitions of `mode`: built-ins in catalogue order, then MCP tools. */
-export function toToolDefinitions(mode: Mode, mcp: readonly McpToolRef[]): Tool[] {
-  return listTools(mode, mcp).map((tool) => tool.definition);
+/**
+ * The model-facing tool definitions of `mode`: built-ins in catalogue order (the web tools only
+ * when `web` offers them), then MCP tools.
+ */
+export function toToolDefinitions(
+  mode: Mode,
+  mcp: readonly McpToolRef[],
+  web: WebOffer = NO_WEB,
+): Tool[] {
+  return listTools(mode, mcp, web).map((tool) => tool.definition);
 }
 
 /** The tool `name` as offered in `mode`, or null when the mode does not offer it. */
-export function findTool(name: string, mode: Mode, mcp: readonly McpToolRef[]): AnyTool | null {
-  return listTools(mode, mcp).find((tool) => tool.name === name) ?? null;
+export function findTool(
+  name: string,
+  mode: Mode,
+  mcp: readonly McpToolRef[],
+  web: WebOffer = NO_WEB,
+): AnyTool | null {
+  return listTools(mode, mcp, web).find((tool) => tool.name === name) ?? null;
 }
 
 /** Offered only when the client has MCP servers: their resources and state. */
@@ -106,10 +123,15 @@ const MCP_HELPER_TOOLS: readonly AnyTool[] = [
   erase(mcpState),
 ];
 
-function listTools(mode: Mode, mcp: readonly McpToolRef[]): AnyTool[] {
+function listTools(mode: Mode, mcp: readonly McpToolRef[], web: WebOffer): AnyTool[] {
   const mcpTools = mcp.map((ref) => erase(createMcpTool(ref)));
   const helpers = mcp.length > 0 ? MCP_HELPER_TOOLS : [];
-  return [...BUILT_IN_TOOLS, ...helpers, ...mcpTools].filter((tool) => tool.modes.includes(mode));
+  return [...BUILT_IN_TOOLS, ...helpers, ...mcpTools].filter(
+    (tool) =>
+      tool.modes.includes(mode) &&
+      (tool.name !== webSearch.name || web.search) &&
+      (tool.name !== webFetch.name || web.fetch),
+  );
 }
 
 const MAX_NAME = 64;

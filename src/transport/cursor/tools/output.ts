@@ -25,6 +25,9 @@ export function toOutput(
 
 /** The message for a reply of the wrong kind (e.g. a write result to a read request). */
 export function toUnexpectedReply(reply: ClientReply): string {
-  const kind = reply.result.case ?? "an empty result";
+  const kind =
+    reply.type === "server"
+      ? `a ${reply.result.type} result`
+      : (reply.result.case ?? "an empty result");
   return `The client answered with ${kind}, which does not fit this tool call; the call did not complete.`;
 }

@@ -15,6 +15,7 @@ import type {
 import type { InteractionUpdate } from "../gen/agent/v1/interaction_update_pb.js";
 import type { ToolCall as UiToolCall } from "../gen/agent/v1/tool_call_pb.js";
 import type { Mode } from "../mode.ts";
+import type { ServerWork, ServerWorkResult } from "./server-work.ts";
 
 /** What a handler may read: never a clock or a random source (time arrives as `at`). */
 export interface ToolEnv {
@@ -30,9 +31,14 @@ export interface ToolEnv {
   readonly mode: Mode;
   /** Where the client writes background shells' output; "" when it did not say. */
   readonly terminalsFolder: string;
+  /** Whether web tools ask the user before they run (the client's approval prompt). */
+  readonly askWebApproval: boolean;
 }
 
-/** A request for the client: an exec, or a question shown to the user. */
+/**
+ * A request for the client (an exec, or a question shown to the user), or work the server does
+ * itself (`server`: nothing goes to the client; the transport runs it).
+ */
 export type ClientRequest =
   | {
       readonly type: "exec";
@@ -41,12 +47,14 @@ export type ClientRequest =
   | {
       readonly type: "query";
       readonly query: Exclude<InteractionQuery["query"], { case: undefined }>;
-    };
+    }
+  | { readonly type: "server"; readonly work: ServerWork };
 
-/** A reply of the client to the current request. */
+/** A reply to the current request: the client's, or the result of the server's own work. */
 export type ClientReply =
   | { readonly type: "exec"; readonly result: ExecClientMessage["message"] }
-  | { readonly type: "query"; readonly result: InteractionResponse["result"] };
+  | { readonly type: "query"; readonly result: InteractionResponse["result"] }
+  | { readonly type: "server"; readonly result: ServerWorkResult };
 
 /** The UI form of a tool call (a `ToolCall.tool` oneof value). */
 export type UiTool = UiToolCall["tool"];

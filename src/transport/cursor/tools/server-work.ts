@@ -1,0 +1,28 @@
+/**
+ * Work a tool asks the server itself to do (the web tools, DESIGN §5: tools the server answers
+ * itself). The dialect only describes it as plain data; the transport runs it (it does I/O)
+ * and hands the result back as the tool's next reply, so handlers stay pure.
+ */
+import type { FetchOutcome, SearchOutcome } from "../../../web/index.ts";
+
+export type ServerWork =
+  | { readonly type: "web_search"; readonly query: string; readonly count: number }
+  | { readonly type: "web_fetch"; readonly url: string };
+
+export type ServerWorkResult =
+  | { readonly type: "web_search"; readonly outcome: SearchOutcome }
+  | { readonly type: "web_fetch"; readonly outcome: FetchOutcome };
+
+/** Which web tools this turn offers, and whether each call asks the user first. */
+export interface WebOffer {
+  readonly search: boolean;
+  readonly fetch: boolean;
+  /** Ask through `web_search_request_query` / `web_fetch_request_query` before running. */
+  readonly askApproval: boolean;
+}
+
+export const NO_WEB: WebOffer = {
+  search: false,
+  fetch: false,
+  askApproval: true,
+};

@@ -1,0 +1,105 @@
+/**
+ * The server's web fetch: a guarded GET (http-get.ts), the body made readable
+ * (to-readable.ts), the text cut to a budget the model can use (saying where), and a short
+ * cache by URL so a page fetched twice in a turn is fetched once (a second request for a URL
+ * still in flight waits for the first). Only pages are cached, never errors.
+ */
+import type { FetchOutcome, WebFetch } from "../types.ts";
+import { createAddressPolicy } from "./address-policy.ts";
+import { type HttpGetLimits, httpGet, type Resolve } from "./http-get.ts";
+import { toReadable } from "./to-readable.ts";
+
+export interface WebFetchOptions extends HttpGetLimits {
+  /** Host names and CIDR ranges that may be fetched although they are not public. */
+  readonly allowHosts: readonly string[];
+  /** The most characters of page text handed to the model. */
+  readonly maxChars: number;
+  readonly cacheTtlMs: number;
+  readonly cacheEntries: number;
+  /** Name resolution; tests inject one that maps test names to 127.0.0.1. */
+  readonly resolve?: Resolve;
+  readonly now?: () => number;
+  readonly userAgent?: string;
+}
+
+export const DEFAULT_FETCH_OPTIONS: WebFetchOptions = {
+  maxBytes: 5 * 1024 * 1024,
+  timeoutMs: 30_000,
+  maxRedirects: 5,
+  allowHosts: [],
+  maxChars: 50_000,
+  cacheTtlMs: 5 * 60_000,
+  cacheEntries: 64,
+};
+
+const USER_AGENT = "cursor-byok web_fetch (+https://github.com/cursor-byok)";
+
+export function createWebFetch(options: WebFetchOptions): WebFetch {
+  const policy = createAddressPolicy(options.allowHosts);
+  const now = options.now ?? Date.now;
+  const cache = new Map<string, { readonly at: number; readonly outcome: FetchOutcome }>();
+  const inFlight = new Map<string, Promise<FetchOutcome>>();
+
+  const load = async (url: string, signal: AbortSignal | undefined): Promise<FetchOutcome> => {
+    const got = await httpGet(url, {
+      ...options,
+      policy,
+      userAgent: options.userAgent ?? USER_AGENT,
+      ...(signal === undefined ? {} : { signal }),
+    });
+    if (got.type === "error") return { type: "error", url, message: got.message };
+    const readable = await toReadable(got.body, got.contentType, got.finalUrl, options.maxChars);
+    if (readable.type === "unsupported") return { type: "error", url, message: readable.message };
+    const notes: string[] = [];
+    if (got.cut)
+      notes.push(`the response was cut at ${formatBytes(options.maxBytes)} (the size limit)`);
+    if (readable.partial !== undefined) notes.push(readable.partial);
+    let text = readable.text;
+    const omitted = readable.omitted ?? 0;
+    if (text.length > options.maxChars || omitted > 0) {
+      const whole = omitted > 0 ? `about ${text.length + omitted}` : `${text.length}`;
+      notes.push(
+        `the text was cut at character ${Math.min(options.maxChars, text.length)} of ${whole}; the rest of the page is not shown`,
+      );
+      text = text.slice(0, options.maxChars);
+    }
+    return {
+      type: "page",
+      url,
+      finalUrl: got.finalUrl,
+      contentType: readable.mediaType,
+      title: readable.title,
+      text,
+      cut: notes.length === 0 ? null : notes.join("; "),
+    };
+  };
+
+  return {
+    async fetch(url, fetchOptions = {}) {
+      const key = url.trim();
+      const cached = cache.get(key);
+      if (cached !== undefined && now() - cached.at < options.cacheTtlMs) return cached.outcome;
+      cache.delete(key);
+      const running = inFlight.get(key);
+      if (running !== undefined) return running;
+      const pending = load(key, fetchOptions.signal).finally(() => inFlight.delete(key));
+      inFlight.set(key, pending);
+      const outcome = await pending;
+      if (outcome.type === "page") {
+        cache.set(key, { at: now(), outcome });
+        while (cache.size > options.cacheEntries) {
+          const oldest = cache.keys().next().value;
+          if (oldest === undefined) break;
+          cache.delete(oldest);
+        }
+      }
+      return outcome;
+    },
+  };
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
