@@ -2,28 +2,37 @@
  * `npm run bench:proxy`: what the IDE proxy hop adds, measured in one run on loopback and printed,
  * never asserted (docs/ide.md).
  *
- * (a) a stream answered in-process (the path of RunSSE for the IDE): a paced stream of chunks
- *     served by a handler, read directly over cleartext HTTP/1.1 (how cursor-agent connects) and
- *     through the proxy (CONNECT, TLS with our CA, in-process dispatch);
- * (b) a pass-through stream: the same paced stream from a TLS "real host", read directly and
- *     through the proxy (TLS terminated, forwarded over TLS upstream).
+ * (a) an agent turn answered in-process, as the IDE's goes: RunSSE + BidiAppend against the real
+ *     server (memory store, a loopback OpenAI-compatible provider streaming paced chunks), read
+ *     directly over cleartext HTTP/1.1 (how cursor-agent connects) and through the proxy
+ *     (CONNECT, TLS with our CA, in-process dispatch): per chunk, from the provider writing it to
+ *     the client receiving its text delta; and time to the first text delta;
+ * (b) a pass-through stream: a paced stream from a TLS "real host", read directly and through
+ *     the proxy (TLS terminated, forwarded over TLS upstream): per chunk, and time to first byte
+ *     of a request on a warm connection.
  *
- * For each: per-chunk latency from the writer's timestamp to the reader receiving it (p50/p99),
- * and time to first byte of a request on a warm connection (p50/p99); the added figure is the
- * proxied percentile minus the direct one, both measured here in the same run.
+ * The added figure is the proxied percentile minus the direct one, both measured in this run.
+ * Client, proxy, server and provider share this process's event loop (a worst case for the
+ * proxy, whose work competes with everyone else's).
  */
-import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { createCertificateAuthority, createLeafIssuer, isWithinDomain } from "../src/ide/ca.ts";
+import { createLLM, createModelConfigs } from "../src/llm/index.ts";
+import { createMemoryStore } from "../src/store/index.ts";
 import { silentLog } from "../src/transport/log.ts";
 import { createProxyAgent } from "../src/transport/proxy/connect-through.ts";
 import { startProxy } from "../src/transport/proxy/proxy.ts";
+import { DEFAULT_SERVER_OPTIONS, startServer } from "../src/transport/server.ts";
+import { indexOf, MODEL, percentile, runTurn, startBenchProvider } from "./turn-kit.ts";
 
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 400);
 const PACE_MS = 2;
 const TTFB_REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
+const TURNS = Number(process.env.BENCH_TURNS ?? 30);
 
 /** Writes `CHUNKS` chunks, each carrying `performance.now()` at the moment it is written. */
 function pacedStream(request: IncomingMessage, response: ServerResponse): void {
@@ -43,11 +52,6 @@ function pacedStream(request: IncomingMessage, response: ServerResponse): void {
     else response.end();
   };
   setTimeout(tick, PACE_MS);
-}
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
 /** Reads one paced stream; returns each chunk's delay (ms) from its write to its arrival. */
@@ -111,10 +115,7 @@ async function main(): Promise<void> {
     "api2.cursor.sh",
   );
 
-  // The direct, cleartext server (cursor-agent's way) and the TLS "real host".
-  const plain = http.createServer({ noDelay: true }, pacedStream);
-  await new Promise<void>((resolve) => plain.listen(0, "127.0.0.1", resolve));
-  const plainPort = (plain.address() as AddressInfo).port;
+  // The TLS "real host".
   const upstream = https.createServer(
     { key: upstreamLeaf.keyPem, cert: upstreamLeaf.certPem, noDelay: true },
     pacedStream,
@@ -122,23 +123,79 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
   const upstreamPort = (upstream.address() as AddressInfo).port;
 
+  const provider = await startBenchProvider();
+  const llm = createLLM({
+    models: createModelConfigs([
+      {
+        name: MODEL,
+        api: "openai-compatible",
+        model: "bench-model",
+        baseUrl: provider.url,
+        apiKey: "k",
+      },
+    ]),
+  });
+  const store = createMemoryStore();
+  const server = await startServer(
+    { store, llm, log: silentLog },
+    { ...DEFAULT_SERVER_OPTIONS, port: 0, runSseContentType: "connect" },
+  );
+
   const issuer = createLeafIssuer(ours);
   const proxy = await startProxy({
     host: "127.0.0.1",
     port: 0,
     isIntercepted: (host) => isWithinDomain(host, "cursor.sh"),
     certificateFor: (host) => issuer.certificateFor(host),
-    serves: (path) => path.startsWith("/served"),
-    serve: (request, response) => {
-      request.url = (request.url ?? "").replace(/^\/served/, "");
-      pacedStream(request as IncomingMessage, response as ServerResponse);
-    },
+    serves: server.servesProcedure,
+    serve: server.serveTrusted,
     resolveUpstream: () => ({ host: "127.0.0.1", port: upstreamPort }),
     upstreamCa: [publicRoot.certPem],
     log: silentLog,
   });
 
-  const plainAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  // (a) turns, direct and through the proxy.
+  const turnAgent = createProxyAgent({ proxyUrl: proxy.url, ca: [ours.certPem] });
+  const directTurns = createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" });
+  const proxiedTurns = createConnectTransport({
+    baseUrl: "https://api2.cursor.sh",
+    httpVersion: "1.1",
+    nodeOptions: { agent: turnAgent },
+  });
+  const chunkDelays = async (transport: typeof directTurns): Promise<number[]> => {
+    const received: number[] = [];
+    await runTurn(transport, (text, at) => {
+      received[indexOf(text)] = at;
+    });
+    return provider.written.flatMap((at, i) => {
+      const got = received[i];
+      return got === undefined ? [] : [got - at];
+    });
+  };
+  const firstDelta = async (transport: typeof directTurns): Promise<number> => {
+    let first = Number.NaN;
+    const { sentAt } = await runTurn(transport, (_text, at) => {
+      if (Number.isNaN(first)) first = at;
+    });
+    return first - sentAt - ((provider.written[0] ?? provider.requestAt) - provider.requestAt);
+  };
+  provider.script = { chunks: CHUNKS, paceMs: PACE_MS };
+  await chunkDelays(directTurns);
+  await chunkDelays(proxiedTurns);
+  const turnDirect: number[] = [];
+  const turnProxied: number[] = [];
+  for (let round = 0; round < 3; round += 1) {
+    turnDirect.push(...(await chunkDelays(directTurns)));
+    turnProxied.push(...(await chunkDelays(proxiedTurns)));
+  }
+  provider.script = { chunks: 5, paceMs: 0 };
+  const firstDirect: number[] = [];
+  const firstProxied: number[] = [];
+  for (let round = 0; round < TURNS; round += 1) {
+    firstDirect.push(await firstDelta(directTurns));
+    firstProxied.push(await firstDelta(proxiedTurns));
+  }
+
   const upstreamAgent = new https.Agent({
     keepAlive: true,
     maxSockets: 1,
@@ -147,10 +204,6 @@ async function main(): Promise<void> {
   const proxyAgent = createProxyAgent({ proxyUrl: proxy.url, ca: [ours.certPem] });
   (proxyAgent as { maxSockets: number }).maxSockets = 1;
 
-  const directLocal = (path: string, on: (r: IncomingMessage) => void) =>
-    http.get({ host: "127.0.0.1", port: plainPort, path, agent: plainAgent }, on);
-  const proxiedLocal = (path: string, on: (r: IncomingMessage) => void) =>
-    https.get({ host: "api2.cursor.sh", path: `/served${path}`, agent: proxyAgent }, on);
   const directUpstream = (path: string, on: (r: IncomingMessage) => void) =>
     https.get(
       {
@@ -167,41 +220,37 @@ async function main(): Promise<void> {
     https.get({ host: "api2.cursor.sh", path, agent: proxyAgent }, on);
 
   // Warm every path once (connections, the leaf certificate), then measure alternately.
-  for (const get of [directLocal, proxiedLocal, directUpstream, proxiedUpstream])
-    await readStream(get);
+  for (const get of [directUpstream, proxiedUpstream]) await readStream(get);
   const results: Record<string, number[]> = {};
   const add = (key: string, values: number[]) => {
     results[key] = [...(results[key] ?? []), ...values];
   };
   for (let round = 0; round < 3; round += 1) {
-    add("directLocal", await readStream(directLocal));
-    add("proxiedLocal", await readStream(proxiedLocal));
     add("directUpstream", await readStream(directUpstream));
     add("proxiedUpstream", await readStream(proxiedUpstream));
   }
   const ttfb = {
-    directLocal: await timeToFirstByte(directLocal),
-    proxiedLocal: await timeToFirstByte(proxiedLocal),
     directUpstream: await timeToFirstByte(directUpstream),
     proxiedUpstream: await timeToFirstByte(proxiedUpstream),
   };
 
   const lines = [
-    `bench:proxy — ${CHUNKS} chunks × 3 rounds paced ${PACE_MS} ms; ${TTFB_REQUESTS} warm requests (loopback, one process)`,
-    row("(a) served in-process: per chunk", results.directLocal ?? [], results.proxiedLocal ?? []),
-    row("(a) served in-process: TTFB", ttfb.directLocal, ttfb.proxiedLocal),
+    `bench:proxy — ${CHUNKS} chunks × 3 rounds paced ${PACE_MS} ms; ${TURNS} short turns; ${TTFB_REQUESTS} warm requests (loopback, one process)`,
+    row("(a) agent turn: per text delta", turnDirect, turnProxied),
+    row("(a) agent turn: first text delta", firstDirect, firstProxied),
     row("(b) pass-through: per chunk", results.directUpstream ?? [], results.proxiedUpstream ?? []),
     row("(b) pass-through: TTFB", ttfb.directUpstream, ttfb.proxiedUpstream),
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
 
-  plainAgent.destroy();
+  turnAgent.destroy();
   upstreamAgent.destroy();
   proxyAgent.destroy();
   await proxy.close();
-  plain.close();
+  await server.close();
+  await store.close();
+  await provider.close();
   upstream.close();
-  plain.closeAllConnections();
   upstream.closeAllConnections();
 }
 

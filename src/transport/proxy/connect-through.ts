@@ -18,7 +18,9 @@ export function connectThroughProxy(
 ): Promise<Socket> {
   const proxy = new URL(proxyUrl);
   return new Promise((resolve, reject) => {
+    // Small writes (a request head, then its body) must not wait for the peer's delayed ACK.
     const socket = net.connect({
+      noDelay: true,
       host: proxy.hostname.replace(/^\[|\]$/g, ""),
       port: Number(proxy.port),
     });

@@ -93,6 +93,7 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
         secureContext,
         ALPNProtocols: ["h2", "http/1.1"],
       });
+      socket.setNoDelay(true);
       const timer = setTimeout(() => {
         socket.destroy(new Error(`no connection within ${options.connectTimeoutMs} ms`));
       }, options.connectTimeoutMs);
@@ -219,6 +220,8 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
       : http.request({ ...requestOptions, agent: plainAgent });
     // Only connecting is time-limited (see forwardH2 for why the answer is not).
     upstream.once("socket", (socket) => {
+      // Streams are many small writes: none may wait for the peer's delayed ACK.
+      socket.setNoDelay(true);
       if (!socket.connecting) return;
       const timer = setTimeout(() => {
         upstream.destroy(new Error(`no connection within ${options.connectTimeoutMs} ms`));

@@ -1,0 +1,157 @@
+/**
+ * What the stream and proxy benchmarks share: a loopback OpenAI-compatible provider that
+ * timestamps every chunk it writes, a lean RunSSE + BidiAppend client, and percentiles.
+ */
+import { randomUUID } from "node:crypto";
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { performance } from "node:perf_hooks";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import {
+  AgentClientMessageSchema,
+  type AgentServerMessage,
+  AgentService,
+  BidiService,
+} from "../src/transport/cursor/index.ts";
+import { createRunRequest } from "../src/transport/testing/index.ts";
+
+export const MODEL = "bench";
+
+// --- a provider that timestamps every chunk it writes --------------------------------------------
+
+export interface Script {
+  readonly chunks: number;
+  /** Milliseconds between chunks; 0 writes them back to back. */
+  readonly paceMs: number;
+  /** Hang after the first chunk (for the concurrency test). */
+  readonly stall?: boolean;
+}
+
+export interface BenchProvider {
+  readonly url: string;
+  script: Script;
+  /** performance.now() when each chunk of the current stream was written, by chunk index. */
+  written: number[];
+  /** performance.now() when the current request arrived. */
+  requestAt: number;
+  close(): Promise<void>;
+}
+
+function chunk(content: string, finish: string | null = null): string {
+  return `data: ${JSON.stringify({
+    id: "chatcmpl-bench",
+    object: "chat.completion.chunk",
+    created: 1767225600,
+    model: "bench-model",
+    choices: [{ index: 0, delta: finish === null ? { content } : {}, finish_reason: finish }],
+    ...(finish === null
+      ? {}
+      : { usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 } }),
+  })}\n\n`;
+}
+
+export async function startBenchProvider(): Promise<BenchProvider> {
+  const provider: BenchProvider = {
+    url: "",
+    script: { chunks: 10, paceMs: 0 },
+    written: [],
+    requestAt: 0,
+    close: async () => {},
+  };
+  const write = (res: ServerResponse, text: string) =>
+    new Promise<void>((resolve) => {
+      if (!res.write(text)) res.once("drain", resolve);
+      else resolve();
+    });
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", async () => {
+      provider.requestAt = performance.now();
+      provider.written = [];
+      const { chunks, paceMs, stall } = provider.script;
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      for (let i = 0; i < chunks; i += 1) {
+        provider.written[i] = performance.now();
+        await write(res, chunk(`e${i} `));
+        if (stall) {
+          res.on("close", () => res.destroy());
+          return;
+        }
+        if (paceMs > 0) await new Promise((resolve) => setTimeout(resolve, paceMs));
+      }
+      await write(res, chunk("", "stop"));
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  Object.assign(provider, {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  });
+  return provider;
+}
+
+// --- a lean RunSSE + BidiAppend client ------------------------------------------------------------
+
+/** One turn; `to` is the server's address, or a Connect transport (e.g. through a proxy). */
+export async function runTurn(
+  to: string | Transport,
+  onText: (text: string, at: number) => void,
+  onMessage?: (message: AgentServerMessage, at: number) => void,
+  signal?: AbortSignal,
+): Promise<{ sentAt: number }> {
+  const transport =
+    typeof to === "string" ? createConnectTransport({ baseUrl: to, httpVersion: "1.1" }) : to;
+  const agent = createClient(AgentService, transport);
+  const bidi = createClient(BidiService, transport);
+  const requestId = randomUUID();
+  const run = createRunRequest({
+    conversationId: randomUUID(),
+    text: "go",
+    modelId: MODEL,
+    workspace: tmpdir(),
+  });
+  const data = Buffer.from(
+    toBinary(
+      AgentClientMessageSchema,
+      create(AgentClientMessageSchema, { message: { case: "runRequest", value: run } }),
+    ),
+  ).toString("hex");
+  const sentAt = performance.now();
+  const reading = (async () => {
+    for await (const message of agent.runSSE({ requestId }, { signal })) {
+      const at = performance.now();
+      onMessage?.(message, at);
+      if (
+        message.message.case === "interactionUpdate" &&
+        message.message.value.message.case === "textDelta"
+      ) {
+        onText(message.message.value.message.value.text, at);
+      }
+    }
+  })();
+  await bidi.bidiAppend({ requestId: { requestId }, data }, { signal });
+  await reading.catch((error: unknown) => {
+    if (!signal?.aborted) throw error;
+  });
+  return { sentAt };
+}
+
+export function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+export const ms = (value: number) => `${value.toFixed(3)} ms`;
+
+/** The chunk index a text delta carries (`e<i> `). */
+export function indexOf(text: string): number {
+  return Number(/^e(\d+) $/.exec(text)?.[1] ?? -1);
+}
