@@ -26,6 +26,7 @@ import type { PathEncryptionKeys } from "./cursor/index.ts";
 import { createDashboard } from "./dashboard/dashboard.ts";
 import type { ReadSetup } from "./dashboard/types.ts";
 import { createHelperCall } from "./helper-calls.ts";
+import { createHostCheck } from "./http/host-check.ts";
 import { type Listener, listen, type RequestHandler } from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import { createPathEncryptionKeys } from "./path-encryption-keys.ts";
@@ -241,7 +242,21 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     connect(request, response as Parameters<typeof connect>[1]);
   };
 
+  const isOwnHost = createHostCheck([options.host]);
   const handle = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
+    // Without a token, only requests naming this server by a loopback name or its own host are
+    // answered (DNS rebinding; docs/dashboard.md). The IDE proxy calls `dispatch` directly.
+    if (options.accessToken === undefined && !isOwnHost(request.headers)) {
+      request.resume();
+      (response as Response).writeHead(421, { "content-type": "application/json" });
+      (response as Response).end(
+        JSON.stringify({
+          code: "failed_precondition",
+          message: "this server does not answer to that host name (use 127.0.0.1 or localhost)",
+        }),
+      );
+      return;
+    }
     // The dashboard checks the token itself: its page must load before the user has typed it.
     if (dashboard.handles(pathOf(request))) {
       dashboard.serve(request, response);

@@ -218,4 +218,20 @@ describe("dashboard without an access token (loopback)", () => {
     assert.equal(rebound.status, 421);
     assert.equal((await get(url, "/ui/", { host: "evil.example" })).status, 421);
   });
+
+  test("every other route refuses other host names too; loopback names and the bound address work", async () => {
+    const url = fixture.server.url;
+    const procedure = "/aiserver.v1.ServerConfigService/GetServerConfig";
+    const call = (host?: string) =>
+      get(url, procedure, {
+        method: "POST",
+        ...(host === undefined ? {} : { host }),
+      });
+    const rebound = await call("attacker.example:8765");
+    assert.equal(rebound.status, 421);
+    assert.match(rebound.body, /failed_precondition/);
+    assert.notEqual((await call()).status, 421, "the address the server listens on");
+    assert.notEqual((await call("localhost:8765")).status, 421);
+    assert.notEqual((await call("[::1]:8765")).status, 421);
+  });
 });

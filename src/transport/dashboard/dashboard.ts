@@ -11,9 +11,11 @@
  *   host) are refused, so a page of another site cannot read the API through a DNS name rebound
  *   to this server. With a token that page could not read it anyway.
  */
+
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
 import type { Store } from "../../store/index.ts";
+import { createHostCheck } from "../http/host-check.ts";
 import { answerApi } from "./api.ts";
 import { findStaticFile, readStaticFile } from "./static-files.ts";
 import type { ReadPending, ReadSetup, SeenClient } from "./types.ts";
@@ -67,11 +69,10 @@ export interface Dashboard {
 }
 
 const MAX_SEEN_CLIENTS = 8;
-const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 
 export function createDashboard(options: DashboardOptions): Dashboard {
   const seen = new Map<string, SeenClient>();
-  const hosts = new Set([...LOOPBACK_HOSTS, ...options.hosts.map((host) => host.toLowerCase())]);
+  const isOwnHost = createHostCheck(options.hosts);
 
   const send = (
     response: DashboardResponse,
@@ -106,7 +107,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       request.resume();
       const url = new URL(request.url ?? "/", "http://dashboard.invalid");
       const path = url.pathname;
-      if (!options.tokenRequired && !hosts.has(hostName(request))) {
+      if (!options.tokenRequired && !isOwnHost(request.headers)) {
         refuse(response, 421, "wrong_host", "this server does not answer to that host name");
         return;
       }
@@ -192,9 +193,3 @@ function pathOf(request: DashboardRequest): string {
 }
 
 /** The host name the client addressed, lower-cased, without the port. */
-function hostName(request: DashboardRequest): string {
-  const host = String(request.headers.host ?? request.headers[":authority"] ?? "").toLowerCase();
-  if (host.startsWith("[")) return host.slice(0, host.indexOf("]") + 1);
-  const colon = host.lastIndexOf(":");
-  return colon < 0 ? host : host.slice(0, colon);
-}
