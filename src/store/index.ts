@@ -9,6 +9,7 @@ export { isStoreError, STORE_ERROR_CODES, StoreError, type StoreErrorCode } from
 export { createMemoryStore } from "./memory-store.ts";
 export {
   createOperationRunner,
+  type OperationAttempt,
   type OperationRunner,
   type OperationToRun,
   type RunOperation,

@@ -27,6 +27,7 @@ import {
   type AgentServerMessage,
   type ClientEvent,
   continueToolCall,
+  expireToolCall,
   fromClientMessage,
   fromResponseEvent,
   fromRunRequest,
@@ -53,6 +54,11 @@ export interface AgentStreamOptions {
   readonly appendGapTimeoutMs: number;
   /** How far ahead of the next expected seqno an append may be. */
   readonly maxAppendsAhead: number;
+  /**
+   * After a restart, how long a tool call with effects whose outcome is unknown waits for the
+   * client's late result before the model is told the outcome is unknown (it is never re-run).
+   */
+  readonly lateResultGraceMs: number;
 }
 
 export interface AgentStreamDeps {
@@ -119,6 +125,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     reject(error: Error): void;
   } | null = null;
   let graceTimer: NodeJS.Timeout | null = null;
+  /** Ends the wait for a late result of a recovered tool call (see `runTool`). */
+  let lateTimer: NodeJS.Timeout | null = null;
   let startedAt: number | null = null;
   const loggedUnsupported = new Set<string>();
   const outcomes = new Map<number, Promise<void>>();
@@ -138,6 +146,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     sequencer.close("the stream has ended");
     if (graceTimer !== null) clearTimeout(graceTimer);
     graceTimer = null;
+    if (lateTimer !== null) clearTimeout(lateTimer);
+    lateTimer = null;
     settle();
   };
 
@@ -151,16 +161,29 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         send(next.messages);
       }
     },
-    runTool(command) {
+    runTool(command, _state, attempt) {
       if (turn === null) return Promise.reject(new Error("the stream has no turn"));
-      const step = startToolCall(turn, command, {
-        at: now(),
-        inputID: `result:${command.operationID}`,
-      });
+      const context = { at: now(), inputID: `result:${command.operationID}` };
+      const step = startToolCall(turn, command, context, { recovered: attempt.outcomeUnknown });
       if (step.ignored !== null) return Promise.reject(new Error(step.ignored));
       turn = step.state;
       send(step.messages);
       if (step.input !== null) return Promise.resolve(step.input.message);
+      if (attempt.outcomeUnknown) {
+        const waiting = turn.open?.awaiting.type === "earlier";
+        log.warn(
+          {
+            request: requestID,
+            conversation: conversationID,
+            tool: command.toolCall.name,
+            operation: command.operationID,
+          },
+          waiting
+            ? "tool call sent before a restart, outcome unknown: waiting for a late result, not running it again"
+            : "tool call sent before a restart, outcome unknown: read-only, sending it again",
+        );
+        if (waiting) startLateTimer(command.operationID);
+      }
       return new Promise((resolve, reject) => {
         tool = { operationID: command.operationID, resolve, reject };
       });
@@ -313,11 +336,40 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     }
     turn = step.state;
     send(step.messages);
-    if (step.input !== null && tool !== null) {
+    // A late reply arrived for a recovered call: its outcome is known now.
+    clearLateTimer();
+    finishTool(step.input?.message ?? null);
+  };
+
+  const finishTool = (message: ToolResultMessage | null): void => {
+    if (message !== null && tool !== null) {
       const finished = tool;
       tool = null;
-      finished.resolve(step.input.message);
+      finished.resolve(message);
     }
+  };
+
+  const clearLateTimer = (): void => {
+    if (lateTimer !== null) clearTimeout(lateTimer);
+    lateTimer = null;
+  };
+
+  const startLateTimer = (operationID: string): void => {
+    clearLateTimer();
+    lateTimer = setTimeout(() => {
+      lateTimer = null;
+      if (turn === null || tool?.operationID !== operationID) return;
+      const step = expireToolCall(turn, { at: now(), inputID: `result:${operationID}` });
+      if (step.ignored !== null) return;
+      turn = step.state;
+      send(step.messages);
+      log.warn(
+        { request: requestID, conversation: conversationID, operation: operationID },
+        "no late result arrived: the model is told the tool's outcome is unknown",
+      );
+      finishTool(step.input?.message ?? null);
+    }, options.lateResultGraceMs);
+    lateTimer.unref?.();
   };
 
   const apply = async (seqno: number, message: AgentClientMessage): Promise<void> => {

@@ -53,6 +53,7 @@ export const DEFAULT_SERVER_OPTIONS: ServerOptions = {
     reconnectGraceMs: 30_000,
     appendGapTimeoutMs: 10_000,
     maxAppendsAhead: 64,
+    lateResultGraceMs: 30_000,
   },
   streamRetentionMs: 60_000,
   idleStreamMs: 120_000,

@@ -48,9 +48,12 @@ export {
 export {
   abortToolCall,
   continueToolCall,
+  expireToolCall,
+  type StartOptions,
   startToolCall,
   type ToolContext,
   type ToolStep,
+  UNKNOWN_OUTCOME,
 } from "./tool-session.ts";
 export { toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
 export { type TurnEnd, toTurnEnd, toTurnEnded } from "./turn-end.ts";

@@ -357,6 +357,7 @@ function defaultsForGrace() {
     reconnectGraceMs: 50,
     appendGapTimeoutMs: 2_000,
     maxAppendsAhead: 16,
+    lateResultGraceMs: 2_000,
   };
 }
 

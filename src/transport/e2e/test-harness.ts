@@ -37,8 +37,13 @@ export interface Harness {
   /** Queues scripted model replies (an SSE transcript each). */
   reply(...replies: ScriptedReply[]): void;
   client(options?: Partial<CursorClientOptions>): CursorClient;
-  /** Kills the server process with SIGKILL and starts a new one on the same file and port. */
+  /**
+   * Kills the server process with SIGKILL (if it still runs) and starts a new one on the same file
+   * and port; the new one has no kill point.
+   */
   restart(): Promise<void>;
+  /** Resolves when the current server process has exited (mode `process`). */
+  exited(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -49,6 +54,8 @@ export interface HarnessOptions {
    * with SIGKILL, as a crash would. Otherwise it runs in this process on an in-memory store.
    */
   readonly mode?: "in-process" | "process";
+  /** Mode `process`: settings of the first server process (kill point, late-result grace). */
+  readonly process?: { readonly killAfterWrite?: number; readonly lateResultGraceMs?: number };
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -87,7 +94,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...options.server,
     stream: { ...DEFAULT_SERVER_OPTIONS.stream, ...options.server?.stream },
   };
-  const start = (port: number): Promise<Server> =>
+  const start = (port: number, first: boolean): Promise<Server> =>
     inChild
       ? startServerProcess({
           providerUrl: provider.url,
@@ -95,6 +102,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           model: MODEL,
           dbPath,
           port,
+          ...(options.process?.lateResultGraceMs === undefined
+            ? {}
+            : { lateResultGraceMs: options.process.lateResultGraceMs }),
+          ...(first && options.process?.killAfterWrite !== undefined
+            ? { killAfterWrite: options.process.killAfterWrite }
+            : {}),
         })
       : startServer({ store, llm, log }, { ...serverOptions, port });
   const clients: CursorClient[] = [];
@@ -103,7 +116,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     store,
     workspace,
     logs,
-    server: await start(serverOptions.port),
+    server: await start(serverOptions.port, true),
     reply(...replies) {
       provider.reply(
         ...replies.map((reply) => ({ type: "sse", body: toChatCompletionSse(reply) }) as const),
@@ -124,7 +137,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       if (!inChild) throw new Error("restart needs mode: process");
       const port = harness.server.address.port;
       await (harness.server as ChildServer).kill();
-      harness.server = await start(port);
+      harness.server = await start(port, false);
+    },
+    exited() {
+      if (!inChild) throw new Error("exited needs mode: process");
+      return (harness.server as ChildServer).exited;
     },
     async close() {
       for (const client of clients) await client.close();
@@ -151,6 +168,7 @@ export function createGate(): { readonly promise: Promise<void>; open(): void } 
 
 interface ChildServer extends Server {
   kill(): Promise<void>;
+  readonly exited: Promise<void>;
 }
 
 /** Runs test-server-process.ts in a child process and resolves once it listens. */
@@ -160,6 +178,8 @@ async function startServerProcess(settings: {
   model: string;
   dbPath: string;
   port: number;
+  killAfterWrite?: number;
+  lateResultGraceMs?: number;
 }): Promise<ChildServer> {
   const child = spawn(
     process.execPath,
@@ -189,5 +209,6 @@ async function startServerProcess(settings: {
     address: { address: "127.0.0.1", family: "IPv4", port },
     close: () => stop("SIGTERM"),
     kill: () => stop("SIGKILL"),
+    exited,
   };
 }

@@ -352,7 +352,7 @@ export function createRunner(options: RunnerOptions): Runner {
           toolCallID: command.toolCall.id,
           request: command.toolCall,
         },
-        () => output.runTool(command, state),
+        (_saved, attempt) => output.runTool(command, state, attempt),
       );
       if (record.status !== "completed" || stopping || entry.retired) return;
       const message = record.result as ToolResultMessage;

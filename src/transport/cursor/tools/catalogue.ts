@@ -36,6 +36,12 @@ export interface AnyTool {
   readonly name: string;
   readonly definition: Tool;
   readonly modes: readonly Mode[];
+  /**
+   * Whether the call may be sent again when its outcome is unknown (it was sent, then the server
+   * restarted before its result arrived): true for tools that only read or ask, false for tools
+   * with effects (shell, write, edit, delete, MCP), which must never run twice.
+   */
+  readonly repeatable: boolean;
   parse(args: JsonObject, env: ToolEnv): ParseResult<unknown>;
   preview(): UiTool;
   started(args: unknown, env: ToolEnv): UiTool;
@@ -54,11 +60,12 @@ export interface AnyTool {
  * Erases a handler's types. Sound because the session only ever passes a handler the arguments
  * its own `parse` returned and the data its own `start`/`resume` returned.
  */
-function erase<A, D>(handler: ToolHandler<A, D>): AnyTool {
+function erase<A, D>(handler: ToolHandler<A, D>, effects: "read_only" | "effects"): AnyTool {
   return {
     name: handler.name,
     definition: handler.definition,
     modes: handler.modes,
+    repeatable: effects === "read_only",
     parse: (args, env) => handler.parse(args, env),
     preview: () => handler.preview(),
     started: (args, env) => handler.started(args as A, env),
@@ -70,18 +77,20 @@ function erase<A, D>(handler: ToolHandler<A, D>): AnyTool {
 }
 
 export const BUILT_IN_TOOLS: readonly AnyTool[] = [
-  erase(readFile),
-  erase(editFile),
-  erase(writeFile),
-  erase(deleteFile),
-  erase(listDir),
-  erase(grep),
-  erase(glob),
-  erase(shell),
-  erase(readLints),
-  erase(todoWrite),
-  erase(askQuestion),
-  erase(createPlan),
+  erase(readFile, "read_only"),
+  erase(editFile, "effects"),
+  erase(writeFile, "effects"),
+  erase(deleteFile, "effects"),
+  erase(listDir, "read_only"),
+  erase(grep, "read_only"),
+  erase(glob, "read_only"),
+  erase(shell, "effects"),
+  erase(readLints, "read_only"),
+  // Server-side and deterministic: running it again gives the same list.
+  erase(todoWrite, "read_only"),
+  // Questions to the user: asking again is harmless.
+  erase(askQuestion, "read_only"),
+  erase(createPlan, "read_only"),
 ];
 
 /** The model-facing tool definitions of `mode`: built-ins in catalogue order, then MCP tools. */
@@ -95,7 +104,7 @@ export function findTool(name: string, mode: Mode, mcp: readonly McpToolRef[]): 
 }
 
 function listTools(mode: Mode, mcp: readonly McpToolRef[]): AnyTool[] {
-  const mcpTools = mcp.map((ref) => erase(createMcpTool(ref)));
+  const mcpTools = mcp.map((ref) => erase(createMcpTool(ref), "effects"));
   return [...BUILT_IN_TOOLS, ...mcpTools].filter((tool) => tool.modes.includes(mode));
 }
 
