@@ -16,8 +16,13 @@ import { UNKNOWN_OUTCOME } from "../cursor/index.ts";
 import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
 const CONVERSATION = "crash-matrix";
-/** How long a recovered effectful call waits for a late result in these tests. */
-const LATE_RESULT_GRACE_MS = 1_500;
+/**
+ * How long a recovered effectful call waits for a late result: short where none can come (the
+ * exec never left the server), long where the client sends one (so a slow machine cannot turn
+ * it into "unknown").
+ */
+const NO_LATE_RESULT_GRACE_MS = 1_500;
+const LATE_RESULT_GRACE_MS = 15_000;
 /** More commit points than the turn has: the loop stops at the first run that is not killed. */
 const MAX_WRITES = 40;
 
@@ -58,7 +63,8 @@ async function runTrial(point: CrashPoint): Promise<Trial> {
   const harness: Harness = await startHarness({
     mode: "process",
     process: {
-      lateResultGraceMs: LATE_RESULT_GRACE_MS,
+      lateResultGraceMs:
+        point.type === "after_write" ? NO_LATE_RESULT_GRACE_MS : LATE_RESULT_GRACE_MS,
       ...(point.type === "after_write" ? { killAfterWrite: point.write } : {}),
     },
   });
