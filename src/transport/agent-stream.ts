@@ -372,6 +372,27 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     lateTimer.unref?.();
   };
 
+  /**
+   * An action this server does not serve must not leave the client waiting: a stream that
+   * carries no turn ends at once with an error the client shows; a running turn goes on.
+   */
+  const refuseAction = (action: string): void => {
+    const running = turn !== null && !outbound.ended;
+    log.warn(
+      { request: requestID, conversation: conversationID, action },
+      running
+        ? "conversation action not served; the running turn goes on"
+        : "conversation action not served; ending the stream with an error",
+    );
+    if (running) return;
+    endStream(
+      toConnectError({
+        kind: "bad_input",
+        detail: `${action} is not supported by cursor-byok yet`,
+      }),
+    );
+  };
+
   const apply = async (seqno: number, message: AgentClientMessage): Promise<void> => {
     const event = fromClientMessage(message);
     if (turn === null && NEEDS_TURN.has(event.type)) {
@@ -409,6 +430,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       case "heartbeat":
       case "kv_result":
         return;
+      case "unserved_action":
+        return refuseAction(event.action);
       case "unsupported":
         if (!loggedUnsupported.has(event.what)) {
           loggedUnsupported.add(event.what);

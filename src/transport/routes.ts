@@ -21,6 +21,7 @@ import {
   toServerTimeResponse,
   toUsableModelsResponse,
 } from "./cursor/index.ts";
+import type { Log } from "./log.ts";
 
 export interface RouteOptions {
   /** Whether `GetServerConfig` lets clients use the HTTP/2 bidi `Run`. */
@@ -31,6 +32,7 @@ export function createRoutes(
   streams: AgentStreams,
   models: Pick<LLM, "listModels">,
   now: () => number,
+  log: Log,
   options: RouteOptions,
 ): (router: ConnectRouter) => void {
   const offered = (): OfferedModel[] => models.listModels().map(toOfferedModel);
@@ -73,11 +75,39 @@ export function createRoutes(
 
     router.service(BidiService, {
       async bidiAppend(request) {
+        const requestID = request.requestId?.requestId.slice(0, 64) ?? "";
         const decoded = fromBidiAppendRequest(request);
-        if (!decoded.ok) throw toConnectError({ kind: "bad_input", detail: decoded.error.message });
-        const { requestID, appendSeqno, message } = decoded.value;
-        const stream = await streams.open(requestID);
-        await stream.append(appendSeqno, message);
+        if (!decoded.ok) {
+          log.warn(
+            { request: requestID, reason: decoded.error.reason, error: decoded.error.message },
+            "append rejected",
+          );
+          throw toConnectError({ kind: "bad_input", detail: decoded.error.message });
+        }
+        const { appendSeqno, message, salvaged } = decoded.value;
+        if (salvaged !== undefined) {
+          log.warn(
+            { request: requestID, seqno: appendSeqno, error: salvaged },
+            "exec result could not be decoded; failing that tool call",
+          );
+        }
+        try {
+          const stream = await streams.open(decoded.value.requestID);
+          await stream.append(appendSeqno, message);
+        } catch (error) {
+          const rejected = ConnectError.from(error);
+          // Clients often ignore the answer to an append: the log is where this shows up.
+          log.warn(
+            {
+              request: requestID,
+              seqno: appendSeqno,
+              code: Code[rejected.code],
+              error: rejected.rawMessage,
+            },
+            "append rejected",
+          );
+          throw rejected;
+        }
         return {};
       },
     });

@@ -136,7 +136,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   const unimplemented = new Set<string>();
 
   const connect = connectNodeAdapter({
-    routes: createRoutes(streams, llm, now, { offerHttp2: options.offerHttp2 }),
+    routes: createRoutes(streams, llm, now, log, { offerHttp2: options.offerHttp2 }),
     readMaxBytes: options.maxMessageBytes,
     fallback(request, response) {
       const path = pathOf(request);
@@ -173,6 +173,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       return;
     }
     const path = pathOf(request);
+    logRefusals(request, response, path, log);
     const alias = ALIASES[path];
     if (alias !== undefined) request.url = alias;
     if (options.runSseContentType === "event-stream" && path === "/agent.v1.AgentService/RunSSE") {
@@ -211,6 +212,30 @@ function isAuthorized(request: Request, token: string): boolean {
   const given = Buffer.from(match[1] ?? "");
   const expected = Buffer.from(token);
   return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/**
+ * Logs the answers Connect gives a misbehaving client without calling our code: 415 (a content
+ * type it does not speak) and 505 (a streaming procedure over HTTP/1.1 that needs HTTP/2).
+ */
+function logRefusals(request: Request, response: Response, path: string, log: Log): void {
+  const writeHead = response.writeHead.bind(response);
+  response.writeHead = (status, headers) => {
+    if (status === 415 || status === 505) {
+      log.warn(
+        {
+          path,
+          status,
+          contentType: String(request.headers["content-type"] ?? "").slice(0, 100),
+          httpVersion: request.httpVersion,
+        },
+        status === 415
+          ? "request refused: unsupported content type"
+          : "request refused: unsupported HTTP version",
+      );
+    }
+    return writeHead(status, headers);
+  };
 }
 
 /** Rewrites the Connect streaming content type of a RunSSE response to `text/event-stream`. */

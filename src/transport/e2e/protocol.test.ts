@@ -181,6 +181,16 @@ describe("the wire surface end to end", () => {
       append("r1", heartbeatHex),
     );
     assert.equal(badType.status, 415);
+    assert.ok(
+      harness.logs.some(
+        (line) =>
+          line.level === "warn" &&
+          line.fields.status === 415 &&
+          line.fields.path === bidi &&
+          line.fields.contentType === "text/plain",
+      ),
+      "a 415 is logged with the path and content type",
+    );
 
     const garbage = await post(
       url,
@@ -198,6 +208,15 @@ describe("the wire surface end to end", () => {
       append("r2", "zz"),
     );
     assert.equal(JSON.parse(badHex.body).code, "invalid_argument");
+    assert.ok(
+      harness.logs.some(
+        (line) =>
+          line.level === "warn" &&
+          line.message === "append rejected" &&
+          line.fields.reason === "bad_hex",
+      ),
+      "a rejected append is logged with its reason",
+    );
 
     const badGzip = await post(
       url,
