@@ -143,6 +143,12 @@ describe("robustness end to end", () => {
     assert.ok(result.view.kinds.includes("execServerControlMessage"), "abort{id} was sent");
     const last = (await harness.store.load(CONVERSATION))?.state.messages.at(-1);
     assert.ok(last?.role === "toolResult" && last.isError && last.toolCallId === "call_sleep");
+    // An ordinary cancel is not a fault: nothing is logged at error.
+    await harness.server.close();
+    assert.deepEqual(
+      harness.logs.filter((line) => line.level === "error").map((line) => line.fields),
+      [],
+    );
   });
 
   test("a provider 500 before the stream is retried with the same body", async () => {
