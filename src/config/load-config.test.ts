@@ -86,7 +86,7 @@ models:
 
 describe("a valid file", () => {
   test("every setting is read", () => {
-    const env = { BYOK_TOKEN: "token-value-123", MY_ANTHROPIC_KEY: "sk-ant-secret" };
+    const env = { BYOK_TOKEN: "token-value-123-of-32-characters-x", MY_ANTHROPIC_KEY: "sk-ant-secret" };
     const { config, file } = load(FULL, { env });
     assert.deepEqual(config.file, { path: file, exists: true });
     assert.equal(config.server.host, "127.0.0.1");
@@ -96,7 +96,7 @@ describe("a valid file", () => {
     assert.equal(config.server.accessToken.type, "env");
     assert.ok(config.server.accessToken.type === "env");
     assert.equal(config.server.accessToken.variable, "BYOK_TOKEN");
-    assert.equal(config.server.accessToken.value.reveal(), "token-value-123");
+    assert.equal(config.server.accessToken.value.reveal(), "token-value-123-of-32-characters-x");
     assert.equal(config.dataDirectory, path.join(dir, "state"), "relative to the file");
     assert.equal(config.databasePath, path.join(dir, "state", "cursor-byok.db"));
     assert.equal(config.logLevel, "debug");
@@ -118,7 +118,7 @@ describe("a valid file", () => {
   });
 
   test("secrets are not in the configuration's serialised form", () => {
-    const env = { BYOK_TOKEN: "token-value-123", MY_ANTHROPIC_KEY: "sk-ant-secret" };
+    const env = { BYOK_TOKEN: "token-value-123-of-32-characters-x", MY_ANTHROPIC_KEY: "sk-ant-secret" };
     const { config } = load(
       `${FULL}  - name: literal\n    api: openai-chat\n    model: gpt-6-luna\n    apiKey: sk-literal-secret\n`,
       { env },
@@ -161,9 +161,9 @@ describe("a valid file", () => {
   });
 
   test("a literal access token", () => {
-    const { config } = load("server:\n  accessToken: literal-token\n");
+    const { config } = load("server:\n  accessToken: literal-token-of-32-characters-xyz\n");
     assert.equal(config.server.accessToken.type, "value");
-    assert.equal(config.server.accessToken.value.reveal(), "literal-token");
+    assert.equal(config.server.accessToken.value.reveal(), "literal-token-of-32-characters-xyz");
   });
 });
 
@@ -271,6 +271,11 @@ describe("an invalid file names the file, line, column, field and problem", () =
       "an access token variable that is not set",
       "server:\n  accessTokenEnv: BYOK_TOKEN\n",
       "FILE:2:19: server.accessTokenEnv: environment variable BYOK_TOKEN is not set; it must hold the access token clients present",
+    ],
+    [
+      "a literal access token too short to guard the keys",
+      "server:\n  accessToken: guessable\n",
+      "FILE:2:16: server.accessToken: the token holds 9 characters; an access token needs at least 32 so it cannot be guessed (e.g. `openssl rand -hex 32`)",
     ],
     [
       "an access token given twice",
@@ -420,4 +425,15 @@ describe("environment shortcuts and precedence", () => {
     );
     assert.equal(config.logLevel, "error");
   });
+});
+
+test("an access token from the environment must be long enough, and is never echoed", () => {
+  const message = errorOf("server:\n  accessTokenEnv: BYOK_TOKEN\n", {
+    env: { BYOK_TOKEN: "short-secret" },
+  });
+  assert.equal(
+    message,
+    "FILE:2:19: server.accessTokenEnv: environment variable BYOK_TOKEN holds 12 characters; an access token needs at least 32 so it cannot be guessed (e.g. `openssl rand -hex 32`)",
+  );
+  assert.ok(!message.includes("short-secret"));
 });

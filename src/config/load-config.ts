@@ -170,10 +170,31 @@ function toAccessToken(
         `environment variable ${variable} is not set; it must hold the access token clients present`,
       );
     }
+    const short = toShortTokenProblem(token, `environment variable ${variable}`);
+    if (short !== null) throw fail(source, ["server", "accessTokenEnv"], short);
     return { type: "env", variable, value: createSecret(token) };
   }
   const literal = optionalString(source, ["server", "accessToken"], accessToken);
-  return literal === undefined ? { type: "none" } : { type: "value", value: createSecret(literal) };
+  if (literal === undefined) return { type: "none" };
+  const short = toShortTokenProblem(literal, "the token");
+  if (short !== null) throw fail(source, ["server", "accessToken"], short);
+  return { type: "value", value: createSecret(literal) };
+}
+
+/**
+ * The shortest access token accepted: the token is the only thing between the network and the
+ * user's provider keys, so it must not be guessable (32 characters of `openssl rand -hex 32`
+ * output carry 128 bits).
+ */
+export const MIN_ACCESS_TOKEN_LENGTH = 32;
+
+/** Why `token` is too short to guard the keys, or null. Never echoes the token. */
+function toShortTokenProblem(token: string, what: string): string | null {
+  if (token.length >= MIN_ACCESS_TOKEN_LENGTH) return null;
+  return (
+    `${what} holds ${token.length} characters; an access token needs at least ` +
+    `${MIN_ACCESS_TOKEN_LENGTH} so it cannot be guessed (e.g. \`openssl rand -hex 32\`)`
+  );
 }
 
 function toDataDirectory(
