@@ -86,7 +86,10 @@ models:
 
 describe("a valid file", () => {
   test("every setting is read", () => {
-    const env = { BYOK_TOKEN: "token-value-123-of-32-characters-x", MY_ANTHROPIC_KEY: "sk-ant-secret" };
+    const env = {
+      BYOK_TOKEN: "token-value-123-of-32-characters-x",
+      MY_ANTHROPIC_KEY: "sk-ant-secret",
+    };
     const { config, file } = load(FULL, { env });
     assert.deepEqual(config.file, { path: file, exists: true });
     assert.equal(config.server.host, "127.0.0.1");
@@ -118,7 +121,10 @@ describe("a valid file", () => {
   });
 
   test("secrets are not in the configuration's serialised form", () => {
-    const env = { BYOK_TOKEN: "token-value-123-of-32-characters-x", MY_ANTHROPIC_KEY: "sk-ant-secret" };
+    const env = {
+      BYOK_TOKEN: "token-value-123-of-32-characters-x",
+      MY_ANTHROPIC_KEY: "sk-ant-secret",
+    };
     const { config } = load(
       `${FULL}  - name: literal\n    api: openai-chat\n    model: gpt-6-luna\n    apiKey: sk-literal-secret\n`,
       { env },

@@ -17,11 +17,20 @@ export interface AgentStreamsOptions {
   readonly retentionMs: number;
   /** How long a stream without a turn is kept. */
   readonly idleMs: number;
+  /** The most streams kept at once; a new one beyond it is refused with `resource_exhausted`. */
+  readonly maxStreams: number;
 }
 
+/** The longest request id accepted (clients use UUIDs, 36 characters). */
+export const MAX_REQUEST_ID_LENGTH = 128;
+
 export interface AgentStreams {
-  /** The stream of `requestID`, created (and restored, if it predates a restart) if needed. */
-  open(requestID: string): Promise<AgentStream>;
+  /**
+   * The stream of `requestID`, created (and restored, if it predates a restart) if needed. With
+   * `create: false` (an append that carries no run request), a request id that is neither live
+   * here nor bound in the store is refused with `not_found`, and nothing is kept for it.
+   */
+  open(requestID: string, options?: { readonly create: boolean }): Promise<AgentStream>;
   readonly size: number;
   /** Ends every stream (server shutdown). */
   closeAll(reason: string): void;
@@ -55,13 +64,19 @@ export function createAgentStreams(
     timers.set(requestID, timer);
   };
 
-  const create = async (requestID: string): Promise<AgentStream> => {
+  const create = async (requestID: string, mayCreate: boolean): Promise<AgentStream> => {
+    const bound = await deps.runner.findStream(requestID);
+    if (!mayCreate && bound?.clientState == null) {
+      throw new ConnectError(
+        `unknown request id: no stream ${requestID} is open and no run request started one`,
+        Code.NotFound,
+      );
+    }
     const stream = createAgentStream(requestID, {
       ...deps,
       onSettled: () => schedule(requestID, options.retentionMs),
     });
     schedule(requestID, options.idleMs);
-    const bound = await deps.runner.findStream(requestID);
     if (bound?.clientState != null) {
       deps.log.info(
         { request: requestID, conversation: bound.conversationID, turn: bound.turnID },
@@ -77,15 +92,33 @@ export function createAgentStreams(
   };
 
   return {
-    open(requestID) {
+    open(requestID, openOptions = { create: true }) {
       if (requestID === "") {
         return Promise.reject(new ConnectError("the request id is empty", Code.InvalidArgument));
       }
+      if (requestID.length > MAX_REQUEST_ID_LENGTH) {
+        return Promise.reject(
+          new ConnectError(
+            `the request id is longer than ${MAX_REQUEST_ID_LENGTH} characters`,
+            Code.InvalidArgument,
+          ),
+        );
+      }
       let stream = streams.get(requestID);
       if (stream === undefined) {
-        stream = create(requestID);
+        if (streams.size >= options.maxStreams) {
+          return Promise.reject(
+            new ConnectError(
+              `too many open streams (${options.maxStreams}); try again when some have ended`,
+              Code.ResourceExhausted,
+            ),
+          );
+        }
+        stream = create(requestID, openOptions.create);
         streams.set(requestID, stream);
-        stream.catch(() => streams.delete(requestID));
+        stream.catch(() => {
+          if (streams.get(requestID) === stream) streams.delete(requestID);
+        });
       }
       return stream;
     },

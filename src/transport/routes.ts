@@ -92,7 +92,9 @@ export function createRoutes(
           );
         }
         try {
-          const stream = await streams.open(decoded.value.requestID);
+          const stream = await streams.open(decoded.value.requestID, {
+            create: message.message.case === "runRequest",
+          });
           await stream.append(appendSeqno, message);
         } catch (error) {
           const rejected = ConnectError.from(error);

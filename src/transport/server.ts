@@ -20,7 +20,8 @@ import type { LLM } from "../llm/index.ts";
 import type { Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
 import { createAgentStreams } from "./agent-streams.ts";
-import { type Listener, listen } from "./http/listen.ts";
+import { asClientFault, checkFirstEnvelope, refuse, refuseOversized } from "./client-faults.ts";
+import { DEFAULT_LISTEN_LIMITS, type Listener, type ListenLimits, listen } from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import { createRoutes } from "./routes.ts";
 import { createRunner } from "./runner/runner.ts";
@@ -37,6 +38,10 @@ export interface ServerOptions {
   readonly streamRetentionMs: number;
   /** How long a stream that never gets a run request is kept. */
   readonly idleStreamMs: number;
+  /** The most agent streams kept at once (each holds a turn's state and backlog). */
+  readonly maxStreams: number;
+  /** Connection time-outs and the connection cap (http/listen.ts). */
+  readonly listen: ListenLimits;
   /** The largest request message accepted (after decompression). */
   readonly maxMessageBytes: number;
   /** When set, every request must carry `authorization: Bearer <token>`. */
@@ -57,6 +62,8 @@ export const DEFAULT_SERVER_OPTIONS: ServerOptions = {
   },
   streamRetentionMs: 60_000,
   idleStreamMs: 120_000,
+  maxStreams: 1_000,
+  listen: DEFAULT_LISTEN_LIMITS,
   maxMessageBytes: 32 * 1024 * 1024,
 };
 
@@ -131,7 +138,11 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   });
   const streams = createAgentStreams(
     { runner, models: llm, now, log, options: options.stream },
-    { retentionMs: options.streamRetentionMs, idleMs: options.idleStreamMs },
+    {
+      retentionMs: options.streamRetentionMs,
+      idleMs: options.idleStreamMs,
+      maxStreams: options.maxStreams,
+    },
   );
   const unimplemented = new Set<string>();
 
@@ -174,15 +185,49 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     }
     const path = pathOf(request);
     logRefusals(request, response, path, log);
+    if (refuseOversized(request, response, options.maxMessageBytes)) {
+      log.warn(
+        { path, contentLength: request.headers["content-length"] },
+        "request refused: body too large",
+      );
+      request.resume();
+      return;
+    }
+    asClientFault(response);
     const alias = ALIASES[path];
     if (alias !== undefined) request.url = alias;
-    if (options.runSseContentType === "event-stream" && path === "/agent.v1.AgentService/RunSSE") {
-      asEventStream(response);
+    if (path !== "/agent.v1.AgentService/RunSSE") {
+      connect(request, response as Parameters<typeof connect>[1]);
+      return;
     }
-    connect(request, response as Parameters<typeof connect>[1]);
+    if (options.runSseContentType === "event-stream") asEventStream(response);
+    // RunSSE's one request envelope: an announced size over the limit is refused at once.
+    void checkFirstEnvelope(request, options.maxMessageBytes).then((check) => {
+      switch (check.type) {
+        case "ok":
+          connect(request, response as Parameters<typeof connect>[1]);
+          return;
+        case "too_large":
+          log.warn({ path, announced: check.announced }, "request refused: envelope too large");
+          refuse(
+            request,
+            response,
+            429,
+            "resource_exhausted",
+            `the request envelope announces ${check.announced} bytes; the most accepted is ${options.maxMessageBytes}`,
+          );
+          return;
+        case "truncated":
+          log.warn({ path }, "request refused: truncated envelope");
+          refuse(request, response, 400, "invalid_argument", "the request envelope is truncated");
+          return;
+        case "gone":
+          return;
+      }
+    });
   };
 
-  const listener: Listener = await listen(handle, options.host, options.port);
+  const listener: Listener = await listen(handle, options.host, options.port, options.listen);
   const url = `http://${formatHost(listener.address)}:${listener.address.port}`;
 
   return {

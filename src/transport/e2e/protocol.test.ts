@@ -198,8 +198,26 @@ describe("the wire surface end to end", () => {
       { "content-type": "application/proto" },
       new Uint8Array([0xff, 0xff, 0xff]),
     );
-    // Connect's own parser refuses bytes that are not the request message (code "internal").
-    assert.ok(garbage.status >= 400 && typeof JSON.parse(garbage.body).code === "string");
+    // Bytes that are not the request message are the client's fault, not ours ("internal").
+    assert.equal(garbage.status, 400);
+    assert.equal(JSON.parse(garbage.body).code, "invalid_argument");
+
+    // Announced sizes beyond the limit are refused before any of it is read.
+    const huge = await post(
+      url,
+      "/aiserver.v1.AiService/ServerTime",
+      { "content-type": "application/proto", "content-length": String(2 ** 31) },
+      new Uint8Array([1, 2, 3]),
+    );
+    assert.equal(huge.status, 429);
+    assert.equal(JSON.parse(huge.body).code, "resource_exhausted");
+    const hugeEnvelope = await post(
+      url,
+      "/agent.v1.AgentService/RunSSE",
+      { "content-type": "application/connect+proto", "transfer-encoding": "chunked" },
+      new Uint8Array([0, 0x7f, 0xff, 0xff, 0xff, 1, 2, 3]),
+    );
+    assert.equal(JSON.parse(hugeEnvelope.body).code, "resource_exhausted");
 
     const badHex = await post(
       url,

@@ -340,6 +340,17 @@ describe("robustness end to end", () => {
     );
     const hex = (message: ReturnType<typeof heartbeat>) =>
       Buffer.from(toBinary(AgentClientMessageSchema, message)).toString("hex");
+    // The stream exists (its RunSSE opened it) but carries no turn.
+    const downlink = new AbortController();
+    const agent = createClient(
+      AgentService,
+      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
+    );
+    const reading = (async () => {
+      for await (const _ of agent.runSSE({ requestId: "no-turn" }, { signal: downlink.signal })) {
+        // heartbeats only
+      }
+    })().catch(() => {});
     await bidi.bidiAppend({ requestId: { requestId: "no-turn" }, data: hex(heartbeat()) });
     const cancelWithoutTurn = {
       requestId: { requestId: "no-turn" },
@@ -354,6 +365,44 @@ describe("robustness end to end", () => {
       Code.NotFound,
       "the retry is not acknowledged as done",
     );
+    downlink.abort();
+    await reading;
+  });
+
+  test("appends for unknown request ids are refused and keep nothing; streams are capped", async () => {
+    harness = await startHarness({ server: { maxStreams: 2 } });
+    const transport = createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" });
+    const bidi = createClient(BidiService, transport);
+    const data = Buffer.from(toBinary(AgentClientMessageSchema, heartbeat())).toString("hex");
+    for (let i = 0; i < 5; i += 1) {
+      const refused = await bidi
+        .bidiAppend({ requestId: { requestId: `random-${i}` }, data })
+        .catch((e: unknown) => e);
+      assert.equal((refused as { code?: unknown }).code, Code.NotFound);
+    }
+    const tooLong = await bidi
+      .bidiAppend({ requestId: { requestId: "x".repeat(10_000) }, data })
+      .catch((e: unknown) => e);
+    assert.equal((tooLong as { code?: unknown }).code, Code.InvalidArgument);
+    // Nothing was kept for them: two turns still fit under the cap of two streams.
+    harness.reply({ text: "one" }, { text: "two" });
+    const client = harness.client();
+    const one = client.startTurn({ conversationId: CONVERSATION, text: "a", modelId: MODEL });
+    const two = client.startTurn({
+      conversationId: `${CONVERSATION}-2`,
+      text: "b",
+      modelId: MODEL,
+    });
+    assert.equal((await one.done).error, undefined);
+    assert.equal((await two.done).error, undefined);
+    // Both streams are kept for late reconnects: a third is over the cap.
+    const third = await client.startTurn({
+      conversationId: `${CONVERSATION}-3`,
+      text: "c",
+      modelId: MODEL,
+    }).done;
+    assert.equal(third.error?.code, Code.ResourceExhausted);
+    assert.equal(harness.provider.requests.length, 2, "the third turn reached no model");
   });
 });
 
