@@ -9,7 +9,7 @@
 import type { Logger } from "pino";
 import { type Config, toBindRefusal, toConnectHost, toDefaultConfigPath } from "../config/index.ts";
 import { createLLM } from "../llm/index.ts";
-import { openSqliteStore, type Store } from "../store/index.ts";
+import { lockDatabase, openSqliteStore, type Store } from "../store/index.ts";
 import { DEFAULT_SERVER_OPTIONS, type Server, startServer } from "../transport/server.ts";
 import {
   CONFIG_OPTION,
@@ -67,7 +67,14 @@ export const SERVE_COMMAND: Command = {
       return 1;
     }
     const log = createLog({ level: config.logLevel, pretty: io.stdout.isTTY === true });
-    const store = openSqliteStore({ path: config.databasePath });
+    const lock = lockDatabase(config.databasePath);
+    let store: Store;
+    try {
+      store = openSqliteStore({ path: config.databasePath });
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
     let server: Server;
     try {
       server = await startServer(
@@ -85,6 +92,7 @@ export const SERVE_COMMAND: Command = {
       );
     } catch (error) {
       await store.close();
+      lock.release();
       io.stderr.write(`cursor-byok: ${toListenProblem(error, config)}\n`);
       return 1;
     }
@@ -101,6 +109,7 @@ export const SERVE_COMMAND: Command = {
     (io.stdout.isTTY === true ? io.stdout : io.stderr).write(toBanner(config, server));
     await untilStopped(log);
     await shutDown(server, store, log);
+    lock.release();
     return 0;
   },
 };

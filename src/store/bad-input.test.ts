@@ -10,6 +10,7 @@ import {
   cpSync,
   mkdirSync,
   readFileSync,
+  renameSync,
   truncateSync,
   writeFileSync,
 } from "node:fs";
@@ -302,6 +303,45 @@ describe("bad files and failed writes", () => {
       directory.remove();
     }
   });
+
+  for (const what of ["deleted", "replaced"] as const) {
+    test(`the database file ${what} while open: every later write is refused, nothing is lost silently`, async () => {
+      const directory = createTempDirectory();
+      try {
+        const path = join(directory.path, "store.db");
+        const store = openSqliteStore({ path });
+        const commits = toScriptedCommits("conv-1");
+        const [first, second] = commits as [ScriptedCommit, ScriptedCommit];
+        await commitScript(store, "conv-1", 1);
+        // What a user (or a clean-up job) does: move the file away, perhaps put another there.
+        renameSync(path, join(directory.path, "moved.db"));
+        if (what === "replaced") await createDatabase(path, "other");
+        await assert.rejects(
+          store.commitInput({
+            inputID: second.inputID,
+            expectedVersion: 1,
+            state: second.state,
+            result: second.command,
+          }),
+          (error) => assertStoreError(error, "file_replaced", path),
+        );
+        await assert.rejects(
+          store.saveClientOperation({
+            operationID: "op",
+            conversationID: "conv-1",
+            turnID: first.state.turnID,
+            toolCallID: "t",
+            request: {},
+            status: "planned",
+          }),
+          /was (deleted|replaced) while the server was running/,
+        );
+        await store.close();
+      } finally {
+        directory.remove();
+      }
+    });
+  }
 
   test("a folder where the file should be cannot be opened", () => {
     const directory = createTempDirectory();

@@ -1,4 +1,5 @@
 export type { StoreOptions } from "./create-store.ts";
+export { type DatabaseLock, lockDatabase } from "./data-lock.ts";
 export {
   DATABASE_DIRECTORY,
   DATABASE_FILE,
