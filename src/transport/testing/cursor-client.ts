@@ -17,7 +17,7 @@ import {
   createNodeHttpClient,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
-import { AgentService } from "../cursor/gen/agent/v1/agent_stream_pb.js";
+import { type AgentServerMessage, AgentService } from "../cursor/gen/agent/v1/agent_stream_pb.js";
 import type { ConversationStateStructure } from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import {
   type AgentRunRequest,
@@ -52,6 +52,8 @@ export interface CursorClientOptions {
   readonly onExec?: ExecOverride;
   /** Default time limit of a turn. Default 10 000 ms. */
   readonly timeoutMs?: number;
+  /** Sees every server message of every turn as it arrives (e.g. to time the gaps between). */
+  readonly onMessage?: (message: AgentServerMessage) => void;
 }
 
 /** `RunRequestInit` with the client's defaults: its workspace, and its last checkpoint. */
@@ -139,6 +141,7 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
         streamCloseBeforeResult: options.streamCloseBeforeResult ?? false,
         answerQuery: options.answerQuery,
         onExec: options.onExec,
+        ...(options.onMessage === undefined ? {} : { onMessage: options.onMessage }),
         blobs,
         runSseContentTypes: () => runSseTypes.get(requestId) ?? [],
         onCheckpoint: (checkpoint) => {
