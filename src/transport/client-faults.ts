@@ -4,8 +4,8 @@
  * - a body announced (`content-length`) larger than the server accepts is refused before a byte
  *   of it is read, with `resource_exhausted`, and the connection is closed (otherwise the server
  *   would wait for bytes it is going to refuse anyway);
- * - a unary body that is not the procedure's protobuf message is `invalid_argument`: Connect's
- *   own parser calls it `internal` (HTTP 500), which reads as our fault.
+ * - a unary body that is not the procedure's message, or not the gzip it claims to be, is
+ *   `invalid_argument`: Connect itself calls it `internal` (HTTP 500), which reads as our fault.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -104,7 +104,7 @@ function toInvalidArgument(body: Buffer): Buffer | null {
     return null;
   }
   if (error.code !== "internal" || typeof error.message !== "string") return null;
-  if (!/^parse (binary|json)\b/.test(error.message)) return null;
+  if (!/^(parse (binary|json)\b|decompression failed)/.test(error.message)) return null;
   return Buffer.from(
     JSON.stringify({
       code: "invalid_argument",
@@ -113,7 +113,7 @@ function toInvalidArgument(body: Buffer): Buffer | null {
   );
 }
 
-/** What the first envelope of a streaming request says, once its 5-byte header has arrived. */
+/** What the first envelope of a streaming request says, once it has arrived. */
 export type EnvelopeCheck =
   | { readonly type: "ok" }
   | { readonly type: "too_large"; readonly announced: number }
@@ -121,42 +121,43 @@ export type EnvelopeCheck =
   | { readonly type: "gone" };
 
 /**
- * Waits for the first envelope header (flags, 4-byte length) of a streaming request body and
- * puts the bytes back for Connect to read, so an envelope announcing more than
- * `maxMessageBytes` is refused at once instead of waiting for bytes that will be refused anyway.
- * A body that ends before a whole header is `truncated`; a connection that closes is `gone`.
+ * Waits for the first envelope (5-byte header, then the payload it announces) of a streaming
+ * request body and puts the bytes back for Connect to read. An envelope announcing more than
+ * `maxMessageBytes` is refused as soon as its header arrives, instead of waiting for bytes that
+ * will be refused anyway; one that does not arrive whole within `timeoutMs`, or a body that ends
+ * first, is `truncated`; a connection that closes is `gone`.
  */
 export function checkFirstEnvelope(
   request: Request,
   maxMessageBytes: number,
+  timeoutMs: number,
 ): Promise<EnvelopeCheck> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let have = 0;
-    const stop = (): void => {
+    const finish = (check: EnvelopeCheck, putBack: boolean): void => {
+      clearTimeout(timer);
       request.off("data", onData);
       request.off("end", onEnd);
       request.off("close", onClose);
+      if (putBack) {
+        request.pause();
+        request.unshift(Buffer.concat(chunks));
+      }
+      resolve(check);
     };
     const onData = (chunk: Buffer): void => {
       chunks.push(chunk);
       have += chunk.length;
       if (have < 5) return;
-      stop();
-      request.pause();
-      const head = Buffer.concat(chunks);
-      request.unshift(head);
-      const announced = head.readUInt32BE(1);
-      resolve(announced > maxMessageBytes ? { type: "too_large", announced } : { type: "ok" });
+      const announced = (chunks.length === 1 ? chunk : Buffer.concat(chunks)).readUInt32BE(1);
+      if (announced > maxMessageBytes) finish({ type: "too_large", announced }, false);
+      else if (have >= 5 + announced) finish({ type: "ok" }, true);
     };
-    const onEnd = (): void => {
-      stop();
-      resolve({ type: "truncated" });
-    };
-    const onClose = (): void => {
-      stop();
-      resolve({ type: "gone" });
-    };
+    const onEnd = (): void => finish({ type: "truncated" }, false);
+    const onClose = (): void => finish({ type: "gone" }, false);
+    const timer = setTimeout(() => finish({ type: "truncated" }, false), timeoutMs);
+    timer.unref();
     request.on("data", onData);
     request.once("end", onEnd);
     request.once("close", onClose);

@@ -44,6 +44,8 @@ export interface ServerOptions {
   readonly listen: ListenLimits;
   /** The largest request message accepted (after decompression). */
   readonly maxMessageBytes: number;
+  /** How long a RunSSE request's one envelope may take to arrive whole. */
+  readonly envelopeTimeoutMs: number;
   /** When set, every request must carry `authorization: Bearer <token>`. */
   readonly accessToken?: string;
 }
@@ -65,6 +67,7 @@ export const DEFAULT_SERVER_OPTIONS: ServerOptions = {
   maxStreams: 1_000,
   listen: DEFAULT_LISTEN_LIMITS,
   maxMessageBytes: 32 * 1024 * 1024,
+  envelopeTimeoutMs: 10_000,
 };
 
 export interface ServerDeps {
@@ -202,29 +205,37 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     }
     if (options.runSseContentType === "event-stream") asEventStream(response);
     // RunSSE's one request envelope: an announced size over the limit is refused at once.
-    void checkFirstEnvelope(request, options.maxMessageBytes).then((check) => {
-      switch (check.type) {
-        case "ok":
-          connect(request, response as Parameters<typeof connect>[1]);
-          return;
-        case "too_large":
-          log.warn({ path, announced: check.announced }, "request refused: envelope too large");
-          refuse(
-            request,
-            response,
-            429,
-            "resource_exhausted",
-            `the request envelope announces ${check.announced} bytes; the most accepted is ${options.maxMessageBytes}`,
-          );
-          return;
-        case "truncated":
-          log.warn({ path }, "request refused: truncated envelope");
-          refuse(request, response, 400, "invalid_argument", "the request envelope is truncated");
-          return;
-        case "gone":
-          return;
-      }
-    });
+    void checkFirstEnvelope(request, options.maxMessageBytes, options.envelopeTimeoutMs).then(
+      (check) => {
+        switch (check.type) {
+          case "ok":
+            connect(request, response as Parameters<typeof connect>[1]);
+            return;
+          case "too_large":
+            log.warn({ path, announced: check.announced }, "request refused: envelope too large");
+            refuse(
+              request,
+              response,
+              429,
+              "resource_exhausted",
+              `the request envelope announces ${check.announced} bytes; the most accepted is ${options.maxMessageBytes}`,
+            );
+            return;
+          case "truncated":
+            log.warn({ path }, "request refused: truncated envelope");
+            refuse(
+              request,
+              response,
+              400,
+              "invalid_argument",
+              "the request envelope is truncated (it did not arrive whole)",
+            );
+            return;
+          case "gone":
+            return;
+        }
+      },
+    );
   };
 
   const listener: Listener = await listen(handle, options.host, options.port, options.listen);

@@ -242,7 +242,8 @@ describe("the wire surface end to end", () => {
       { "content-type": "application/proto", "content-encoding": "gzip" },
       new Uint8Array([1, 2, 3]),
     );
-    assert.ok(badGzip.status >= 400);
+    assert.equal(badGzip.status, 400);
+    assert.equal(JSON.parse(badGzip.body).code, "invalid_argument");
 
     const noTurn = await post(
       url,

@@ -55,7 +55,11 @@ export interface HarnessOptions {
    */
   readonly mode?: "in-process" | "process";
   /** Mode `process`: settings of the first server process (kill point, late-result grace). */
-  readonly process?: { readonly killAfterWrite?: number; readonly lateResultGraceMs?: number };
+  readonly process?: {
+    readonly killAfterWrite?: number;
+    readonly lateResultGraceMs?: number;
+    readonly envelopeTimeoutMs?: number;
+  };
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -105,6 +109,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           ...(options.process?.lateResultGraceMs === undefined
             ? {}
             : { lateResultGraceMs: options.process.lateResultGraceMs }),
+          ...(options.process?.envelopeTimeoutMs === undefined
+            ? {}
+            : { envelopeTimeoutMs: options.process.envelopeTimeoutMs }),
           ...(first && options.process?.killAfterWrite !== undefined
             ? { killAfterWrite: options.process.killAfterWrite }
             : {}),
@@ -180,6 +187,7 @@ async function startServerProcess(settings: {
   port: number;
   killAfterWrite?: number;
   lateResultGraceMs?: number;
+  envelopeTimeoutMs?: number;
 }): Promise<ChildServer> {
   const child = spawn(
     process.execPath,

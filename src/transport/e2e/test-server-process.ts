@@ -24,6 +24,8 @@ interface Settings {
   readonly killAfterWrite?: number;
   /** Overrides how long a recovered tool call waits for a late result. */
   readonly lateResultGraceMs?: number;
+  /** Overrides how long a RunSSE envelope may take to arrive. */
+  readonly envelopeTimeoutMs?: number;
 }
 
 /** The store methods that write: every commit point of a turn is one of their calls. */
@@ -55,6 +57,7 @@ const server = await startServer(
     ...DEFAULT_SERVER_OPTIONS,
     port: settings.port,
     runSseContentType: settings.runSseContentType ?? DEFAULT_SERVER_OPTIONS.runSseContentType,
+    envelopeTimeoutMs: settings.envelopeTimeoutMs ?? DEFAULT_SERVER_OPTIONS.envelopeTimeoutMs,
     stream: {
       ...DEFAULT_SERVER_OPTIONS.stream,
       heartbeatMs: settings.heartbeatMs ?? DEFAULT_SERVER_OPTIONS.stream.heartbeatMs,
