@@ -42,7 +42,7 @@ export function refuseOversized(
  * procedure's message into `invalid_argument` (HTTP 400). Only an answer with status 500 is held
  * back to be inspected; every other response passes through untouched.
  */
-export function asClientFault(response: Response): void {
+export function asClientFault(response: Response, onRewrite: (detail: string) => void): void {
   const target = response as unknown as HeldResponse;
   const writeHead = target.writeHead.bind(target);
   const write = target.write.bind(target);
@@ -71,7 +71,8 @@ export function asClientFault(response: Response): void {
     const rewritten = toInvalidArgument(body);
     if (rewritten !== null) {
       status = 400;
-      body = rewritten;
+      body = rewritten.body;
+      onRewrite(rewritten.detail);
     }
     const headers = { ...held.headers };
     delete headers["content-length"];
@@ -96,7 +97,7 @@ function toBuffer(chunk: unknown): Buffer {
 }
 
 /** The Connect error body for a parse failure as `invalid_argument`, or null for anything else. */
-function toInvalidArgument(body: Buffer): Buffer | null {
+function toInvalidArgument(body: Buffer): { body: Buffer; detail: string } | null {
   let error: { code?: unknown; message?: unknown };
   try {
     error = JSON.parse(body.toString("utf8")) as typeof error;
@@ -105,12 +106,16 @@ function toInvalidArgument(body: Buffer): Buffer | null {
   }
   if (error.code !== "internal" || typeof error.message !== "string") return null;
   if (!/^(parse (binary|json)\b|decompression failed)/.test(error.message)) return null;
-  return Buffer.from(
-    JSON.stringify({
-      code: "invalid_argument",
-      message: `the request body is not a valid message for this procedure (${error.message.slice(0, 200)})`,
-    }),
-  );
+  const detail = error.message.slice(0, 200);
+  return {
+    body: Buffer.from(
+      JSON.stringify({
+        code: "invalid_argument",
+        message: `the request body is not a valid message for this procedure (${detail})`,
+      }),
+    ),
+    detail,
+  };
 }
 
 /** What the first envelope of a streaming request says, once it has arrived. */

@@ -196,7 +196,9 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       request.resume();
       return;
     }
-    asClientFault(response);
+    asClientFault(response, (detail) =>
+      log.warn({ path, error: detail }, "request refused: the body is not a valid message"),
+    );
     const alias = ALIASES[path];
     if (alias !== undefined) request.url = alias;
     if (path !== "/agent.v1.AgentService/RunSSE") {

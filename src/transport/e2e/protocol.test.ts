@@ -201,6 +201,15 @@ describe("the wire surface end to end", () => {
     // Bytes that are not the request message are the client's fault, not ours ("internal").
     assert.equal(garbage.status, 400);
     assert.equal(JSON.parse(garbage.body).code, "invalid_argument");
+    assert.ok(
+      harness.logs.some(
+        (line) =>
+          line.level === "warn" &&
+          /not a valid message/.test(line.message) &&
+          line.fields.path === bidi,
+      ),
+      "the refused append is logged",
+    );
 
     // Announced sizes beyond the limit are refused before any of it is read.
     const huge = await post(
