@@ -127,16 +127,22 @@ async function main(): Promise<void> {
         const conversationId = `soak-${index}-${Math.floor(turn / 10)}`;
         const t0 = performance.now();
         last = t0;
+        let failure: string | null = null;
         try {
           const result = await client.startTurn({
             conversationId,
             text: `turn ${turn}: what do my notes say?`,
             modelId: MODEL,
           }).done;
-          if (result.error !== undefined) errors.push(result.error.message);
+          if (result.error !== undefined) failure = result.error.message;
           else durations.push(performance.now() - t0);
         } catch (error) {
-          errors.push(error instanceof Error ? error.message : String(error));
+          failure = error instanceof Error ? error.message : String(error);
+        }
+        if (failure !== null) {
+          errors.push(failure);
+          // A pause: a worker spinning on instant refusals would measure nothing else.
+          await delay(200);
         }
         last = 0;
         turn += 1;

@@ -17,7 +17,10 @@ export interface AgentStreamsOptions {
   readonly retentionMs: number;
   /** How long a stream without a turn is kept. */
   readonly idleMs: number;
-  /** The most streams kept at once; a new one beyond it is refused with `resource_exhausted`. */
+  /**
+   * The most streams kept at once. At the cap, the oldest ended stream nobody reads is dropped
+   * to make room; when every stream is live, a new one is refused with `resource_exhausted`.
+   */
   readonly maxStreams: number;
 }
 
@@ -41,7 +44,30 @@ export function createAgentStreams(
   options: AgentStreamsOptions,
 ): AgentStreams {
   const streams = new Map<string, Promise<AgentStream>>();
+  /** The streams created so far, oldest first (for making room under `maxStreams`). */
+  const created = new Map<string, AgentStream>();
   const timers = new Map<string, NodeJS.Timeout>();
+
+  const drop = (requestID: string): void => {
+    clearTimeout(timers.get(requestID));
+    timers.delete(requestID);
+    streams.delete(requestID);
+    created.delete(requestID);
+  };
+
+  /**
+   * Makes room for one more stream by dropping the oldest one that has ended and that nobody
+   * reads (it is only kept for a late reconnect); false when every stream is still live.
+   */
+  const makeRoom = (): boolean => {
+    for (const [requestID, stream] of created) {
+      if (stream.outbound.ended && !stream.outbound.subscribed) {
+        drop(requestID);
+        return true;
+      }
+    }
+    return false;
+  };
 
   /**
    * Checks the stream after `afterMs`: an ended stream nobody reads is dropped; one that never got
@@ -57,7 +83,7 @@ export function createAgentStreams(
           return schedule(requestID, options.idleMs);
         }
         if (!stream.outbound.ended) stream.close("no run request arrived for this stream");
-        streams.delete(requestID);
+        drop(requestID);
       });
     }, afterMs);
     timer.unref?.();
@@ -106,7 +132,7 @@ export function createAgentStreams(
       }
       let stream = streams.get(requestID);
       if (stream === undefined) {
-        if (streams.size >= options.maxStreams) {
+        if (streams.size >= options.maxStreams && !makeRoom()) {
           return Promise.reject(
             new ConnectError(
               `too many open streams (${options.maxStreams}); try again when some have ended`,
@@ -114,11 +140,17 @@ export function createAgentStreams(
             ),
           );
         }
-        stream = create(requestID, openOptions.create);
-        streams.set(requestID, stream);
-        stream.catch(() => {
-          if (streams.get(requestID) === stream) streams.delete(requestID);
-        });
+        const opening = create(requestID, openOptions.create);
+        stream = opening;
+        streams.set(requestID, opening);
+        opening.then(
+          (opened) => {
+            if (streams.get(requestID) === opening) created.set(requestID, opened);
+          },
+          () => {
+            if (streams.get(requestID) === opening) drop(requestID);
+          },
+        );
       }
       return stream;
     },
@@ -128,6 +160,7 @@ export function createAgentStreams(
     closeAll(reason) {
       for (const timer of timers.values()) clearTimeout(timer);
       timers.clear();
+      created.clear();
       for (const stream of streams.values())
         void stream.then(
           (s) => s.close(reason),

@@ -384,8 +384,8 @@ describe("robustness end to end", () => {
       .bidiAppend({ requestId: { requestId: "x".repeat(10_000) }, data })
       .catch((e: unknown) => e);
     assert.equal((tooLong as { code?: unknown }).code, Code.InvalidArgument);
-    // Nothing was kept for them: two turns still fit under the cap of two streams.
-    harness.reply({ text: "one" }, { text: "two" });
+    // Nothing was kept for them: two live turns still fit under the cap of two streams.
+    harness.provider.reply({ type: "hang" }, { type: "hang" });
     const client = harness.client();
     const one = client.startTurn({ conversationId: CONVERSATION, text: "a", modelId: MODEL });
     const two = client.startTurn({
@@ -393,9 +393,8 @@ describe("robustness end to end", () => {
       text: "b",
       modelId: MODEL,
     });
-    assert.equal((await one.done).error, undefined);
-    assert.equal((await two.done).error, undefined);
-    // Both streams are kept for late reconnects: a third is over the cap.
+    await harness.provider.request(1);
+    // Both are live: a third is over the cap, and reaches no model.
     const third = await client.startTurn({
       conversationId: `${CONVERSATION}-3`,
       text: "c",
@@ -403,6 +402,18 @@ describe("robustness end to end", () => {
     }).done;
     assert.equal(third.error?.code, Code.ResourceExhausted);
     assert.equal(harness.provider.requests.length, 2, "the third turn reached no model");
+    // Ended streams are kept only for late reconnects: they make room for new ones.
+    await one.cancel("done");
+    await two.cancel("done");
+    await Promise.all([one.done, two.done]);
+    harness.reply({ text: "four" });
+    const fourth = await client.startTurn({
+      conversationId: `${CONVERSATION}-4`,
+      text: "d",
+      modelId: MODEL,
+    }).done;
+    assert.equal(fourth.error, undefined);
+    assert.equal(fourth.view.text, "four");
   });
 });
 
