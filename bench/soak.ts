@@ -6,9 +6,12 @@
  * saw (heartbeats fill silences), and the server's RSS at the start, at its peak and
  * `SOAK_SETTLE_S` after the last turn ended.
  *
- * Environment: SOAK_CONVERSATIONS (default 40), SOAK_MINUTES (default 4), SOAK_SETTLE_S
- * (default 30), SOAK_HEARTBEAT_MS (server heartbeat interval, default 1000), SOAK_THINK_MS (how
- * long the client takes to run a tool, default 300; it is when heartbeats flow).
+ * Environment: SOAK_CONVERSATIONS (default 40), SOAK_MINUTES (default 3.5), SOAK_SETTLE_S
+ * (default 30), SOAK_RETAINED_S (a last sample this long after that, default 45: past the 60 s
+ * ended streams are kept), SOAK_HEARTBEAT_MS (server heartbeat interval, default 1000),
+ * SOAK_THINK_MS (how long the client takes to run a tool, default 300; heartbeats flow then).
+ * The server also reports its live heap after a full collection, to tell retained objects from
+ * memory V8 has not given back.
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -22,10 +25,12 @@ import { createCursorClient } from "../src/transport/testing/index.ts";
 
 const MODEL = "soak";
 const conversations = Number(process.env.SOAK_CONVERSATIONS ?? 40);
-const minutes = Number(process.env.SOAK_MINUTES ?? 4);
+const minutes = Number(process.env.SOAK_MINUTES ?? 3.5);
 const settleS = Number(process.env.SOAK_SETTLE_S ?? 30);
 const heartbeatMs = Number(process.env.SOAK_HEARTBEAT_MS ?? 1_000);
 const thinkMs = Number(process.env.SOAK_THINK_MS ?? 300);
+/** A last sample once ended streams are past their retention (60 s) and dropped. */
+const retainedS = Number(process.env.SOAK_RETAINED_S ?? 45);
 
 /** The model: a read_file call first, then an answer (decided from the request alone). */
 function answer(request: RecordedRequest) {
@@ -66,6 +71,7 @@ async function main(): Promise<void> {
   const child = spawn(
     process.execPath,
     [
+      "--expose-gc",
       join(import.meta.dirname, "..", "src", "transport", "e2e", "test-server-process.ts"),
       JSON.stringify({
         providerUrl: provider.url,
@@ -74,10 +80,13 @@ async function main(): Promise<void> {
         dbPath: join(dir, "soak.db"),
         port: 0,
         heartbeatMs,
+        reportMemoryMs: 5_000,
       }),
     ],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
+  /** The server's own report (after a full collection): the live heap, not just RSS. */
+  let heap = { used: 0, peak: 0 };
   const url = await new Promise<string>((resolve, reject) => {
     let out = "";
     child.stdout.setEncoding("utf8");
@@ -85,6 +94,13 @@ async function main(): Promise<void> {
       out += text;
       const match = /LISTENING (\S+)\n/.exec(out);
       if (match?.[1] !== undefined) resolve(match[1]);
+      const lines = out.split("\n");
+      out = lines.pop() ?? "";
+      for (const line of lines) {
+        if (!line.startsWith("MEMORY ")) continue;
+        const used = (JSON.parse(line.slice(7)) as { heapUsed: number }).heapUsed;
+        heap = { used, peak: Math.max(heap.peak, used) };
+      }
     });
     child.once("exit", (code) => reject(new Error(`the server exited (${code})`)));
   });
@@ -155,8 +171,13 @@ async function main(): Promise<void> {
   await Promise.all(Array.from({ length: conversations }, (_, index) => worker(index)));
   const elapsedS = (performance.now() - started) / 1000;
   const rssEnd = rss();
+  const heapEnd = heap.used;
   await delay(settleS * 1_000);
   const rssSettled = rss();
+  const heapSettled = heap.used;
+  await delay(retainedS * 1_000);
+  const rssRetained = rss();
+  const heapRetained = heap.used;
   clearInterval(sampler);
   child.kill("SIGTERM");
   await new Promise((resolve) => child.once("exit", resolve));
@@ -171,7 +192,8 @@ async function main(): Promise<void> {
       ...firstErrors.map((error) => `    e.g. ${error.slice(0, 200)}`),
       `  turn time: p50 ${ms(percentile(durations, 50))}   p99 ${ms(percentile(durations, 99))}   max ${ms(Math.max(0, ...durations))}`,
       `  longest gap between server messages seen by a client: ${ms(longestGap)}`,
-      `  server RSS: start ${mib(rssStart)}   peak ${mib(rssPeak)}   at the end ${mib(rssEnd)}   ${settleS} s after ${mib(rssSettled)}`,
+      `  server RSS: start ${mib(rssStart)}   peak ${mib(rssPeak)}   at the end ${mib(rssEnd)}   ${settleS} s after ${mib(rssSettled)}   ${settleS + retainedS} s after ${mib(rssRetained)}`,
+      `  server live heap (after a full GC, every 5 s): peak ${mib(heap.peak)}   at the end ${mib(heapEnd)}   ${settleS} s after ${mib(heapSettled)}   ${settleS + retainedS} s after ${mib(heapRetained)}`,
       "",
     ].join("\n"),
   );

@@ -26,6 +26,11 @@ interface Settings {
   readonly lateResultGraceMs?: number;
   /** Overrides how long a RunSSE envelope may take to arrive. */
   readonly envelopeTimeoutMs?: number;
+  /**
+   * Prints `MEMORY <json>` (rss, heapUsed, external) this often, after a full collection when
+   * the process runs with `--expose-gc` (the soak).
+   */
+  readonly reportMemoryMs?: number;
 }
 
 /** The store methods that write: every commit point of a turn is one of their calls. */
@@ -67,6 +72,15 @@ const server = await startServer(
   },
 );
 process.stdout.write(`LISTENING ${server.url}\n`);
+if (settings.reportMemoryMs !== undefined) {
+  setInterval(() => {
+    (globalThis as { gc?: () => void }).gc?.();
+    const { rss, heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage();
+    process.stdout.write(
+      `MEMORY ${JSON.stringify({ rss, heapUsed, heapTotal, external, arrayBuffers })}\n`,
+    );
+  }, settings.reportMemoryMs).unref();
+}
 process.once("SIGTERM", () => {
   void server.close().then(() => store.close());
 });
