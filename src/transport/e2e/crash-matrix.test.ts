@@ -158,7 +158,9 @@ function assertGuarantee(trial: Trial, label: string): void {
 }
 
 describe("crash matrix: SIGKILL at every commit point of a turn with a shell and a write", () => {
-  test("after every store write: no effectful tool runs twice, every turn ends", async () => {
+  test("after every store write: no effectful tool runs twice, every turn ends", {
+    timeout: 240_000,
+  }, async () => {
     const seen: string[] = [];
     let write = 1;
     for (; write <= MAX_WRITES; write += 1) {
@@ -186,7 +188,9 @@ describe("crash matrix: SIGKILL at every commit point of a turn with a shell and
   });
 
   for (const exec of ["shellStreamArgs", "writeArgs"] as const) {
-    test(`killed while the client runs ${exec}: its late result is accepted, nothing runs twice`, async () => {
+    test(`killed while the client runs ${exec}: its late result is accepted, nothing runs twice`, {
+      timeout: 60_000,
+    }, async () => {
       const trial = await runTrial({ type: "while_client_runs", exec });
       assertGuarantee(trial, `kill while ${exec} runs`);
       assert.equal(trial.error, undefined);

@@ -182,7 +182,9 @@ describe("network fuzz against a server process", () => {
   });
   after(async () => harness.close());
 
-  test("every request is answered, the server keeps serving, and only accepted turns are saved", async () => {
+  test("every request is answered, the server keeps serving, and only accepted turns are saved", {
+    timeout: 120_000,
+  }, async () => {
     let turns = 0;
     await fc.assert(
       fc.asyncProperty(
