@@ -147,10 +147,11 @@ function assertGuarantee(trial: Trial, label: string): void {
   assert.ok(trial.shellLines <= 1, `${label}: the shell command ran ${trial.shellLines} times`);
   assert.ok(trial.writeRuns <= 1, `${label}: the write ran twice`);
   // Every turn ends; a completed one has its final answer, a failed one says why. Streamed text
-  // is not kept (DESIGN §7), so a crash after the final commit ends the turn without showing it.
+  // is not kept (DESIGN §7): after a crash around the final commit the client may have seen only
+  // the start of the answer, which is whole in the store.
   if (trial.error === undefined) {
     assert.equal(trial.finalInStore, "All done.", label);
-    if (trial.text !== "") assert.match(trial.text, /All done\.$/, label);
+    assert.ok("All done.".startsWith(trial.text), `${label}: "${trial.text}"`);
   } else assert.ok(trial.error.length > 10, `${label}: unclear failure "${trial.error}"`);
   for (const result of trial.results) {
     if (result.isError) assert.equal(result.text, UNKNOWN_OUTCOME, `${label}: ${result.text}`);
@@ -160,7 +161,7 @@ function assertGuarantee(trial: Trial, label: string): void {
 describe("crash matrix: SIGKILL at every commit point of a turn with a shell and a write", () => {
   test("after every store write: no effectful tool runs twice, every turn ends", {
     timeout: 240_000,
-  }, async () => {
+  }, async (t) => {
     const seen: string[] = [];
     let write = 1;
     for (; write <= MAX_WRITES; write += 1) {
@@ -178,6 +179,7 @@ describe("crash matrix: SIGKILL at every commit point of a turn with a shell and
         break;
       }
     }
+    t.diagnostic(`kill point:outcome:tool results — ${seen.join(", ")}`);
     assert.ok(write > 10 && write <= MAX_WRITES, `commit points covered: ${seen.join(", ")}`);
     // Killing right after an operation was marked sent (before the exec left) leaves its outcome
     // unknown: the model was told so, and the tool did not run again.
