@@ -85,6 +85,7 @@ export const SERVE_COMMAND: Command = {
           port: config.server.port,
           runSseContentType: config.server.runSseContentType,
           offerHttp2: config.server.offerHttp2,
+          maxStreams: config.server.maxStreams,
           ...(config.server.accessToken.type === "none"
             ? {}
             : { accessToken: config.server.accessToken.value.reveal() }),

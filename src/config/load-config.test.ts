@@ -63,6 +63,7 @@ server:
   accessTokenEnv: BYOK_TOKEN
   runSseContentType: connect
   http2: true
+  maxStreams: 50
 data:
   directory: state
 log:
@@ -96,6 +97,7 @@ describe("a valid file", () => {
     assert.equal(config.server.port, 9000);
     assert.equal(config.server.runSseContentType, "connect");
     assert.equal(config.server.offerHttp2, true);
+    assert.equal(config.server.maxStreams, 50);
     assert.equal(config.server.accessToken.type, "env");
     assert.ok(config.server.accessToken.type === "env");
     assert.equal(config.server.accessToken.variable, "BYOK_TOKEN");
@@ -198,7 +200,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "unknown server field",
       "server:\n  prot: 80\n",
-      "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2)",
+      "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2, maxStreams)",
     ],
     [
       "unknown model field",
@@ -277,6 +279,11 @@ describe("an invalid file names the file, line, column, field and problem", () =
       "an access token variable that is not set",
       "server:\n  accessTokenEnv: BYOK_TOKEN\n",
       "FILE:2:19: server.accessTokenEnv: environment variable BYOK_TOKEN is not set; it must hold the access token clients present",
+    ],
+    [
+      "a stream cap that is not a positive integer",
+      "server:\n  maxStreams: 0\n",
+      "FILE:2:15: server.maxStreams: must be a positive integer",
     ],
     [
       "a literal access token too short to guard the keys",

@@ -5,10 +5,12 @@
  * the field path and what is wrong; nothing is guessed or silently dropped. Unknown fields are
  * errors, because a misspelt setting that is ignored is worse than one that is refused.
  */
+
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError, createModelConfigs, createSecret } from "../llm/index.ts";
 import { DATABASE_FILE, toDefaultDatabasePath } from "../store/index.ts";
+import { DEFAULT_SERVER_OPTIONS } from "../transport/server.ts";
 import { ConfigFileError } from "./config-file-error.ts";
 import { toShortcutModels } from "./env-shortcuts.ts";
 import { type ConfigLocation, type PlatformInputs, toAbsolutePath } from "./paths.ts";
@@ -44,6 +46,7 @@ const SERVER_FIELDS = [
   "accessTokenEnv",
   "runSseContentType",
   "http2",
+  "maxStreams",
 ];
 const DATA_FIELDS = ["directory"];
 const LOG_FIELDS = ["level"];
@@ -141,8 +144,13 @@ function toServerSettings(
         RUN_SSE_CONTENT_TYPES,
       ) ?? "event-stream",
     offerHttp2: optionalBoolean(source, at("http2"), section.http2) ?? false,
+    maxStreams:
+      optionalPositiveInteger(source, at("maxStreams"), section.maxStreams) ?? DEFAULT_MAX_STREAMS,
   };
 }
+
+/** Agent streams kept at once unless `server.maxStreams` says otherwise. */
+export const DEFAULT_MAX_STREAMS = DEFAULT_SERVER_OPTIONS.maxStreams;
 
 function toAccessToken(
   source: YamlSource | undefined,
@@ -339,6 +347,18 @@ function optionalBoolean(
 ): boolean | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "boolean") throw fail(source, at, "must be true or false");
+  return value;
+}
+
+function optionalPositiveInteger(
+  source: YamlSource | undefined,
+  at: FieldPath,
+  value: unknown,
+): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
+    throw fail(source, at, "must be a positive integer");
+  }
   return value;
 }
 

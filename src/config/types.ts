@@ -25,6 +25,8 @@ export interface ServerSettings {
   readonly runSseContentType: RunSseContentType;
   /** Let clients use the HTTP/2 bidi `Run`. */
   readonly offerHttp2: boolean;
+  /** Agent streams (turns, with their backlog) kept at once; more are refused. */
+  readonly maxStreams: number;
 }
 
 /** Where a model came from: an entry of the file's `models` list, or an environment shortcut. */
