@@ -89,6 +89,12 @@ export interface Server {
   close(): Promise<void>;
 }
 
+/**
+ * The largest RunSSE request: its one message is a request id (a UUID), so anything near this
+ * size is not a client of ours, and is refused before its bytes are read.
+ */
+const MAX_RUN_SSE_REQUEST_BYTES = 64 * 1024;
+
 /** Procedures the client calls at start-up whose answer may be an empty message. */
 const EMPTY_REPLIES = new Set([
   "/aiserver.v1.NetworkService/IsConnected",
@@ -174,6 +180,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     },
   });
 
+  const runSseLimit = Math.min(options.maxMessageBytes, MAX_RUN_SSE_REQUEST_BYTES);
   const handle = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
     if (options.accessToken !== undefined && !isAuthorized(request, options.accessToken)) {
       request.resume();
@@ -207,37 +214,35 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     }
     if (options.runSseContentType === "event-stream") asEventStream(response);
     // RunSSE's one request envelope: an announced size over the limit is refused at once.
-    void checkFirstEnvelope(request, options.maxMessageBytes, options.envelopeTimeoutMs).then(
-      (check) => {
-        switch (check.type) {
-          case "ok":
-            connect(request, response as Parameters<typeof connect>[1]);
-            return;
-          case "too_large":
-            log.warn({ path, announced: check.announced }, "request refused: envelope too large");
-            refuse(
-              request,
-              response,
-              429,
-              "resource_exhausted",
-              `the request envelope announces ${check.announced} bytes; the most accepted is ${options.maxMessageBytes}`,
-            );
-            return;
-          case "truncated":
-            log.warn({ path }, "request refused: truncated envelope");
-            refuse(
-              request,
-              response,
-              400,
-              "invalid_argument",
-              "the request envelope is truncated (it did not arrive whole)",
-            );
-            return;
-          case "gone":
-            return;
-        }
-      },
-    );
+    void checkFirstEnvelope(request, runSseLimit, options.envelopeTimeoutMs).then((check) => {
+      switch (check.type) {
+        case "ok":
+          connect(request, response as Parameters<typeof connect>[1]);
+          return;
+        case "too_large":
+          log.warn({ path, announced: check.announced }, "request refused: envelope too large");
+          refuse(
+            request,
+            response,
+            429,
+            "resource_exhausted",
+            `the request envelope announces ${check.announced} bytes; the most accepted is ${runSseLimit}`,
+          );
+          return;
+        case "truncated":
+          log.warn({ path }, "request refused: truncated envelope");
+          refuse(
+            request,
+            response,
+            400,
+            "invalid_argument",
+            "the request envelope is truncated (it did not arrive whole)",
+          );
+          return;
+        case "gone":
+          return;
+      }
+    });
   };
 
   const listener: Listener = await listen(handle, options.host, options.port, options.listen);

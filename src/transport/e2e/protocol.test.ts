@@ -227,6 +227,14 @@ describe("the wire surface end to end", () => {
       new Uint8Array([0, 0x7f, 0xff, 0xff, 0xff, 1, 2, 3]),
     );
     assert.equal(JSON.parse(hugeEnvelope.body).code, "resource_exhausted");
+    // A RunSSE request is a request id: a 10 MiB one is refused before it is read.
+    const bigRequestId = await post(
+      url,
+      "/agent.v1.AgentService/RunSSE",
+      { "content-type": "application/connect+proto", "transfer-encoding": "chunked" },
+      new Uint8Array([0, 0, 0xa0, 0, 0, 10]),
+    );
+    assert.equal(JSON.parse(bigRequestId.body).code, "resource_exhausted");
 
     const badHex = await post(
       url,
