@@ -120,7 +120,8 @@ function toInvalidArgument(body: Buffer): { body: Buffer; detail: string } | nul
 
 /** What the first envelope of a streaming request says, once it has arrived. */
 export type EnvelopeCheck =
-  | { readonly type: "ok" }
+  /** `flags` and `payload` of the first envelope (the bytes are also put back for Connect). */
+  | { readonly type: "ok"; readonly flags: number; readonly payload: Buffer }
   | { readonly type: "too_large"; readonly announced: number }
   | { readonly type: "truncated" }
   | { readonly type: "gone" };
@@ -155,9 +156,14 @@ export function checkFirstEnvelope(
       chunks.push(chunk);
       have += chunk.length;
       if (have < 5) return;
-      const announced = (chunks.length === 1 ? chunk : Buffer.concat(chunks)).readUInt32BE(1);
+      const head = chunks.length === 1 ? chunk : Buffer.concat(chunks);
+      const announced = head.readUInt32BE(1);
       if (announced > maxMessageBytes) finish({ type: "too_large", announced }, false);
-      else if (have >= 5 + announced) finish({ type: "ok" }, true);
+      else if (have >= 5 + announced) {
+        const whole = Buffer.concat(chunks);
+        const payload = whole.subarray(5, 5 + announced);
+        finish({ type: "ok", flags: whole.readUInt8(0), payload }, true);
+      }
     };
     const onEnd = (): void => finish({ type: "truncated" }, false);
     const onClose = (): void => finish({ type: "gone" }, false);

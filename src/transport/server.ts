@@ -14,6 +14,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { AddressInfo } from "node:net";
+import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { LLM } from "../llm/index.ts";
@@ -21,6 +22,7 @@ import type { Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
 import { createAgentStreams } from "./agent-streams.ts";
 import { asClientFault, checkFirstEnvelope, refuse, refuseOversized } from "./client-faults.ts";
+import { BidiRequestIdSchema } from "./cursor/index.ts";
 import { DEFAULT_LISTEN_LIMITS, type Listener, type ListenLimits, listen } from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import { createRoutes } from "./routes.ts";
@@ -217,6 +219,17 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     void checkFirstEnvelope(request, runSseLimit, options.envelopeTimeoutMs).then((check) => {
       switch (check.type) {
         case "ok":
+          if (!isRunSseRequest(request, check.flags, check.payload)) {
+            log.warn({ path }, "request refused: the body is not a valid message");
+            refuse(
+              request,
+              response,
+              400,
+              "invalid_argument",
+              "the request body is not a valid RunSSE request (a request id)",
+            );
+            return;
+          }
           connect(request, response as Parameters<typeof connect>[1]);
           return;
         case "too_large":
@@ -259,6 +272,21 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       await closed;
     },
   };
+}
+
+/**
+ * Whether an uncompressed binary RunSSE envelope holds a request id message (Connect itself
+ * would answer a bad one `internal`). Compressed or JSON bodies are left to Connect.
+ */
+function isRunSseRequest(request: Request, flags: number, payload: Buffer): boolean {
+  const type = String(request.headers["content-type"] ?? "");
+  if ((flags & 1) !== 0 || !type.startsWith("application/connect+proto")) return true;
+  try {
+    fromBinary(BidiRequestIdSchema, payload);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function pathOf(request: Request): string {

@@ -235,6 +235,14 @@ describe("the wire surface end to end", () => {
       new Uint8Array([0, 0, 0xa0, 0, 0, 10]),
     );
     assert.equal(JSON.parse(bigRequestId.body).code, "resource_exhausted");
+    const garbageRunSse = await post(
+      url,
+      "/agent.v1.AgentService/RunSSE",
+      { "content-type": "application/connect+proto" },
+      new Uint8Array([0, 0, 0, 0, 3, 0xff, 0xff, 0xff]),
+    );
+    assert.equal(garbageRunSse.status, 400);
+    assert.equal(JSON.parse(garbageRunSse.body).code, "invalid_argument");
 
     const badHex = await post(
       url,
