@@ -87,7 +87,11 @@ describe("agent", () => {
     const file = path.join(home.dir, "agent-token.yaml");
     writeFileSync(file, `server:\n  port: ${port}\n  accessTokenEnv: BYOK_TOKEN\n`);
     const run = await runCliProcess(["agent", "--config", file], {
-      env: { ...home.env, BYOK_TOKEN: "t", PATH: `${bin}:/usr/bin:/bin` },
+      env: {
+        ...home.env,
+        BYOK_TOKEN: "a-long-random-token-for-tests-0123456789",
+        PATH: `${bin}:/usr/bin:/bin`,
+      },
     });
     assert.equal(run.code, 7);
     assert.ok(

@@ -109,6 +109,27 @@ describe("cursor-byok as a subprocess", { concurrency: true }, () => {
     });
   });
 
+  describe("serve", () => {
+    test("a second server on the same data directory is refused, naming the first", async () => {
+      const data = path.join(home.dir, "locked-data");
+      const first = await startServeProcess(["--port", "0", "--data-dir", data], {
+        env: home.env,
+      });
+      try {
+        const second = await runCliProcess(["serve", "--port", "0", "--data-dir", data], {
+          env: home.env,
+        });
+        assert.equal(second.code, 1);
+        assert.match(
+          second.stderr,
+          new RegExp(`Another cursor-byok server \\(pid ${first.child.pid}\\) is using `),
+        );
+      } finally {
+        await first.stop();
+      }
+    });
+  });
+
   describe("config init", () => {
     test("writes the starter file once and refuses to overwrite it", async () => {
       const file = path.join(home.dir, "init", "config.yaml");

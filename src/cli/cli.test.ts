@@ -271,7 +271,7 @@ describe("doctor: a port held by someone else", () => {
       const file = path.join(home.dir, "token.yaml");
       writeFileSync(file, "server:\n  accessTokenEnv: BYOK_TOKEN\n");
       const result = await run(["doctor", "--config", file, "--port", String(port)], {
-        BYOK_TOKEN: "token-must-stay-home",
+        BYOK_TOKEN: "token-must-stay-home-0123456789abcdef",
       });
       assert.equal(result.code, 1);
       assert.ok(seen.length > 0, "the port was probed");

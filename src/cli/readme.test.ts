@@ -15,7 +15,7 @@ test("every YAML example in the README is a valid configuration file", () => {
     const config = toConfig(block, {
       location: { path: "/home/me/.config/cursor-byok/config.yaml", namedBy: undefined },
       cwd: "/work",
-      env: { CURSOR_BYOK_TOKEN: "t" },
+      env: { CURSOR_BYOK_TOKEN: "a-long-random-token-for-tests-0123456789" },
       platform: "linux",
       homeDir: "/home/me",
     });

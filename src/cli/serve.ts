@@ -14,7 +14,7 @@ import { toSettingsPath } from "../ide/settings-file.ts";
 import { readIdeStatus, toStaleProblem } from "../ide/status.ts";
 import { runCommand } from "../ide/trust.ts";
 import { createLLM } from "../llm/index.ts";
-import { openSqliteStore, type Store } from "../store/index.ts";
+import { lockDatabase, openSqliteStore, type Store } from "../store/index.ts";
 import { loadPathEncryptionKeys } from "../transport/path-encryption-keys.ts";
 import type { IdeProxy } from "../transport/proxy/proxy.ts";
 import {
@@ -103,7 +103,14 @@ export const SERVE_COMMAND: Command = {
         "server.http2 is ignored in IDE mode: Cursor's HTTP/2 client does not use the proxy, so clients are told to use HTTP/1.1",
       );
     }
-    const store = openSqliteStore({ path: config.databasePath });
+    const lock = lockDatabase(config.databasePath);
+    let store: Store;
+    try {
+      store = openSqliteStore({ path: config.databasePath });
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
     let server: LocalServer;
     try {
       server = await startServer(
@@ -126,6 +133,7 @@ export const SERVE_COMMAND: Command = {
           port: config.server.port,
           runSseContentType: config.server.runSseContentType,
           offerHttp2: config.server.offerHttp2 && !ideMode,
+          maxStreams: config.server.maxStreams,
           ...(config.server.accessToken.type === "none"
             ? {}
             : { accessToken: config.server.accessToken.value.reveal() }),
@@ -133,6 +141,7 @@ export const SERVE_COMMAND: Command = {
       );
     } catch (error) {
       await store.close();
+      lock.release();
       io.stderr.write(`cursor-byok: ${toListenProblem(error, config)}\n`);
       return 1;
     }
@@ -151,6 +160,7 @@ export const SERVE_COMMAND: Command = {
       } catch (error) {
         await server.close();
         await store.close();
+        lock.release();
         const code = (error as NodeJS.ErrnoException).code;
         io.stderr.write(
           `cursor-byok: ${
@@ -187,6 +197,7 @@ export const SERVE_COMMAND: Command = {
     await untilStopped(log);
     await proxy?.close();
     await shutDown(server, store, log);
+    lock.release();
     return 0;
   },
 };

@@ -63,6 +63,7 @@ server:
   accessTokenEnv: BYOK_TOKEN
   runSseContentType: connect
   http2: true
+  maxStreams: 50
 data:
   directory: state
 log:
@@ -86,17 +87,21 @@ models:
 
 describe("a valid file", () => {
   test("every setting is read", () => {
-    const env = { BYOK_TOKEN: "token-value-123", MY_ANTHROPIC_KEY: "sk-ant-secret" };
+    const env = {
+      BYOK_TOKEN: "token-value-123-of-32-characters-x",
+      MY_ANTHROPIC_KEY: "sk-ant-secret",
+    };
     const { config, file } = load(FULL, { env });
     assert.deepEqual(config.file, { path: file, exists: true });
     assert.equal(config.server.host, "127.0.0.1");
     assert.equal(config.server.port, 9000);
     assert.equal(config.server.runSseContentType, "connect");
     assert.equal(config.server.offerHttp2, true);
+    assert.equal(config.server.maxStreams, 50);
     assert.equal(config.server.accessToken.type, "env");
     assert.ok(config.server.accessToken.type === "env");
     assert.equal(config.server.accessToken.variable, "BYOK_TOKEN");
-    assert.equal(config.server.accessToken.value.reveal(), "token-value-123");
+    assert.equal(config.server.accessToken.value.reveal(), "token-value-123-of-32-characters-x");
     assert.equal(config.dataDirectory, path.join(dir, "state"), "relative to the file");
     assert.equal(config.databasePath, path.join(dir, "state", "cursor-byok.db"));
     assert.equal(config.logLevel, "debug");
@@ -118,7 +123,10 @@ describe("a valid file", () => {
   });
 
   test("secrets are not in the configuration's serialised form", () => {
-    const env = { BYOK_TOKEN: "token-value-123", MY_ANTHROPIC_KEY: "sk-ant-secret" };
+    const env = {
+      BYOK_TOKEN: "token-value-123-of-32-characters-x",
+      MY_ANTHROPIC_KEY: "sk-ant-secret",
+    };
     const { config } = load(
       `${FULL}  - name: literal\n    api: openai-chat\n    model: gpt-6-luna\n    apiKey: sk-literal-secret\n`,
       { env },
@@ -172,9 +180,9 @@ describe("a valid file", () => {
   });
 
   test("a literal access token", () => {
-    const { config } = load("server:\n  accessToken: literal-token\n");
+    const { config } = load("server:\n  accessToken: literal-token-of-32-characters-xyz\n");
     assert.equal(config.server.accessToken.type, "value");
-    assert.equal(config.server.accessToken.value.reveal(), "literal-token");
+    assert.equal(config.server.accessToken.value.reveal(), "literal-token-of-32-characters-xyz");
   });
 });
 
@@ -203,7 +211,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "unknown server field",
       "server:\n  prot: 80\n",
-      "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2)",
+      "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2, maxStreams)",
     ],
     [
       "unknown ide field",
@@ -302,6 +310,16 @@ describe("an invalid file names the file, line, column, field and problem", () =
       "an access token variable that is not set",
       "server:\n  accessTokenEnv: BYOK_TOKEN\n",
       "FILE:2:19: server.accessTokenEnv: environment variable BYOK_TOKEN is not set; it must hold the access token clients present",
+    ],
+    [
+      "a stream cap that is not a positive integer",
+      "server:\n  maxStreams: 0\n",
+      "FILE:2:15: server.maxStreams: must be a positive integer",
+    ],
+    [
+      "a literal access token too short to guard the keys",
+      "server:\n  accessToken: guessable\n",
+      "FILE:2:16: server.accessToken: the token holds 9 characters; an access token needs at least 32 so it cannot be guessed (e.g. `openssl rand -hex 32`)",
     ],
     [
       "an access token given twice",
@@ -458,4 +476,15 @@ describe("environment shortcuts and precedence", () => {
     );
     assert.equal(config.logLevel, "error");
   });
+});
+
+test("an access token from the environment must be long enough, and is never echoed", () => {
+  const message = errorOf("server:\n  accessTokenEnv: BYOK_TOKEN\n", {
+    env: { BYOK_TOKEN: "short-secret" },
+  });
+  assert.equal(
+    message,
+    "FILE:2:19: server.accessTokenEnv: environment variable BYOK_TOKEN holds 12 characters; an access token needs at least 32 so it cannot be guessed (e.g. `openssl rand -hex 32`)",
+  );
+  assert.ok(!message.includes("short-secret"));
 });

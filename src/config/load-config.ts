@@ -5,10 +5,12 @@
  * the field path and what is wrong; nothing is guessed or silently dropped. Unknown fields are
  * errors, because a misspelt setting that is ignored is worse than one that is refused.
  */
+
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError, createModelConfigs, createSecret } from "../llm/index.ts";
 import { DATABASE_FILE, toDefaultDatabasePath } from "../store/index.ts";
+import { DEFAULT_SERVER_OPTIONS } from "../transport/server.ts";
 import { ConfigFileError } from "./config-file-error.ts";
 import { toShortcutModels } from "./env-shortcuts.ts";
 import { type ConfigLocation, type PlatformInputs, toAbsolutePath } from "./paths.ts";
@@ -59,6 +61,7 @@ const SERVER_FIELDS = [
   "accessTokenEnv",
   "runSseContentType",
   "http2",
+  "maxStreams",
 ];
 const DATA_FIELDS = ["directory"];
 const LOG_FIELDS = ["level"];
@@ -160,6 +163,8 @@ function toServerSettings(
         RUN_SSE_CONTENT_TYPES,
       ) ?? "event-stream",
     offerHttp2: optionalBoolean(source, at("http2"), section.http2) ?? false,
+    maxStreams:
+      optionalPositiveInteger(source, at("maxStreams"), section.maxStreams) ?? DEFAULT_MAX_STREAMS,
   };
 }
 
@@ -190,6 +195,8 @@ function toProxyPort(source: YamlSource | undefined, value: unknown): number | u
   }
   return value;
 }
+/** Agent streams kept at once unless `server.maxStreams` says otherwise. */
+export const DEFAULT_MAX_STREAMS = DEFAULT_SERVER_OPTIONS.maxStreams;
 
 function toAccessToken(
   source: YamlSource | undefined,
@@ -217,10 +224,31 @@ function toAccessToken(
         `environment variable ${variable} is not set; it must hold the access token clients present`,
       );
     }
+    const short = toShortTokenProblem(token, `environment variable ${variable}`);
+    if (short !== null) throw fail(source, ["server", "accessTokenEnv"], short);
     return { type: "env", variable, value: createSecret(token) };
   }
   const literal = optionalString(source, ["server", "accessToken"], accessToken);
-  return literal === undefined ? { type: "none" } : { type: "value", value: createSecret(literal) };
+  if (literal === undefined) return { type: "none" };
+  const short = toShortTokenProblem(literal, "the token");
+  if (short !== null) throw fail(source, ["server", "accessToken"], short);
+  return { type: "value", value: createSecret(literal) };
+}
+
+/**
+ * The shortest access token accepted: the token is the only thing between the network and the
+ * user's provider keys, so it must not be guessable (32 characters of `openssl rand -hex 32`
+ * output carry 128 bits).
+ */
+export const MIN_ACCESS_TOKEN_LENGTH = 32;
+
+/** Why `token` is too short to guard the keys, or null. Never echoes the token. */
+function toShortTokenProblem(token: string, what: string): string | null {
+  if (token.length >= MIN_ACCESS_TOKEN_LENGTH) return null;
+  return (
+    `${what} holds ${token.length} characters; an access token needs at least ` +
+    `${MIN_ACCESS_TOKEN_LENGTH} so it cannot be guessed (e.g. \`openssl rand -hex 32\`)`
+  );
 }
 
 function toDataDirectory(
@@ -374,6 +402,18 @@ function optionalBoolean(
 ): boolean | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "boolean") throw fail(source, at, "must be true or false");
+  return value;
+}
+
+function optionalPositiveInteger(
+  source: YamlSource | undefined,
+  at: FieldPath,
+  value: unknown,
+): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
+    throw fail(source, at, "must be a positive integer");
+  }
   return value;
 }
 

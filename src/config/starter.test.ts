@@ -41,7 +41,10 @@ test("the starter configuration is valid as written: defaults, no models of its 
 test("every commented setting and model example is valid once uncommented", () => {
   const text = uncommentAll(starter);
   assert.notEqual(text, starter);
-  const config = toConfig(text, inputs({ CURSOR_BYOK_TOKEN: "t" }));
+  const config = toConfig(
+    text,
+    inputs({ CURSOR_BYOK_TOKEN: "a-long-random-token-for-tests-0123456789" }),
+  );
   assert.deepEqual(
     config.models.map(({ config: model }) => [model.name, model.api, model.provider]),
     [

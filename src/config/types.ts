@@ -26,6 +26,8 @@ export interface ServerSettings {
   readonly runSseContentType: RunSseContentType;
   /** Let clients use the HTTP/2 bidi `Run`. */
   readonly offerHttp2: boolean;
+  /** Agent streams (turns, with their backlog) kept at once; more are refused. */
+  readonly maxStreams: number;
 }
 
 /** IDE mode (docs/ide.md): the local HTTPS proxy Cursor's settings point at. */

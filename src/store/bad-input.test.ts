@@ -4,7 +4,16 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { chmodSync, mkdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, test } from "node:test";
@@ -21,6 +30,28 @@ import { createTempDirectory } from "./testing/temp-directory.ts";
 import type { Store } from "./types.ts";
 
 const PROBE = fileURLToPath(new URL("./testing/read-only-probe.ts", import.meta.url));
+const SOURCES = fileURLToPath(new URL("..", import.meta.url));
+
+/**
+ * The command that runs the probe. As root it runs as the unprivileged "nobody", who may not be
+ * able to enter this checkout (e.g. a clone in root's home or in a `mktemp -d` directory) nor
+ * run the node binary inside it: it then runs copies of both, in `directory`, which anyone can
+ * read.
+ */
+function probeCommand(directory: string, asRoot: boolean): { node: string; probe: string } {
+  if (!asRoot) return { node: process.execPath, probe: PROBE };
+  const copy = join(directory, "probe");
+  mkdirSync(copy);
+  cpSync(SOURCES, join(copy, "src"), { recursive: true });
+  writeFileSync(join(copy, "package.json"), '{ "type": "module" }\n');
+  copyFileSync(process.execPath, join(copy, "node"));
+  for (const path of [copy, join(copy, "src"), join(copy, "src", "store")]) chmodSync(path, 0o755);
+  chmodSync(join(copy, "node"), 0o755);
+  return {
+    node: join(copy, "node"),
+    probe: join(copy, "src", "store", "testing", "read-only-probe.ts"),
+  };
+}
 
 function assertStoreError(error: unknown, code: StoreErrorCode, path: string): true {
   assert.ok(isStoreError(error, code), `expected StoreError ${code}, got ${String(error)}`);
@@ -253,7 +284,8 @@ describe("bad files and failed writes", () => {
       chmodSync(directory.path, 0o755);
       chmodSync(folder, 0o755);
       chmodSync(path, asRoot ? 0o644 : 0o444);
-      const { stdout } = await promisify(execFile)(process.execPath, [PROBE, path], {
+      const { node, probe } = probeCommand(directory.path, asRoot);
+      const { stdout } = await promisify(execFile)(node, [probe, path], {
         timeout: 20_000,
         ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
       });
@@ -271,6 +303,45 @@ describe("bad files and failed writes", () => {
       directory.remove();
     }
   });
+
+  for (const what of ["deleted", "replaced"] as const) {
+    test(`the database file ${what} while open: every later write is refused, nothing is lost silently`, async () => {
+      const directory = createTempDirectory();
+      try {
+        const path = join(directory.path, "store.db");
+        const store = openSqliteStore({ path });
+        const commits = toScriptedCommits("conv-1");
+        const [first, second] = commits as [ScriptedCommit, ScriptedCommit];
+        await commitScript(store, "conv-1", 1);
+        // What a user (or a clean-up job) does: move the file away, perhaps put another there.
+        renameSync(path, join(directory.path, "moved.db"));
+        if (what === "replaced") await createDatabase(path, "other");
+        await assert.rejects(
+          store.commitInput({
+            inputID: second.inputID,
+            expectedVersion: 1,
+            state: second.state,
+            result: second.command,
+          }),
+          (error) => assertStoreError(error, "file_replaced", path),
+        );
+        await assert.rejects(
+          store.saveClientOperation({
+            operationID: "op",
+            conversationID: "conv-1",
+            turnID: first.state.turnID,
+            toolCallID: "t",
+            request: {},
+            status: "planned",
+          }),
+          /was (deleted|replaced) while the server was running/,
+        );
+        await store.close();
+      } finally {
+        directory.remove();
+      }
+    });
+  }
 
   test("a folder where the file should be cannot be opened", () => {
     const directory = createTempDirectory();

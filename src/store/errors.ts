@@ -37,6 +37,13 @@ export const STORE_ERROR_CODES = [
   "not_found",
   /** The store was closed. */
   "closed",
+  /** Another server process uses the same database (see data-lock.ts). */
+  "locked",
+  /**
+   * The database file was deleted or replaced while this process had it open: writes would go to
+   * a file nobody will open again, so none are made.
+   */
+  "file_replaced",
   /** Any other database failure. */
   "database_error",
 ] as const;

@@ -1,5 +1,6 @@
 export type { StoreOptions } from "./create-store.ts";
 export type * from "./dashboard-types.ts";
+export { type DatabaseLock, lockDatabase } from "./data-lock.ts";
 export {
   DATABASE_DIRECTORY,
   DATABASE_FILE,
@@ -10,6 +11,7 @@ export { isStoreError, STORE_ERROR_CODES, StoreError, type StoreErrorCode } from
 export { createMemoryStore } from "./memory-store.ts";
 export {
   createOperationRunner,
+  type OperationAttempt,
   type OperationRunner,
   type OperationToRun,
   type RunOperation,

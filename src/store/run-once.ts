@@ -5,22 +5,36 @@
  * The order of writes follows DESIGN §7: the operation is saved (`planned`) and marked `sent`
  * before `run` is called, and its result is saved (`completed`) before it is returned.
  *
- * After a crash, an operation found `planned` or `sent` (`Store.listUnfinished`) has no runner in
- * the new process, so the next `runOnce` for it runs it again: a `sent` operation may therefore
- * reach the client twice, but only its first saved result is ever returned, and history gets it
- * once. If `run` throws, the operation stays `sent`, every waiter gets the error, and a later
- * `runOnce` runs it again; the caller decides whether to retry or to cancel it.
+ * After a crash, an operation found `planned` has never been sent and is simply run. One found
+ * `sent` has no runner in the new process and its outcome is unknown (the client may have run
+ * it): `run` is called with `outcomeUnknown: true`, and the caller must not blindly send it again
+ * — it may accept a late result, send it again only if that is harmless, or produce a result
+ * saying the outcome is unknown (the Cursor transport does all three, by tool). Only the first
+ * saved result is ever returned, and history gets it once. If `run` throws, the operation stays
+ * `sent`, every waiter gets the error, and a later `runOnce` calls `run` again (outcome unknown).
  */
 import type { ClientOperationInput, ClientOperationRecord, Store } from "./types.ts";
 
 /** An operation to run; its status is managed by the runner. */
 export type OperationToRun = Omit<ClientOperationInput, "status" | "result">;
 
+/** How this attempt at an operation relates to earlier ones. */
+export interface OperationAttempt {
+  /**
+   * The operation was marked `sent` before, by an attempt that is gone (a crashed process, or a
+   * `run` that threw) and saved no result: it may have run, or may still be running.
+   */
+  readonly outcomeUnknown: boolean;
+}
+
 /**
  * Runs the operation against the client. It receives the saved record, whose `request` is the
  * one to send (the first one saved for this operation id), and returns the result (plain JSON).
  */
-export type RunOperation = (operation: ClientOperationRecord) => Promise<unknown>;
+export type RunOperation = (
+  operation: ClientOperationRecord,
+  attempt: OperationAttempt,
+) => Promise<unknown>;
 
 export interface OperationRunner {
   /**
@@ -40,9 +54,10 @@ export function createOperationRunner(store: Store): OperationRunner {
   ): Promise<ClientOperationRecord> {
     const saved = await store.saveClientOperation({ ...operation, status: "planned" });
     if (saved.status === "completed" || saved.status === "canceled") return saved;
+    const outcomeUnknown = saved.status === "sent";
     const sent = await store.setClientOperationStatus(operation.operationID, "sent");
     if (sent.status !== "sent") return sent;
-    const result = await run(sent);
+    const result = await run(sent, { outcomeUnknown });
     return store.setClientOperationStatus(operation.operationID, "completed", result);
   }
 

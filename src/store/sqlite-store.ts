@@ -7,7 +7,15 @@
  * program's database and a database from a newer cursor-byok are refused before anything is
  * written. A new file and its folder are created readable by the owner only.
  */
-import { accessSync, chmodSync, closeSync, constants, mkdirSync, openSync } from "node:fs";
+import {
+  accessSync,
+  chmodSync,
+  closeSync,
+  constants,
+  mkdirSync,
+  openSync,
+  statSync,
+} from "node:fs";
 import { homedir } from "node:os";
 import { dirname, resolve } from "node:path";
 import { DatabaseSync, type SQLOutputValue, type StatementSync } from "node:sqlite";
@@ -413,6 +421,20 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
     ...createDashboardTables(statements),
   };
 
+  // The file this connection has open; a write first checks the path still names it.
+  const opened = identify(location);
+  const checkStillOpen = (): void => {
+    const now = identify(location);
+    if (opened !== null && now === opened) return;
+    throw new StoreError(
+      "file_replaced",
+      location,
+      `The database file ${location} was ${now === null ? "deleted" : "replaced"} while the ` +
+        "server was running, so nothing more is saved (it would be lost). Restart the server; " +
+        "if the file was removed by mistake, restore it from a backup first.",
+    );
+  };
+
   const inTransaction = <T>(begin: string, work: (tables: Tables) => T): T => {
     try {
       db.exec(begin);
@@ -427,10 +449,23 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
 
   return {
     location,
-    write: (work) => inTransaction("begin immediate", work),
+    write: (work) => {
+      checkStillOpen();
+      return inTransaction("begin immediate", work);
+    },
     read: (work) => inTransaction("begin", work),
     close: () => db.close(),
   };
+}
+
+/** The file's identity (device and inode), or null when there is no file at `location`. */
+function identify(location: string): string | null {
+  try {
+    const stats = statSync(location, { bigint: true });
+    return `${stats.dev}:${stats.ino}`;
+  } catch {
+    return null;
+  }
 }
 
 function toConversationRow(row: Row): ConversationRow {

@@ -27,6 +27,7 @@ import {
   type AgentServerMessage,
   type ClientEvent,
   continueToolCall,
+  expireToolCall,
   finishServerWork,
   fromClientMessage,
   fromModeSettings,
@@ -64,6 +65,11 @@ export interface AgentStreamOptions {
   readonly appendGapTimeoutMs: number;
   /** How far ahead of the next expected seqno an append may be. */
   readonly maxAppendsAhead: number;
+  /**
+   * After a restart, how long a tool call with effects whose outcome is unknown waits for the
+   * client's late result before the model is told the outcome is unknown (it is never re-run).
+   */
+  readonly lateResultGraceMs: number;
 }
 
 export interface AgentStreamDeps {
@@ -136,6 +142,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   /** The web tool work running for the open tool call, if any. */
   let work: AbortController | null = null;
   let graceTimer: NodeJS.Timeout | null = null;
+  /** Ends the wait for a late result of a recovered tool call (see `runTool`). */
+  let lateTimer: NodeJS.Timeout | null = null;
   let startedAt: number | null = null;
   /** The mode when the running tool call started: a switch_mode call may change it. */
   let modeAtToolStart: Mode | null = null;
@@ -159,6 +167,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     sequencer.close("the stream has ended");
     if (graceTimer !== null) clearTimeout(graceTimer);
     graceTimer = null;
+    if (lateTimer !== null) clearTimeout(lateTimer);
+    lateTimer = null;
     settle();
   };
 
@@ -172,7 +182,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         send(next.messages);
       }
     },
-    runTool(command, state) {
+    runTool(command, state, attempt) {
       if (turn === null) return Promise.reject(new Error("the stream has no turn"));
       // After a restart the turn state comes from the run request; a mode switched to since is
       // in the committed settings.
@@ -180,15 +190,28 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       if (committed !== null && committed !== turn.mode) {
         turn = { ...turn, mode: committed, agentMode: toAgentMode(committed) };
       }
-      const step = startToolCall(turn, command, {
-        at: now(),
-        inputID: `result:${command.operationID}`,
-      });
+      const context = { at: now(), inputID: `result:${command.operationID}` };
+      const step = startToolCall(turn, command, context, { recovered: attempt.outcomeUnknown });
       if (step.ignored !== null) return Promise.reject(new Error(step.ignored));
       modeAtToolStart = turn.mode;
       turn = step.state;
       send(step.messages);
       if (step.input !== null) return Promise.resolve(step.input.message);
+      if (attempt.outcomeUnknown) {
+        const waiting = turn.open?.awaiting.type === "earlier";
+        log.warn(
+          {
+            request: requestID,
+            conversation: conversationID,
+            tool: command.toolCall.name,
+            operation: command.operationID,
+          },
+          waiting
+            ? "tool call sent before a restart, outcome unknown: waiting for a late result, not running it again"
+            : "tool call sent before a restart, outcome unknown: read-only, sending it again",
+        );
+        if (waiting) startLateTimer(command.operationID);
+      }
       return new Promise((resolve, reject) => {
         tool = { operationID: command.operationID, resolve, reject };
         if (step.work !== null) startWork(step.work);
@@ -362,10 +385,16 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     turn = step.state;
     send(step.messages);
     if (step.work !== null) startWork(step.work);
-    if (step.input !== null && tool !== null) {
+    // A late reply arrived for a recovered call: its outcome is known now.
+    clearLateTimer();
+    finishTool(step.input?.message ?? null);
+  };
+
+  const finishTool = (message: ToolResultMessage | null): void => {
+    if (message !== null && tool !== null) {
       const finished = tool;
       tool = null;
-      finished.resolve(step.input.message);
+      finished.resolve(message);
     }
   };
 
@@ -403,12 +432,52 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       turn = step.state;
       send(step.messages);
       if (step.work !== null) startWork(step.work);
-      if (step.input !== null && tool !== null) {
-        const finished = tool;
-        tool = null;
-        finished.resolve(step.input.message);
-      }
+      finishTool(step.input?.message ?? null);
     });
+  };
+
+  const clearLateTimer = (): void => {
+    if (lateTimer !== null) clearTimeout(lateTimer);
+    lateTimer = null;
+  };
+
+  const startLateTimer = (operationID: string): void => {
+    clearLateTimer();
+    lateTimer = setTimeout(() => {
+      lateTimer = null;
+      if (turn === null || tool?.operationID !== operationID) return;
+      const step = expireToolCall(turn, { at: now(), inputID: `result:${operationID}` });
+      if (step.ignored !== null) return;
+      turn = step.state;
+      send(step.messages);
+      log.warn(
+        { request: requestID, conversation: conversationID, operation: operationID },
+        "no late result arrived: the model is told the tool's outcome is unknown",
+      );
+      finishTool(step.input?.message ?? null);
+    }, options.lateResultGraceMs);
+    lateTimer.unref?.();
+  };
+
+  /**
+   * An action this server does not serve must not leave the client waiting: a stream that
+   * carries no turn ends at once with an error the client shows; a running turn goes on.
+   */
+  const refuseAction = (action: string): void => {
+    const running = turn !== null && !outbound.ended;
+    log.warn(
+      { request: requestID, conversation: conversationID, action },
+      running
+        ? "conversation action not served; the running turn goes on"
+        : "conversation action not served; ending the stream with an error",
+    );
+    if (running) return;
+    endStream(
+      toConnectError({
+        kind: "bad_input",
+        detail: `${action} is not supported by cursor-byok yet`,
+      }),
+    );
   };
 
   const apply = async (seqno: number, message: AgentClientMessage): Promise<void> => {
@@ -457,6 +526,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       case "heartbeat":
       case "kv_result":
         return;
+      case "unserved_action":
+        return refuseAction(event.action);
       case "unsupported":
         if (!loggedUnsupported.has(event.what)) {
           loggedUnsupported.add(event.what);

@@ -17,11 +17,23 @@ export interface AgentStreamsOptions {
   readonly retentionMs: number;
   /** How long a stream without a turn is kept. */
   readonly idleMs: number;
+  /**
+   * The most streams kept at once. At the cap, the oldest ended stream nobody reads is dropped
+   * to make room; when every stream is live, a new one is refused with `resource_exhausted`.
+   */
+  readonly maxStreams: number;
 }
 
+/** The longest request id accepted (clients use UUIDs, 36 characters). */
+export const MAX_REQUEST_ID_LENGTH = 128;
+
 export interface AgentStreams {
-  /** The stream of `requestID`, created (and restored, if it predates a restart) if needed. */
-  open(requestID: string): Promise<AgentStream>;
+  /**
+   * The stream of `requestID`, created (and restored, if it predates a restart) if needed. With
+   * `create: false` (an append that carries no run request), a request id that is neither live
+   * here nor bound in the store is refused with `not_found`, and nothing is kept for it.
+   */
+  open(requestID: string, options?: { readonly create: boolean }): Promise<AgentStream>;
   readonly size: number;
   /** Ends every stream (server shutdown). */
   closeAll(reason: string): void;
@@ -32,7 +44,30 @@ export function createAgentStreams(
   options: AgentStreamsOptions,
 ): AgentStreams {
   const streams = new Map<string, Promise<AgentStream>>();
+  /** The streams created so far, oldest first (for making room under `maxStreams`). */
+  const created = new Map<string, AgentStream>();
   const timers = new Map<string, NodeJS.Timeout>();
+
+  const drop = (requestID: string): void => {
+    clearTimeout(timers.get(requestID));
+    timers.delete(requestID);
+    streams.delete(requestID);
+    created.delete(requestID);
+  };
+
+  /**
+   * Makes room for one more stream by dropping the oldest one that has ended and that nobody
+   * reads (it is only kept for a late reconnect); false when every stream is still live.
+   */
+  const makeRoom = (): boolean => {
+    for (const [requestID, stream] of created) {
+      if (stream.outbound.ended && !stream.outbound.subscribed) {
+        drop(requestID);
+        return true;
+      }
+    }
+    return false;
+  };
 
   /**
    * Checks the stream after `afterMs`: an ended stream nobody reads is dropped; one that never got
@@ -48,20 +83,26 @@ export function createAgentStreams(
           return schedule(requestID, options.idleMs);
         }
         if (!stream.outbound.ended) stream.close("no run request arrived for this stream");
-        streams.delete(requestID);
+        drop(requestID);
       });
     }, afterMs);
     timer.unref?.();
     timers.set(requestID, timer);
   };
 
-  const create = async (requestID: string): Promise<AgentStream> => {
+  const create = async (requestID: string, mayCreate: boolean): Promise<AgentStream> => {
+    const bound = await deps.runner.findStream(requestID);
+    if (!mayCreate && bound?.clientState == null) {
+      throw new ConnectError(
+        `unknown request id: no stream ${requestID} is open and no run request started one`,
+        Code.NotFound,
+      );
+    }
     const stream = createAgentStream(requestID, {
       ...deps,
       onSettled: () => schedule(requestID, options.retentionMs),
     });
     schedule(requestID, options.idleMs);
-    const bound = await deps.runner.findStream(requestID);
     if (bound?.clientState != null) {
       deps.log.info(
         { request: requestID, conversation: bound.conversationID, turn: bound.turnID },
@@ -77,15 +118,39 @@ export function createAgentStreams(
   };
 
   return {
-    open(requestID) {
+    open(requestID, openOptions = { create: true }) {
       if (requestID === "") {
         return Promise.reject(new ConnectError("the request id is empty", Code.InvalidArgument));
       }
+      if (requestID.length > MAX_REQUEST_ID_LENGTH) {
+        return Promise.reject(
+          new ConnectError(
+            `the request id is longer than ${MAX_REQUEST_ID_LENGTH} characters`,
+            Code.InvalidArgument,
+          ),
+        );
+      }
       let stream = streams.get(requestID);
       if (stream === undefined) {
-        stream = create(requestID);
-        streams.set(requestID, stream);
-        stream.catch(() => streams.delete(requestID));
+        if (streams.size >= options.maxStreams && !makeRoom()) {
+          return Promise.reject(
+            new ConnectError(
+              `too many open streams (${options.maxStreams}); try again when some have ended`,
+              Code.ResourceExhausted,
+            ),
+          );
+        }
+        const opening = create(requestID, openOptions.create);
+        stream = opening;
+        streams.set(requestID, opening);
+        opening.then(
+          (opened) => {
+            if (streams.get(requestID) === opening) created.set(requestID, opened);
+          },
+          () => {
+            if (streams.get(requestID) === opening) drop(requestID);
+          },
+        );
       }
       return stream;
     },
@@ -95,6 +160,7 @@ export function createAgentStreams(
     closeAll(reason) {
       for (const timer of timers.values()) clearTimeout(timer);
       timers.clear();
+      created.clear();
       for (const stream of streams.values())
         void stream.then(
           (s) => s.close(reason),

@@ -43,13 +43,13 @@ export interface RouteOptions {
   readonly pathEncryptionKeys: PathEncryptionKeys;
   /** The model call behind chat titles, commit messages and branch names. */
   readonly helper: HelperCall;
-  readonly log: Log;
 }
 
 export function createRoutes(
   streams: AgentStreams,
   models: Pick<LLM, "listModels">,
   now: () => number,
+  log: Log,
   options: RouteOptions,
 ): (router: ConnectRouter) => void {
   const offered = (): OfferedModel[] => models.listModels().map(toOfferedModel);
@@ -58,7 +58,7 @@ export function createRoutes(
       http2: options.offerHttp2,
       pathEncryptionKeys: options.pathEncryptionKeys,
     });
-  const { helper, log } = options;
+  const { helper } = options;
   // A title is never an error for the client: without a model answer it is the first words.
   const nameAgent = async (request: { userMessage: string }, context: HandlerContext) => {
     const result = await helper("title", toTitlePrompt(request.userMessage), context.signal);
@@ -116,11 +116,41 @@ export function createRoutes(
 
     router.service(BidiService, {
       async bidiAppend(request) {
+        const requestID = request.requestId?.requestId.slice(0, 64) ?? "";
         const decoded = fromBidiAppendRequest(request);
-        if (!decoded.ok) throw toConnectError({ kind: "bad_input", detail: decoded.error.message });
-        const { requestID, appendSeqno, message } = decoded.value;
-        const stream = await streams.open(requestID);
-        await stream.append(appendSeqno, message);
+        if (!decoded.ok) {
+          log.warn(
+            { request: requestID, reason: decoded.error.reason, error: decoded.error.message },
+            "append rejected",
+          );
+          throw toConnectError({ kind: "bad_input", detail: decoded.error.message });
+        }
+        const { appendSeqno, message, salvaged } = decoded.value;
+        if (salvaged !== undefined) {
+          log.warn(
+            { request: requestID, seqno: appendSeqno, error: salvaged },
+            "exec result could not be decoded; failing that tool call",
+          );
+        }
+        try {
+          const stream = await streams.open(decoded.value.requestID, {
+            create: message.message.case === "runRequest",
+          });
+          await stream.append(appendSeqno, message);
+        } catch (error) {
+          const rejected = ConnectError.from(error);
+          // Clients often ignore the answer to an append: the log is where this shows up.
+          log.warn(
+            {
+              request: requestID,
+              seqno: appendSeqno,
+              code: Code[rejected.code],
+              error: rejected.rawMessage,
+            },
+            "append rejected",
+          );
+          throw rejected;
+        }
         return {};
       },
     });

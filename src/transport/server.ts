@@ -16,18 +16,27 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { AddressInfo } from "node:net";
+import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { LLM } from "../llm/index.ts";
 import type { Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
 import { createAgentStreams } from "./agent-streams.ts";
+import { asClientFault, checkFirstEnvelope, refuse, refuseOversized } from "./client-faults.ts";
 import type { PathEncryptionKeys } from "./cursor/index.ts";
+import { BidiRequestIdSchema } from "./cursor/index.ts";
 import { createDashboard } from "./dashboard/dashboard.ts";
 import type { ReadSetup } from "./dashboard/types.ts";
 import { createHelperCall } from "./helper-calls.ts";
 import { createHostCheck } from "./http/host-check.ts";
-import { type Listener, listen, type RequestHandler } from "./http/listen.ts";
+import {
+  DEFAULT_LISTEN_LIMITS,
+  type Listener,
+  type ListenLimits,
+  listen,
+  type RequestHandler,
+} from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import { createPathEncryptionKeys } from "./path-encryption-keys.ts";
 import { createRoutes } from "./routes.ts";
@@ -53,8 +62,14 @@ export interface ServerOptions {
   readonly streamRetentionMs: number;
   /** How long a stream that never gets a run request is kept. */
   readonly idleStreamMs: number;
+  /** The most agent streams kept at once (each holds a turn's state and backlog). */
+  readonly maxStreams: number;
+  /** Connection time-outs and the connection cap (http/listen.ts). */
+  readonly listen: ListenLimits;
   /** The largest request message accepted (after decompression). */
   readonly maxMessageBytes: number;
+  /** How long a RunSSE request's one envelope may take to arrive whole. */
+  readonly envelopeTimeoutMs: number;
   /** When set, every request must carry `authorization: Bearer <token>`. */
   readonly accessToken?: string;
   /** The model for chat titles, commit messages and branch names; default: the default model. */
@@ -73,11 +88,15 @@ export const DEFAULT_SERVER_OPTIONS: ServerOptions = {
     reconnectGraceMs: 30_000,
     appendGapTimeoutMs: 10_000,
     maxAppendsAhead: 64,
+    lateResultGraceMs: 30_000,
   },
   streamRetentionMs: 60_000,
   idleStreamMs: 120_000,
+  maxStreams: 1_000,
+  listen: DEFAULT_LISTEN_LIMITS,
   maxMessageBytes: 32 * 1024 * 1024,
   helperTimeoutMs: 20_000,
+  envelopeTimeoutMs: 10_000,
 };
 
 export interface ServerDeps {
@@ -107,6 +126,12 @@ export interface Server {
    */
   close(): Promise<void>;
 }
+
+/**
+ * The largest RunSSE request: its one message is a request id (a UUID), so anything near this
+ * size is not a client of ours, and is refused before its bytes are read.
+ */
+const MAX_RUN_SSE_REQUEST_BYTES = 64 * 1024;
 
 /** A server running in this process: it can also be handed requests directly. */
 export interface LocalServer extends Server {
@@ -165,18 +190,21 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       userCommands: createUserCommands(),
       ...(deps.web === undefined ? {} : { web: deps.web }),
     },
-    { retentionMs: options.streamRetentionMs, idleMs: options.idleStreamMs },
+    {
+      retentionMs: options.streamRetentionMs,
+      idleMs: options.idleStreamMs,
+      maxStreams: options.maxStreams,
+    },
   );
   const unimplemented = new Set<string>();
 
-  const routes = createRoutes(streams, llm, now, {
+  const routes = createRoutes(streams, llm, now, log, {
     offerHttp2: options.offerHttp2,
     pathEncryptionKeys: deps.pathEncryptionKeys ?? createPathEncryptionKeys(),
     helper: createHelperCall(llm, now, {
       model: options.helperModel,
       timeoutMs: options.helperTimeoutMs,
     }),
-    log,
   });
   const router = createConnectRouter();
   routes(router);
@@ -231,15 +259,72 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     now,
   });
 
+  const runSseLimit = Math.min(options.maxMessageBytes, MAX_RUN_SSE_REQUEST_BYTES);
+
+  /** Every request that may be served goes here, after the host and token checks (or from the IDE proxy). */
   const dispatch = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
     const path = pathOf(request);
     dashboard.noteClient(request);
+    logRefusals(request, response, path, log);
+    if (refuseOversized(request, response, options.maxMessageBytes)) {
+      log.warn(
+        { path, contentLength: request.headers["content-length"] },
+        "request refused: body too large",
+      );
+      request.resume();
+      return;
+    }
+    asClientFault(response, (detail) =>
+      log.warn({ path, error: detail }, "request refused: the body is not a valid message"),
+    );
     const alias = ALIASES[path];
     if (alias !== undefined) request.url = alias;
-    if (options.runSseContentType === "event-stream" && path === "/agent.v1.AgentService/RunSSE") {
-      asEventStream(response);
+    if (path !== "/agent.v1.AgentService/RunSSE") {
+      connect(request, response as Parameters<typeof connect>[1]);
+      return;
     }
-    connect(request, response as Parameters<typeof connect>[1]);
+    if (options.runSseContentType === "event-stream") asEventStream(response);
+    // RunSSE's one request envelope: an announced size over the limit is refused at once.
+    void checkFirstEnvelope(request, runSseLimit, options.envelopeTimeoutMs).then((check) => {
+      switch (check.type) {
+        case "ok":
+          if (!isRunSseRequest(request, check.flags, check.payload)) {
+            log.warn({ path }, "request refused: the body is not a valid message");
+            refuse(
+              request,
+              response,
+              400,
+              "invalid_argument",
+              "the request body is not a valid RunSSE request (a request id)",
+            );
+            return;
+          }
+          connect(request, response as Parameters<typeof connect>[1]);
+          return;
+        case "too_large":
+          log.warn({ path, announced: check.announced }, "request refused: envelope too large");
+          refuse(
+            request,
+            response,
+            429,
+            "resource_exhausted",
+            `the request envelope announces ${check.announced} bytes; the most accepted is ${runSseLimit}`,
+          );
+          return;
+        case "truncated":
+          log.warn({ path }, "request refused: truncated envelope");
+          refuse(
+            request,
+            response,
+            400,
+            "invalid_argument",
+            "the request envelope is truncated (it did not arrive whole)",
+          );
+          return;
+        case "gone":
+          return;
+      }
+    });
   };
 
   const isOwnHost = createHostCheck([options.host]);
@@ -276,7 +361,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     dispatch(request, response);
   };
 
-  const listener: Listener = await listen(handle, options.host, options.port);
+  const listener: Listener = await listen(handle, options.host, options.port, options.listen);
   const url = `http://${formatHost(listener.address)}:${listener.address.port}`;
 
   return {
@@ -294,6 +379,21 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   };
 }
 
+/**
+ * Whether an uncompressed binary RunSSE envelope holds a request id message (Connect itself
+ * would answer a bad one `internal`). Compressed or JSON bodies are left to Connect.
+ */
+function isRunSseRequest(request: Request, flags: number, payload: Buffer): boolean {
+  const type = String(request.headers["content-type"] ?? "");
+  if ((flags & 1) !== 0 || !type.startsWith("application/connect+proto")) return true;
+  try {
+    fromBinary(BidiRequestIdSchema, payload);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function pathOf(request: Request): string {
   const url = request.url ?? "/";
   const query = url.indexOf("?");
@@ -308,6 +408,30 @@ function isAuthorized(request: Request, token: string): boolean {
   const given = Buffer.from(match[1] ?? "");
   const expected = Buffer.from(token);
   return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/**
+ * Logs the answers Connect gives a misbehaving client without calling our code: 415 (a content
+ * type it does not speak) and 505 (a streaming procedure over HTTP/1.1 that needs HTTP/2).
+ */
+function logRefusals(request: Request, response: Response, path: string, log: Log): void {
+  const writeHead = response.writeHead.bind(response);
+  response.writeHead = (status, headers) => {
+    if (status === 415 || status === 505) {
+      log.warn(
+        {
+          path,
+          status,
+          contentType: String(request.headers["content-type"] ?? "").slice(0, 100),
+          httpVersion: request.httpVersion,
+        },
+        status === 415
+          ? "request refused: unsupported content type"
+          : "request refused: unsupported HTTP version",
+      );
+    }
+    return writeHead(status, headers);
+  };
 }
 
 /** Rewrites the Connect streaming content type of a RunSSE response to `text/event-stream`. */

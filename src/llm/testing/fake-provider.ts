@@ -48,6 +48,11 @@ export interface FakeProvider {
   readonly requests: readonly RecordedRequest[];
   /** Queues replies, answered in order; a request with no reply left gets a 599. */
   reply(...replies: FakeReply[]): void;
+  /**
+   * Answers requests when no queued reply is left, from the request itself (for tests where a
+   * model call may be repeated, e.g. after a server restart, so a queue would go out of step).
+   */
+  answer(respond: (request: RecordedRequest) => FakeReply): void;
   /** Resolves with request number `index` (0-based) once it has arrived. */
   request(index: number): Promise<RecordedRequest>;
   close(): Promise<void>;
@@ -78,6 +83,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
   const replies: FakeReply[] = [];
   const requests: RecordedRequest[] = [];
   const arrivals: ((request: RecordedRequest) => void)[][] = [];
+  let answer: ((request: RecordedRequest) => FakeReply) | null = null;
 
   const arrived = (index: number, request: RecordedRequest) => {
     for (const resolve of arrivals[index] ?? []) resolve(request);
@@ -96,7 +102,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     };
     const index = requests.push(request) - 1;
     arrived(index, request);
-    const reply = replies.shift();
+    const reply = replies.shift() ?? answer?.(request);
     await respond(reply, response, closed);
   };
 
@@ -111,6 +117,9 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     requests,
     reply: (...more) => {
       replies.push(...more);
+    },
+    answer: (respond) => {
+      answer = respond;
     },
     request: (index) => {
       const request = requests[index];

@@ -518,19 +518,35 @@ export function runStoreContract(name: string, open: OpenStore): void {
         assert.equal(record.result, "saved");
       });
 
-      it("an operation a dead process left sent is run again; a failed run can be retried", async (store) => {
+      it("an operation a dead process left sent is run with its outcome unknown; a failed run can be retried", async (store) => {
         const operation = await setUp(store);
         await store.saveClientOperation({ ...operation, status: "sent" });
         const runner = createOperationRunner(store);
+        const attempts: boolean[] = [];
         await assert.rejects(
-          runner.runOnce(operation, async () => {
+          runner.runOnce(operation, async (_saved, attempt) => {
+            attempts.push(attempt.outcomeUnknown);
             throw new Error("client went away");
           }),
           /client went away/,
         );
         assert.equal((await store.getClientOperation(operation.operationID))?.status, "sent");
-        const record = await runner.runOnce(operation, async () => "second try");
+        const record = await runner.runOnce(operation, async (_saved, attempt) => {
+          attempts.push(attempt.outcomeUnknown);
+          return "second try";
+        });
         assert.equal(record.result, "second try");
+        assert.deepEqual(attempts, [true, true], "the caller is told it may have run");
+      });
+
+      it("an operation never sent is run with its outcome known", async (store) => {
+        const operation = await setUp(store);
+        const attempts: boolean[] = [];
+        await createOperationRunner(store).runOnce(operation, async (_saved, attempt) => {
+          attempts.push(attempt.outcomeUnknown);
+          return "ok";
+        });
+        assert.deepEqual(attempts, [false]);
       });
 
       it("a canceled operation is not run", async (store) => {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { create, equals, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import {
   type BidiAppend,
   DEFAULT_DECODE_LIMITS,
@@ -9,6 +10,7 @@ import {
   fromBidiAppendBody,
   toBidiAppendBody,
 } from "./bidi-append.ts";
+import { fromClientMessage } from "./client-message.ts";
 import { AgentClientMessageSchema } from "./gen/agent/v1/agent_stream_pb.js";
 import { AgentRunRequestSchema } from "./gen/agent/v1/run_request_pb.js";
 import { BidiAppendRequestSchema } from "./gen/aiserver/v1/bidi_pb.js";
@@ -214,4 +216,42 @@ test("unknown fields survive decode → encode, at every depth and in unknown on
     toBinary(AgentClientMessageSchema, message.value),
     new Uint8Array([0x22, action.length, ...action]),
   );
+});
+
+test("an exec result that does not decode but has readable exec ids fails that exec", () => {
+  // A published client encodes LsSuccess field 1 (a message) as a path string.
+  const lsSuccess = new BinaryWriter().tag(1, WireType.LengthDelimited).string("/w/src").finish();
+  const lsResult = new BinaryWriter().tag(1, WireType.LengthDelimited).bytes(lsSuccess).finish();
+  const exec = new BinaryWriter()
+    .tag(1, WireType.Varint)
+    .uint32(3)
+    .tag(8, WireType.LengthDelimited)
+    .bytes(lsResult)
+    .tag(15, WireType.LengthDelimited)
+    .string("exec-abc")
+    .finish();
+  const message = new BinaryWriter().tag(2, WireType.LengthDelimited).bytes(exec).finish();
+  assert.equal(fromAgentClientMessageBytes(message).ok, false, "the message itself is bad");
+  const body = toBinary(
+    BidiAppendRequestSchema,
+    create(BidiAppendRequestSchema, {
+      requestId: { requestId: REQUEST_ID },
+      appendSeqno: 4n,
+      dataBinary: message,
+    }),
+  );
+  const decoded = decode(body);
+  assert.ok(decoded.ok, decoded.ok ? "" : decoded.error.message);
+  assert.equal(decoded.value.appendSeqno, 4);
+  assert.match(decoded.value.salvaged ?? "", /exec 3 "exec-abc"/);
+  const event = fromClientMessage(decoded.value.message);
+  assert.ok(event.type === "exec_throw");
+  assert.equal(event.id, 3);
+  assert.match(event.error, /could not be decoded/);
+  // Bytes that carry no exec ids stay an error.
+  const random = create(BidiAppendRequestSchema, {
+    requestId: { requestId: REQUEST_ID },
+    dataBinary: new Uint8Array([0x12, 0x03, 0xff, 0xff, 0xff]),
+  });
+  assert.equal(decode(toBinary(BidiAppendRequestSchema, random)).ok, false);
 });

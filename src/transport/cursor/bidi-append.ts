@@ -18,6 +18,7 @@ import {
   BidiAppendRequestSchema,
   BidiRequestIdSchema,
 } from "./gen/aiserver/v1/bidi_pb.js";
+import { readExecIDs, toUndecodableResult } from "./salvage-exec.ts";
 
 export interface DecodeLimits {
   /** Largest body accepted as it arrives (compressed or not). */
@@ -48,6 +49,11 @@ export interface BidiAppend {
   /** 0 for the first message of a request id, then +1 per append. */
   readonly appendSeqno: number;
   readonly message: AgentClientMessage;
+  /**
+   * Set when the client message did not decode but carried readable exec ids: `message` is then
+   * a stand-in that fails that exec (salvage-exec.ts), and this says why the original was bad.
+   */
+  readonly salvaged?: string;
 }
 
 export function fromBidiAppendBody(
@@ -76,7 +82,16 @@ export function fromBidiAppendRequest(
   const bytes = dataBinary.length > 0 ? toDecoded(dataBinary) : fromHex(data, limits);
   if (!bytes.ok) return bytes;
   const message = fromAgentClientMessageBytes(bytes.value, limits);
-  if (!message.ok) return message;
+  if (!message.ok) {
+    const exec = message.error.reason === "bad_protobuf" ? readExecIDs(bytes.value) : null;
+    if (exec === null) return message;
+    return toDecoded({
+      requestID: requestId.requestId,
+      appendSeqno: Number(appendSeqno),
+      message: toUndecodableResult(exec),
+      salvaged: `${message.error.message} (exec ${exec.id} "${exec.execID}")`,
+    });
+  }
   return toDecoded({
     requestID: requestId.requestId,
     appendSeqno: Number(appendSeqno),

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { fromClientMessage } from "./client-message.ts";
 import { AgentClientMessageSchema } from "./gen/agent/v1/agent_stream_pb.js";
+import { ConversationActionSchema } from "./gen/agent/v1/conversation_action_pb.js";
 import { ideRunRequest } from "./testing.ts";
 
 function event(message: MessageInitShape<typeof AgentClientMessageSchema>["message"]) {
@@ -53,19 +54,19 @@ test("plan actions start a turn; resume resumes; no action prewarms", () => {
     type: "prewarm",
     conversationID: "c1",
   });
-  assert.equal(
+  assert.deepEqual(
     event({
       case: "runRequest",
       value: { action: { action: { case: "summarizeAction", value: {} } } },
     }).type,
     "summarize",
   );
-  assert.equal(
+  assert.deepEqual(
     event({
       case: "runRequest",
       value: { action: { action: { case: "cancelSubagentAction", value: {} } } },
-    }).type,
-    "unsupported",
+    }),
+    { type: "unserved_action", action: "cancel subagent" },
   );
   const shell = event({
     case: "runRequest",
@@ -91,6 +92,46 @@ test("plan actions start a turn; resume resumes; no action prewarms", () => {
     }),
     { type: "shell_command", command: "", execID: "x2", request: null },
   );
+});
+
+test("an action this schema does not model is not mistaken for no action", () => {
+  // ConversationAction field 18 (goal continuation), an empty message: 0x92 0x01 0x00.
+  const action = fromBinary(ConversationActionSchema, new Uint8Array([0x92, 0x01, 0x00]), {
+    readUnknownFields: true,
+  });
+  assert.equal(action.action.case, undefined);
+  assert.deepEqual(event({ case: "runRequest", value: { action } }), {
+    type: "unserved_action",
+    action: "goal continuation (field 18)",
+  });
+  assert.deepEqual(event({ case: "conversationAction", value: action }), {
+    type: "unserved_action",
+    action: "goal continuation (field 18)",
+  });
+  // An action message with no branch at all is still "no action" in a run request.
+  assert.equal(event({ case: "runRequest", value: { action: {} } }).type, "prewarm");
+});
+
+test("every modelled action the server does not serve is unserved, never ignored", () => {
+  for (const branch of [
+    "summarizeAction",
+    "shellCommandAction",
+    "asyncAskQuestionCompletionAction",
+    "cancelSubagentAction",
+    "backgroundShellAction",
+    "backgroundSubagentAction",
+  ] as const) {
+    for (const wrap of ["runRequest", "conversationAction"] as const) {
+      const action = { action: { case: branch, value: {} } } as MessageInitShape<
+        typeof ConversationActionSchema
+      >;
+      const result =
+        wrap === "runRequest"
+          ? event({ case: "runRequest", value: { action } })
+          : event({ case: "conversationAction", value: action });
+      assert.equal(result.type, "unserved_action", `${wrap} ${branch}`);
+    }
+  }
 });
 
 test("prewarm requests carry their conversation id", () => {
@@ -119,7 +160,7 @@ test("cancel, resume and other standalone actions", () => {
       request: null,
     },
   );
-  assert.equal(event({ case: "conversationAction", value: {} }).type, "unsupported");
+  assert.equal(event({ case: "conversationAction", value: {} }).type, "unserved_action");
   assert.deepEqual(
     event({
       case: "conversationAction",
@@ -132,7 +173,7 @@ test("cancel, resume and other standalone actions", () => {
       case: "conversationAction",
       value: { action: { case: "backgroundSubagentAction", value: {} } },
     }).type,
-    "unsupported",
+    "unserved_action",
   );
 });
 

@@ -52,7 +52,13 @@ export type ClientEvent =
     }
   | { readonly type: "kv_result"; readonly id: number; readonly result: KvClientMessage["message"] }
   | { readonly type: "heartbeat" }
-  /** A message or action this server does not act on; `what` names it for logs. */
+  /**
+   * A conversation action the client sent that this server does not serve (yet), or does not
+   * know (a branch this schema does not model): it must not leave the client waiting, so the
+   * stream ends it with an error the client shows. `action` names it for the user and logs.
+   */
+  | { readonly type: "unserved_action"; readonly action: string }
+  /** A message this server does not act on; `what` names it for logs. */
   | { readonly type: "unsupported"; readonly what: string };
 
 export function fromClientMessage(message: AgentClientMessage): ClientEvent {
@@ -101,6 +107,10 @@ export function fromClientMessage(message: AgentClientMessage): ClientEvent {
   return { type: "unsupported", what: "agent_client_message" };
 }
 
+/**
+ * The actions this server serves. Every other action the client can send, known or not, is an
+ * `unserved_action` (see `toUnserved`), so adding one is one case here and nothing else.
+ */
 function fromRunRequestAction(request: AgentRunRequest): ClientEvent {
   const action = request.action?.action ?? { case: undefined };
   switch (action.case) {
@@ -122,10 +132,13 @@ function fromRunRequestAction(request: AgentRunRequest): ClientEvent {
         request,
       };
     case undefined:
-      // A run request without an action warms the conversation up, like a prewarm request.
-      return { type: "prewarm", conversationID: request.conversationId ?? null };
+      // No action at all warms the conversation up, like a prewarm request; an action we cannot
+      // even decode is not "no action".
+      return request.action === undefined || !hasUnknownBranch(request.action)
+        ? { type: "prewarm", conversationID: request.conversationId ?? null }
+        : toUnserved(request.action);
     default:
-      return { type: "unsupported", what: `run_request action ${action.case}` };
+      return toUnserved(request.action ?? null);
   }
 }
 
@@ -147,9 +160,49 @@ function fromStandaloneAction(action: ConversationAction): ClientEvent {
         execID: branch.value.execId,
         request: null,
       };
-    case undefined:
-      return { type: "unsupported", what: "conversation_action without a known action" };
     default:
-      return { type: "unsupported", what: `conversation_action ${branch.case}` };
+      return toUnserved(action);
   }
+}
+
+/**
+ * Field numbers of `ConversationAction` branches this schema does not model
+ * (conversation_action.proto): background task completion, subscription notification, goal
+ * continuation, context injection.
+ */
+const UNMODELLED_BRANCHES: Readonly<Record<number, string>> = {
+  12: "background task completion",
+  16: "subscription notification",
+  18: "goal continuation",
+  19: "context injection",
+};
+
+/** Names of the modelled actions this server does not serve, as the user knows them. */
+const UNSERVED_NAMES: Readonly<Record<string, string>> = {
+  summarizeAction: "summarize (/summarize)",
+  shellCommandAction: "shell command",
+  asyncAskQuestionCompletionAction: "asynchronous question answer",
+  cancelSubagentAction: "cancel subagent",
+  backgroundShellAction: "background shell",
+  backgroundSubagentAction: "background subagent",
+  userMessageAction: "user message outside a run request",
+  startPlanAction: "start plan outside a run request",
+  executePlanAction: "execute plan outside a run request",
+};
+
+function toUnserved(action: ConversationAction | null): ClientEvent {
+  const branch = action?.action.case;
+  if (branch !== undefined) {
+    return { type: "unserved_action", action: UNSERVED_NAMES[branch] ?? branch };
+  }
+  const field = action?.$unknown?.find((unknown) => UNMODELLED_BRANCHES[unknown.no] !== undefined);
+  const name =
+    field === undefined
+      ? "an empty conversation action"
+      : `${UNMODELLED_BRANCHES[field.no]} (field ${field.no})`;
+  return { type: "unserved_action", action: name };
+}
+
+function hasUnknownBranch(action: ConversationAction): boolean {
+  return (action.$unknown ?? []).some((field) => UNMODELLED_BRANCHES[field.no] !== undefined);
 }

@@ -56,10 +56,13 @@ export {
 export {
   abortToolCall,
   continueToolCall,
+  expireToolCall,
   finishServerWork,
+  type StartOptions,
   startToolCall,
   type ToolContext,
   type ToolStep,
+  UNKNOWN_OUTCOME,
 } from "./tool-session.ts";
 export { toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
 export {

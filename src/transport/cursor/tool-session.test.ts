@@ -7,7 +7,15 @@ import {
   type AgentServerMessage,
 } from "./gen/agent/v1/agent_stream_pb.js";
 import { callClient, execReply, resultText, T0, turnState } from "./testing.ts";
-import { abortToolCall, continueToolCall, startToolCall, toExecID } from "./tool-session.ts";
+import {
+  abortToolCall,
+  continueToolCall,
+  expireToolCall,
+  startToolCall,
+  toExecID,
+  UNKNOWN_OUTCOME,
+} from "./tool-session.ts";
+import type { TurnState } from "./turn-state.ts";
 
 const CONTEXT = { at: T0 + 5, inputID: "req:3" };
 
@@ -17,6 +25,11 @@ function kinds(messages: readonly AgentServerMessage[]): string[] {
       ? (message.message.value.message.case ?? "")
       : (message.message.case ?? ""),
   );
+}
+
+function execIDOf(state: TurnState): number {
+  const awaiting = state.open?.awaiting;
+  return awaiting?.type === "exec" ? awaiting.id : -1;
 }
 
 const readSuccess = (state: ReturnType<typeof turnState>) =>
@@ -115,7 +128,7 @@ test("a reply matches by exec_id, or by id when the client sent no exec_id", () 
 
 test("stream_close and heartbeats are not terminal; a throw is", () => {
   const started = startToolCall(turnState(), callClient("read_file", { path: "a.ts" }), CONTEXT);
-  const id = started.state.open?.awaiting.id ?? -1;
+  const id = execIDOf(started.state);
   for (const message of [
     { case: "streamClose" as const, value: { id } },
     { case: "heartbeat" as const, value: { id } },
@@ -179,7 +192,7 @@ test("unknown tools and invalid JSON arguments are isError results without UI or
 
 test("abort: exec abort for the running exec, the call closed in the UI and recorded", () => {
   const started = startToolCall(turnState(), callClient("read_file", { path: "a.ts" }), CONTEXT);
-  const id = started.state.open?.awaiting.id;
+  const id = execIDOf(started.state);
   const aborted = abortToolCall(started.state, T0 + 9, "canceled");
   assert.deepEqual(kinds(aborted.messages), ["execServerControlMessage", "toolCallCompleted"]);
   const abort = aborted.messages[0]?.message;
@@ -200,4 +213,102 @@ test("the state passed in is never mutated", () => {
   );
   continueToolCall(started.state, fromClientMessage(readSuccess(started.state)), CONTEXT);
   assert.deepEqual(state, before);
+});
+
+/** The exec an earlier process sent for `operationID` as exec number `id`, answered late. */
+function lateReply(
+  operationID: string,
+  id: number,
+  result: Parameters<typeof execReply>[1],
+): ReturnType<typeof fromClientMessage> {
+  return fromClientMessage(
+    create(AgentClientMessageSchema, {
+      message: {
+        case: "execClientMessage",
+        value: { id, execId: toExecID(operationID, id), message: result },
+      },
+    }),
+  );
+}
+
+const SHELL_EXIT = {
+  case: "shellStream" as const,
+  value: { event: { case: "exit" as const, value: { code: 0, cwd: "/w" } } },
+};
+
+test("recovered, with effects: nothing is sent again; a late reply to the earlier exec completes it", () => {
+  const command = callClient("shell", { command: "make" });
+  const state = { ...turnState(), nextID: 2 ** 30 };
+  const recovered = startToolCall(state, command, CONTEXT, { recovered: true });
+  assert.deepEqual(kinds(recovered.messages), ["toolCallStarted", "conversationCheckpointUpdate"]);
+  assert.equal(recovered.state.open?.awaiting.type, "earlier");
+  // Exec 2 of the previous process (its ids started at 1), whatever numbers this one uses.
+  const late = continueToolCall(recovered.state, lateReply(command.operationID, 2, SHELL_EXIT), {
+    ...CONTEXT,
+    inputID: "late",
+  });
+  assert.equal(late.ignored, null);
+  assert.equal(late.input?.message.isError, false);
+  // A reply that is not for this operation, or of another kind, is still ignored.
+  const foreign = continueToolCall(recovered.state, lateReply("other-op", 2, SHELL_EXIT), CONTEXT);
+  assert.match(foreign.ignored ?? "", /not the running one/);
+  const wrongKind = continueToolCall(
+    recovered.state,
+    lateReply(command.operationID, 2, { case: "writeResult", value: {} }),
+    CONTEXT,
+  );
+  assert.match(wrongKind.ignored ?? "", /not the running one/);
+});
+
+test("recovered, with effects, no late reply: the model is told the outcome is unknown", () => {
+  const write = callClient("write_file", { path: "a.txt", content: "x" });
+  const recovered = startToolCall(turnState(), write, CONTEXT, { recovered: true });
+  const expired = expireToolCall(recovered.state, CONTEXT);
+  assert.equal(expired.input?.message.isError, true);
+  assert.equal(resultText(expired.input?.message ?? assert.fail()), UNKNOWN_OUTCOME);
+  assert.equal(expired.state.open, null);
+  assert.deepEqual(kinds(expired.messages), ["toolCallCompleted", "conversationCheckpointUpdate"]);
+  // Only a recovered call that still waits can expire.
+  const live = startToolCall(turnState(), write, CONTEXT);
+  assert.notEqual(expireToolCall(live.state, CONTEXT).ignored, null);
+});
+
+test("recovered, read-only: sent again at once, and a late reply to the earlier exec is accepted too", () => {
+  const command = callClient("read_file", { path: "a.ts" });
+  const recovered = startToolCall(turnState(), command, CONTEXT, { recovered: true });
+  assert.deepEqual(kinds(recovered.messages), [
+    "toolCallStarted",
+    "conversationCheckpointUpdate",
+    "execServerMessage",
+  ]);
+  const late = continueToolCall(
+    recovered.state,
+    lateReply(command.operationID, 7, {
+      case: "readResult",
+      value: { result: { case: "success", value: { output: { case: "content", value: "x\n" } } } },
+    }),
+    CONTEXT,
+  );
+  assert.equal(late.input?.message.isError, false);
+  // The reply to the exec sent again also works (whichever comes first).
+  const fresh = continueToolCall(
+    recovered.state,
+    fromClientMessage(readSuccess(recovered.state)),
+    CONTEXT,
+  );
+  assert.equal(fresh.input?.message.isError, false);
+});
+
+test("a call that was not recovered accepts no reply to another exec of its operation", () => {
+  const command = callClient("read_file", { path: "a.ts" });
+  const started = startToolCall(turnState(), command, CONTEXT);
+  const other = continueToolCall(
+    started.state,
+    lateReply(command.operationID, 7, {
+      case: "readResult",
+      value: { result: { case: "success", value: { output: { case: "content", value: "" } } } },
+    }),
+    CONTEXT,
+  );
+  assert.match(other.ignored ?? "", /not the running one/);
 });

@@ -55,10 +55,20 @@ export interface ToolStep {
   readonly work: { readonly id: number; readonly work: ServerWork } | null;
 }
 
+export interface StartOptions {
+  /**
+   * The call was sent by an earlier server process and no result was saved: its outcome is
+   * unknown (it may have run). A repeatable tool is sent again; a tool with effects is not — it
+   * waits only for a late reply to the earlier exec (`expireToolCall` ends the wait).
+   */
+  readonly recovered: boolean;
+}
+
 export function startToolCall(
   state: TurnState,
   command: CallClientCommand,
   context: ToolContext,
+  options: StartOptions = { recovered: false },
 ): ToolStep {
   if (state.open !== null)
     return ignore(state, `tool call ${state.open.toolCallID} is still running`);
@@ -91,6 +101,7 @@ export function startToolCall(
     data: null,
     awaiting: { type: "exec", id: 0, execID: "" },
     startedAt: context.at,
+    recovered: null,
   };
   const started = toUpdateMessage({
     case: "toolCallStarted",
@@ -100,7 +111,56 @@ export function startToolCall(
       modelCallId: open.modelCallID,
     },
   });
-  return apply(state, tool, open, tool.start(parsed.args, env), context, [started]);
+  const progress = tool.start(parsed.args, env);
+  if (!options.recovered || progress.type !== "request") {
+    return apply(state, tool, open, progress, context, [started]);
+  }
+  const recovered = { resultCase: toResultCase(progress.request) };
+  if (tool.repeatable) {
+    const step = apply(state, tool, open, progress, context, [started]);
+    const sent = step.state.open;
+    return sent === null
+      ? step
+      : { ...step, state: { ...step.state, open: { ...sent, recovered } } };
+  }
+  const waiting: TurnState = {
+    ...state,
+    open: {
+      ...open,
+      stage: progress.stage,
+      data: progress.data,
+      awaiting: { type: "earlier" },
+      recovered,
+    },
+  };
+  return {
+    state: waiting,
+    messages: [started, toCheckpointMessage(waiting)],
+    input: null,
+    work: null,
+    ignored: null,
+  };
+}
+
+/** What the model sees for a call whose outcome stayed unknown after a restart. */
+export const UNKNOWN_OUTCOME =
+  "The outcome of this tool call is unknown: the server restarted while the client was running it, and its result never arrived. It may or may not have taken effect. Check (for example, read the file or list the directory) before retrying.";
+
+/**
+ * Ends a recovered call that is still waiting for a late reply to an earlier process's exec
+ * (`awaiting.type === "earlier"`): the model gets an error result saying its outcome is unknown.
+ * Ignored for any other call.
+ */
+export function expireToolCall(state: TurnState, context: ToolContext): ToolStep {
+  const open = state.open;
+  if (open === null || open.awaiting.type !== "earlier") {
+    return ignore(state, "no recovered tool call waits for a late result");
+  }
+  const tool = findTool(open.toolName, state.mode, state.mcpTools);
+  if (tool === null) return ignore(state, `tool ${open.toolName} is no longer offered`);
+  const env = toEnv(state, open.toolCallID, context.at);
+  const failed = tool.failed(open.args, "the server restarted while it ran", env);
+  return finish(state, open, { ...failed, text: UNKNOWN_OUTCOME, isError: true }, context, []);
 }
 
 /** Applies a client reply (or control message) to the running tool call. */
@@ -117,7 +177,8 @@ export function continueToolCall(
   const awaiting = open.awaiting;
   switch (event.type) {
     case "exec_result": {
-      if (awaiting.type !== "exec" || !isSameExec(awaiting, event.id, event.execID)) {
+      const late = isLateReply(open, event);
+      if (!late && (awaiting.type !== "exec" || !isSameExec(awaiting, event.id, event.execID))) {
         return ignore(state, `result for exec ${event.id} "${event.execID}", not the running one`);
       }
       const reply: ClientReply = { type: "exec", result: event.result };
@@ -238,7 +299,7 @@ function apply(
       const next: TurnState = {
         ...state,
         nextID: id + 1,
-        open: { ...open, stage: progress.stage, data: progress.data, awaiting },
+        open: { ...open, stage: progress.stage, data: progress.data, awaiting, recovered: null },
       };
       const isFirst = state.open === null;
       const checkpoint = isFirst ? [toCheckpointMessage(next)] : [];
@@ -331,7 +392,9 @@ function toUiToolCall(tool: UiTool, open: OpenToolCall, completedAt: number | nu
   });
 }
 
-function toAwaiting(request: ClientRequest, operationID: string, id: number): Awaiting {
+type SentAwaiting = Exclude<Awaiting, { type: "earlier" }>;
+
+function toAwaiting(request: ClientRequest, operationID: string, id: number): SentAwaiting {
   if (request.type === "query") return { type: "query", id };
   if (request.type === "server") return { type: "server", id };
   return { type: "exec", id, execID: toExecID(operationID, id) };
@@ -347,7 +410,7 @@ export function toExecID(operationID: string, id: number): string {
 
 function toRequestMessage(
   request: Exclude<ClientRequest, { type: "server" }>,
-  awaiting: Awaiting,
+  awaiting: SentAwaiting,
 ): AgentServerMessage {
   if (request.type === "query") {
     return create(AgentServerMessageSchema, {
@@ -364,6 +427,32 @@ function toRequestMessage(
       },
     },
   });
+}
+
+/**
+ * A reply to the exec an earlier server process sent for this call (see
+ * `OpenToolCall.recovered`): its exec id is the one that process derived from this operation and
+ * the exec's number, and its result is of the kind the call's current stage expects. Clients that
+ * echo no exec id cannot be matched this way.
+ */
+function isLateReply(
+  open: OpenToolCall,
+  event: Extract<ClientEvent, { type: "exec_result" }>,
+): boolean {
+  return (
+    open.recovered !== null &&
+    event.execID !== "" &&
+    event.execID === toExecID(open.operationID, event.id) &&
+    event.result.case === open.recovered.resultCase
+  );
+}
+
+/** The result case that answers `request` (`readArgs` → `readResult`, a query → `query`). */
+function toResultCase(request: ClientRequest): string {
+  if (request.type === "query") return "query";
+  if (request.type === "server") return "server";
+  if (request.exec.case === "shellStreamArgs") return "shellStream";
+  return request.exec.case.replace(/Args$/, "Result");
 }
 
 /** The client echoes both ids; match on exec_id when it sent one, else on the numeric id. */

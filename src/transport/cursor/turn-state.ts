@@ -38,7 +38,12 @@ export type Awaiting =
   | { readonly type: "exec"; readonly id: number; readonly execID: string }
   | { readonly type: "query"; readonly id: number }
   /** Work the server runs itself (web tools); `id` tells a late result from the current one. */
-  | { readonly type: "server"; readonly id: number };
+  | { readonly type: "server"; readonly id: number }
+  /**
+   * Only a late reply to the exec an earlier server process sent (see `OpenToolCall.recovered`):
+   * nothing was sent again, because the tool has effects and must not run twice.
+   */
+  | { readonly type: "earlier" };
 
 /** The tool call being run on the client (the loop runs one at a time). */
 export interface OpenToolCall {
@@ -55,6 +60,13 @@ export interface OpenToolCall {
   readonly data: unknown;
   readonly awaiting: Awaiting;
   readonly startedAt: number;
+  /**
+   * Set when an earlier server process sent this call and no result was saved (it restarted):
+   * a late reply to that earlier exec is still accepted, recognised by its exec id (derived from
+   * the operation id, `toExecID`) and by the kind of result the current stage expects. Cleared
+   * once the call moves on to a request of this process.
+   */
+  readonly recovered: { readonly resultCase: string } | null;
 }
 
 /** A tool call whose arguments are still streaming in from the model. */

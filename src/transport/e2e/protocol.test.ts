@@ -181,6 +181,16 @@ describe("the wire surface end to end", () => {
       append("r1", heartbeatHex),
     );
     assert.equal(badType.status, 415);
+    assert.ok(
+      harness.logs.some(
+        (line) =>
+          line.level === "warn" &&
+          line.fields.status === 415 &&
+          line.fields.path === bidi &&
+          line.fields.contentType === "text/plain",
+      ),
+      "a 415 is logged with the path and content type",
+    );
 
     const garbage = await post(
       url,
@@ -188,8 +198,51 @@ describe("the wire surface end to end", () => {
       { "content-type": "application/proto" },
       new Uint8Array([0xff, 0xff, 0xff]),
     );
-    // Connect's own parser refuses bytes that are not the request message (code "internal").
-    assert.ok(garbage.status >= 400 && typeof JSON.parse(garbage.body).code === "string");
+    // Bytes that are not the request message are the client's fault, not ours ("internal").
+    assert.equal(garbage.status, 400);
+    assert.equal(JSON.parse(garbage.body).code, "invalid_argument");
+    assert.ok(
+      harness.logs.some(
+        (line) =>
+          line.level === "warn" &&
+          /not a valid message/.test(line.message) &&
+          line.fields.path === bidi,
+      ),
+      "the refused append is logged",
+    );
+
+    // Announced sizes beyond the limit are refused before any of it is read.
+    const huge = await post(
+      url,
+      "/aiserver.v1.AiService/ServerTime",
+      { "content-type": "application/proto", "content-length": String(2 ** 31) },
+      new Uint8Array([1, 2, 3]),
+    );
+    assert.equal(huge.status, 429);
+    assert.equal(JSON.parse(huge.body).code, "resource_exhausted");
+    const hugeEnvelope = await post(
+      url,
+      "/agent.v1.AgentService/RunSSE",
+      { "content-type": "application/connect+proto", "transfer-encoding": "chunked" },
+      new Uint8Array([0, 0x7f, 0xff, 0xff, 0xff, 1, 2, 3]),
+    );
+    assert.equal(JSON.parse(hugeEnvelope.body).code, "resource_exhausted");
+    // A RunSSE request is a request id: a 10 MiB one is refused before it is read.
+    const bigRequestId = await post(
+      url,
+      "/agent.v1.AgentService/RunSSE",
+      { "content-type": "application/connect+proto", "transfer-encoding": "chunked" },
+      new Uint8Array([0, 0, 0xa0, 0, 0, 10]),
+    );
+    assert.equal(JSON.parse(bigRequestId.body).code, "resource_exhausted");
+    const garbageRunSse = await post(
+      url,
+      "/agent.v1.AgentService/RunSSE",
+      { "content-type": "application/connect+proto" },
+      new Uint8Array([0, 0, 0, 0, 3, 0xff, 0xff, 0xff]),
+    );
+    assert.equal(garbageRunSse.status, 400);
+    assert.equal(JSON.parse(garbageRunSse.body).code, "invalid_argument");
 
     const badHex = await post(
       url,
@@ -198,6 +251,15 @@ describe("the wire surface end to end", () => {
       append("r2", "zz"),
     );
     assert.equal(JSON.parse(badHex.body).code, "invalid_argument");
+    assert.ok(
+      harness.logs.some(
+        (line) =>
+          line.level === "warn" &&
+          line.message === "append rejected" &&
+          line.fields.reason === "bad_hex",
+      ),
+      "a rejected append is logged with its reason",
+    );
 
     const badGzip = await post(
       url,
@@ -205,7 +267,8 @@ describe("the wire surface end to end", () => {
       { "content-type": "application/proto", "content-encoding": "gzip" },
       new Uint8Array([1, 2, 3]),
     );
-    assert.ok(badGzip.status >= 400);
+    assert.equal(badGzip.status, 400);
+    assert.equal(JSON.parse(badGzip.body).code, "invalid_argument");
 
     const noTurn = await post(
       url,

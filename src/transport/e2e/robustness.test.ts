@@ -143,6 +143,12 @@ describe("robustness end to end", () => {
     assert.ok(result.view.kinds.includes("execServerControlMessage"), "abort{id} was sent");
     const last = (await harness.store.load(CONVERSATION))?.state.messages.at(-1);
     assert.ok(last?.role === "toolResult" && last.isError && last.toolCallId === "call_sleep");
+    // An ordinary cancel is not a fault: nothing is logged at error.
+    await harness.server.close();
+    assert.deepEqual(
+      harness.logs.filter((line) => line.level === "error").map((line) => line.fields),
+      [],
+    );
   });
 
   test("a provider 500 before the stream is retried with the same body", async () => {
@@ -334,6 +340,17 @@ describe("robustness end to end", () => {
     );
     const hex = (message: ReturnType<typeof heartbeat>) =>
       Buffer.from(toBinary(AgentClientMessageSchema, message)).toString("hex");
+    // The stream exists (its RunSSE opened it) but carries no turn.
+    const downlink = new AbortController();
+    const agent = createClient(
+      AgentService,
+      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
+    );
+    const reading = (async () => {
+      for await (const _ of agent.runSSE({ requestId: "no-turn" }, { signal: downlink.signal })) {
+        // heartbeats only
+      }
+    })().catch(() => {});
     await bidi.bidiAppend({ requestId: { requestId: "no-turn" }, data: hex(heartbeat()) });
     const cancelWithoutTurn = {
       requestId: { requestId: "no-turn" },
@@ -348,6 +365,55 @@ describe("robustness end to end", () => {
       Code.NotFound,
       "the retry is not acknowledged as done",
     );
+    downlink.abort();
+    await reading;
+  });
+
+  test("appends for unknown request ids are refused and keep nothing; streams are capped", async () => {
+    harness = await startHarness({ server: { maxStreams: 2 } });
+    const transport = createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" });
+    const bidi = createClient(BidiService, transport);
+    const data = Buffer.from(toBinary(AgentClientMessageSchema, heartbeat())).toString("hex");
+    for (let i = 0; i < 5; i += 1) {
+      const refused = await bidi
+        .bidiAppend({ requestId: { requestId: `random-${i}` }, data })
+        .catch((e: unknown) => e);
+      assert.equal((refused as { code?: unknown }).code, Code.NotFound);
+    }
+    const tooLong = await bidi
+      .bidiAppend({ requestId: { requestId: "x".repeat(10_000) }, data })
+      .catch((e: unknown) => e);
+    assert.equal((tooLong as { code?: unknown }).code, Code.InvalidArgument);
+    // Nothing was kept for them: two live turns still fit under the cap of two streams.
+    harness.provider.reply({ type: "hang" }, { type: "hang" });
+    const client = harness.client();
+    const one = client.startTurn({ conversationId: CONVERSATION, text: "a", modelId: MODEL });
+    const two = client.startTurn({
+      conversationId: `${CONVERSATION}-2`,
+      text: "b",
+      modelId: MODEL,
+    });
+    await harness.provider.request(1);
+    // Both are live: a third is over the cap, and reaches no model.
+    const third = await client.startTurn({
+      conversationId: `${CONVERSATION}-3`,
+      text: "c",
+      modelId: MODEL,
+    }).done;
+    assert.equal(third.error?.code, Code.ResourceExhausted);
+    assert.equal(harness.provider.requests.length, 2, "the third turn reached no model");
+    // Ended streams are kept only for late reconnects: they make room for new ones.
+    await one.cancel("done");
+    await two.cancel("done");
+    await Promise.all([one.done, two.done]);
+    harness.reply({ text: "four" });
+    const fourth = await client.startTurn({
+      conversationId: `${CONVERSATION}-4`,
+      text: "d",
+      modelId: MODEL,
+    }).done;
+    assert.equal(fourth.error, undefined);
+    assert.equal(fourth.view.text, "four");
   });
 });
 
@@ -357,6 +423,7 @@ function defaultsForGrace() {
     reconnectGraceMs: 50,
     appendGapTimeoutMs: 2_000,
     maxAppendsAhead: 16,
+    lateResultGraceMs: 2_000,
   };
 }
 

@@ -34,8 +34,13 @@ export interface Harness {
   /** Queues scripted model replies (an SSE transcript each). */
   reply(...replies: ScriptedReply[]): void;
   client(options?: Partial<CursorClientOptions>): CursorClient;
-  /** Kills the server process with SIGKILL and starts a new one on the same file and port. */
+  /**
+   * Kills the server process with SIGKILL (if it still runs) and starts a new one on the same file
+   * and port; the new one has no kill point.
+   */
   restart(): Promise<void>;
+  /** Resolves when the current server process has exited (mode `process`). */
+  exited(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -48,6 +53,12 @@ export interface HarnessOptions {
   readonly mode?: "in-process" | "process";
   /** The web tools of the in-process server (none: web_search and web_fetch are not offered). */
   readonly web?: WebTools;
+  /** Mode `process`: settings of the first server process (kill point, late-result grace). */
+  readonly process?: {
+    readonly killAfterWrite?: number;
+    readonly lateResultGraceMs?: number;
+    readonly envelopeTimeoutMs?: number;
+  };
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -75,7 +86,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...options.server,
     stream: { ...DEFAULT_SERVER_OPTIONS.stream, ...options.server?.stream },
   };
-  const start = (port: number): Promise<Server> =>
+  const start = (port: number, first: boolean): Promise<Server> =>
     inChild
       ? startServerProcess({
           providerUrl: provider.url,
@@ -83,6 +94,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           model: MODEL,
           dbPath,
           port,
+          ...(options.process?.lateResultGraceMs === undefined
+            ? {}
+            : { lateResultGraceMs: options.process.lateResultGraceMs }),
+          ...(options.process?.envelopeTimeoutMs === undefined
+            ? {}
+            : { envelopeTimeoutMs: options.process.envelopeTimeoutMs }),
+          ...(first && options.process?.killAfterWrite !== undefined
+            ? { killAfterWrite: options.process.killAfterWrite }
+            : {}),
         })
       : startServer(
           { store, llm, log, ...(options.web === undefined ? {} : { web: options.web }) },
@@ -94,7 +114,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     store,
     workspace,
     logs,
-    server: await start(serverOptions.port),
+    server: await start(serverOptions.port, true),
     reply(...replies) {
       provider.reply(
         ...replies.map((reply) => ({ type: "sse", body: toChatCompletionSse(reply) }) as const),
@@ -115,7 +135,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       if (!inChild) throw new Error("restart needs mode: process");
       const port = harness.server.address.port;
       await (harness.server as ChildServer).kill();
-      harness.server = await start(port);
+      harness.server = await start(port, false);
+    },
+    exited() {
+      if (!inChild) throw new Error("exited needs mode: process");
+      return (harness.server as ChildServer).exited;
     },
     async close() {
       for (const client of clients) await client.close();
@@ -142,6 +166,7 @@ export function createGate(): { readonly promise: Promise<void>; open(): void } 
 
 interface ChildServer extends Server {
   kill(): Promise<void>;
+  readonly exited: Promise<void>;
 }
 
 /** Runs test-server-process.ts in a child process and resolves once it listens. */
@@ -151,6 +176,9 @@ async function startServerProcess(settings: {
   model: string;
   dbPath: string;
   port: number;
+  killAfterWrite?: number;
+  lateResultGraceMs?: number;
+  envelopeTimeoutMs?: number;
 }): Promise<ChildServer> {
   const child = spawn(
     process.execPath,
@@ -180,5 +208,6 @@ async function startServerProcess(settings: {
     address: { address: "127.0.0.1", family: "IPv4", port },
     close: () => stop("SIGTERM"),
     kill: () => stop("SIGKILL"),
+    exited,
   };
 }

@@ -1,10 +1,12 @@
 /**
  * The server in a process of its own, for tests that kill it: started with a JSON argument
  * `{ providerUrl, apiKey, dbPath, port }`, it prints `LISTENING <url>` once it serves and runs
- * until it is killed (SIGTERM shuts it down cleanly).
+ * until it is killed (SIGTERM shuts it down cleanly). With `killAfterWrite: n` it SIGKILLs
+ * itself right after its n-th store write (a commit point) has completed, before the server
+ * acts on it: a crash at that exact point.
  */
 import { createLLM, createModelConfigs } from "../../llm/index.ts";
-import { openSqliteStore } from "../../store/index.ts";
+import { openSqliteStore, type Store } from "../../store/index.ts";
 import { silentLog } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../server.ts";
 
@@ -18,10 +20,30 @@ interface Settings {
   readonly heartbeatMs?: number;
   /** Overrides the RunSSE content type (benchmarks use a stock Connect client). */
   readonly runSseContentType?: "event-stream" | "connect";
+  /** SIGKILL right after this store write (1-based); absent: never. */
+  readonly killAfterWrite?: number;
+  /** Overrides how long a recovered tool call waits for a late result. */
+  readonly lateResultGraceMs?: number;
+  /** Overrides how long a RunSSE envelope may take to arrive. */
+  readonly envelopeTimeoutMs?: number;
+  /**
+   * Prints `MEMORY <json>` (rss, heapUsed, external) this often, after a full collection when
+   * the process runs with `--expose-gc` (the soak).
+   */
+  readonly reportMemoryMs?: number;
 }
 
+/** The store methods that write: every commit point of a turn is one of their calls. */
+const WRITES = new Set<string>([
+  "commitInput",
+  "saveLLMCall",
+  "setLLMCallStatus",
+  "saveClientOperation",
+  "setClientOperationStatus",
+]);
+
 const settings = JSON.parse(process.argv[2] ?? "{}") as Settings;
-const store = openSqliteStore({ path: settings.dbPath });
+const store = withKillPoint(openSqliteStore({ path: settings.dbPath }), settings.killAfterWrite);
 const llm = createLLM({
   models: createModelConfigs([
     {
@@ -40,13 +62,48 @@ const server = await startServer(
     ...DEFAULT_SERVER_OPTIONS,
     port: settings.port,
     runSseContentType: settings.runSseContentType ?? DEFAULT_SERVER_OPTIONS.runSseContentType,
+    envelopeTimeoutMs: settings.envelopeTimeoutMs ?? DEFAULT_SERVER_OPTIONS.envelopeTimeoutMs,
     stream: {
       ...DEFAULT_SERVER_OPTIONS.stream,
       heartbeatMs: settings.heartbeatMs ?? DEFAULT_SERVER_OPTIONS.stream.heartbeatMs,
+      lateResultGraceMs:
+        settings.lateResultGraceMs ?? DEFAULT_SERVER_OPTIONS.stream.lateResultGraceMs,
     },
   },
 );
 process.stdout.write(`LISTENING ${server.url}\n`);
+if (settings.reportMemoryMs !== undefined) {
+  setInterval(() => {
+    (globalThis as { gc?: () => void }).gc?.();
+    const { rss, heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage();
+    process.stdout.write(
+      `MEMORY ${JSON.stringify({ rss, heapUsed, heapTotal, external, arrayBuffers })}\n`,
+    );
+  }, settings.reportMemoryMs).unref();
+}
 process.once("SIGTERM", () => {
   void server.close().then(() => store.close());
 });
+
+/** `store`, SIGKILLing this process once its `killAfter`-th write has completed. */
+function withKillPoint(store: Store, killAfter: number | undefined): Store {
+  if (killAfter === undefined) return store;
+  let writes = 0;
+  return new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof key !== "string" || !WRITES.has(key) || typeof value !== "function") return value;
+      return async (...args: unknown[]) => {
+        const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        writes += 1;
+        if (writes === killAfter) {
+          process.stdout.write(`KILLED after write ${writes} (${key})\n`);
+          process.kill(process.pid, "SIGKILL");
+          // SIGKILL cannot be caught; never go on while it is being delivered.
+          await new Promise(() => {});
+        }
+        return result;
+      };
+    },
+  });
+}

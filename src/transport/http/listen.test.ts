@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import http2 from "node:http2";
+import net from "node:net";
 import { after, before, describe, test } from "node:test";
 import { type Listener, listen } from "./listen.ts";
 
@@ -57,6 +58,85 @@ describe("listen()", () => {
       assert.equal(body, "2.0 POST /y");
     } finally {
       session.close();
+    }
+  });
+});
+
+describe("listen() bounds what a silent or slow client can hold", () => {
+  const limits = {
+    firstBytesTimeoutMs: 150,
+    headersTimeoutMs: 300,
+    requestTimeoutMs: 600,
+    settingsTimeoutMs: 150,
+    maxConnections: 3,
+  };
+  let listener: Listener;
+  before(async () => {
+    listener = await listen(
+      (_request, response) => {
+        response.end("ok");
+      },
+      "127.0.0.1",
+      0,
+      limits,
+    );
+  });
+  after(async () => {
+    listener.destroy();
+    await listener.close();
+  });
+
+  /** Connects, writes `bytes` (if any), and resolves with how long until the server closed it. */
+  function heldFor(bytes: string | Buffer | null): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const started = performance.now();
+      const socket = net.connect(listener.address.port, "127.0.0.1", () => {
+        if (bytes !== null) socket.write(bytes);
+      });
+      socket.on("data", () => {});
+      socket.on("error", () => {});
+      socket.on("close", () => resolve(performance.now() - started));
+      // The test's own bound: a server that never closes fails here, not by hanging.
+      setTimeout(() => reject(new Error("the server kept the connection")), 5_000).unref();
+    });
+  }
+
+  test("a connection that sends nothing is closed", async () => {
+    const held = await heldFor(null);
+    assert.ok(held >= limits.firstBytesTimeoutMs - 20, `closed after ${held} ms`);
+  });
+
+  test("half an HTTP/2 preface is closed", async () => {
+    await heldFor("PRI * HTTP/2.0\r\n");
+  });
+
+  test("an HTTP/2 preface without SETTINGS is closed", async () => {
+    await heldFor("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+  });
+
+  test("headers that never end (slowloris) are closed", async () => {
+    await heldFor("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+  });
+
+  test("connections beyond the maximum are closed at once", async () => {
+    const open = Array.from(
+      { length: limits.maxConnections },
+      () =>
+        new Promise<net.Socket>((resolve) => {
+          // Each sends a request line, so only the header time-out applies to it.
+          const socket = net.connect(listener.address.port, "127.0.0.1", () => {
+            socket.write("GET / HTTP/1.1\r\nHost: x\r\n");
+            resolve(socket);
+          });
+          socket.on("error", () => {});
+        }),
+    );
+    const sockets = await Promise.all(open);
+    try {
+      const extra = await heldFor("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      assert.ok(extra < limits.headersTimeoutMs, `the extra connection was held ${extra} ms`);
+    } finally {
+      for (const socket of sockets) socket.destroy();
     }
   });
 });

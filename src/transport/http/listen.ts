@@ -23,12 +23,52 @@ export interface Listener {
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 
+/** Bounds on what a client that sends little or nothing can hold (see DEFAULT_LISTEN_LIMITS). */
+export interface ListenLimits {
+  /**
+   * How long a new connection may take to send the bytes that route it (the HTTP/2 preface or
+   * an HTTP/1.1 request line) before it is closed.
+   */
+  readonly firstBytesTimeoutMs: number;
+  /** HTTP/1.1: how long a request's headers may take (Node's `headersTimeout`). */
+  readonly headersTimeoutMs: number;
+  /** HTTP/1.1: how long a whole request body may take (Node's `requestTimeout`). */
+  readonly requestTimeoutMs: number;
+  /** HTTP/2: how long the client may take to send its SETTINGS after the preface. */
+  readonly settingsTimeoutMs: number;
+  /** Open connections at most; more are closed as they arrive. */
+  readonly maxConnections: number;
+}
+
+export const DEFAULT_LISTEN_LIMITS: ListenLimits = {
+  firstBytesTimeoutMs: 10_000,
+  headersTimeoutMs: 20_000,
+  requestTimeoutMs: 60_000,
+  settingsTimeoutMs: 10_000,
+  maxConnections: 1_000,
+};
+
 export async function listen(
   handler: RequestHandler,
   host: string,
   port: number,
+  limits: ListenLimits = DEFAULT_LISTEN_LIMITS,
 ): Promise<Listener> {
-  const h1 = http.createServer(handler as http.RequestListener);
+  const h1 = http.createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // Node checks both every `connectionsCheckingInterval`; keep that well under them.
+      connectionsCheckingInterval: Math.max(
+        10,
+        Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4)),
+      ),
+    },
+    handler as http.RequestListener,
+  );
+  // h1 never listens itself (connections are handed to it), and Node starts the checks behind
+  // `headersTimeout` and `requestTimeout` only when a server starts listening: start them.
+  h1.emit("listening");
   const h2 = http2.createServer(
     handler as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
   );
@@ -37,6 +77,11 @@ export async function listen(
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    // A client that sent the preface but never its SETTINGS holds a session for nothing.
+    const timer = setTimeout(() => session.destroy(), limits.settingsTimeoutMs);
+    timer.unref();
+    session.once("remoteSettings", () => clearTimeout(timer));
+    session.once("close", () => clearTimeout(timer));
   });
 
   const route = (socket: Socket): void => {
@@ -45,12 +90,17 @@ export async function listen(
     socket.setNoDelay(true);
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
+    // Until the first bytes route the connection, no HTTP time-out applies: this one does.
+    const silent = setTimeout(() => socket.destroy(), limits.firstBytesTimeoutMs);
+    silent.unref();
+    socket.once("close", () => clearTimeout(silent));
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer): void => {
       head = Buffer.concat([head, chunk]);
       const n = Math.min(head.length, PREFACE.length);
       const isH2 = head.subarray(0, n).equals(PREFACE.subarray(0, n));
       if (isH2 && head.length < PREFACE.length) return;
+      clearTimeout(silent);
       socket.off("data", onData);
       if (isH2) {
         // http2 reads a net.Socket's native handle directly and would miss the bytes already
@@ -68,6 +118,8 @@ export async function listen(
   };
 
   const server = net.createServer(route);
+  // Beyond this, Node closes new connections as they are accepted.
+  server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {
@@ -82,6 +134,8 @@ export async function listen(
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         h1.closeIdleConnections();
+        // Stops the header and request time-out checks (h1 itself never listened).
+        h1.close(() => {});
         for (const session of sessions) session.close();
       }),
     destroy() {

@@ -356,16 +356,24 @@ export function createRunner(options: RunnerOptions): Runner {
     const state = entry.state.committed;
     entry.tools.add(command.operationID);
     try {
-      const record = await operations.runOnce(
-        {
-          operationID: command.operationID,
-          conversationID: entry.conversationID,
-          turnID: state.turnID,
-          toolCallID: command.toolCall.id,
-          request: command.toolCall,
-        },
-        () => output.runTool(command, state),
-      );
+      let record: Awaited<ReturnType<typeof operations.runOnce>>;
+      try {
+        record = await operations.runOnce(
+          {
+            operationID: command.operationID,
+            conversationID: entry.conversationID,
+            turnID: state.turnID,
+            toolCallID: command.toolCall.id,
+            request: command.toolCall,
+          },
+          (_saved, attempt) => output.runTool(command, state, attempt),
+        );
+      } catch (error) {
+        // The turn ended while the client ran the tool (a cancel, a shutdown, the client gone):
+        // the operation stays for a resume or is canceled with the turn. Not a fault.
+        if (stopping || entry.retired || !isWaitingFor(entry, command.operationID)) return;
+        throw error;
+      }
       if (record.status !== "completed" || stopping || entry.retired) return;
       const message = record.result as ToolResultMessage;
       // A tool may change what the rest of the turn runs with (a mode switch).
@@ -496,6 +504,18 @@ export function createRunner(options: RunnerOptions): Runner {
 interface BoundStream {
   readonly turnID: string;
   readonly client: string | null;
+}
+
+/** Whether the conversation still waits for the result of `operationID`. */
+function isWaitingFor(entry: Live, operationID: string): boolean {
+  const state = entry.state.committed;
+  const waiting = state.waiting;
+  return (
+    state.status === "waiting_client" &&
+    waiting !== undefined &&
+    waiting !== null &&
+    waiting.operationIDs.slice(waiting.answered).includes(operationID)
+  );
 }
 
 function applied(step: Transition): SubmitResult {

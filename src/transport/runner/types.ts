@@ -17,7 +17,7 @@ import type {
   TurnSettings,
   UserMessageInput,
 } from "../../loop/index.ts";
-import type { Store } from "../../store/index.ts";
+import type { OperationAttempt, Store } from "../../store/index.ts";
 
 /** How a turn ended. */
 export type TurnOutcome = FinalCommand | FailedCommand | CanceledCommand;
@@ -35,8 +35,16 @@ export interface TurnOutput {
    * the result for the model. A tool failure is a result with `isError`; the promise rejects
    * only when the operation cannot complete at all (the client went away, the turn was
    * canceled), and the runner then leaves the operation to be re-run or canceled.
+   *
+   * `attempt.outcomeUnknown`: an earlier process (or attempt) sent this call and saved no result,
+   * so it may have run. The output must then never run a tool with effects again; see
+   * `OperationAttempt` and the README's crash guarantee.
    */
-  runTool(command: CallClientCommand, state: ConversationState): Promise<ToolResultMessage>;
+  runTool(
+    command: CallClientCommand,
+    state: ConversationState,
+    attempt: OperationAttempt,
+  ): Promise<ToolResultMessage>;
   /**
    * After a tool call completed: the settings the rest of the turn runs with, when the call
    * changed them (switch_mode); `undefined` when they stay. Optional.

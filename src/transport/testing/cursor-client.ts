@@ -19,7 +19,7 @@ import {
   createNodeHttpClient,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
-import { AgentService } from "../cursor/gen/agent/v1/agent_stream_pb.js";
+import { type AgentServerMessage, AgentService } from "../cursor/gen/agent/v1/agent_stream_pb.js";
 import type { ConversationStateStructure } from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import {
   type AgentRunRequest,
@@ -70,6 +70,8 @@ export interface CursorClientOptions {
    * their tools are sent with each run request (`mcp_tools`). Default none.
    */
   readonly mcpServers?: readonly TestMcpServer[];
+  /** Sees every server message of every turn as it arrives (e.g. to time the gaps between). */
+  readonly onMessage?: (message: AgentServerMessage) => void;
 }
 
 /** `RunRequestInit` with the client's defaults: its workspace, and its last checkpoint. */
@@ -173,6 +175,7 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
         onExec: options.onExec,
         background: backgroundShells,
         ...(options.mcpServers === undefined ? {} : { mcpServers: options.mcpServers }),
+        ...(options.onMessage === undefined ? {} : { onMessage: options.onMessage }),
         blobs,
         runSseContentTypes: () => runSseTypes.get(requestId) ?? [],
         onCheckpoint: (checkpoint) => {

@@ -133,6 +133,8 @@ export interface TurnOptions {
   readonly streamCloseBeforeResult: boolean;
   readonly answerQuery?: QueryAnswerer;
   readonly onExec?: ExecOverride;
+  /** Sees every server message as it arrives. */
+  readonly onMessage?: (message: AgentServerMessage) => void;
   /** The client's blob store (hex SHA-256 → bytes), shared by its turns. */
   readonly blobs: Map<string, Uint8Array>;
   /** The client's background shells (exec 16, 23, 30 and BACKGROUND time-outs). */
@@ -256,6 +258,7 @@ export function createTurn(options: TurnOptions): Turn {
   const onMessage = (message: AgentServerMessage): void => {
     if (ended) return;
     messages.push(message);
+    options.onMessage?.(message);
     const branch = message.message;
     switch (branch.case) {
       case "execServerMessage": {

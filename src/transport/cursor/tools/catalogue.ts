@@ -42,6 +42,12 @@ export interface AnyTool {
   readonly name: string;
   readonly definition: Tool;
   readonly modes: readonly Mode[];
+  /**
+   * Whether the call may be sent again when its outcome is unknown (it was sent, then the server
+   * restarted before its result arrived): true for tools that only read or ask, false for tools
+   * with effects (shell, write, edit, delete, MCP), which must never run twice.
+   */
+  readonly repeatable: boolean;
   parse(args: JsonObject, env: ToolEnv): ParseResult<unknown>;
   preview(): UiTool;
   started(args: unknown, env: ToolEnv): UiTool;
@@ -60,11 +66,12 @@ export interface AnyTool {
  * Erases a handler's types. Sound because the session only ever passes a handler the arguments
  * its own `parse` returned and the data its own `start`/`resume` returned.
  */
-function erase<A, D>(handler: ToolHandler<A, D>): AnyTool {
+function erase<A, D>(handler: ToolHandler<A, D>, effects: "read_only" | "effects"): AnyTool {
   return {
     name: handler.name,
     definition: handler.definition,
     modes: handler.modes,
+    repeatable: effects === "read_only",
     parse: (args, env) => handler.parse(args, env),
     preview: () => handler.preview(),
     started: (args, env) => handler.started(args as A, env),
@@ -76,22 +83,26 @@ function erase<A, D>(handler: ToolHandler<A, D>): AnyTool {
 }
 
 export const BUILT_IN_TOOLS: readonly AnyTool[] = [
-  erase(readFile),
-  erase(editFile),
-  erase(writeFile),
-  erase(deleteFile),
-  erase(listDir),
-  erase(grep),
-  erase(glob),
-  erase(shell),
-  erase(writeShellStdin),
-  erase(readLints),
-  erase(todoWrite),
-  erase(askQuestion),
-  erase(createPlan),
-  erase(switchMode),
-  erase(webSearch),
-  erase(webFetch),
+  erase(readFile, "read_only"),
+  erase(editFile, "effects"),
+  erase(writeFile, "effects"),
+  erase(deleteFile, "effects"),
+  erase(listDir, "read_only"),
+  erase(grep, "read_only"),
+  erase(glob, "read_only"),
+  erase(shell, "effects"),
+  erase(readLints, "read_only"),
+  // Server-side and deterministic: running it again gives the same list.
+  erase(todoWrite, "read_only"),
+  // Questions to the user: asking again is harmless.
+  erase(askQuestion, "read_only"),
+  erase(createPlan, "read_only"),
+  erase(writeShellStdin, "effects"),
+  // Asking the user again is harmless; the answer decides.
+  erase(switchMode, "read_only"),
+  // Run by the server: a search or fetch repeated after a restart reads the web again.
+  erase(webSearch, "read_only"),
+  erase(webFetch, "read_only"),
 ];
 
 /**
@@ -116,15 +127,15 @@ export function findTool(
   return listTools(mode, mcp, web).find((tool) => tool.name === name) ?? null;
 }
 
-/** Offered only when the client has MCP servers: their resources and state. */
+/** Offered only when the client has MCP servers: their resources and state (reading only). */
 const MCP_HELPER_TOOLS: readonly AnyTool[] = [
-  erase(listMcpResources),
-  erase(readMcpResource),
-  erase(mcpState),
+  erase(listMcpResources, "read_only"),
+  erase(readMcpResource, "read_only"),
+  erase(mcpState, "read_only"),
 ];
 
 function listTools(mode: Mode, mcp: readonly McpToolRef[], web: WebOffer): AnyTool[] {
-  const mcpTools = mcp.map((ref) => erase(createMcpTool(ref)));
+  const mcpTools = mcp.map((ref) => erase(createMcpTool(ref), "effects"));
   const helpers = mcp.length > 0 ? MCP_HELPER_TOOLS : [];
   return [...BUILT_IN_TOOLS, ...helpers, ...mcpTools].filter(
     (tool) =>

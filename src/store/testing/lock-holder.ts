@@ -1,0 +1,11 @@
+/**
+ * Test-only child process for data-lock.test.ts: takes the lock of the database `argv[2]`, prints
+ * `LOCKED`, and holds it until it is killed.
+ */
+import { lockDatabase } from "../data-lock.ts";
+
+const path = process.argv[2];
+if (path === undefined) throw new Error("usage: lock-holder.ts <database file>");
+lockDatabase(path);
+process.stdout.write("LOCKED\n");
+setInterval(() => {}, 60_000);
