@@ -91,13 +91,13 @@ export const BUILT_IN_TOOLS: readonly AnyTool[] = [
   erase(grep, "read_only"),
   erase(glob, "read_only"),
   erase(shell, "effects"),
+  erase(writeShellStdin, "effects"),
   erase(readLints, "read_only"),
   // Server-side and deterministic: running it again gives the same list.
   erase(todoWrite, "read_only"),
   // Questions to the user: asking again is harmless.
   erase(askQuestion, "read_only"),
   erase(createPlan, "read_only"),
-  erase(writeShellStdin, "effects"),
   // Asking the user again is harmless; the answer decides.
   erase(switchMode, "read_only"),
   // Run by the server: a search or fetch repeated after a restart reads the web again.
