@@ -57,6 +57,8 @@ export function answer(
 export interface DriveOptions {
   /** The time recorded as each call's first event; `null`: none recorded. */
   readonly firstEventAt?: number | null;
+  /** Added to each saved request body as `padding` (a stand-in for a real prompt's size). */
+  readonly requestPadding?: string;
 }
 
 /**
@@ -94,7 +96,12 @@ export async function driveTurn(
             conversationID,
             turnID: after.turnID,
             model: command.model,
-            request: toCanonicalJSON({ model: command.model, ...command.request, stream: true }),
+            request: toCanonicalJSON({
+              model: command.model,
+              ...command.request,
+              stream: true,
+              ...(options.requestPadding === undefined ? {} : { padding: options.requestPadding }),
+            }),
             messagesHash: command.messagesHash,
             messageCount: command.messageCount,
             lastMessageHash: command.lastMessageHash,
