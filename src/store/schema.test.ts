@@ -42,8 +42,9 @@ function readPragma(path: string, name: string): unknown {
  * Writes the first two commits of the scripted conversation as schema version 1 laid them out
  * (conversations, messages and input_commits have not changed since).
  */
-function seedVersion1(db: DatabaseSync, commits: readonly ScriptedCommit[]): void {
+function seedVersion1(db: DatabaseSync, commits: readonly ScriptedCommit[], from = 0): void {
   commits.forEach((commit, index) => {
+    if (index < from) return;
     const { state } = commit;
     if (index === 0) {
       db.prepare("insert into conversations values (?, 1, ?, ?, ?, ?, 10, 10)").run(
@@ -149,6 +150,43 @@ describe("schema migrations", () => {
       const reopened = openSqliteStore({ path });
       await reopened.close();
       assert.equal(readPragma(path, "user_version"), SCHEMA_VERSION);
+    } finally {
+      directory.remove();
+    }
+  });
+
+  test("a process older than the dashboard that commits to an upgraded file leaves no lasting gap in the figures", async () => {
+    const directory = createTempDirectory();
+    try {
+      const path = join(directory.path, "shared.db");
+      const commits = toScriptedCommits(CONVERSATION);
+      const store = openSqliteStore({ path });
+      await store.commitInput({
+        inputID: commits[0]?.inputID ?? "",
+        expectedVersion: 0,
+        state: (commits[0] as ScriptedCommit).state,
+        result: null,
+      });
+      await store.close();
+      // A schema-3 build writes conversations, messages and input commits only.
+      const db = new DatabaseSync(path);
+      seedVersion1(db, commits.slice(0, 3), 1);
+      db.close();
+      const reopened = openSqliteStore({ path });
+      try {
+        for (const [i, commit] of commits.slice(3).entries()) {
+          const result = await reopened.commitInput({
+            inputID: commit.inputID,
+            expectedVersion: 3 + i,
+            state: commit.state,
+            result: null,
+          });
+          assert.equal(result.type, "committed");
+        }
+        assert.deepEqual(await toFigures(reopened), await toFigures(await commitToMemory(commits)));
+      } finally {
+        await reopened.close();
+      }
     } finally {
       directory.remove();
     }

@@ -14,9 +14,12 @@ import type { SummaryRow, Tables } from "./tables.ts";
 import type { RecordWrite } from "./types.ts";
 
 /**
- * Updates the summary, call usage and daily totals for the messages `state` appends after the
- * first `storedCount`. `records` are the commit's record writes: the call marked `committed`
- * there is the call the appended assistant message belongs to.
+ * Updates the summary, call usage and daily totals for the messages of `state` the summary has
+ * not counted yet. That is the summary's own `messageCount`, not the stored history's: a process
+ * older than the dashboard (schema version 3) may have committed to this file without summaries,
+ * and the next commit then counts what it missed. `records` are the commit's record writes: the
+ * call marked `committed` there is the call of an assistant message this commit appends (at or
+ * after `storedCount`).
  */
 export function summarizeCommit(
   tables: Tables,
@@ -50,7 +53,7 @@ export function summarizeCommit(
   let model = row.model === "" ? (state.settings?.model ?? "") : row.model;
   let provider = row.provider;
   const messages = state.messages;
-  for (let seq = storedCount; seq < messages.length; seq++) {
+  for (let seq = before?.messageCount ?? 0; seq < messages.length; seq++) {
     const message = messages[seq] as Message;
     if (message.role === "user") {
       row = { ...row, turns: row.turns + 1, title: row.title || toTitle(message.content) };
@@ -64,7 +67,7 @@ export function summarizeCommit(
       tables.insertCallUsage({
         conversationID,
         seq,
-        callID: committedCalls.shift() ?? null,
+        callID: seq >= storedCount ? (committedCalls.shift() ?? null) : null,
         provider,
         model,
         day,
