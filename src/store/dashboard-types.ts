@@ -76,7 +76,7 @@ export interface CallView {
   readonly messageCount: number;
   /** Saved before the upstream request (epoch ms, store clock). */
   readonly createdAt: number;
-  /** When the first stream event arrived (runner clock), `null` when not recorded. */
+  /** When the first content delta arrived (runner clock), `null` when not recorded. */
   readonly firstEventAt: number | null;
   /** When the call's end was committed; `null` while it runs. */
   readonly endedAt: number | null;

@@ -332,7 +332,14 @@ export function createRunner(options: RunnerOptions): Runner {
     try {
       for await (const event of stream) {
         if (stopping || entry.retired) return;
-        firstEventAt ??= Math.floor(now());
+        // "First token" is the first content delta, not `start` (docs/dashboard.md, Timing).
+        if (
+          event.type === "text_delta" ||
+          event.type === "thinking_delta" ||
+          event.type === "toolcall_delta"
+        ) {
+          firstEventAt ??= Math.floor(now());
+        }
         const step = await queue.run(conversationID, () =>
           apply(
             entry,
