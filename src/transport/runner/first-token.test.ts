@@ -4,9 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { toErrorMessage } from "../../llm/index.ts";
+import { type LLM, toErrorMessage } from "../../llm/index.ts";
 import { createResponseStream } from "../../llm/response-stream.ts";
-import type { LLM } from "../../llm/types.ts";
 import type { ResponseEvent, StartInput } from "../../loop/index.ts";
 import { assistantMessage, T0, text, toEvents } from "../../loop/testing.ts";
 import { createMemoryStore } from "../../store/index.ts";
