@@ -53,8 +53,11 @@ export interface ConversationQuery {
 /** Newest activity first (`updatedAt` desc, then id desc). */
 export interface ConversationPage {
   readonly items: readonly ConversationSummary[];
-  /** Conversations matching the search, all pages together. */
-  readonly total: number;
+  /**
+   * Conversations matching the search, all pages together; counted for the first page only
+   * (`null` on a page after a cursor), since a count reads every summary.
+   */
+  readonly total: number | null;
   /** Pass as `cursor` for the next page; `null` on the last page. */
   readonly nextCursor: string | null;
 }

@@ -384,7 +384,7 @@ export function runDashboardContract(name: string, open: OpenStore): void {
         let pages = 0;
         do {
           const page = await store.listConversations({ limit: 5, ...(cursor ? { cursor } : {}) });
-          assert.equal(page.total, 23);
+          assert.equal(page.total, cursor === undefined ? 23 : null);
           seen.push(...page.items.map((item) => item.conversationID));
           cursor = page.nextCursor ?? undefined;
           pages++;
