@@ -482,10 +482,11 @@ export function createRunner(options: RunnerOptions): Runner {
       if (entry?.output === output) entry.output = null;
     },
 
-    async inspect(conversationID) {
+    async inspect(conversationID, inspectOptions = {}) {
       return queue.run(conversationID, async () => {
         const cached = live.get(conversationID);
         if (cached !== undefined) return cached.state;
+        if (inspectOptions.liveOnly === true) return null;
         const loaded = await store.load(conversationID);
         return loaded === null ? null : { committed: loaded.state, pending: null };
       });
