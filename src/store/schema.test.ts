@@ -5,11 +5,13 @@ import { DatabaseSync } from "node:sqlite";
 import { describe, test } from "node:test";
 import { toCanonicalJSON } from "../loop/canonical-json.ts";
 import { hashHistory } from "../loop/history-hash.ts";
+import { T0, text } from "../loop/testing.ts";
 import { toStateJSON } from "./history.ts";
 import { createMemoryStore } from "./memory-store.ts";
 import { APPLICATION_ID, MIGRATIONS, migrate, SCHEMA_VERSION } from "./schema.ts";
 import { openSqliteStore } from "./sqlite-store.ts";
 import { toLLMCall } from "./testing/contract.ts";
+import { answer, driveTurn } from "./testing/dashboard-contract.ts";
 import { type ScriptedCommit, toScriptedCommits } from "./testing/scripted-conversation.ts";
 import { createTempDirectory } from "./testing/temp-directory.ts";
 import type { LLMCallInput, Store } from "./types.ts";
@@ -186,6 +188,44 @@ describe("schema migrations", () => {
         assert.deepEqual(await toFigures(reopened), await toFigures(await commitToMemory(commits)));
       } finally {
         await reopened.close();
+      }
+    } finally {
+      directory.remove();
+    }
+  });
+
+  test("migration 4 derives what live commits derive: title from the first user text, Unicode search, odd timestamps", async () => {
+    const directory = createTempDirectory();
+    try {
+      const path = join(directory.path, "live.db");
+      const options = { path, now: () => T0 + 7 };
+      const live = openSqliteStore(options);
+      // A first message without text, then a title led by newlines, in mixed case beyond ASCII.
+      await driveTurn(live, "c-title", "\n\n", [answer([text("?")], { input: 1, output: 1 }, 0)]);
+      await driveTurn(live, "c-title", "\n  Été à ZÜRICH\n\tsecond line", [
+        answer([text("ok")], { input: 2, output: 3, cost: 0.5 }, T0 + 86_400_000),
+      ]);
+      const expected = await toFigures(live);
+      assert.equal((await live.listConversations()).items[0]?.title, "Été à ZÜRICH second line");
+      assert.equal((await live.listConversations({ search: "zürich" })).total, 1);
+      await live.close();
+
+      // The same file as schema version 3 had it: history only.
+      const db = new DatabaseSync(path);
+      db.exec(
+        "drop table conversation_summaries; drop table call_usage; drop table daily_usage; " +
+          "drop table llm_call_first_events; drop index llm_calls_conversation; " +
+          "drop index client_operations_conversation; pragma user_version = 3",
+      );
+      db.close();
+
+      const upgraded = openSqliteStore(options);
+      try {
+        assert.deepEqual(await toFigures(upgraded), expected);
+        assert.equal((await upgraded.listConversations({ search: "zürich" })).total, 1);
+        assert.equal((await upgraded.listConversations({ search: "été à" })).total, 1);
+      } finally {
+        await upgraded.close();
       }
     } finally {
       directory.remove();

@@ -22,11 +22,13 @@ import type { RecordWrite } from "./types.ts";
  * after `storedCount`).
  */
 export function summarizeCommit(
-  tables: Tables,
-  state: ConversationState,
+  tables: Pick<Tables, "readSummary" | "writeSummary" | "insertCallUsage" | "addDailyUsage">,
+  state: Pick<ConversationState, "conversationID" | "status" | "settings" | "messages">,
   storedCount: number,
   records: readonly RecordWrite[],
   now: number,
+  /** `createdAt` of a new summary (the backfill passes the conversation's). */
+  createdAt: number = now,
 ): void {
   const conversationID = state.conversationID;
   const before = tables.readSummary(conversationID);
@@ -44,7 +46,7 @@ export function summarizeCommit(
     cacheRead: 0,
     cacheWrite: 0,
     cost: 0,
-    createdAt: now,
+    createdAt,
     updatedAt: now,
   };
   const committedCalls = records.flatMap((write) =>
