@@ -4,7 +4,7 @@
  * src/store/dashboard-queries.test.ts); this prints how long they take at this size, next to the
  * same reads at 1,000 conversations, so growth shows. Printed, not asserted.
  *
- * The store is filled through the real loop and `commitInput`, 2 commits per conversation. Set
+ * The store is filled through the real loop and `commitInput`, as the runner commits. Set
  * BENCH_DIR to put the file elsewhere (on tmpfs the filling is faster; reads barely differ).
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";

@@ -108,6 +108,31 @@ describe("cursor-byok usage", () => {
     assert.equal(digest(), before);
   });
 
+  test("it reads while a server holds the database open, commits not yet checkpointed included", async () => {
+    const server = openSqliteStore({ path: home.databasePath });
+    try {
+      await driveTurn(server, "c", "while running", [
+        answer([text("ok")], { input: 5, output: 1 }, T0 + 2 * DAY_MS),
+      ]);
+      const { code, out } = await run([
+        "usage",
+        "--from",
+        "2026-01-03",
+        "--to",
+        "2026-01-03",
+        "--json",
+      ]);
+      assert.equal(code, 0);
+      assert.deepEqual(
+        JSON.parse(out),
+        JSON.parse(JSON.stringify(await server.listUsage({ fromDay: "2026-01-03" }))),
+      );
+      assert.equal(JSON.parse(out).length, 1);
+    } finally {
+      await server.close();
+    }
+  });
+
   test("a database of an older cursor-byok is refused, not upgraded", async () => {
     const old = createTempHome();
     try {
