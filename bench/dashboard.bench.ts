@@ -4,7 +4,7 @@
  * src/store/dashboard-queries.test.ts); this prints how long they take at this size, next to the
  * same reads at 1,000 conversations, so growth shows. Printed, not asserted.
  *
- * The store is filled through the real loop and `commitInput`, 2 commits per conversation. Set
+ * The store is filled through the real loop and `commitInput`, as the runner commits. Set
  * BENCH_DIR to put the file elsewhere (on tmpfs the filling is faster; reads barely differ).
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
@@ -25,27 +25,39 @@ const MODELS = [
   ["google", "gemini-2.5-pro"],
 ] as const;
 
+/**
+ * A real request carries the system prompt, tool definitions and the history: every
+ * `LARGE_EVERY`th conversation has three turns whose saved bodies are over 100 KB each, the rest
+ * a few KB, so a conversation's detail (which must not read bodies) is measured on a large one.
+ */
+const LARGE_EVERY = 20;
+const LARGE_BODY = "x".repeat(120_000);
+const SMALL_BODY = "x".repeat(3_000);
+
 async function fill(store: Store, from: number, to: number): Promise<void> {
   for (let i = from; i < to; i++) {
+    const large = i % LARGE_EVERY === 0;
     const [provider, model] = MODELS[i % MODELS.length] ?? MODELS[0];
     const at = T0 + (i % 90) * DAY_MS + i;
     const title =
       i % 100 === 0 ? `Fix the flaky login test ${i}` : `Refactor module ${i} and run the tests`;
-    await driveTurn(
-      store,
-      `conv-${String(i).padStart(6, "0")}`,
-      title,
-      [
-        answer(
-          [text(`Done with ${i}.`)],
-          { input: 800 + (i % 50), output: 120, cacheRead: 4000, cost: 0.004 },
-          at,
-          model,
-          provider,
-        ),
-      ],
-      { firstEventAt: at + 300 },
-    );
+    for (let turn = 0; turn < (large ? 3 : 1); turn++) {
+      await driveTurn(
+        store,
+        `conv-${String(i).padStart(6, "0")}`,
+        turn === 0 ? title : `${title}, step ${turn}`,
+        [
+          answer(
+            [text(`Done with ${i}.`)],
+            { input: 800 + (i % 50), output: 120, cacheRead: 4000, cost: 0.004 },
+            at + turn,
+            model,
+            provider,
+          ),
+        ],
+        { firstEventAt: at + turn + 300, requestPadding: large ? LARGE_BODY : SMALL_BODY },
+      );
+    }
   }
 }
 

@@ -1,10 +1,14 @@
 /** `cursor-byok usage`: the store's daily figures as a table and as JSON; never creates a database. */
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { after, describe, test } from "node:test";
 import packageJson from "../../package.json" with { type: "json" };
 import { T0, text, toolCall } from "../loop/testing.ts";
 import { openSqliteStore, type UsageRow } from "../store/index.ts";
+import { migrate } from "../store/schema.ts";
 import { answer, driveTurn } from "../store/testing/dashboard-contract.ts";
 import { runCli } from "./run-cli.ts";
 import { createTempHome, createTestIO } from "./testing.ts";
@@ -12,8 +16,8 @@ import { createTempHome, createTestIO } from "./testing.ts";
 const home = createTempHome();
 const DAY_MS = 86_400_000;
 
-async function run(args: string[]) {
-  const io = createTestIO({ home: home.dir, env: home.env });
+async function run(args: string[], at = home) {
+  const io = createTestIO({ home: at.dir, env: at.env });
   const code = await runCli(args, io, { version: packageJson.version });
   return { code, out: io.out(), err: io.err() };
 }
@@ -86,9 +90,64 @@ describe("cursor-byok usage", () => {
       ["--days", "x"],
       ["--from", "yesterday"],
       ["--from", "2026-01-01", "--days", "2"],
+      ["--to", "2024-13-45"],
+      ["--from", "2024-02-30"],
+      ["--from", "2026-01-03", "--to", "2026-01-02"],
       ["--nope"],
     ]) {
-      assert.equal((await run(["usage", ...args])).code, 2, args.join(" "));
+      const { code, err } = await run(["usage", ...args]);
+      assert.equal(code, 2, args.join(" "));
+      assert.match(err, /^cursor-byok usage: .*\nRun `cursor-byok usage --help`/, args.join(" "));
+    }
+  });
+
+  test("it reads the database without writing to it", async () => {
+    const digest = () => createHash("sha256").update(readFileSync(home.databasePath)).digest("hex");
+    const before = digest();
+    assert.equal((await run(["usage", "--days", "3", "--to", "2026-01-02"])).code, 0);
+    assert.equal(digest(), before);
+  });
+
+  test("it reads while a server holds the database open, commits not yet checkpointed included", async () => {
+    const server = openSqliteStore({ path: home.databasePath });
+    try {
+      await driveTurn(server, "c", "while running", [
+        answer([text("ok")], { input: 5, output: 1 }, T0 + 2 * DAY_MS),
+      ]);
+      const { code, out } = await run([
+        "usage",
+        "--from",
+        "2026-01-03",
+        "--to",
+        "2026-01-03",
+        "--json",
+      ]);
+      assert.equal(code, 0);
+      assert.deepEqual(
+        JSON.parse(out),
+        JSON.parse(JSON.stringify(await server.listUsage({ fromDay: "2026-01-03" }))),
+      );
+      assert.equal(JSON.parse(out).length, 1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("a database of an older cursor-byok is refused, not upgraded", async () => {
+    const old = createTempHome();
+    try {
+      mkdirSync(dirname(old.databasePath), { recursive: true });
+      const db = new DatabaseSync(old.databasePath);
+      migrate(db, 3);
+      db.close();
+      const { code, err } = await run(["usage"], old);
+      assert.equal(code, 1);
+      assert.match(err, /older cursor-byok .*Start the server once/s);
+      const reopened = new DatabaseSync(old.databasePath, { readOnly: true });
+      assert.equal(reopened.prepare("pragma user_version").get()?.user_version, 3);
+      reopened.close();
+    } finally {
+      old.cleanup();
     }
   });
 });

@@ -55,7 +55,9 @@ export const USAGE_COMMAND: Command = {
       io.stdout.write(`No database yet at ${config.databasePath}: no model call was made.\n`);
       return 0;
     }
-    const store = openSqliteStore({ path: config.databasePath });
+    // Read-only: a running server may be using the file, and an older one must not find it
+    // upgraded under it; the server upgrades the file when it starts.
+    const store = openSqliteStore({ path: config.databasePath, readOnly: true });
     let rows: UsageRow[];
     try {
       rows = await store.listUsage(range);
@@ -80,8 +82,14 @@ function toRange(values: Record<string, unknown>, now: number): Range {
   const day = (name: string): string | undefined => {
     const value = values[name];
     if (value === undefined) return undefined;
-    if (typeof value !== "string" || !/^\d{4}-\d{2}-\d{2}$/.test(value)) {
-      throw new UsageError(`--${name} must be a day written YYYY-MM-DD`);
+    // A calendar day: the form alone would let 2024-13-45 through.
+    if (
+      typeof value !== "string" ||
+      !/^\d{4}-\d{2}-\d{2}$/.test(value) ||
+      Number.isNaN(Date.parse(`${value}T00:00:00Z`)) ||
+      toDayText(Date.parse(`${value}T00:00:00Z`)) !== value
+    ) {
+      throw new UsageError(`--${name} must be a day written YYYY-MM-DD, not ${String(value)}`);
     }
     return value;
   };
@@ -89,6 +97,7 @@ function toRange(values: Record<string, unknown>, now: number): Range {
   const from = day("from");
   if (from !== undefined) {
     if (values.days !== undefined) throw new UsageError("use --days or --from, not both");
+    if (from > toDay) throw new UsageError(`--from ${from} is after --to ${toDay}`);
     return { fromDay: from, toDay };
   }
   const daysText = values.days ?? String(DEFAULT_DAYS);

@@ -1,7 +1,8 @@
 /**
  * The dashboard's reads cost a fixed number of table reads (each one statement on SQLite, two for
- * `listSummaries`: the page and the count), whatever the number of conversations. Counted on the
- * shared store logic over a counting backend, with 3 and with 300 conversations.
+ * `listSummaries` on a first page: the page and the count), whatever the number of
+ * conversations. Counted on the shared store logic over a counting backend, with 3 and with 300
+ * conversations.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";

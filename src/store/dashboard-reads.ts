@@ -1,7 +1,7 @@
 /**
  * The dashboard's reads (dashboard-types.ts), written once over a `Backend` like the rest of the
  * store logic. Each read is one snapshot and a fixed number of indexed queries, whatever the
- * number of conversations: a page of the list is a keyset query plus a count; a conversation's
+ * number of conversations: a page of the list is a keyset query (plus a count on the first page); a conversation's
  * detail is five queries; usage is one query over the daily totals.
  */
 import { hashMessageBytes } from "../loop/history-hash.ts";
@@ -56,7 +56,8 @@ export function createDashboardReads(
       const after = query.cursor === undefined ? null : fromCursor(query.cursor, invalid);
       return open().read((tables) => {
         // One row more than asked tells whether there is a next page.
-        const { rows, total } = tables.listSummaries(search, after, limit + 1);
+        // Counting reads every summary (with a search, every title): first page only.
+        const { rows, total } = tables.listSummaries(search, after, limit + 1, after === null);
         const items = rows.slice(0, limit).map(toSummary);
         const last = items.at(-1);
         return {

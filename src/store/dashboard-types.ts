@@ -53,8 +53,11 @@ export interface ConversationQuery {
 /** Newest activity first (`updatedAt` desc, then id desc). */
 export interface ConversationPage {
   readonly items: readonly ConversationSummary[];
-  /** Conversations matching the search, all pages together. */
-  readonly total: number;
+  /**
+   * Conversations matching the search, all pages together; counted for the first page only
+   * (`null` on a page after a cursor), since a count reads every summary.
+   */
+  readonly total: number | null;
   /** Pass as `cursor` for the next page; `null` on the last page. */
   readonly nextCursor: string | null;
 }
@@ -76,7 +79,7 @@ export interface CallView {
   readonly messageCount: number;
   /** Saved before the upstream request (epoch ms, store clock). */
   readonly createdAt: number;
-  /** When the first stream event arrived (runner clock), `null` when not recorded. */
+  /** When the first content delta arrived (runner clock), `null` when not recorded. */
   readonly firstEventAt: number | null;
   /** When the call's end was committed; `null` while it runs. */
   readonly endedAt: number | null;

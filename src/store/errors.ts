@@ -16,6 +16,8 @@ export const STORE_ERROR_CODES = [
   "foreign_database",
   /** Written by a newer cursor-byok; this build does not know its schema. */
   "newer_schema",
+  /** Written by an older cursor-byok, and opened read-only, so it cannot be upgraded here. */
+  "older_schema",
   /** The file or its directory cannot be written. */
   "read_only",
   /** The disk (or the configured size limit) is full. */

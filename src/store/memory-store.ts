@@ -193,7 +193,7 @@ export function createMemoryBackend(): Backend {
     insertFirstEvent(callID, at) {
       if (!firstEvents.has(callID)) put(firstEvents, callID, at);
     },
-    listSummaries(search, after, limit) {
+    listSummaries(search, after, limit, count) {
       const matching = [...summaries.values()].filter(
         (row) =>
           search === "" ||
@@ -216,7 +216,7 @@ export function createMemoryBackend(): Backend {
                 : 0),
         )
         .slice(0, limit);
-      return { rows, total: matching.length };
+      return { rows, total: count ? matching.length : null };
     },
     readMessagesFrom: (conversationID, fromSeq, limit) =>
       (messages.get(conversationID) ?? []).slice(fromSeq, fromSeq + limit),

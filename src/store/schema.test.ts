@@ -5,11 +5,13 @@ import { DatabaseSync } from "node:sqlite";
 import { describe, test } from "node:test";
 import { toCanonicalJSON } from "../loop/canonical-json.ts";
 import { hashHistory } from "../loop/history-hash.ts";
+import { T0, text } from "../loop/testing.ts";
 import { toStateJSON } from "./history.ts";
 import { createMemoryStore } from "./memory-store.ts";
 import { APPLICATION_ID, MIGRATIONS, migrate, SCHEMA_VERSION } from "./schema.ts";
 import { openSqliteStore } from "./sqlite-store.ts";
 import { toLLMCall } from "./testing/contract.ts";
+import { answer, driveTurn } from "./testing/dashboard-contract.ts";
 import { type ScriptedCommit, toScriptedCommits } from "./testing/scripted-conversation.ts";
 import { createTempDirectory } from "./testing/temp-directory.ts";
 import type { LLMCallInput, Store } from "./types.ts";
@@ -42,8 +44,9 @@ function readPragma(path: string, name: string): unknown {
  * Writes the first two commits of the scripted conversation as schema version 1 laid them out
  * (conversations, messages and input_commits have not changed since).
  */
-function seedVersion1(db: DatabaseSync, commits: readonly ScriptedCommit[]): void {
+function seedVersion1(db: DatabaseSync, commits: readonly ScriptedCommit[], from = 0): void {
   commits.forEach((commit, index) => {
+    if (index < from) return;
     const { state } = commit;
     if (index === 0) {
       db.prepare("insert into conversations values (?, 1, ?, ?, ?, ?, 10, 10)").run(
@@ -149,6 +152,81 @@ describe("schema migrations", () => {
       const reopened = openSqliteStore({ path });
       await reopened.close();
       assert.equal(readPragma(path, "user_version"), SCHEMA_VERSION);
+    } finally {
+      directory.remove();
+    }
+  });
+
+  test("a process older than the dashboard that commits to an upgraded file leaves no lasting gap in the figures", async () => {
+    const directory = createTempDirectory();
+    try {
+      const path = join(directory.path, "shared.db");
+      const commits = toScriptedCommits(CONVERSATION);
+      const store = openSqliteStore({ path });
+      await store.commitInput({
+        inputID: commits[0]?.inputID ?? "",
+        expectedVersion: 0,
+        state: (commits[0] as ScriptedCommit).state,
+        result: null,
+      });
+      await store.close();
+      // A schema-3 build writes conversations, messages and input commits only.
+      const db = new DatabaseSync(path);
+      seedVersion1(db, commits.slice(0, 3), 1);
+      db.close();
+      const reopened = openSqliteStore({ path });
+      try {
+        for (const [i, commit] of commits.slice(3).entries()) {
+          const result = await reopened.commitInput({
+            inputID: commit.inputID,
+            expectedVersion: 3 + i,
+            state: commit.state,
+            result: null,
+          });
+          assert.equal(result.type, "committed");
+        }
+        assert.deepEqual(await toFigures(reopened), await toFigures(await commitToMemory(commits)));
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      directory.remove();
+    }
+  });
+
+  test("migration 4 derives what live commits derive: title from the first user text, Unicode search, odd timestamps", async () => {
+    const directory = createTempDirectory();
+    try {
+      const path = join(directory.path, "live.db");
+      const options = { path, now: () => T0 + 7 };
+      const live = openSqliteStore(options);
+      // A first message without text, then a title led by newlines, in mixed case beyond ASCII.
+      await driveTurn(live, "c-title", "\n\n", [answer([text("?")], { input: 1, output: 1 }, 0)]);
+      await driveTurn(live, "c-title", "\n  Été à ZÜRICH\n\tsecond line", [
+        answer([text("ok")], { input: 2, output: 3, cost: 0.5 }, T0 + 86_400_000),
+      ]);
+      const expected = await toFigures(live);
+      assert.equal((await live.listConversations()).items[0]?.title, "Été à ZÜRICH second line");
+      assert.equal((await live.listConversations({ search: "zürich" })).total, 1);
+      await live.close();
+
+      // The same file as schema version 3 had it: history only.
+      const db = new DatabaseSync(path);
+      db.exec(
+        "drop table conversation_summaries; drop table call_usage; drop table daily_usage; " +
+          "drop table llm_call_first_events; drop index llm_calls_conversation; " +
+          "drop index client_operations_conversation; pragma user_version = 3",
+      );
+      db.close();
+
+      const upgraded = openSqliteStore(options);
+      try {
+        assert.deepEqual(await toFigures(upgraded), expected);
+        assert.equal((await upgraded.listConversations({ search: "zürich" })).total, 1);
+        assert.equal((await upgraded.listConversations({ search: "été à" })).total, 1);
+      } finally {
+        await upgraded.close();
+      }
     } finally {
       directory.remove();
     }

@@ -5,6 +5,7 @@
  * the file at the previous version, never in between. Migrations are only ever appended.
  */
 import type { DatabaseSync } from "node:sqlite";
+import { backfillDashboard } from "./dashboard-backfill.ts";
 
 /** "cbyk": the SQLite `application_id` of a cursor-byok database. */
 export const APPLICATION_ID = 0x6362796b;
@@ -13,6 +14,8 @@ export interface Migration {
   readonly version: number;
   readonly name: string;
   readonly sql: string;
+  /** Runs after `sql`, in the same transaction: rows derived by TypeScript code. */
+  readonly backfill?: (db: DatabaseSync) => void;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -147,10 +150,10 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 4,
     name: "dashboard: conversation summaries, per-call usage and timing, daily usage",
-    // Derived rows kept by every commit (summaries.ts); the backfill below derives them once for
-    // conversations committed before this version with the same rules in SQL (except that a
-    // backfilled title keeps its inner whitespace). `title_search` is the lower-cased title and
-    // id, joined by a newline, for substring search.
+    backfill: backfillDashboard,
+    // Derived rows kept by every commit (summaries.ts); the backfill derives them once for
+    // conversations committed before this version with the same code (dashboard-backfill.ts).
+    // `title_search` is the lower-cased title and id, joined by a newline, for substring search.
     sql: `
       create table conversation_summaries (
         conversation_id text primary key references conversations (conversation_id),
@@ -217,60 +220,6 @@ export const MIGRATIONS: readonly Migration[] = [
         call_id text primary key references llm_calls (call_id),
         at integer not null
       ) strict;
-
-      insert into call_usage
-      select m.conversation_id, m.seq, null,
-        coalesce(json_extract(m.json, '$.provider'), ''),
-        coalesce(json_extract(m.json, '$.model'), ''),
-        strftime('%Y-%m-%d', coalesce(json_extract(m.json, '$.timestamp'), c.updated_at) / 1000,
-          'unixepoch'),
-        max(0, cast(round(coalesce(json_extract(m.json, '$.usage.input'), 0)) as integer)),
-        max(0, cast(round(coalesce(json_extract(m.json, '$.usage.output'), 0)) as integer)),
-        max(0, cast(round(coalesce(json_extract(m.json, '$.usage.cacheRead'), 0)) as integer)),
-        max(0, cast(round(coalesce(json_extract(m.json, '$.usage.cacheWrite'), 0)) as integer)),
-        max(0.0, cast(coalesce(json_extract(m.json, '$.usage.cost.total'), 0.0) as real)),
-        c.updated_at
-      from messages m join conversations c using (conversation_id)
-      where json_extract(m.json, '$.role') = 'assistant';
-
-      insert into daily_usage
-      select day, provider, model, count(*), sum(input), sum(output), sum(cache_read),
-        sum(cache_write), sum(cost)
-      from call_usage group by day, provider, model;
-
-      insert into conversation_summaries
-      select c.conversation_id, coalesce(t0.title, ''),
-        lower(coalesce(t0.title, '')) || char(10) || lower(c.conversation_id),
-        coalesce(last.model, json_extract(c.state_json, '$.settings.model'), ''),
-        coalesce(last.provider, ''),
-        coalesce(json_extract(c.state_json, '$.status'), 'ready'),
-        (select count(*) from messages m where m.conversation_id = c.conversation_id
-          and json_extract(m.json, '$.role') = 'user'),
-        (select count(*) from call_usage u where u.conversation_id = c.conversation_id),
-        c.message_count,
-        coalesce(totals.input, 0), coalesce(totals.output, 0), coalesce(totals.cache_read, 0),
-        coalesce(totals.cache_write, 0), coalesce(totals.cost, 0.0),
-        c.created_at, c.updated_at
-      from conversations c
-      left join (
-        select conversation_id, sum(input) as input, sum(output) as output,
-          sum(cache_read) as cache_read, sum(cache_write) as cache_write, sum(cost) as cost
-        from call_usage group by conversation_id
-      ) totals using (conversation_id)
-      left join call_usage last on last.conversation_id = c.conversation_id
-        and last.seq = (select max(seq) from call_usage u where u.conversation_id = c.conversation_id)
-      left join (
-        select m.conversation_id,
-          substr(trim(coalesce(
-            case json_type(m.json, '$.content')
-              when 'text' then json_extract(m.json, '$.content')
-              else (select json_extract(b.value, '$.text') from json_each(m.json, '$.content') b
-                where json_extract(b.value, '$.type') = 'text' order by b.key desc limit 1)
-            end, '')), 1, ${200}) as title
-        from messages m
-        where m.seq = (select min(seq) from messages f where f.conversation_id = m.conversation_id
-          and json_extract(f.json, '$.role') = 'user')
-      ) t0 on t0.conversation_id = c.conversation_id;
     `,
   },
 ];
@@ -307,6 +256,7 @@ export function migrate(db: DatabaseSync, target: number = SCHEMA_VERSION): void
       const current = Number(db.prepare("pragma user_version").get()?.user_version ?? 0);
       if (current < migration.version) {
         db.exec(migration.sql);
+        migration.backfill?.(db);
         if (migration.version === 1) db.exec(`pragma application_id = ${APPLICATION_ID}`);
         db.exec(`pragma user_version = ${migration.version}`);
       }

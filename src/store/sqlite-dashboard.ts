@@ -1,8 +1,8 @@
 /**
  * The SQLite side of the dashboard's tables (tables.ts, migration 4 in schema.ts). Every listing
- * is one statement over an index: the conversation list walks `conversation_summaries_recent`
+ * is one statement over an index: the conversation list searches `conversation_summaries_recent`
  * from the cursor, so a page costs the same with ten or ten thousand conversations; the count
- * and the search scan only the summaries, never messages.
+ * (first page only) and the search scan only the summaries, never messages.
  */
 import type { SQLOutputValue, StatementSync } from "node:sqlite";
 import type {
@@ -37,7 +37,13 @@ const text = (row: Row, column: string): string => String(row[column]);
 const int = (row: Row, column: string): number => Number(row[column]);
 
 const MATCH = "(? = '' or instr(title_search, ?) > 0)";
-const AFTER = "(updated_at < ? or (updated_at = ? and conversation_id < ?))";
+/**
+ * A row-value comparison, so SQLite SEARCHes `conversation_summaries_recent` from the position
+ * instead of scanning it (`sqlite-dashboard.test.ts` checks the plans). The first page starts
+ * after `FIRST_POSITION`, which every real row precedes.
+ */
+const AFTER = "(updated_at, conversation_id) < (?, ?)";
+const FIRST_POSITION = { updatedAt: Number.MAX_SAFE_INTEGER, conversationID: "" };
 
 export function prepareDashboardStatements(sql: (source: string) => StatementSync) {
   return {
@@ -65,21 +71,21 @@ export function prepareDashboardStatements(sql: (source: string) => StatementSyn
       "insert into llm_call_first_events (call_id, at) values (?, ?) on conflict do nothing",
     ),
     listSummaries: sql(
-      `select * from conversation_summaries where ${MATCH} ` +
-        "order by updated_at desc, conversation_id desc limit ?",
-    ),
-    listSummariesAfter: sql(
       `select * from conversation_summaries where ${MATCH} and ${AFTER} ` +
         "order by updated_at desc, conversation_id desc limit ?",
     ),
-    countSummaries: sql(`select count(*) as n from conversation_summaries where ${MATCH}`),
+    countSummaries: sql("select count(*) as n from conversation_summaries"),
+    countMatchingSummaries: sql(
+      "select count(*) as n from conversation_summaries where instr(title_search, ?) > 0",
+    ),
     readMessagesFrom: sql(
       "select seq, json, hash, chain_hash from messages where conversation_id = ? and seq >= ? " +
         "order by seq limit ?",
     ),
     listCallsOf: sql(
       "select c.call_id, c.turn_id, c.model, c.status, c.request_hash, " +
-        "length(cast(c.request as blob)) as request_bytes, c.message_count, c.created_at, " +
+        // octet_length of a column reads its stored size, not the body (SQLite >= 3.43).
+        "octet_length(c.request) as request_bytes, c.message_count, c.created_at, " +
         "c.updated_at, f.at as first_event_at from llm_calls c " +
         "left join llm_call_first_events f using (call_id) " +
         "where c.conversation_id = ? order by c.created_at, c.call_id",
@@ -152,20 +158,24 @@ export function createDashboardTables(statements: Statements): DashboardTables {
     insertFirstEvent(callID, at) {
       statements.insertFirstEvent.run(callID, at);
     },
-    listSummaries(search, after, limit) {
-      const rows =
-        after === null
-          ? statements.listSummaries.all(search, search, limit)
-          : statements.listSummariesAfter.all(
-              search,
-              search,
-              after.updatedAt,
-              after.updatedAt,
-              after.conversationID,
-              limit,
-            );
-      const total = int(statements.countSummaries.get(search, search) ?? { n: 0 }, "n");
-      return { rows: rows.map(toSummaryRow), total };
+    listSummaries(search, after, limit, count) {
+      const from = after ?? FIRST_POSITION;
+      const rows = statements.listSummaries.all(
+        search,
+        search,
+        from.updatedAt,
+        from.conversationID,
+        limit,
+      );
+      const counted = !count
+        ? undefined
+        : search === ""
+          ? statements.countSummaries.get()
+          : statements.countMatchingSummaries.get(search);
+      return {
+        rows: rows.map(toSummaryRow),
+        total: counted === undefined ? null : int(counted, "n"),
+      };
     },
     readMessagesFrom(conversationID, fromSeq, limit) {
       return statements.readMessagesFrom.all(conversationID, fromSeq, limit).map(

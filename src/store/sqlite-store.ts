@@ -45,6 +45,12 @@ export interface SqliteStoreOptions extends StoreOptions {
    * would grow the file beyond it fails as `disk_full`, exactly like a full disk.
    */
   readonly maxPageCount?: number;
+  /**
+   * Opens an existing file for reading only: nothing is created, upgraded or written (for
+   * commands that only show figures while a server may be using the file). A file at an older
+   * schema version is refused as `older_schema`; the server upgrades it when it starts.
+   */
+  readonly readOnly?: boolean;
 }
 
 /** Opens (creating or upgrading if needed) the database; throws `StoreError`s that name it. */
@@ -53,6 +59,7 @@ export function openSqliteStore(options: SqliteStoreOptions = {}): Store {
     options.path ??
       toDefaultDatabasePath({ env: process.env, platform: process.platform, homeDir: homedir() }),
   );
+  if (options.readOnly === true) return openReadOnly(location, options);
   createFileIfMissing(location);
   let db: DatabaseSync;
   try {
@@ -89,6 +96,37 @@ export function openSqliteStore(options: SqliteStoreOptions = {}): Store {
       db.exec(`pragma max_page_count = ${options.maxPageCount}`);
     }
     migrate(db);
+    return createStore(createSqliteBackend(db, location), options);
+  } catch (error) {
+    db.close();
+    throw fromSQLiteError(error, location);
+  }
+}
+
+function openReadOnly(location: string, options: SqliteStoreOptions): Store {
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(location, {
+      readOnly: true,
+      timeout: options.busyTimeoutMs ?? 5000,
+      enableDoubleQuotedStringLiterals: false,
+      defensive: true,
+    });
+  } catch (error) {
+    throw fromSQLiteError(error, location);
+  }
+  try {
+    checkIdentity(db, location);
+    const { userVersion } = readIdentity(db);
+    if (userVersion < SCHEMA_VERSION) {
+      throw new StoreError(
+        "older_schema",
+        location,
+        `${location} was written by an older cursor-byok (schema version ${userVersion}; this ` +
+          `one reads version ${SCHEMA_VERSION}) and was opened read-only, so it was not changed. ` +
+          "Start the server once (`cursor-byok`) to upgrade it, then run this again.",
+      );
+    }
     return createStore(createSqliteBackend(db, location), options);
   } catch (error) {
     db.close();

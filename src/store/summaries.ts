@@ -14,16 +14,21 @@ import type { SummaryRow, Tables } from "./tables.ts";
 import type { RecordWrite } from "./types.ts";
 
 /**
- * Updates the summary, call usage and daily totals for the messages `state` appends after the
- * first `storedCount`. `records` are the commit's record writes: the call marked `committed`
- * there is the call the appended assistant message belongs to.
+ * Updates the summary, call usage and daily totals for the messages of `state` the summary has
+ * not counted yet. That is the summary's own `messageCount`, not the stored history's: a process
+ * older than the dashboard (schema version 3) may have committed to this file without summaries,
+ * and the next commit then counts what it missed. `records` are the commit's record writes: the
+ * call marked `committed` there is the call of an assistant message this commit appends (at or
+ * after `storedCount`).
  */
 export function summarizeCommit(
-  tables: Tables,
-  state: ConversationState,
+  tables: Pick<Tables, "readSummary" | "writeSummary" | "insertCallUsage" | "addDailyUsage">,
+  state: Pick<ConversationState, "conversationID" | "status" | "settings" | "messages">,
   storedCount: number,
   records: readonly RecordWrite[],
   now: number,
+  /** `createdAt` of a new summary (the backfill passes the conversation's). */
+  createdAt: number = now,
 ): void {
   const conversationID = state.conversationID;
   const before = tables.readSummary(conversationID);
@@ -41,7 +46,7 @@ export function summarizeCommit(
     cacheRead: 0,
     cacheWrite: 0,
     cost: 0,
-    createdAt: now,
+    createdAt,
     updatedAt: now,
   };
   const committedCalls = records.flatMap((write) =>
@@ -50,7 +55,7 @@ export function summarizeCommit(
   let model = row.model === "" ? (state.settings?.model ?? "") : row.model;
   let provider = row.provider;
   const messages = state.messages;
-  for (let seq = storedCount; seq < messages.length; seq++) {
+  for (let seq = before?.messageCount ?? 0; seq < messages.length; seq++) {
     const message = messages[seq] as Message;
     if (message.role === "user") {
       row = { ...row, turns: row.turns + 1, title: row.title || toTitle(message.content) };
@@ -64,7 +69,7 @@ export function summarizeCommit(
       tables.insertCallUsage({
         conversationID,
         seq,
-        callID: committedCalls.shift() ?? null,
+        callID: seq >= storedCount ? (committedCalls.shift() ?? null) : null,
         provider,
         model,
         day,

@@ -149,7 +149,8 @@ export interface CallListRow {
 
 export interface SummaryQueryRows {
   readonly rows: SummaryRow[];
-  readonly total: number;
+  /** `null` when not asked for. */
+  readonly total: number | null;
 }
 
 /** Keyset paging position: rows strictly after it in (`updatedAt` desc, id desc) order. */
@@ -212,9 +213,14 @@ export interface Tables {
   insertFirstEvent(callID: string, at: number): void;
   /**
    * Summaries in (`updatedAt` desc, id desc) order after `after`, at most `limit`, whose title or
-   * id contains `search` (lower-cased; "" matches all), and how many match in all.
+   * id contains `search` (lower-cased; "" matches all), and, when `count`, how many match in all.
    */
-  listSummaries(search: string, after: SummaryPosition | null, limit: number): SummaryQueryRows;
+  listSummaries(
+    search: string,
+    after: SummaryPosition | null,
+    limit: number,
+    count: boolean,
+  ): SummaryQueryRows;
   /** Messages with `seq >= fromSeq`, at most `limit`, in order. */
   readMessagesFrom(conversationID: string, fromSeq: number, limit: number): MessageRow[];
   /** The conversation's calls by `createdAt` then id, with their first-event time. */

@@ -255,7 +255,9 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     tokenRequired: options.accessToken !== undefined,
     hosts: [options.host],
     ...(deps.readSetup === undefined ? {} : { readSetup: deps.readSetup }),
-    readPending: async (conversationID) => (await runner.inspect(conversationID))?.pending ?? null,
+    // Only a turn running in this process streams here; never load a conversation for it.
+    readPending: async (conversationID) =>
+      (await runner.inspect(conversationID, { liveOnly: true }))?.pending ?? null,
     now,
   });
 

@@ -74,7 +74,13 @@ describe("dashboard API with an access token", () => {
   after(() => fixture.close());
 
   test("without the token, every API path is refused and reveals nothing", async () => {
-    for (const path of ["/conversations", "/usage", "/setup", "/calls/x/request"]) {
+    for (const path of [
+      "/conversations",
+      "/usage",
+      "/setup",
+      "/calls/x/request",
+      "/operations/x/result",
+    ]) {
       for (const token of [null, "wrong-token", `${ACCESS_TOKEN}x`]) {
         const answer = await api(path, token);
         assert.equal(answer.status, 401, `${path} with ${token}`);
@@ -143,6 +149,14 @@ describe("dashboard API with an access token", () => {
     }
     assert.equal(detail.operations.length, 1);
     assert.equal(detail.operations[0].status, "completed");
+    const operationID = detail.operations[0].operationID;
+    assert.deepEqual(
+      JSON.parse((await api(`/operations/${encodeURIComponent(operationID)}/result`)).body),
+      JSON.parse(
+        JSON.stringify({ result: (await fixture.store.getClientOperation(operationID))?.result }),
+      ),
+    );
+    assert.equal((await api("/operations/nope/result")).status, 404);
     const messages = JSON.parse((await api(`/conversations/${id}/messages?from=1&limit=2`)).body);
     assert.deepEqual(
       messages.messages.map((m: { seq: number }) => m.seq),

@@ -3,6 +3,7 @@
  * answer is one or two store reads; lists are paged; a bad parameter is a 400 that says which.
  */
 import { isStoreError, type Store } from "../../store/index.ts";
+import { toShortOperation } from "./operation-result.ts";
 import type { ReadPending, ReadSetup, SeenClient } from "./types.ts";
 
 export interface ApiContext {
@@ -52,7 +53,9 @@ export async function answerApi(
     }
     if (first === "conversations" && id !== undefined && sub === undefined) {
       const detail = await store.readConversationDetail(id);
-      return detail === null ? error(404, "not_found", "no such conversation") : json(200, detail);
+      return detail === null
+        ? error(404, "not_found", "no such conversation")
+        : json(200, { ...detail, operations: detail.operations.map((op) => toShortOperation(op)) });
     }
     if (first === "conversations" && id !== undefined && sub === "messages" && rest.length === 0) {
       const from = toInteger(query, "from") ?? 0;
@@ -74,6 +77,11 @@ export async function answerApi(
           ? { fileName: `request-${id.replace(/[^A-Za-z0-9._-]/g, "_")}.json` }
           : {}),
       };
+    }
+    if (first === "operations" && id !== undefined && sub === "result" && rest.length === 0) {
+      const operation = await store.getClientOperation(id);
+      if (operation === null) return error(404, "not_found", "no such tool operation");
+      return json(200, { result: operation.result ?? null });
     }
     if (first === "usage" && id === undefined) {
       const fromDay = query.get("from") ?? undefined;

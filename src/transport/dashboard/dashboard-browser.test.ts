@@ -162,6 +162,13 @@ describe("the dashboard in a real Chromium", { skip: SKIP, timeout: 180_000 }, (
     await page.waitForSelector(`tr[data-conversation="${HOSTILE}"]`);
   });
 
+  test("a malformed address shows an error, and the page keeps working", async () => {
+    await page.goto(`${fixture.server.url}/ui/#/c/%E0`);
+    await page.locator("p.error", { hasText: "not valid" }).waitFor();
+    await page.goto(`${fixture.server.url}/ui/#/conversations`);
+    await page.waitForSelector(`tr[data-conversation="${FIRST}"]`);
+  });
+
   test("list → conversation → a model call's exact body, viewed and downloaded", async () => {
     await page.click(`tr[data-conversation="${FIRST}"] a`);
     await page.waitForSelector("#calls tbody tr");

@@ -30,6 +30,7 @@ export const UI_FILES = [
   "api.js",
   "dom.js",
   "format.js",
+  "route.js",
   "conversations.js",
   "conversation.js",
   "usage.js",

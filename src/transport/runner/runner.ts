@@ -332,7 +332,14 @@ export function createRunner(options: RunnerOptions): Runner {
     try {
       for await (const event of stream) {
         if (stopping || entry.retired) return;
-        firstEventAt ??= Math.floor(now());
+        // "First token" is the first content delta, not `start` (docs/dashboard.md, Timing).
+        if (
+          event.type === "text_delta" ||
+          event.type === "thinking_delta" ||
+          event.type === "toolcall_delta"
+        ) {
+          firstEventAt ??= Math.floor(now());
+        }
         const step = await queue.run(conversationID, () =>
           apply(
             entry,
@@ -483,10 +490,11 @@ export function createRunner(options: RunnerOptions): Runner {
       if (entry?.output === output) entry.output = null;
     },
 
-    async inspect(conversationID) {
+    async inspect(conversationID, inspectOptions = {}) {
       return queue.run(conversationID, async () => {
         const cached = live.get(conversationID);
         if (cached !== undefined) return cached.state;
+        if (inspectOptions.liveOnly === true) return null;
         const loaded = await store.load(conversationID);
         return loaded === null ? null : { committed: loaded.state, pending: null };
       });

@@ -108,8 +108,15 @@ export interface Runner {
   ): Promise<{ conversationID: string; turnID: string; clientState: string | null } | null>;
   /** Detaches `output` if it is still the conversation's output. */
   detach(conversationID: string, output: TurnOutput): void;
-  /** The conversation's current state (in memory, or loaded), or null when unknown. */
-  inspect(conversationID: string): Promise<RuntimeState | null>;
+  /**
+   * The conversation's current state (in memory, or loaded), or null when unknown. With
+   * `liveOnly`, only a conversation held in memory is looked at (null otherwise, without a
+   * store read): what the dashboard's `/pending` needs, polled every second.
+   */
+  inspect(
+    conversationID: string,
+    options?: { readonly liveOnly?: boolean },
+  ): Promise<RuntimeState | null>;
   /**
    * Stops every model stream without committing anything for them (their calls stay unfinished
    * and are retried on the next start), and waits for queued work to settle.

@@ -6,6 +6,7 @@ import { forgetToken, hasToken, saveToken, Unauthorized } from "./api.js";
 import { renderConversation } from "./conversation.js";
 import { renderConversations } from "./conversations.js";
 import { h, show } from "./dom.js";
+import { parseRoute } from "./route.js";
 import { renderSetup } from "./setup.js";
 import { renderUsage } from "./usage.js";
 
@@ -19,13 +20,10 @@ function route() {
   stopView?.();
   stopView = undefined;
   const current = ++generation;
-  const hash = location.hash.replace(/^#/, "") || "/conversations";
-  const [, page = "", ...rest] = hash.split("/");
+  const route = parseRoute(location.hash);
+  const nav = route.page === "conversation" ? "conversations" : route.page;
   for (const link of document.querySelectorAll("[data-nav]")) {
-    link.classList.toggle(
-      "active",
-      link.getAttribute("data-nav") === (page === "c" ? "conversations" : page),
-    );
+    link.classList.toggle("active", link.getAttribute("data-nav") === nav);
   }
   forget.hidden = !hasToken();
   const context = {
@@ -35,11 +33,11 @@ function route() {
     fail: (/** @type {unknown} */ error) => fail(error, current),
   };
   let view;
-  if (page === "c" && rest.length > 0)
-    view = renderConversation(context, decodeURIComponent(rest.join("/")));
-  else if (page === "usage") view = renderUsage(context);
-  else if (page === "setup") view = renderSetup(context);
-  else view = renderConversations(context, new URLSearchParams(hash.split("?")[1] ?? ""));
+  if (route.page === "conversation") view = renderConversation(context, route.id);
+  else if (route.page === "usage") view = renderUsage(context);
+  else if (route.page === "setup") view = renderSetup(context);
+  else if (route.page === "invalid") view = Promise.reject(new Error("this address is not valid"));
+  else view = renderConversations(context, route.params);
   view.then(
     (stop) => {
       if (current === generation) stopView = stop;

@@ -8,7 +8,8 @@ import { h, show } from "./dom.js";
 import { cachedShare, dollars, duration, percent, size, tokens, when } from "./format.js";
 
 const POLL_MS = 1000;
-const RUNNING = new Set(["ready", "waiting_llm", "waiting_client"]);
+/** A turn runs in these states; `ready` is between turns (docs/dashboard.md, Live view). */
+const RUNNING = new Set(["waiting_llm", "waiting_client"]);
 
 /**
  * @param {{main: HTMLElement, live: () => boolean, fail: (error: unknown) => void}} context
@@ -325,17 +326,47 @@ async function showBody(/** @type {any} */ call, /** @type {HTMLElement} */ body
   body.scrollIntoView();
 }
 
+/**
+ * A tool result as the detail sent it: shortened by the server when long (docs/dashboard.md),
+ * with a button that loads the full one.
+ * @param {any} operation @param {string} output
+ */
+function renderResult(operation, output) {
+  const pre = h("pre", {}, operation.resultShortened ? `${output}…` : output);
+  if (!operation.resultShortened) return pre;
+  const more = h(
+    "button",
+    {
+      type: "button",
+      class: "show-all",
+      onclick: async () => {
+        const { result } = await getJSON(
+          `/operations/${encodeURIComponent(operation.operationID)}/result`,
+        );
+        pre.textContent = toOutput(result);
+        more.remove();
+      },
+    },
+    "Show the full result",
+  );
+  return h("div", {}, pre, more);
+}
+
+/** The text of a tool result, other blocks named. @param {any} result */
+function toOutput(result) {
+  return (
+    result?.content
+      ?.map((/** @type {any} */ block) => (block.type === "text" ? block.text : `[${block.type}]`))
+      .join("\n") ?? ""
+  );
+}
+
 /** @param {any[]} operations */
 function renderOperations(operations) {
   if (operations.length === 0) return h("p", { class: "muted" }, "No tool operations.");
   const rows = operations.map((operation) => {
     const result = operation.result;
-    const output =
-      result?.content
-        ?.map((/** @type {any} */ block) =>
-          block.type === "text" ? block.text : `[${block.type}]`,
-        )
-        .join("\n") ?? "";
+    const output = toOutput(result);
     return h(
       "tr",
       { "data-operation": operation.operationID },
@@ -346,7 +377,7 @@ function renderOperations(operations) {
         operation.status + (result?.isError ? " (error)" : ""),
       ),
       h("td", {}, h("pre", {}, JSON.stringify(operation.request?.arguments ?? {}, null, 1))),
-      h("td", {}, h("pre", {}, output.length > 2000 ? `${output.slice(0, 2000)}…` : output)),
+      h("td", {}, renderResult(operation, output)),
       h(
         "td",
         {},

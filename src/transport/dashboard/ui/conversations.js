@@ -78,7 +78,10 @@ export async function renderConversations(context, params) {
     h(
       "p",
       { class: "muted", id: "total" },
-      `${page.total} conversation${page.total === 1 ? "" : "s"}${search ? ` matching “${search}”` : ""}`,
+      // The API counts on the first page only (docs/dashboard.md).
+      page.total === null
+        ? `Older conversations${search ? ` matching “${search}”` : ""}`
+        : `${page.total} conversation${page.total === 1 ? "" : "s"}${search ? ` matching “${search}”` : ""}`,
     ),
     h(
       "table",
