@@ -6,8 +6,8 @@
  */
 import type { FetchOutcome, WebFetch } from "../types.ts";
 import { createAddressPolicy } from "./address-policy.ts";
+import { type ConvertLimits, createConverter } from "./convert-in-worker.ts";
 import { type HttpGetLimits, httpGet, type Resolve } from "./http-get.ts";
-import { toReadable } from "./to-readable.ts";
 
 export interface WebFetchOptions extends HttpGetLimits {
   /** Host names and CIDR ranges that may be fetched although they are not public. */
@@ -20,7 +20,16 @@ export interface WebFetchOptions extends HttpGetLimits {
   readonly resolve?: Resolve;
   readonly now?: () => number;
   readonly userAgent?: string;
+  /** Bounds of the HTML and PDF conversion (convert-in-worker.ts). */
+  readonly convert?: ConvertLimits;
 }
+
+/** A page that takes longer or more memory than this to convert is not read. */
+export const DEFAULT_CONVERT_LIMITS: ConvertLimits = {
+  timeoutMs: 10_000,
+  heapMb: 256,
+  concurrency: 2,
+};
 
 export const DEFAULT_FETCH_OPTIONS: WebFetchOptions = {
   maxBytes: 5 * 1024 * 1024,
@@ -39,6 +48,7 @@ export function createWebFetch(options: WebFetchOptions): WebFetch {
   const now = options.now ?? Date.now;
   const cache = new Map<string, { readonly at: number; readonly outcome: FetchOutcome }>();
   const inFlight = new Map<string, Promise<FetchOutcome>>();
+  const convert = createConverter(options.convert ?? DEFAULT_CONVERT_LIMITS);
 
   const load = async (url: string, signal: AbortSignal | undefined): Promise<FetchOutcome> => {
     const got = await httpGet(url, {
@@ -48,7 +58,15 @@ export function createWebFetch(options: WebFetchOptions): WebFetch {
       ...(signal === undefined ? {} : { signal }),
     });
     if (got.type === "error") return { type: "error", url, message: got.message };
-    const readable = await toReadable(got.body, got.contentType, got.finalUrl, options.maxChars);
+    const readable = await convert(
+      {
+        body: got.body,
+        contentType: got.contentType,
+        url: got.finalUrl,
+        maxChars: options.maxChars,
+      },
+      signal,
+    );
     if (readable.type === "unsupported") return { type: "error", url, message: readable.message };
     const notes: string[] = [];
     if (got.cut)
