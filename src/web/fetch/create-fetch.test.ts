@@ -32,6 +32,11 @@ const resolveTestNames: Resolve = async (host) => {
 describe("web fetch", () => {
   let server: FakeWebServer;
   let clock = 1_000_000;
+  // "/gate": answered only once the test opens the gate; "arrived" and "closed" report the
+  // request reaching the server and its connection closing.
+  let gate = Promise.withResolvers<void>();
+  let arrived = Promise.withResolvers<void>();
+  let closed = Promise.withResolvers<void>();
   before(async () => {
     server = await startFakeWebServer((request, response) => {
       const path = request.url;
@@ -102,6 +107,14 @@ describe("web fetch", () => {
           return response.end("<h1>Not found</h1>");
         case "/hang":
           return; // never answers
+        case "/gate":
+          arrived.resolve();
+          response.once("close", () => closed.resolve());
+          void gate.promise.then(() => {
+            response.writeHead(200, { "content-type": "text/plain" });
+            response.end("through the gate");
+          });
+          return;
         case "/stall-body":
           response.writeHead(200, { "content-type": "text/plain" });
           response.write("the start, then nothing");
@@ -314,5 +327,40 @@ describe("web fetch", () => {
     const third = await web.fetch(site("/counted"));
     assert.equal(hits("/counted"), 2);
     assert.equal(third.type === "page" ? third.text : "", "call 2");
+  });
+
+  test("one caller's cancel does not fail another caller waiting for the same fetch", async () => {
+    gate = Promise.withResolvers();
+    arrived = Promise.withResolvers();
+    const web = fetcher();
+    const a = new AbortController();
+    const b = new AbortController();
+    const first = web.fetch(site("/gate"), { signal: a.signal });
+    const second = web.fetch(site("/gate"), { signal: b.signal });
+    await arrived.promise;
+    a.abort();
+    assert.equal(errorOf(await first), "the fetch was canceled");
+    gate.resolve();
+    const outcome = await second;
+    assert.equal(outcome.type === "page" ? outcome.text : errorOf(outcome), "through the gate");
+    assert.equal(hits("/gate"), 1);
+  });
+
+  test("when every caller cancels, the shared fetch stops and the next caller starts anew", async () => {
+    gate = Promise.withResolvers();
+    arrived = Promise.withResolvers();
+    closed = Promise.withResolvers();
+    const web = fetcher();
+    const before = hits("/gate");
+    const callers = [new AbortController(), new AbortController()];
+    const outcomes = callers.map((caller) => web.fetch(site("/gate"), { signal: caller.signal }));
+    await arrived.promise;
+    for (const caller of callers) caller.abort();
+    for (const outcome of outcomes) assert.equal(errorOf(await outcome), "the fetch was canceled");
+    await closed.promise; // the connection was dropped
+    gate.resolve();
+    const again = await web.fetch(site("/gate"));
+    assert.equal(again.type === "page" ? again.text : errorOf(again), "through the gate");
+    assert.equal(hits("/gate"), before + 2);
   });
 });
