@@ -70,6 +70,14 @@ describe("address policy", () => {
       createAddressPolicy().refusal("evil.example", "127.0.0.1"),
       "evil.example resolves to 127.0.0.1, a loopback address",
     );
+    // Without the allow-list (a redirect from a public page), only public addresses pass.
+    assert.equal(
+      policy.refusal("wiki.corp.example", "10.9.9.9", false),
+      "wiki.corp.example resolves to 10.9.9.9, a private address (allowHosts applies to the URL asked for and to redirects from allowed hosts, not to redirects from public pages)",
+    );
+    assert.equal(policy.refusal("wiki.corp.example", "8.8.8.8", false), null);
+    assert.ok(policy.allows("wiki.corp.example", "8.8.8.8"));
+    assert.ok(!policy.allows("public.example", "8.8.8.8"));
   });
 
   test("allow-list entries are validated", () => {

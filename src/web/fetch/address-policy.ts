@@ -13,8 +13,13 @@
 import { BlockList, isIP } from "node:net";
 
 export interface AddressPolicy {
-  /** Why `address` (which `host` resolved to) may not be reached, or null when it may. */
-  refusal(host: string, address: string): string | null;
+  /**
+   * Why `address` (which `host` resolved to) may not be reached, or null when it may.
+   * `useAllowList` false: only public addresses, whatever the allow-list says.
+   */
+  refusal(host: string, address: string, useAllowList?: boolean): string | null;
+  /** Whether the allow-list names `host` or holds `address`. */
+  allows(host: string, address: string): boolean;
 }
 
 const BLOCKED_V4: readonly [string, number, string][] = [
@@ -57,16 +62,26 @@ export function createAddressPolicy(allow: readonly string[] = []): AddressPolic
     if (range === null) hosts.add(entry.toLowerCase().replace(/\.$/, ""));
     else allowed.addSubnet(range.address, range.prefix, range.family);
   }
-  return {
-    refusal(host, address) {
+  const policy: AddressPolicy = {
+    refusal(host, address, useAllowList = true) {
       const family = isIP(address);
       if (family === 0) return `${address} is not an IP address`;
-      if (hosts.has(host.toLowerCase().replace(/\.$/, ""))) return null;
-      if (allowed.check(address, family === 4 ? "ipv4" : "ipv6")) return null;
+      if (useAllowList && policy.allows(host, address)) return null;
       const why = toNonPublicReason(address);
-      return why === null ? null : `${host} resolves to ${address}, ${why}`;
+      if (why === null) return null;
+      const note =
+        !useAllowList && policy.allows(host, address)
+          ? " (allowHosts applies to the URL asked for and to redirects from allowed hosts, not to redirects from public pages)"
+          : "";
+      return `${host} resolves to ${address}, ${why}${note}`;
+    },
+    allows(host, address) {
+      if (hosts.has(host.toLowerCase().replace(/\.$/, ""))) return true;
+      const family = isIP(address);
+      return family !== 0 && allowed.check(address, family === 4 ? "ipv4" : "ipv6");
     },
   };
+  return policy;
 }
 
 /** Why `address` is not a public unicast address, or null when it is one. */
