@@ -97,9 +97,12 @@ function runWorker(
     workerData: data,
     transferList: [body.buffer],
     resourceLimits: { maxOldGenerationSizeMb: limits.heapMb },
+    // pdf.js prints warnings about malformed files; they are dropped, not the server's output.
     stdout: true,
     stderr: true,
   });
+  worker.stdout.resume();
+  worker.stderr.resume();
   return new Promise((resolve) => {
     let settled = false;
     const finish = (result: Readable): void => {
