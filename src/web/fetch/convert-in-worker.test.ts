@@ -144,4 +144,18 @@ describe("conversion in a worker", () => {
     assert.match(doc.type === "text" ? doc.text : "", /## Page 2\n\nSecond page/);
     assert.equal(text.type === "text" ? text.text : "", "plain");
   });
+
+  test("one converter goes on after a canceled job, reusing its workers", async () => {
+    const convert = createConverter({ timeoutMs: 20_000, heapMb: 256, concurrency: 1 });
+    const controller = new AbortController();
+    const running = convert(pdf(toInflatingPdf(40 * 1024 * 1024)), controller.signal);
+    setTimeout(() => controller.abort(), 200);
+    assert.equal(messageOf(await running), "the fetch was canceled");
+    for (const word of ["first", "second", "third"]) {
+      const page = await convert(
+        html(`<article><h1>T</h1><p>The ${word} page body.</p></article>`),
+      );
+      assert.match(page.type === "text" ? page.text : "", new RegExp(`The ${word} page body`));
+    }
+  });
 });
