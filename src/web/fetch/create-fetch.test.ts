@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { type FakeWebServer, startFakeWebServer } from "../testing/fake-web-server.ts";
+import { toInflatingPdf } from "../testing/inflating-pdf.ts";
 import { toMinimalPdf } from "../testing/minimal-pdf.ts";
 import type { FetchOutcome } from "../types.ts";
 import { createWebFetch, DEFAULT_FETCH_OPTIONS, type WebFetchOptions } from "./create-fetch.ts";
@@ -105,6 +106,16 @@ describe("web fetch", () => {
         case "/missing":
           response.writeHead(404, { "content-type": "text/html" });
           return response.end("<h1>Not found</h1>");
+        case "/bomb.pdf":
+          response.writeHead(200, { "content-type": "application/pdf" });
+          return response.end(toInflatingPdf(100 * 1024 * 1024));
+        case "/nested": {
+          const depth = 3_000;
+          response.writeHead(200, { "content-type": "text/html" });
+          return response.end(
+            `<html><body>${"<div>".repeat(depth)}<p>${"Deep text. ".repeat(40)}</p>${"</div>".repeat(depth)}</body></html>`,
+          );
+        }
         case "/hang":
           return; // never answers
         case "/gate":
@@ -362,5 +373,17 @@ describe("web fetch", () => {
     const again = await web.fetch(site("/gate"));
     assert.equal(again.type === "page" ? again.text : errorOf(again), "through the gate");
     assert.equal(hits("/gate"), before + 2);
+  });
+
+  test("pages built to be costly to convert come back in bounded time", async () => {
+    const started = performance.now();
+    const nested = await fetcher().fetch(site("/nested"));
+    assert.match(nested.type === "page" ? nested.text : errorOf(nested), /Deep text\./);
+    assert.match(
+      errorOf(await fetcher().fetch(site("/bomb.pdf"))),
+      /^the PDF was not read: its compressed content inflates to more than 64 MiB$/,
+    );
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed < 10_000, `took ${elapsed} ms`);
   });
 });
