@@ -32,14 +32,15 @@ const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
 console.log(`web_fetch, median of ${RUNS} runs (Node ${process.version})`);
+// One fetcher, as the server has: its conversion workers are reused from page to page.
+const fetcher = createWebFetch({ ...DEFAULT_FETCH_OPTIONS, allowHosts: ["bench.test"], resolve });
 for (const size of SIZES) {
   const times: number[] = [];
   let chars = 0;
   let cut = "";
   for (let run = 0; run < RUNS; run += 1) {
-    const web = createWebFetch({ ...DEFAULT_FETCH_OPTIONS, allowHosts: ["bench.test"], resolve });
     const started = performance.now();
-    const outcome = await web.fetch(`http://bench.test:${server.port}/page-${size}?run=${run}`);
+    const outcome = await fetcher.fetch(`http://bench.test:${server.port}/page-${size}?run=${run}`);
     times.push(performance.now() - started);
     if (outcome.type !== "page") throw new Error(outcome.message);
     chars = outcome.text.length;

@@ -75,6 +75,19 @@ describe("doctor: web", () => {
   });
 });
 
+test("doctor shows only the origin of the SearXNG instance", () => {
+  const out = report(
+    load(
+      "web:\n  search:\n    provider: searxng\n    url: https://searx.example.org/s/?token=t0ps3cret\n",
+    ),
+  );
+  assert.match(
+    out,
+    /^ok {4}web {7}web_search through the SearXNG instance https:\/\/searx\.example\.org\n/,
+  );
+  assert.ok(!out.includes("t0ps3cret"));
+});
+
 describe("toWebTools", () => {
   test("the configured SearXNG instance is what web_search asks", async () => {
     const instance = await startFakeWebServer((_request, response) =>

@@ -1,6 +1,7 @@
 /**
  * The `web` checks of `cursor-byok doctor`: whether `web_search` is offered (and with which
- * provider and key), and what `web_fetch` may reach. No request is sent and no key is shown.
+ * provider and key), and what `web_fetch` may reach. No request is sent and no key is shown;
+ * of a URL only the origin (a path or query may hold a token).
  */
 import type { Config } from "../config/index.ts";
 import type { CheckResult } from "./doctor-checks.ts";
@@ -43,7 +44,7 @@ function checkSearch(
     name: "web",
     detail:
       search.provider === "searxng"
-        ? `web_search through the SearXNG instance ${search.url}`
+        ? `web_search through the SearXNG instance ${new URL(search.url).origin}`
         : `web_search through ${search.provider}; ${search.variable} is set`,
   };
 }

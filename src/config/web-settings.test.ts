@@ -90,6 +90,38 @@ describe("the web section", () => {
     );
   });
 
+  test("a URL with a user name or password is refused, without echoing it", () => {
+    for (const url of ["http://admin:hunter2@127.0.0.1:8888", "https://admin@searx.example.org"]) {
+      const message = errorOf(`web:\n  search:\n    provider: searxng\n    url: ${url}\n`);
+      assert.match(
+        message,
+        /^FILE:4:10: web\.search\.url: must not contain a user name or password/,
+      );
+      assert.doesNotMatch(message, /admin|hunter2/);
+    }
+    assert.match(
+      errorOf("web:\n  search:\n    provider: brave\n    url: https://u:p@proxy.example\n"),
+      /web\.search\.url: must not contain a user name or password/,
+    );
+  });
+
+  test("time limits beyond what a timer can hold are refused", () => {
+    assert.equal(
+      errorOf("web:\n  fetch:\n    timeoutSeconds: 2147484\n"),
+      "FILE:3:21: web.fetch.timeoutSeconds: must be at most 2147483 seconds (about 24 days)",
+    );
+    assert.equal(
+      errorOf(
+        "web:\n  search:\n    provider: searxng\n    url: http://s.example\n    timeoutSeconds: 1e12\n",
+      ),
+      "FILE:5:21: web.search.timeoutSeconds: must be at most 2147483 seconds (about 24 days)",
+    );
+    assert.equal(
+      load("web:\n  fetch:\n    timeoutSeconds: 2147483\n").web.fetch?.timeoutMs,
+      2_147_483_000,
+    );
+  });
+
   test("fetch limits, allow-list and approval are read and validated", () => {
     const { web } = load(
       "web:\n  askApproval: false\n  fetch:\n    maxBytes: 1048576\n    timeoutSeconds: 10\n    maxRedirects: 2\n    maxCharacters: 20000\n    allowHosts: [wiki.corp.example, 10.20.0.0/16]\n",

@@ -78,6 +78,11 @@ const FETCH_FIELDS = [
   "allowHosts",
 ];
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/**
+ * The longest time limit, in seconds: AbortSignal.timeout and setTimeout take at most
+ * 2^31 - 1 ms and fire after 1 ms when given more.
+ */
+const MAX_SECONDS = 2_147_483;
 
 /**
  * Validates the `web` section (`value`; undefined when absent).
@@ -110,7 +115,7 @@ function toSearch(
     throw read.fail(at("provider"), `is required: one of ${SEARCH_PROVIDERS.join(", ")}`, true);
   }
   const timeoutMs =
-    (read.positiveNumber(at("timeoutSeconds"), section.timeoutSeconds) ??
+    (read.seconds(at("timeoutSeconds"), section.timeoutSeconds) ??
       DEFAULT_SEARCH_TIMEOUT_MS / 1000) * 1000;
   const url = read.url(at("url"), section.url);
   if (provider === "searxng") {
@@ -158,7 +163,7 @@ function toFetch(read: Reader, value: unknown): WebFetchSettings | null {
       );
     }
   });
-  const seconds = read.positiveNumber(at("timeoutSeconds"), section.timeoutSeconds);
+  const seconds = read.seconds(at("timeoutSeconds"), section.timeoutSeconds);
   return {
     maxBytes: read.integer(at("maxBytes"), section.maxBytes, 1) ?? DEFAULT_WEB_FETCH.maxBytes,
     timeoutMs: seconds === undefined ? DEFAULT_WEB_FETCH.timeoutMs : seconds * 1000,
@@ -183,6 +188,7 @@ interface Reader {
   boolean(at: FieldPath, value: unknown): boolean | undefined;
   integer(at: FieldPath, value: unknown, min: number): number | undefined;
   positiveNumber(at: FieldPath, value: unknown): number | undefined;
+  seconds(at: FieldPath, value: unknown): number | undefined;
   oneOf<T extends string>(at: FieldPath, value: unknown, allowed: readonly T[]): T | undefined;
   stringList(at: FieldPath, value: unknown): string[] | undefined;
 }
@@ -227,6 +233,13 @@ function createReader(source: YamlSource | undefined): Reader {
       if (url.protocol !== "http:" && url.protocol !== "https:") {
         throw reader.fail(at, "must be an http or https URL");
       }
+      if (url.username !== "" || url.password !== "") {
+        // They would show up in error messages, tool results and doctor's output.
+        throw reader.fail(
+          at,
+          "must not contain a user name or password; put the instance behind a proxy that adds them, or allow this server's address without them",
+        );
+      }
       return text;
     },
     boolean(at, value) {
@@ -247,6 +260,13 @@ function createReader(source: YamlSource | undefined): Reader {
         throw reader.fail(at, "must be a positive number");
       }
       return value;
+    },
+    seconds(at, value) {
+      const seconds = reader.positiveNumber(at, value);
+      if (seconds !== undefined && seconds > MAX_SECONDS) {
+        throw reader.fail(at, `must be at most ${MAX_SECONDS} seconds (about 24 days)`);
+      }
+      return seconds;
     },
     oneOf(at, value, allowed) {
       if (value === undefined) return undefined;

@@ -12,6 +12,11 @@ export function redact(text: string, secrets: readonly string[]): string {
   return out;
 }
 
+/** `text` with the user name and password of every URL in it removed (`//user:pw@host` → `//host`). */
+export function stripCredentials(text: string): string {
+  return text.replace(/\/\/[^\s/?#@]*@/g, "//");
+}
+
 /** Plain text of a snippet some providers mark up (`<strong>`, entities). */
 export function stripTags(text: string): string {
   return oneLine(

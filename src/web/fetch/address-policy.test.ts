@@ -35,6 +35,28 @@ describe("address policy", () => {
     }
   });
 
+  test("IPv6 addresses that carry an IPv4 address are judged by it or refused", () => {
+    const refused = {
+      "::7f00:1": "an IPv4-compatible address (deprecated)",
+      "::127.0.0.1": "an IPv4-compatible address (deprecated)",
+      "::808:808": "an IPv4-compatible address (deprecated)",
+      "::ffff:0:7f00:1": "an IPv4-translated address",
+      "::ffff:0:8.8.8.8": "an IPv4-translated address",
+      "64:ff9b:1::7f00:1": "a loopback address",
+      "64:ff9b:1::a9fe:a9fe": "a link-local address (cloud metadata lives here)",
+      "64:ff9b:1:a00:1:100:808:808": "a private address",
+      "2002:7f00:1::": "a loopback address",
+      "2002:a9fe:a9fe::1": "a link-local address (cloud metadata lives here)",
+      "2002:c0a8:101::1": "a private address",
+    };
+    for (const [address, reason] of Object.entries(refused)) {
+      assert.equal(toNonPublicReason(address), reason, address);
+    }
+    for (const address of ["2002:808:808::1", "64:ff9b:1::808:808", "64:ff9b::8.8.8.8"]) {
+      assert.equal(toNonPublicReason(address), null, address);
+    }
+  });
+
   test("the allow-list admits a named host or a CIDR range, nothing else", () => {
     const policy = createAddressPolicy(["wiki.corp.example", "10.20.0.0/16", "fd12::/16"]);
     assert.equal(policy.refusal("WIKI.corp.example", "10.9.9.9"), null);
@@ -48,6 +70,14 @@ describe("address policy", () => {
       createAddressPolicy().refusal("evil.example", "127.0.0.1"),
       "evil.example resolves to 127.0.0.1, a loopback address",
     );
+    // Without the allow-list (a redirect from a public page), only public addresses pass.
+    assert.equal(
+      policy.refusal("wiki.corp.example", "10.9.9.9", false),
+      "wiki.corp.example resolves to 10.9.9.9, a private address (allowHosts applies to the URL asked for and to redirects from allowed hosts, not to redirects from public pages)",
+    );
+    assert.equal(policy.refusal("wiki.corp.example", "8.8.8.8", false), null);
+    assert.ok(policy.allows("wiki.corp.example", "8.8.8.8"));
+    assert.ok(!policy.allows("public.example", "8.8.8.8"));
   });
 
   test("allow-list entries are validated", () => {

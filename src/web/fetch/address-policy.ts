@@ -3,14 +3,23 @@
  * configured allow-list names the host (exact, case-insensitive) or a CIDR range holding the
  * address: loopback, private (RFC 1918, unique-local), carrier-grade NAT, link-local (which
  * holds the cloud metadata address 169.254.169.254), multicast, documentation, benchmarking and
- * reserved ranges are refused. IPv4-mapped and NAT64 IPv6 addresses are judged by the IPv4
- * address inside them.
+ * reserved ranges are refused. IPv4-mapped and well-known NAT64 (`64:ff9b::/96`) addresses are
+ * judged by the IPv4 address inside them; local-use NAT64 (`64:ff9b:1::/48`) and 6to4
+ * (`2002::/16`) addresses are refused when the IPv4 address inside them is not public (and
+ * judged as IPv6 otherwise); IPv4-compatible (`::/96`) and IPv4-translated (`::ffff:0:0/96`)
+ * addresses are refused outright (deprecated or not routed on the internet, and some stacks
+ * deliver them to the IPv4 address inside).
  */
 import { BlockList, isIP } from "node:net";
 
 export interface AddressPolicy {
-  /** Why `address` (which `host` resolved to) may not be reached, or null when it may. */
-  refusal(host: string, address: string): string | null;
+  /**
+   * Why `address` (which `host` resolved to) may not be reached, or null when it may.
+   * `useAllowList` false: only public addresses, whatever the allow-list says.
+   */
+  refusal(host: string, address: string, useAllowList?: boolean): string | null;
+  /** Whether the allow-list names `host` or holds `address`. */
+  allows(host: string, address: string): boolean;
 }
 
 const BLOCKED_V4: readonly [string, number, string][] = [
@@ -53,16 +62,26 @@ export function createAddressPolicy(allow: readonly string[] = []): AddressPolic
     if (range === null) hosts.add(entry.toLowerCase().replace(/\.$/, ""));
     else allowed.addSubnet(range.address, range.prefix, range.family);
   }
-  return {
-    refusal(host, address) {
+  const policy: AddressPolicy = {
+    refusal(host, address, useAllowList = true) {
       const family = isIP(address);
       if (family === 0) return `${address} is not an IP address`;
-      if (hosts.has(host.toLowerCase().replace(/\.$/, ""))) return null;
-      if (allowed.check(address, family === 4 ? "ipv4" : "ipv6")) return null;
+      if (useAllowList && policy.allows(host, address)) return null;
       const why = toNonPublicReason(address);
-      return why === null ? null : `${host} resolves to ${address}, ${why}`;
+      if (why === null) return null;
+      const note =
+        !useAllowList && policy.allows(host, address)
+          ? " (allowHosts applies to the URL asked for and to redirects from allowed hosts, not to redirects from public pages)"
+          : "";
+      return `${host} resolves to ${address}, ${why}${note}`;
+    },
+    allows(host, address) {
+      if (hosts.has(host.toLowerCase().replace(/\.$/, ""))) return true;
+      const family = isIP(address);
+      return family !== 0 && allowed.check(address, family === 4 ? "ipv4" : "ipv6");
     },
   };
+  return policy;
 }
 
 /** Why `address` is not a public unicast address, or null when it is one. */
@@ -71,8 +90,19 @@ export function toNonPublicReason(address: string): string | null {
   if (family === 4) return findReason(address, "ipv4", BLOCKED_V4);
   if (family !== 6) return "not an IP address";
   const embedded = toEmbeddedV4(address);
-  if (embedded !== null) return toNonPublicReason(embedded);
-  return findReason(address, "ipv6", BLOCKED_V6);
+  for (const v4 of embedded.addresses) {
+    const why = toNonPublicReason(v4);
+    if (why !== null) return why;
+  }
+  if (embedded.only) return null;
+  const listed = findReason(address, "ipv6", BLOCKED_V6);
+  if (listed !== null) return listed;
+  // By word, not with BlockList: Node's BlockList does not match ::ffff:0:0/96 (Node 24.21).
+  const words = expandV6(address) ?? [];
+  const zeros = (count: number): boolean => words.slice(0, count).every((word) => word === 0);
+  if (zeros(6)) return "an IPv4-compatible address (deprecated)";
+  if (zeros(4) && words[4] === 0xffff && words[5] === 0) return "an IPv4-translated address";
+  return null;
 }
 
 function findReason(
@@ -88,16 +118,30 @@ function findReason(
   return null;
 }
 
-/** The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`) or NAT64 (`64:ff9b::/96`) address. */
-function toEmbeddedV4(address: string): string | null {
+/**
+ * The IPv4 addresses an IPv6 address may carry: the last 32 bits of an IPv4-mapped
+ * (`::ffff:a.b.c.d`) or NAT64 address (`64:ff9b::/96`, and `64:ff9b:1::/48`, whose operator may
+ * also place it after the /48 as RFC 6052 lays out), bits 16 to 47 of a 6to4 address
+ * (`2002::/16`). `only`: the IPv4 address alone decides (mapped, well-known NAT64).
+ */
+function toEmbeddedV4(address: string): { addresses: string[]; only: boolean } {
   const words = expandV6(address);
-  if (words === null) return null;
-  const mapped = words.slice(0, 5).every((word) => word === 0) && words[5] === 0xffff;
-  const nat64 = words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0);
-  if (!mapped && !nat64) return null;
-  const high = words[6] ?? 0;
-  const low = words[7] ?? 0;
-  return [high >> 8, high & 0xff, low >> 8, low & 0xff].join(".");
+  if (words === null) return { addresses: [], only: false };
+  const [w0, w1, w2, w3 = 0, w4 = 0, w5 = 0, w6 = 0, w7 = 0] = words;
+  const v4 = (high: number, low: number): string =>
+    [high >> 8, high & 0xff, low >> 8, low & 0xff].join(".");
+  const mapped = words.slice(0, 5).every((word) => word === 0) && w5 === 0xffff;
+  const nat64 = w0 === 0x64 && w1 === 0xff9b && words.slice(2, 6).every((w) => w === 0);
+  if (mapped || nat64) return { addresses: [v4(w6, w7)], only: true };
+  if (w0 === 0x64 && w1 === 0xff9b && w2 === 1) {
+    // Bits 48 to 95 all zero: a /96 prefix; otherwise a shorter one, and any non-zero tail too.
+    const tail = w6 !== 0 || w7 !== 0 ? [v4(w6, w7)] : [];
+    return w3 === 0 && w4 === 0 && w5 === 0
+      ? { addresses: [v4(w6, w7)], only: false }
+      : { addresses: [v4(w3, ((w4 & 0xff) << 8) | (w5 >> 8)), ...tail], only: false };
+  }
+  if (w0 === 0x2002) return { addresses: [v4(w1 ?? 0, w2 ?? 0)], only: false };
+  return { addresses: [], only: false };
 }
 
 /** The eight 16-bit words of an IPv6 address (a trailing dotted IPv4 part included). */

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { type FakeWebServer, startFakeWebServer } from "../testing/fake-web-server.ts";
+import { toInflatingPdf } from "../testing/inflating-pdf.ts";
 import { toMinimalPdf } from "../testing/minimal-pdf.ts";
 import type { FetchOutcome } from "../types.ts";
 import { createWebFetch, DEFAULT_FETCH_OPTIONS, type WebFetchOptions } from "./create-fetch.ts";
@@ -32,6 +33,11 @@ const resolveTestNames: Resolve = async (host) => {
 describe("web fetch", () => {
   let server: FakeWebServer;
   let clock = 1_000_000;
+  // "/gate": answered only once the test opens the gate; "arrived" and "closed" report the
+  // request reaching the server and its connection closing.
+  let gate = Promise.withResolvers<void>();
+  let arrived = Promise.withResolvers<void>();
+  let closed = Promise.withResolvers<void>();
   before(async () => {
     server = await startFakeWebServer((request, response) => {
       const path = request.url;
@@ -100,8 +106,26 @@ describe("web fetch", () => {
         case "/missing":
           response.writeHead(404, { "content-type": "text/html" });
           return response.end("<h1>Not found</h1>");
+        case "/bomb.pdf":
+          response.writeHead(200, { "content-type": "application/pdf" });
+          return response.end(toInflatingPdf(100 * 1024 * 1024));
+        case "/nested": {
+          const depth = 3_000;
+          response.writeHead(200, { "content-type": "text/html" });
+          return response.end(
+            `<html><body>${"<div>".repeat(depth)}<p>${"Deep text. ".repeat(40)}</p>${"</div>".repeat(depth)}</body></html>`,
+          );
+        }
         case "/hang":
           return; // never answers
+        case "/gate":
+          arrived.resolve();
+          response.once("close", () => closed.resolve());
+          void gate.promise.then(() => {
+            response.writeHead(200, { "content-type": "text/plain" });
+            response.end("through the gate");
+          });
+          return;
         case "/stall-body":
           response.writeHead(200, { "content-type": "text/plain" });
           response.write("the start, then nothing");
@@ -314,5 +338,52 @@ describe("web fetch", () => {
     const third = await web.fetch(site("/counted"));
     assert.equal(hits("/counted"), 2);
     assert.equal(third.type === "page" ? third.text : "", "call 2");
+  });
+
+  test("one caller's cancel does not fail another caller waiting for the same fetch", async () => {
+    gate = Promise.withResolvers();
+    arrived = Promise.withResolvers();
+    const web = fetcher();
+    const a = new AbortController();
+    const b = new AbortController();
+    const first = web.fetch(site("/gate"), { signal: a.signal });
+    const second = web.fetch(site("/gate"), { signal: b.signal });
+    await arrived.promise;
+    a.abort();
+    assert.equal(errorOf(await first), "the fetch was canceled");
+    gate.resolve();
+    const outcome = await second;
+    assert.equal(outcome.type === "page" ? outcome.text : errorOf(outcome), "through the gate");
+    assert.equal(hits("/gate"), 1);
+  });
+
+  test("when every caller cancels, the shared fetch stops and the next caller starts anew", async () => {
+    gate = Promise.withResolvers();
+    arrived = Promise.withResolvers();
+    closed = Promise.withResolvers();
+    const web = fetcher();
+    const before = hits("/gate");
+    const callers = [new AbortController(), new AbortController()];
+    const outcomes = callers.map((caller) => web.fetch(site("/gate"), { signal: caller.signal }));
+    await arrived.promise;
+    for (const caller of callers) caller.abort();
+    for (const outcome of outcomes) assert.equal(errorOf(await outcome), "the fetch was canceled");
+    await closed.promise; // the connection was dropped
+    gate.resolve();
+    const again = await web.fetch(site("/gate"));
+    assert.equal(again.type === "page" ? again.text : errorOf(again), "through the gate");
+    assert.equal(hits("/gate"), before + 2);
+  });
+
+  test("pages built to be costly to convert come back in bounded time", async () => {
+    const started = performance.now();
+    const nested = await fetcher().fetch(site("/nested"));
+    assert.match(nested.type === "page" ? nested.text : errorOf(nested), /Deep text\./);
+    assert.match(
+      errorOf(await fetcher().fetch(site("/bomb.pdf"))),
+      /^the PDF was not read: its compressed content inflates to more than 64 MiB$/,
+    );
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed < 10_000, `took ${elapsed} ms`);
   });
 });

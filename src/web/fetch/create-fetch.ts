@@ -2,12 +2,14 @@
  * The server's web fetch: a guarded GET (http-get.ts), the body made readable
  * (to-readable.ts), the text cut to a budget the model can use (saying where), and a short
  * cache by URL so a page fetched twice in a turn is fetched once (a second request for a URL
- * still in flight waits for the first). Only pages are cached, never errors.
+ * still in flight waits for the first). Only pages are cached, never errors. A fetch shared by
+ * several callers has its own abort controller: a caller that cancels stops waiting at once, and
+ * the fetch itself stops only when every caller has canceled.
  */
 import type { FetchOutcome, WebFetch } from "../types.ts";
 import { createAddressPolicy } from "./address-policy.ts";
+import { type ConvertLimits, createConverter } from "./convert-in-worker.ts";
 import { type HttpGetLimits, httpGet, type Resolve } from "./http-get.ts";
-import { toReadable } from "./to-readable.ts";
 
 export interface WebFetchOptions extends HttpGetLimits {
   /** Host names and CIDR ranges that may be fetched although they are not public. */
@@ -20,7 +22,16 @@ export interface WebFetchOptions extends HttpGetLimits {
   readonly resolve?: Resolve;
   readonly now?: () => number;
   readonly userAgent?: string;
+  /** Bounds of the HTML and PDF conversion (convert-in-worker.ts). */
+  readonly convert?: ConvertLimits;
 }
+
+/** A page that takes longer or more memory than this to convert is not read. */
+export const DEFAULT_CONVERT_LIMITS: ConvertLimits = {
+  timeoutMs: 10_000,
+  heapMb: 256,
+  concurrency: 2,
+};
 
 export const DEFAULT_FETCH_OPTIONS: WebFetchOptions = {
   maxBytes: 5 * 1024 * 1024,
@@ -38,7 +49,8 @@ export function createWebFetch(options: WebFetchOptions): WebFetch {
   const policy = createAddressPolicy(options.allowHosts);
   const now = options.now ?? Date.now;
   const cache = new Map<string, { readonly at: number; readonly outcome: FetchOutcome }>();
-  const inFlight = new Map<string, Promise<FetchOutcome>>();
+  const inFlight = new Map<string, Shared>();
+  const convert = createConverter(options.convert ?? DEFAULT_CONVERT_LIMITS);
 
   const load = async (url: string, signal: AbortSignal | undefined): Promise<FetchOutcome> => {
     const got = await httpGet(url, {
@@ -48,7 +60,15 @@ export function createWebFetch(options: WebFetchOptions): WebFetch {
       ...(signal === undefined ? {} : { signal }),
     });
     if (got.type === "error") return { type: "error", url, message: got.message };
-    const readable = await toReadable(got.body, got.contentType, got.finalUrl, options.maxChars);
+    const readable = await convert(
+      {
+        body: got.body,
+        contentType: got.contentType,
+        url: got.finalUrl,
+        maxChars: options.maxChars,
+      },
+      signal,
+    );
     if (readable.type === "unsupported") return { type: "error", url, message: readable.message };
     const notes: string[] = [];
     if (got.cut)
@@ -80,22 +100,74 @@ export function createWebFetch(options: WebFetchOptions): WebFetch {
       const cached = cache.get(key);
       if (cached !== undefined && now() - cached.at < options.cacheTtlMs) return cached.outcome;
       cache.delete(key);
-      const running = inFlight.get(key);
-      if (running !== undefined) return running;
-      const pending = load(key, fetchOptions.signal).finally(() => inFlight.delete(key));
-      inFlight.set(key, pending);
-      const outcome = await pending;
-      if (outcome.type === "page") {
-        cache.set(key, { at: now(), outcome });
-        while (cache.size > options.cacheEntries) {
-          const oldest = cache.keys().next().value;
-          if (oldest === undefined) break;
-          cache.delete(oldest);
-        }
+      let shared = inFlight.get(key);
+      if (shared === undefined) {
+        const controller = new AbortController();
+        const started: Shared = {
+          controller,
+          waiters: 0,
+          outcome: load(key, controller.signal)
+            .finally(() => {
+              if (inFlight.get(key) === started) inFlight.delete(key);
+            })
+            .then((outcome) => {
+              if (outcome.type === "page") remember(key, outcome);
+              return outcome;
+            }),
+        };
+        inFlight.set(key, started);
+        shared = started;
       }
-      return outcome;
+      return wait(key, shared, fetchOptions.signal);
     },
   };
+
+  function remember(key: string, outcome: FetchOutcome): void {
+    cache.set(key, { at: now(), outcome });
+    while (cache.size > options.cacheEntries) {
+      const oldest = cache.keys().next().value;
+      if (oldest === undefined) break;
+      cache.delete(oldest);
+    }
+  }
+
+  /** The shared outcome, or a cancel as soon as `signal` aborts (the last cancel stops it). */
+  function wait(
+    key: string,
+    shared: Shared,
+    signal: AbortSignal | undefined,
+  ): Promise<FetchOutcome> {
+    if (signal === undefined) {
+      shared.waiters += 1;
+      return shared.outcome;
+    }
+    const canceled: FetchOutcome = { type: "error", url: key, message: "the fetch was canceled" };
+    if (signal.aborted) return Promise.resolve(canceled);
+    shared.waiters += 1;
+    return new Promise((resolve) => {
+      const onAbort = (): void => {
+        shared.waiters -= 1;
+        if (shared.waiters === 0) {
+          if (inFlight.get(key) === shared) inFlight.delete(key);
+          shared.controller.abort();
+        }
+        resolve(canceled);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      void shared.outcome.then((outcome) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(outcome);
+      });
+    });
+  }
+}
+
+/** A fetch in flight, shared by every caller of its URL. */
+interface Shared {
+  readonly outcome: Promise<FetchOutcome>;
+  readonly controller: AbortController;
+  /** Callers still waiting (those without a signal never stop waiting). */
+  waiters: number;
 }
 
 function formatBytes(bytes: number): string {

@@ -2,8 +2,11 @@
  * One guarded GET, following redirects: only http and https; every hop's host is resolved and
  * each address checked against the address policy *in the lookup the connection itself uses*,
  * so a name that resolves to a private address (DNS rebinding included) or a redirect to one is
- * refused before a byte is sent. At most `maxRedirects` redirects, `maxBytes` of (decoded) body
- * and `timeoutMs` for the whole exchange. Never throws: failures are `error` results.
+ * refused before a byte is sent. The policy's allow-list applies to the URL asked for and to a
+ * redirect from an allowed host, not to a redirect from a public page (which could otherwise
+ * send the fetcher into the allowed private network). At most `maxRedirects` redirects,
+ * `maxBytes` of (decoded) body and `timeoutMs` for the whole exchange. Never throws: failures are
+ * `error` results.
  */
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import http, { type IncomingMessage } from "node:http";
@@ -62,12 +65,15 @@ export async function httpGet(target: string, options: HttpGetOptions): Promise<
   } catch {
     return { type: "error", message: `"${target}" is not a valid URL` };
   }
+  // Whether this hop may use the allow-list: the first one, and one redirected to by an allowed host.
+  let useAllowList = true;
   for (let hop = 0; ; hop += 1) {
     const checked = checkUrl(url);
     if (checked !== null) return { type: "error", message: checked };
     let response: IncomingMessage;
+    const connected = { allowListed: false };
     try {
-      response = await request(url, options, signal);
+      response = await request(url, options, signal, useAllowList, connected);
     } catch (error) {
       return { type: "error", message: describe(error, url, options, timeout, signal) };
     }
@@ -81,6 +87,7 @@ export async function httpGet(target: string, options: HttpGetOptions): Promise<
       if (hop >= options.maxRedirects) {
         return { type: "error", message: `more than ${options.maxRedirects} redirects` };
       }
+      useAllowList = connected.allowListed;
       try {
         url = new URL(location, url);
       } catch {
@@ -116,11 +123,19 @@ function checkUrl(url: URL): string | null {
   return null;
 }
 
-function request(url: URL, options: HttpGetOptions, signal: AbortSignal): Promise<IncomingMessage> {
+/** `connected.allowListed` is set when the allow-list names the host or holds an address of it. */
+function request(
+  url: URL,
+  options: HttpGetOptions,
+  signal: AbortSignal,
+  useAllowList: boolean,
+  connected: { allowListed: boolean },
+): Promise<IncomingMessage> {
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (isIP(host) !== 0) {
-    const refusal = options.policy.refusal(host, host);
+    const refusal = options.policy.refusal(host, host, useAllowList);
     if (refusal !== null) return Promise.reject(new RefusedError(refusal));
+    connected.allowListed = useAllowList && options.policy.allows(host, host);
   }
   const resolve = options.resolve ?? systemResolve;
   const lookup = (
@@ -132,9 +147,11 @@ function request(url: URL, options: HttpGetOptions, signal: AbortSignal): Promis
       (addresses) => {
         if (addresses.length === 0) return callback(new Error(`${hostname} has no address`), "");
         for (const { address } of addresses) {
-          const refusal = options.policy.refusal(hostname, address);
+          const refusal = options.policy.refusal(hostname, address, useAllowList);
           if (refusal !== null) return callback(new RefusedError(refusal), "");
         }
+        connected.allowListed =
+          useAllowList && addresses.some(({ address }) => options.policy.allows(hostname, address));
         const [first] = addresses;
         if (lookupOptions.all === true) return callback(null, [...addresses]);
         return callback(null, first?.address ?? "", first?.family);

@@ -1,9 +1,15 @@
 /**
  * The text of a PDF, page by page, through unpdf (a dependency-free build of Mozilla's pdf.js).
  * Pages are read only until `maxChars` characters are collected, so a long document costs what
- * the model will see, not what the file holds.
+ * the model will see, not what the file holds. A PDF whose deflated streams inflate to more than
+ * `MAX_INFLATED_BYTES` in all is refused before pdf.js reads it: pdf.js holds decoded streams in
+ * ArrayBuffers, outside the worker's heap cap (a 306 KB file inflated to 200 MB and took 760 MB).
  */
+import { constants, inflateSync } from "node:zlib";
 import { getDocumentProxy } from "unpdf";
+
+/** The most bytes all deflated streams of a PDF may inflate to. */
+export const MAX_INFLATED_BYTES = 64 * 1024 * 1024;
 
 export type PdfText =
   | {
@@ -21,6 +27,12 @@ interface TextItem {
 }
 
 export async function pdfToText(body: Buffer, maxChars: number): Promise<PdfText> {
+  if (!inflatesWithin(body, MAX_INFLATED_BYTES)) {
+    return {
+      type: "unreadable",
+      message: `the PDF was not read: its compressed content inflates to more than ${MAX_INFLATED_BYTES / (1024 * 1024)} MiB`,
+    };
+  }
   let document: Awaited<ReturnType<typeof getDocumentProxy>>;
   try {
     document = await getDocumentProxy(new Uint8Array(body));
@@ -58,6 +70,35 @@ export async function pdfToText(body: Buffer, maxChars: number): Promise<PdfText
   } finally {
     await document.destroy().catch(() => {});
   }
+}
+
+/**
+ * Whether the zlib streams of `body` (every `stream … endstream` that inflates) decode to at
+ * most `budget` bytes in all. Streams that are not zlib data are not counted.
+ */
+export function inflatesWithin(body: Buffer, budget: number): boolean {
+  let left = budget;
+  for (let at = body.indexOf("stream"); at >= 0; at = body.indexOf("stream", at + 6)) {
+    if (body[at - 1] === 0x64 /* "d" of endstream */) continue;
+    let start = at + 6;
+    if (body[start] === 0x0d) start += 1;
+    if (body[start] !== 0x0a) continue;
+    start += 1;
+    const end = body.indexOf("endstream", start);
+    if (end < 0) break;
+    try {
+      left -= inflateSync(body.subarray(start, end), {
+        maxOutputLength: Math.max(left, 1),
+        // A stream cut short counts what it holds.
+        finishFlush: constants.Z_SYNC_FLUSH,
+      }).length;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") return false;
+    }
+    if (left < 0) return false;
+    at = end;
+  }
+  return true;
 }
 
 function describe(error: unknown): string {

@@ -34,15 +34,33 @@ const TEXT_TYPES = new Set([
   "application/x-sh",
 ]);
 
-/** `maxChars`: how much text the caller will use (PDF pages beyond it are not read). */
+/** The media type of `body`: from `contentType`, or sniffed when it gives none. */
+export function toMediaType(body: Buffer, contentType: string): string {
+  const mediaType = (contentType.split(";")[0] ?? "").trim().toLowerCase();
+  return mediaType === "" ? sniff(body) : mediaType;
+}
+
+/** Whether converting `mediaType` can cost much time or memory (see convert-in-worker.ts). */
+export function isCostlyType(mediaType: string): boolean {
+  return (
+    mediaType === "text/html" ||
+    mediaType === "application/xhtml+xml" ||
+    mediaType === "application/pdf"
+  );
+}
+
+/**
+ * `maxChars`: how much text the caller will use (PDF pages beyond it are not read). HTML and
+ * PDF can cost unbounded time and memory here: the server calls this through
+ * convert-in-worker.ts.
+ */
 export async function toReadable(
   body: Buffer,
   contentType: string,
   url: string,
   maxChars: number,
 ): Promise<Readable> {
-  const mediaType = (contentType.split(";")[0] ?? "").trim().toLowerCase();
-  const sniffed = mediaType === "" ? sniff(body) : mediaType;
+  const sniffed = toMediaType(body, contentType);
   if (sniffed === "text/html" || sniffed === "application/xhtml+xml") {
     // Loaded on first use: the DOM and Markdown libraries add ~0.2 s to every CLI start.
     const { htmlToMarkdown } = await import("./html-to-markdown.ts");

@@ -3,7 +3,7 @@
  * the parsed body or a one-line reason the model can read (DESIGN §5: a failed tool is a tool
  * result). The reason names the provider and the HTTP status and never contains the key.
  */
-import { oneLine, redact } from "../text.ts";
+import { oneLine, redact, stripCredentials } from "../text.ts";
 
 export interface JsonRequest {
   /** Provider name for messages, e.g. `Brave Search`. */
@@ -32,9 +32,11 @@ export async function requestJson(request: JsonRequest): Promise<JsonResponse> {
   const timeout = AbortSignal.timeout(request.timeoutMs);
   const signal =
     request.signal === undefined ? timeout : AbortSignal.any([request.signal, timeout]);
+  // Credentials in the URL (the configuration refuses them) never reach a message either.
+  const secrets = [...request.secrets, ...urlCredentials(request.url)];
   const fail = (message: string): JsonResponse => ({
     ok: false,
-    message: redact(oneLine(message), request.secrets),
+    message: redact(stripCredentials(oneLine(message)), secrets),
   });
   let text: string;
   let status: number;
@@ -102,6 +104,11 @@ async function readCapped(response: Response, limit: number): Promise<string> {
     chunks.push(value);
   }
   return Buffer.concat(chunks).toString("utf8");
+}
+
+function urlCredentials(url: URL): string[] {
+  const parts = [url.username, url.password].filter((part) => part !== "");
+  return [...parts, ...parts.map((part) => decodeURIComponent(part))];
 }
 
 function describeNetworkError(error: unknown): string {

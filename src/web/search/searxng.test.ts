@@ -84,4 +84,16 @@ describe("SearXNG adapter", () => {
       /^SearXNG refused format=json \(HTTP 403 Forbidden\): the instance must list json in search\.formats/,
     );
   });
+
+  test("credentials in the instance URL never reach a message", async () => {
+    const search = createSearxngSearch({
+      url: `http://admin:hunter%32@127.0.0.1:${server.port}/searx`,
+      timeoutMs: 5_000,
+    });
+    const outcome = await search.search("q", { count: 3 });
+    assert.equal(outcome.type, "error");
+    const message = outcome.type === "error" ? outcome.message : "";
+    assert.match(message, /SearXNG could not be reached/);
+    assert.doesNotMatch(message, /admin|hunter/);
+  });
 });
