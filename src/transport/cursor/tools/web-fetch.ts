@@ -15,6 +15,7 @@ import { WebFetchResultSchema, WebFetchToolCallSchema } from "../gen/agent/v1/to
 import { parseArgs } from "./args.ts";
 import { toOutput, toUnexpectedReply } from "./output.ts";
 import type { ParseResult, ToolEnv, ToolHandler, ToolOutput, ToolProgress } from "./types.ts";
+import { toWebApproval } from "./web-approval.ts";
 
 export interface WebFetchToolArgs {
   readonly url: string;
@@ -64,12 +65,12 @@ export const webFetch: ToolHandler<WebFetchToolArgs, null> = {
       : toFetch(args),
   resume: (args, stage, _data, reply, env) => {
     if (stage === "approval") {
-      if (reply.type !== "query" || reply.result.case !== "webFetchRequestResponse") {
+      const approval = toWebApproval(reply, "webFetchRequestResponse");
+      if (approval.type === "unexpected") {
         return { type: "done", output: toFailure(args, env, toUnexpectedReply(reply)) };
       }
-      const answer = reply.result.value.result;
-      if (answer.case === "approved") return toFetch(args);
-      const reason = answer.case === "rejected" ? answer.value.reason.trim() : "";
+      if (approval.type === "approved") return toFetch(args);
+      const reason = approval.reason;
       return {
         type: "done",
         output: toOutputWith(

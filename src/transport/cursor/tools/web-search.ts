@@ -14,6 +14,7 @@ import { WebSearchResultSchema, WebSearchToolCallSchema } from "../gen/agent/v1/
 import { parseArgs } from "./args.ts";
 import { toOutput, toUnexpectedReply } from "./output.ts";
 import type { ToolEnv, ToolHandler, ToolOutput, ToolProgress } from "./types.ts";
+import { toWebApproval } from "./web-approval.ts";
 
 export interface WebSearchToolArgs {
   readonly query: string;
@@ -71,12 +72,12 @@ export const webSearch: ToolHandler<WebSearchToolArgs, null> = {
       : toSearch(args),
   resume: (args, stage, _data, reply, env) => {
     if (stage === "approval") {
-      if (reply.type !== "query" || reply.result.case !== "webSearchRequestResponse") {
+      const approval = toWebApproval(reply, "webSearchRequestResponse");
+      if (approval.type === "unexpected") {
         return { type: "done", output: toFailure(args, env, toUnexpectedReply(reply)) };
       }
-      const answer = reply.result.value.result;
-      if (answer.case === "approved") return toSearch(args);
-      const reason = answer.case === "rejected" ? answer.value.reason.trim() : "";
+      if (approval.type === "approved") return toSearch(args);
+      const reason = approval.reason;
       return {
         type: "done",
         output: toOutputWith(
