@@ -22,6 +22,7 @@ import { performance } from "node:perf_hooks";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { createCertificateAuthority, createLeafIssuer, isWithinDomain } from "../src/ide/ca.ts";
 import { createLLM, createModelConfigs } from "../src/llm/index.ts";
+import { createRunner } from "../src/runner/runner.ts";
 import { createMemoryStore } from "../src/store/index.ts";
 import { silentLog } from "../src/transport/log.ts";
 import { createProxyAgent } from "../src/transport/proxy/connect-through.ts";
@@ -137,7 +138,7 @@ async function main(): Promise<void> {
   });
   const store = createMemoryStore();
   const server = await startServer(
-    { store, llm, log: silentLog },
+    { store, llm, runner: createRunner({ store, llm }), log: silentLog },
     { ...DEFAULT_SERVER_OPTIONS, port: 0, runSseContentType: "connect" },
   );
 

@@ -18,6 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { createLLM, createModelConfigs } from "../src/llm/index.ts";
+import { createRunner } from "../src/runner/runner.ts";
 import { createMemoryStore } from "../src/store/index.ts";
 import { silentLog } from "../src/transport/log.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../src/transport/server.ts";
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
   const llm = createLLM({ models });
   const store = createMemoryStore();
   const server = await startServer(
-    { store, llm, log: silentLog },
+    { store, llm, runner: createRunner({ store, llm }), log: silentLog },
     { ...DEFAULT_SERVER_OPTIONS, port: 0, runSseContentType: "connect" },
   );
   const direct = async () => {

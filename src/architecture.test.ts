@@ -1,14 +1,15 @@
 /**
  * The module boundaries of DESIGN §3, checked on the import graph of `src/`:
  *
- *   transport → loop, llm, store
+ *   transport → runner, loop, llm, store, web
+ *   runner    → loop, llm, store (it knows nothing of Cursor, protobuf or Connect)
  *   store     → loop (types; at run time only the pure hashing files)
  *   loop      → llm (types only)
  *   llm       → nothing of ours
  *   web       → nothing of ours (search providers and the guarded fetch; transport runs it)
  *
  * plus: only `llm/` imports pi-ai; only `transport/` (and the composition root) imports protobuf
- * and Connect; the loop's production code uses no I/O module, clock or randomness; no import
+ * and Connect, so the runner cannot; the loop's production code uses no I/O module, clock or randomness; no import
  * cycles between files. Files outside the four modules form the composition root, which may
  * import anything and which none of the modules may import.
  */
@@ -18,7 +19,7 @@ import { dirname, join, relative, resolve, sep } from "node:path";
 import { describe, test } from "node:test";
 
 const SRC = resolve(import.meta.dirname);
-const MODULES = ["loop", "llm", "transport", "store", "web"] as const;
+const MODULES = ["loop", "llm", "transport", "runner", "store", "web"] as const;
 type Module = (typeof MODULES)[number] | "root";
 
 interface Import {
@@ -102,7 +103,9 @@ export function findViolations(files: ReadonlyMap<string, string>): string[] {
       if (to === "root") {
         violations.push(`${where}: modules may not import the composition root`);
       } else if (from === "transport") {
-        // transport may import loop, llm, store and web
+        // transport may import runner, loop, llm, store and web
+      } else if (from === "runner" && (to === "loop" || to === "llm" || to === "store")) {
+        // the runner drives the loop over the store and the LLM layer
       } else if (from === "store" && to === "loop") {
         const pureHashing = ["loop/history-hash.ts", "loop/canonical-json.ts"].includes(target);
         if (!imp.typeOnly && !pureHashing) {
@@ -186,6 +189,11 @@ describe("architecture", () => {
       ["store/t.ts", 'import { type A, type B } from "../loop/types.ts";'],
       ["web/w.ts", 'import type { Tool } from "../llm/types.ts";'],
       ["transport/c.ts", 'import { stream } from "@earendil-works/pi-ai";\nimport "../main.ts";'],
+      [
+        "runner/r.ts",
+        'import { transition } from "../loop/transition.ts";\nimport { ConnectError } from "@connectrpc/connect";\nimport { create } from "@bufbuild/protobuf";\nimport type { Log } from "../transport/log.ts";\nimport { fetchPage } from "../web/fetch.ts";',
+      ],
+      ["store/u.ts", 'import type { Runner } from "../runner/types.ts";'],
       ["loop/d.ts", 'import { e } from "./e.ts";'],
       ["loop/e.ts", 'export { d } from "./d.ts";'],
       [
@@ -203,6 +211,11 @@ describe("architecture", () => {
       "web/w.ts imports ../llm/types.ts: web may not import llm",
       "transport/c.ts imports @earendil-works/pi-ai: only src/llm may import pi-ai",
       "transport/c.ts imports ../main.ts: modules may not import the composition root",
+      "runner/r.ts imports @connectrpc/connect: only src/transport may import protobuf or Connect",
+      "runner/r.ts imports @bufbuild/protobuf: only src/transport may import protobuf or Connect",
+      "runner/r.ts imports ../transport/log.ts: runner may not import transport",
+      "runner/r.ts imports ../web/fetch.ts: runner may not import web",
+      "store/u.ts imports ../runner/types.ts: store may not import runner",
       "import cycle: loop/d.ts → loop/e.ts → loop/d.ts",
     ]);
   });

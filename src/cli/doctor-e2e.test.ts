@@ -8,6 +8,7 @@ import path from "node:path";
 import { after, describe, test } from "node:test";
 import { createLLM, createModelConfig } from "../llm/index.ts";
 import { toChatCompletionSse } from "../llm/testing/chat-completions-sse.ts";
+import { createRunner } from "../runner/runner.ts";
 import { createMemoryStore } from "../store/index.ts";
 import { silentLog } from "../transport/log.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../transport/server.ts";
@@ -52,7 +53,7 @@ async function runWithModel(
     retry: { maxAttempts: 1 },
   });
   const server = await startServer(
-    { store, llm, log: silentLog },
+    { store, llm, runner: createRunner({ store, llm }), log: silentLog },
     {
       ...DEFAULT_SERVER_OPTIONS,
       port: 0,
@@ -121,8 +122,9 @@ describe("doctor --e2e with a real model", () => {
   test("fails with a hint when the server requires a token doctor does not have", async () => {
     const provider = await startFakeProvider(() => text("unused"));
     const store = createMemoryStore();
+    const llm = createLLM({ models: [] });
     const server = await startServer(
-      { store, llm: createLLM({ models: [] }), log: silentLog },
+      { store, llm, runner: createRunner({ store, llm }), log: silentLog },
       { ...DEFAULT_SERVER_OPTIONS, port: 0, accessToken: "server-token" },
     );
     try {

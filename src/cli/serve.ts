@@ -14,7 +14,9 @@ import { toSettingsPath } from "../ide/settings-file.ts";
 import { readIdeStatus, toStaleProblem } from "../ide/status.ts";
 import { runCommand } from "../ide/trust.ts";
 import { createLLM } from "../llm/index.ts";
+import { createRunner } from "../runner/runner.ts";
 import { lockDatabase, openSqliteStore, type Store } from "../store/index.ts";
+import { logRunnerErrors } from "../transport/log.ts";
 import { loadPathEncryptionKeys } from "../transport/path-encryption-keys.ts";
 import type { IdeProxy } from "../transport/proxy/proxy.ts";
 import {
@@ -113,10 +115,12 @@ export const SERVE_COMMAND: Command = {
     }
     let server: LocalServer;
     try {
+      const llm = createLLM({ models: config.models.map((model) => model.config) });
       server = await startServer(
         {
           store,
-          llm: createLLM({ models: config.models.map((model) => model.config) }),
+          llm,
+          runner: createRunner({ store, llm, onError: logRunnerErrors(log) }),
           log,
           pathEncryptionKeys: loadPathEncryptionKeys(config.dataDirectory),
           readSetup: toReadSetup(

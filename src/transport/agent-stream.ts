@@ -17,6 +17,7 @@ import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { LLM } from "../llm/index.ts";
 import type { ConversationState, ToolResultMessage } from "../loop/index.ts";
+import type { Runner, TurnOutput } from "../runner/types.ts";
 import { createAppendSequencer, SequenceGapError } from "./append-sequencer.ts";
 import {
   type AgentRunRequest,
@@ -53,7 +54,6 @@ import {
 } from "./cursor/index.ts";
 import type { Log } from "./log.ts";
 import { createOutboundStream, type OutboundStream } from "./outbound-stream.ts";
-import type { Runner, TurnOutput } from "./runner/types.ts";
 import type { UserCommands } from "./user-commands.ts";
 import { runServerWork, toWebOffer, type WebTools } from "./web-work.ts";
 

@@ -42,3 +42,14 @@ export function createRecordingLog(): { readonly log: Log; readonly lines: LogLi
     },
   };
 }
+
+/** The runner's `onError`, written to `log` (what the runner could not hand to anyone). */
+export function logRunnerErrors(
+  log: Log,
+): (error: unknown, context: { conversationID: string; what: string }) => void {
+  return (error, context) =>
+    log.error(
+      { ...context, error: error instanceof Error ? error.message : String(error) },
+      "runner",
+    );
+}

@@ -20,6 +20,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { LLM } from "../llm/index.ts";
+import type { Runner } from "../runner/types.ts";
 import type { Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
 import { createAgentStreams } from "./agent-streams.ts";
@@ -40,7 +41,6 @@ import {
 import type { Log } from "./log.ts";
 import { createPathEncryptionKeys } from "./path-encryption-keys.ts";
 import { createRoutes } from "./routes.ts";
-import { createRunner } from "./runner/runner.ts";
 import {
   EMPTY_REPLIES,
   INFERENCE_SERVICE_PREFIX,
@@ -102,6 +102,11 @@ export const DEFAULT_SERVER_OPTIONS: ServerOptions = {
 export interface ServerDeps {
   readonly store: Store;
   readonly llm: LLM;
+  /**
+   * The runner over the same store and LLM, made by the composition root (docs/architecture.md);
+   * the server shuts it down on `close`.
+   */
+  readonly runner: Runner;
   readonly log: Log;
   readonly now?: () => number;
   /**
@@ -168,18 +173,8 @@ interface Response {
 }
 
 export async function startServer(deps: ServerDeps, options: ServerOptions): Promise<LocalServer> {
-  const { store, llm, log } = deps;
+  const { store, llm, log, runner } = deps;
   const now = deps.now ?? Date.now;
-  const runner = createRunner({
-    store,
-    llm,
-    now,
-    onError: (error, context) =>
-      log.error(
-        { ...context, error: error instanceof Error ? error.message : String(error) },
-        "runner",
-      ),
-  });
   const streams = createAgentStreams(
     {
       runner,

@@ -12,8 +12,9 @@ import { join } from "node:path";
 import { createLLM, createModelConfigs } from "../../llm/index.ts";
 import { type ScriptedReply, toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import { splitSseEvents } from "../../llm/testing/fake-provider.ts";
+import { createRunner } from "../../runner/runner.ts";
 import { openSqliteStore, type Store } from "../../store/index.ts";
-import type { Log } from "../log.ts";
+import { type Log, logRunnerErrors } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, type LocalServer, startServer } from "../server.ts";
 import { type CursorClient, createCursorClient } from "../testing/index.ts";
 import type { SetupInfo } from "./types.ts";
@@ -111,10 +112,12 @@ export async function startDashboardFixture(
     database: store.location,
   };
   const accessToken = options.accessToken === undefined ? ACCESS_TOKEN : options.accessToken;
+  const llm = createLLM({ models, retry: { sleep: async () => {}, maxAttempts: 1 } });
   const server = await startServer(
     {
       store,
-      llm: createLLM({ models, retry: { sleep: async () => {}, maxAttempts: 1 } }),
+      llm,
+      runner: createRunner({ store, llm, onError: logRunnerErrors(log) }),
       log,
       readSetup: async () => setup,
     },

@@ -10,8 +10,9 @@ import { join } from "node:path";
 import { createLLM, createModelConfigs } from "../../llm/index.ts";
 import { type ScriptedReply, toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import { type FakeProvider, startFakeProvider } from "../../llm/testing/fake-provider.ts";
+import { createRunner } from "../../runner/runner.ts";
 import { createMemoryStore, openSqliteStore, type Store } from "../../store/index.ts";
-import { createRecordingLog, type LogLine } from "../log.ts";
+import { createRecordingLog, type LogLine, logRunnerErrors } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, type Server, type ServerOptions, startServer } from "../server.ts";
 import {
   type CursorClient,
@@ -105,7 +106,13 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
             : {}),
         })
       : startServer(
-          { store, llm, log, ...(options.web === undefined ? {} : { web: options.web }) },
+          {
+            store,
+            llm,
+            runner: createRunner({ store, llm, onError: logRunnerErrors(log) }),
+            log,
+            ...(options.web === undefined ? {} : { web: options.web }),
+          },
           { ...serverOptions, port },
         );
   const clients: CursorClient[] = [];

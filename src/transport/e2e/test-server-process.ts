@@ -6,6 +6,7 @@
  * acts on it: a crash at that exact point.
  */
 import { createLLM, createModelConfigs } from "../../llm/index.ts";
+import { createRunner } from "../../runner/runner.ts";
 import { openSqliteStore, type Store } from "../../store/index.ts";
 import { silentLog } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../server.ts";
@@ -57,7 +58,7 @@ const llm = createLLM({
   retry: { sleep: async () => {}, maxAttempts: 3 },
 });
 const server = await startServer(
-  { store, llm, log: silentLog },
+  { store, llm, runner: createRunner({ store, llm }), log: silentLog },
   {
     ...DEFAULT_SERVER_OPTIONS,
     port: settings.port,

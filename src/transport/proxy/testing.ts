@@ -16,8 +16,9 @@ import {
   isWithinDomain,
 } from "../../ide/ca.ts";
 import { createLLM } from "../../llm/index.ts";
+import { createRunner } from "../../runner/runner.ts";
 import { createMemoryStore } from "../../store/index.ts";
-import { createRecordingLog, type LogLine } from "../log.ts";
+import { createRecordingLog, type LogLine, logRunnerErrors } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, type LocalServer, startServer } from "../server.ts";
 import { type IdeProxy, type ProxyOptions, type ProxyTraffic, startProxy } from "./proxy.ts";
 
@@ -157,8 +158,10 @@ export async function startProxyWorld(
   closed.close();
   await once(closed, "close");
 
+  const store = createMemoryStore();
+  const llm = createLLM({ models: [] });
   const server = await startServer(
-    { store: createMemoryStore(), llm: createLLM({ models: [] }), log },
+    { store, llm, runner: createRunner({ store, llm, onError: logRunnerErrors(log) }), log },
     { ...DEFAULT_SERVER_OPTIONS, port: 0 },
   );
   const issuer = createLeafIssuer(ca);

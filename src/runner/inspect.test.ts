@@ -1,9 +1,9 @@
 /** `inspect` with `liveOnly` (the dashboard's `/pending`) never reads the store. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { T0, text } from "../../loop/testing.ts";
-import { createMemoryStore, type Store } from "../../store/index.ts";
-import { answer, driveTurn } from "../../store/testing/dashboard-contract.ts";
+import { T0, text } from "../loop/testing.ts";
+import { createMemoryStore, type Store } from "../store/index.ts";
+import { answer, driveTurn } from "../store/testing/dashboard-contract.ts";
 import { createRunner } from "./runner.ts";
 
 test("inspect with liveOnly answers null for a stored conversation not live here, without loading it", async () => {

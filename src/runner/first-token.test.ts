@@ -4,11 +4,11 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type LLM, toErrorMessage } from "../../llm/index.ts";
-import { createResponseStream } from "../../llm/response-stream.ts";
-import type { ResponseEvent, StartInput } from "../../loop/index.ts";
-import { assistantMessage, T0, text, toEvents } from "../../loop/testing.ts";
-import { createMemoryStore } from "../../store/index.ts";
+import { type LLM, toErrorMessage } from "../llm/index.ts";
+import { createResponseStream } from "../llm/response-stream.ts";
+import type { ResponseEvent, StartInput } from "../loop/index.ts";
+import { assistantMessage, T0, text, toEvents } from "../loop/testing.ts";
+import { createMemoryStore } from "../store/index.ts";
 import { createRunner } from "./runner.ts";
 import type { TurnOutcome, TurnOutput } from "./types.ts";
 

@@ -11,7 +11,7 @@
  *   cancel can come between two events.
  * - A tool result is a new input, applied when the client answers; nothing waits for it.
  */
-import { type LLMStream, toErrorMessage } from "../../llm/index.ts";
+import { type LLMStream, toErrorMessage } from "../llm/index.ts";
 import {
   type CallClientCommand,
   type CallLLMCommand,
@@ -25,9 +25,9 @@ import {
   type Transition,
   toResumeCommand,
   transition,
-} from "../../loop/index.ts";
-import { createOperationRunner, type RecordWrite } from "../../store/index.ts";
-import { createSerialQueue } from "../serial-queue.ts";
+} from "../loop/index.ts";
+import { createOperationRunner, type RecordWrite } from "../store/index.ts";
+import { createSerialQueue } from "./serial-queue.ts";
 import type {
   Runner,
   RunnerOptions,

@@ -2,7 +2,7 @@
  * The runner's vocabulary: what it needs from a client protocol session (`TurnOutput`) and what it
  * offers (`Runner`). The runner is protocol-neutral; the Cursor session implements `TurnOutput`.
  */
-import type { LLM } from "../../llm/index.ts";
+import type { LLM } from "../llm/index.ts";
 import type {
   CallClientCommand,
   CanceledCommand,
@@ -16,8 +16,8 @@ import type {
   ToolResultMessage,
   TurnSettings,
   UserMessageInput,
-} from "../../loop/index.ts";
-import type { OperationAttempt, Store } from "../../store/index.ts";
+} from "../loop/index.ts";
+import type { OperationAttempt, Store } from "../store/index.ts";
 
 /** How a turn ended. */
 export type TurnOutcome = FinalCommand | FailedCommand | CanceledCommand;

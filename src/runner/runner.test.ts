@@ -8,17 +8,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
-import { createLLM, createModelConfigs } from "../../llm/index.ts";
-import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
-import { type FakeProvider, startFakeProvider } from "../../llm/testing/fake-provider.ts";
+import { createLLM, createModelConfigs } from "../llm/index.ts";
+import { toChatCompletionSse } from "../llm/testing/chat-completions-sse.ts";
+import { type FakeProvider, startFakeProvider } from "../llm/testing/fake-provider.ts";
 import type {
   CallClientCommand,
   ConversationState,
   ResponseEvent,
   StartInput,
   ToolResultMessage,
-} from "../../loop/index.ts";
-import { createMemoryStore, openSqliteStore, type Store } from "../../store/index.ts";
+} from "../loop/index.ts";
+import { createMemoryStore, openSqliteStore, type Store } from "../store/index.ts";
 import { createRunner } from "./runner.ts";
 import type { Runner, TurnOutcome, TurnOutput } from "./types.ts";
 
