@@ -6,6 +6,7 @@ import { lockDatabase } from "../data-lock.ts";
 
 const path = process.argv[2];
 if (path === undefined) throw new Error("usage: lock-holder.ts <database file>");
-lockDatabase(path);
+// Kept referenced: an unreferenced lock's database handle may be collected, which frees the lock.
+const lock = lockDatabase(path);
 process.stdout.write("LOCKED\n");
-setInterval(() => {}, 60_000);
+setInterval(() => lock, 60_000);
