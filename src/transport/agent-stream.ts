@@ -14,7 +14,7 @@
  */
 import { randomInt } from "node:crypto";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import type { ConnectError } from "@connectrpc/connect";
 import type { LLM } from "../llm/index.ts";
 import type { ConversationState, ToolResultMessage } from "../loop/index.ts";
 import type { Runner, TurnOutput } from "../runner/types.ts";
@@ -48,6 +48,7 @@ import {
   toModelSelection,
   toModeSettings,
   toNotSupportedError,
+  toProtocolError,
   toResumedTurnState,
   toTurnEnd,
   toTurnEnded,
@@ -274,11 +275,10 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     event: Extract<ClientEvent, { type: "run" }>,
   ): Promise<void> => {
     if (turn !== null) {
-      throw new ConnectError("this request id already carries a turn", Code.FailedPrecondition);
+      throw toProtocolError({ type: "turn_already_started" });
     }
     const model = resolveModel(event.request);
-    if (model === undefined)
-      throw new ConnectError("no model is configured", Code.FailedPrecondition);
+    if (model === undefined) throw toProtocolError({ type: "no_model" });
     const started = fromRunRequest(event.request, event.action, {
       at: now(),
       inputID: `${requestID}:${seqno}`,
@@ -483,10 +483,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   const apply = async (seqno: number, message: AgentClientMessage): Promise<void> => {
     const event = fromClientMessage(message);
     if (turn === null && NEEDS_TURN.has(event.type)) {
-      throw new ConnectError(
-        `request ${requestID} has no turn: ${event.type} needs a run request first`,
-        Code.NotFound,
-      );
+      throw toProtocolError({ type: "no_turn", requestID, event: event.type });
     }
     switch (event.type) {
       case "run":
@@ -556,7 +553,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
           verdict = await sequencer.enter(seqno);
         } catch (error) {
           const detail = error instanceof SequenceGapError ? error.message : String(error);
-          throw new ConnectError(detail, Code.FailedPrecondition);
+          throw toProtocolError({ type: "append_out_of_order", detail });
         }
         if (verdict === "stale") return;
         try {
@@ -588,7 +585,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       try {
         request = fromBinary(AgentRunRequestSchema, runRequestBytes);
       } catch {
-        throw new ConnectError("the saved run request of this stream is unreadable", Code.DataLoss);
+        throw toProtocolError({ type: "saved_request_unreadable" });
       }
       conversationID = conversation;
       // The client's earlier appends and exec ids belonged to the previous process: take its next
@@ -608,7 +605,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     close(reason) {
       tool?.reject(new Error(reason));
       tool = null;
-      endStream(new ConnectError(reason, Code.Canceled));
+      endStream(toProtocolError({ type: "stream_closed", reason }));
     },
   };
 
@@ -675,14 +672,14 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         "client gone; canceling the turn",
       );
       if (conversationID === null) {
-        endStream(new ConnectError("the client went away", Code.Canceled));
+        endStream(toProtocolError({ type: "client_went_away" }));
         return;
       }
       void cancelTurn("the client went away")
         .catch((error: unknown) =>
           log.error({ request: requestID, error: describe(error) }, "cancel failed"),
         )
-        .finally(() => endStream(new ConnectError("the client went away", Code.Canceled)));
+        .finally(() => endStream(toProtocolError({ type: "client_went_away" })));
     }, options.reconnectGraceMs);
     graceTimer.unref?.();
   }

@@ -9,8 +9,8 @@
  * `retentionMs` (so a late reconnect still finds the end of the backlog), and streams that never
  * got a run request are dropped after `idleMs`.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
 import { type AgentStream, type AgentStreamDeps, createAgentStream } from "./agent-stream.ts";
+import { toProtocolError } from "./cursor/index.ts";
 
 export interface AgentStreamsOptions {
   /** How long an ended stream is kept for a late or reconnecting RunSSE. */
@@ -93,10 +93,7 @@ export function createAgentStreams(
   const create = async (requestID: string, mayCreate: boolean): Promise<AgentStream> => {
     const bound = await deps.runner.findStream(requestID);
     if (!mayCreate && bound?.clientState == null) {
-      throw new ConnectError(
-        `unknown request id: no stream ${requestID} is open and no run request started one`,
-        Code.NotFound,
-      );
+      throw toProtocolError({ type: "unknown_request_id", requestID });
     }
     const stream = createAgentStream(requestID, {
       ...deps,
@@ -120,24 +117,18 @@ export function createAgentStreams(
   return {
     open(requestID, openOptions = { create: true }) {
       if (requestID === "") {
-        return Promise.reject(new ConnectError("the request id is empty", Code.InvalidArgument));
+        return Promise.reject(toProtocolError({ type: "empty_request_id" }));
       }
       if (requestID.length > MAX_REQUEST_ID_LENGTH) {
         return Promise.reject(
-          new ConnectError(
-            `the request id is longer than ${MAX_REQUEST_ID_LENGTH} characters`,
-            Code.InvalidArgument,
-          ),
+          toProtocolError({ type: "request_id_too_long", max: MAX_REQUEST_ID_LENGTH }),
         );
       }
       let stream = streams.get(requestID);
       if (stream === undefined) {
         if (streams.size >= options.maxStreams && !makeRoom()) {
           return Promise.reject(
-            new ConnectError(
-              `too many open streams (${options.maxStreams}); try again when some have ended`,
-              Code.ResourceExhausted,
-            ),
+            toProtocolError({ type: "too_many_streams", max: options.maxStreams }),
           );
         }
         const opening = create(requestID, openOptions.create);

@@ -30,6 +30,7 @@ import {
   toConnectError,
   toDefaultModelForCliResponse,
   toHealthCheckResponse,
+  toProtocolError,
   toServerConfigResponse,
   toServerTimeResponse,
   toUsableModelsResponse,
@@ -91,17 +92,12 @@ export function createRoutes(
           yield* stream.subscribe(context.signal);
         } finally {
           if (!stream.outbound.ended) {
-            await stream.abandon(
-              new ConnectError("the client closed the Run stream", Code.Canceled),
-            );
+            await stream.abandon(toProtocolError({ type: "run_stream_closed" }));
           }
         }
       },
       runPoll() {
-        throw new ConnectError(
-          "RunPoll is not served: allow HTTP/1.1 SSE or HTTP/2 in the client",
-          Code.Unimplemented,
-        );
+        throw toProtocolError({ type: "run_poll_not_served" });
       },
       nameAgent,
       async createTranscriptOverview(request, context) {
@@ -161,7 +157,7 @@ export function createRoutes(
       getUsableModels: () => toUsableModelsResponse(offered()),
       getDefaultModelForCli() {
         const [first] = offered();
-        if (first === undefined) throw new ConnectError("no model is configured", Code.NotFound);
+        if (first === undefined) throw toProtocolError({ type: "no_model" });
         return toDefaultModelForCliResponse(first);
       },
       serverTime() {
@@ -196,7 +192,7 @@ export function createRoutes(
 /** A failed helper call as the client shows it: the model's failure, or that it gave nothing. */
 function helperError(what: string, result: HelperResult): ConnectError {
   const reason = result.type === "failed" ? result.error : "the model gave an empty answer";
-  return new ConnectError(`could not write a ${what}: ${reason}`, Code.Unavailable);
+  return toProtocolError({ type: "helper_failed", what, reason });
 }
 
 function toOfferedModel(model: ModelInfo): OfferedModel {

@@ -17,7 +17,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
+import { Code, type ConnectError, createConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { LLM } from "../llm/index.ts";
 import type { Runner } from "../runner/types.ts";
@@ -26,7 +26,7 @@ import type { AgentStreamOptions } from "./agent-stream.ts";
 import { createAgentStreams } from "./agent-streams.ts";
 import { asClientFault, checkFirstEnvelope, refuse, refuseOversized } from "./client-faults.ts";
 import type { PathEncryptionKeys } from "./cursor/index.ts";
-import { BidiRequestIdSchema } from "./cursor/index.ts";
+import { BidiRequestIdSchema, toProtocolError } from "./cursor/index.ts";
 import { createDashboard } from "./dashboard/dashboard.ts";
 import type { ReadSetup } from "./dashboard/types.ts";
 import { createHelperCall } from "./helper-calls.ts";
@@ -236,10 +236,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
           log.info({ procedure: path }, "procedure not implemented; answering unimplemented");
         }
       }
-      writeConnectError(
-        response,
-        new ConnectError(`${path} is not implemented`, Code.Unimplemented),
-      );
+      writeConnectError(response, toProtocolError({ type: "not_implemented", path }));
     },
   });
 
@@ -346,13 +343,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     }
     if (options.accessToken !== undefined && !isAuthorized(request, options.accessToken)) {
       request.resume();
-      writeConnectError(
-        response,
-        new ConnectError(
-          "a valid access token is required (authorization: Bearer …)",
-          Code.Unauthenticated,
-        ),
-      );
+      writeConnectError(response, toProtocolError({ type: "unauthenticated" }));
       return;
     }
     dispatch(request, response);

@@ -66,7 +66,6 @@ import {
   toNameAgentResponse,
   toOverviewResponse,
 } from "./helper-tasks.ts";
-import { SUMMARIZE_NOT_SUPPORTED, toNotSupportedError } from "./not-supported.ts";
 import { fromResponseEvent } from "./response-events.ts";
 import { fromRunRequest } from "./run-request.ts";
 import {
@@ -95,6 +94,7 @@ import {
 import { continueToolCall, startToolCall } from "./tool-session.ts";
 import { toTurnEnd } from "./turn-end.ts";
 import type { TurnState } from "./turn-state.ts";
+import { SUMMARIZE_NOT_SUPPORTED, toNotSupportedError } from "./wire-error.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Inbound

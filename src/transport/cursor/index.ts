@@ -27,7 +27,6 @@ export {
 export { AiService, ServerConfigService } from "./gen/aiserver/v1/ai_service_pb.js";
 export { BidiRequestIdSchema, BidiService } from "./gen/aiserver/v1/bidi_pb.js";
 export { MODES, type Mode, toAgentMode } from "./mode.ts";
-export { SUMMARIZE_NOT_SUPPORTED, toNotSupportedError } from "./not-supported.ts";
 export { toSystemPrompt } from "./prompt.ts";
 export { type EventContext, fromResponseEvent, type Outbound } from "./response-events.ts";
 export {
@@ -77,7 +76,13 @@ export {
   classifyProviderError,
   type FailureKind,
   isRetryable,
+  type ProtocolError,
   redactSecrets,
+  SUMMARIZE_NOT_SUPPORTED,
   toConnectError,
+  toNotSupportedError,
+  toProtocolError,
+  WIRE_ERRORS,
+  type WireErrorName,
   type WireFailure,
 } from "./wire-error.ts";

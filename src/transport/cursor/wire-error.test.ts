@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
@@ -10,6 +11,8 @@ import {
   isRetryable,
   redactSecrets,
   toConnectError,
+  toProtocolError,
+  WIRE_ERRORS,
 } from "./wire-error.ts";
 
 test("provider errors are classified by what a retry could change", () => {
@@ -112,4 +115,27 @@ test("secrets in provider messages never reach the wire", () => {
 
 test("ordinary text is left alone", () => {
   assert.equal(redactSecrets("model gpt-5 not found; see docs"), "model gpt-5 not found; see docs");
+});
+
+test("docs/wire-errors.md lists every wire error with its code and ErrorDetails", () => {
+  const doc = readFileSync(new URL("../../../docs/wire-errors.md", import.meta.url), "utf8");
+  const documented = [
+    ...doc.matchAll(/^\| `([a-z_]+)` +\| `([a-z_]+)` +\| `?([A-Z_]+|—)`? +\|/gm),
+  ].map((match) => [match[1], match[2], match[3]]);
+  const codeName = (code: Code): string =>
+    Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
+  assert.deepEqual(
+    documented,
+    Object.entries(WIRE_ERRORS).map(([name, row]) => [
+      name,
+      codeName(row.code),
+      row.details === null ? "—" : ErrorDetails_Error[row.details],
+    ]),
+  );
+});
+
+test("no model is configured: failed_precondition wherever it is said", () => {
+  const error = toProtocolError({ type: "no_model" });
+  assert.equal(error.code, Code.FailedPrecondition);
+  assert.equal(error.rawMessage, "no model is configured");
 });

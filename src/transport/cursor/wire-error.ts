@@ -1,14 +1,18 @@
 /**
- * The one error type at the wire edge: a Connect error carrying an `aiserver.v1.ErrorDetails`
- * detail, which the client renders (title, detail) and uses to decide whether to replay the
- * request (`is_retryable`). Retryable is set only where a replay can succeed (rate limits,
- * timeouts, overload, network); a replay re-sends the same user message as a new run, so the
- * runner should recognise it by its `message_id`.
+ * The one error edge (docs/wire-errors.md): every error the server sends is made here, and its
+ * Connect code comes from one table, `WIRE_ERRORS`.
  *
- * Every failure uses Connect code `unavailable` for provider problems (peers found the client
- * handles it well; `resource_exhausted` risks the client's own usage-limit UI), `canceled` for
- * cancels, `invalid_argument` for unusable client input and `internal` for our own faults.
- * Messages pass through `redactSecrets` so provider errors that echo a key never reach the client.
+ * Two families share the table:
+ *
+ * - failures of a turn or a model-backed request (`WireFailure`), which carry an
+ *   `aiserver.v1.ErrorDetails` detail the client renders (title, detail) and uses to decide
+ *   whether to replay the request (`is_retryable`). Retryable is set only where a replay can
+ *   succeed (rate limits, timeouts, overload, network); a replay re-sends the same user message as
+ *   a new run, so the runner should recognise it by its `message_id`. Provider problems use
+ *   `unavailable` (peers found the client handles it well; `resource_exhausted` risks the
+ *   client's own usage-limit UI). Messages pass through `redactSecrets` so provider errors that
+ *   echo a key never reach the client;
+ * - refusals of a request as sent (`ProtocolError`): a bare Connect code and message.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetails_Error, ErrorDetailsSchema } from "./gen/aiserver/v1/error_details_pb.js";
@@ -31,6 +35,156 @@ export interface WireFailure {
   readonly kind: FailureKind;
   /** Safe to show: already redacted. */
   readonly detail: string;
+}
+
+/** A request refused as sent, or a stream ended by the server or the client. */
+export type ProtocolError =
+  | { readonly type: "empty_request_id" }
+  | { readonly type: "request_id_too_long"; readonly max: number }
+  | { readonly type: "too_many_streams"; readonly max: number }
+  | { readonly type: "unknown_request_id"; readonly requestID: string }
+  | { readonly type: "no_turn"; readonly requestID: string; readonly event: string }
+  | { readonly type: "turn_already_started" }
+  | { readonly type: "no_model" }
+  | { readonly type: "append_out_of_order"; readonly detail: string }
+  | { readonly type: "saved_request_unreadable" }
+  | { readonly type: "stream_closed"; readonly reason: string }
+  | { readonly type: "client_went_away" }
+  | { readonly type: "run_stream_closed" }
+  | { readonly type: "run_poll_not_served" }
+  | { readonly type: "not_implemented"; readonly path: string }
+  | { readonly type: "unauthenticated" }
+  | { readonly type: "helper_failed"; readonly what: string; readonly reason: string };
+
+/** The errors that carry an ErrorDetails detail. */
+type DetailedName = FailureKind | "not_supported";
+export type WireErrorName = DetailedName | ProtocolError["type"];
+
+interface Row<Details> {
+  readonly code: Code;
+  /** The ErrorDetails error the client sees; null: the error carries no ErrorDetails. */
+  readonly details: Details;
+}
+
+const provider: Row<ErrorDetails_Error> = {
+  code: Code.Unavailable,
+  details: ErrorDetails_Error.PROVIDER_ERROR,
+};
+const bare = (code: Code): Row<null> => ({ code, details: null });
+
+/** Every error the server sends, by name: the table of docs/wire-errors.md. */
+export const WIRE_ERRORS: { readonly [Name in DetailedName]: Row<ErrorDetails_Error> } & {
+  readonly [Name in ProtocolError["type"]]: Row<null>;
+} = {
+  rate_limited: provider,
+  timeout: provider,
+  overloaded: provider,
+  network: provider,
+  auth: provider,
+  bad_model: provider,
+  context_length: provider,
+  bad_request: provider,
+  provider,
+  bad_input: { code: Code.InvalidArgument, details: ErrorDetails_Error.CUSTOM_MESSAGE },
+  internal: { code: Code.Internal, details: ErrorDetails_Error.INTERNAL },
+  canceled: { code: Code.Canceled, details: ErrorDetails_Error.USER_ABORTED_REQUEST },
+  not_supported: { code: Code.Unimplemented, details: ErrorDetails_Error.CUSTOM_MESSAGE },
+  empty_request_id: bare(Code.InvalidArgument),
+  request_id_too_long: bare(Code.InvalidArgument),
+  too_many_streams: bare(Code.ResourceExhausted),
+  unknown_request_id: bare(Code.NotFound),
+  no_turn: bare(Code.NotFound),
+  turn_already_started: bare(Code.FailedPrecondition),
+  no_model: bare(Code.FailedPrecondition),
+  append_out_of_order: bare(Code.FailedPrecondition),
+  saved_request_unreadable: bare(Code.DataLoss),
+  stream_closed: bare(Code.Canceled),
+  client_went_away: bare(Code.Canceled),
+  run_stream_closed: bare(Code.Canceled),
+  run_poll_not_served: bare(Code.Unimplemented),
+  not_implemented: bare(Code.Unimplemented),
+  unauthenticated: bare(Code.Unauthenticated),
+  helper_failed: bare(Code.Unavailable),
+};
+
+/** The message of a protocol error (the client shows it as is). */
+function toProtocolMessage(error: ProtocolError): string {
+  switch (error.type) {
+    case "empty_request_id":
+      return "the request id is empty";
+    case "request_id_too_long":
+      return `the request id is longer than ${error.max} characters`;
+    case "too_many_streams":
+      return `too many open streams (${error.max}); try again when some have ended`;
+    case "unknown_request_id":
+      return `unknown request id: no stream ${error.requestID} is open and no run request started one`;
+    case "no_turn":
+      return `request ${error.requestID} has no turn: ${error.event} needs a run request first`;
+    case "turn_already_started":
+      return "this request id already carries a turn";
+    case "no_model":
+      return "no model is configured";
+    case "append_out_of_order":
+      return error.detail;
+    case "saved_request_unreadable":
+      return "the saved run request of this stream is unreadable";
+    case "stream_closed":
+      return error.reason;
+    case "client_went_away":
+      return "the client went away";
+    case "run_stream_closed":
+      return "the client closed the Run stream";
+    case "run_poll_not_served":
+      return "RunPoll is not served: allow HTTP/1.1 SSE or HTTP/2 in the client";
+    case "not_implemented":
+      return `${error.path} is not implemented`;
+    case "unauthenticated":
+      return "a valid access token is required (authorization: Bearer …)";
+    case "helper_failed":
+      return `could not write a ${error.what}: ${error.reason}`;
+  }
+}
+
+export function toProtocolError(error: ProtocolError): ConnectError {
+  return new ConnectError(toProtocolMessage(error), WIRE_ERRORS[error.type].code);
+}
+
+export const NOT_SUPPORTED_TITLE = "Not supported by cursor-byok yet";
+
+/** The `/summarize` action (compaction): protocol-coverage.md §6. */
+export const SUMMARIZE_NOT_SUPPORTED =
+  "Summarizing a conversation (compaction) is not supported yet. When a chat grows too long " +
+  "for the model, start a new chat.";
+
+/**
+ * A request the client may make that this server does not carry out yet, answered with an error
+ * the client shows instead of silence. Not retryable: asking again cannot succeed.
+ */
+export function toNotSupportedError(detail: string): ConnectError {
+  return withDetails(`${NOT_SUPPORTED_TITLE}: ${detail}`, "not_supported", {
+    title: NOT_SUPPORTED_TITLE,
+    detail,
+    isRetryable: false,
+    isExpected: true,
+  });
+}
+
+function withDetails(
+  message: string,
+  name: DetailedName,
+  shown: { title: string; detail: string; isRetryable: boolean; isExpected: boolean },
+): ConnectError {
+  const row = WIRE_ERRORS[name];
+  return new ConnectError(message, row.code, undefined, [
+    {
+      desc: ErrorDetailsSchema,
+      value: {
+        error: row.details,
+        details: { title: shown.title, detail: shown.detail, isRetryable: shown.isRetryable },
+        isExpected: shown.isExpected,
+      },
+    },
+  ]);
 }
 
 const TITLES: Record<FailureKind, string> = {
@@ -99,34 +253,13 @@ export function classifyProviderError(errorMessage: string): WireFailure {
 
 export function toConnectError(failure: WireFailure): ConnectError {
   const title = TITLES[failure.kind];
-  const code =
-    failure.kind === "canceled"
-      ? Code.Canceled
-      : failure.kind === "internal"
-        ? Code.Internal
-        : failure.kind === "bad_input"
-          ? Code.InvalidArgument
-          : Code.Unavailable;
-  const error =
-    failure.kind === "canceled"
-      ? ErrorDetails_Error.USER_ABORTED_REQUEST
-      : failure.kind === "internal"
-        ? ErrorDetails_Error.INTERNAL
-        : failure.kind === "bad_input"
-          ? ErrorDetails_Error.CUSTOM_MESSAGE
-          : ErrorDetails_Error.PROVIDER_ERROR;
   const detail = redactSecrets(failure.detail);
-  const message = detail === "" ? title : `${title}: ${detail}`;
-  return new ConnectError(message, code, undefined, [
-    {
-      desc: ErrorDetailsSchema,
-      value: {
-        error,
-        details: { title, detail, isRetryable: isRetryable(failure.kind) },
-        isExpected: failure.kind !== "internal",
-      },
-    },
-  ]);
+  return withDetails(detail === "" ? title : `${title}: ${detail}`, failure.kind, {
+    title,
+    detail,
+    isRetryable: isRetryable(failure.kind),
+    isExpected: failure.kind !== "internal",
+  });
 }
 
 const SECRET_PATTERNS: readonly RegExp[] = [
