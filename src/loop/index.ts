@@ -12,5 +12,13 @@ export {
 export { toCallID, toOperationID, toTurnID } from "./ids.ts";
 export { buildPrompt, buildRequest, buildTools, toResumeCommand } from "./request.ts";
 export { createConversation, isIdle } from "./state.ts";
+export { type StepRecord, toStepRecords } from "./step-records.ts";
 export { transition } from "./transition.ts";
+export {
+  mayCancel,
+  mayResume,
+  SUPERSEDED_REASON,
+  type TurnAccess,
+  toSupersedingCancel,
+} from "./turn-ownership.ts";
 export type * from "./types.ts";

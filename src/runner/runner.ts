@@ -1,6 +1,7 @@
 /**
  * The runner (DESIGN §5, §7): thin glue that feeds inputs to `transition`, commits what changed,
- * publishes the emitted events, and executes the command. It decides nothing itself.
+ * publishes the emitted events, and executes the command. It decides nothing itself: what a step
+ * writes and who may act on a turn are the loop's (`toStepRecords`, turn-ownership.ts).
  *
  * - Inputs of one conversation enter `transition` one at a time (a serial queue per
  *   conversation); the store's version compare-and-swap is the final arbiter.
@@ -19,11 +20,14 @@ import {
   type ConversationState,
   createConversation,
   type Input,
-  isIdle,
+  mayCancel,
+  mayResume,
   type RuntimeState,
   type ToolResultMessage,
   type Transition,
   toResumeCommand,
+  toStepRecords,
+  toSupersedingCancel,
   transition,
 } from "../loop/index.ts";
 import { createOperationRunner, type RecordWrite } from "../store/index.ts";
@@ -199,40 +203,20 @@ export function createRunner(options: RunnerOptions): Runner {
     entry.version = loaded?.version ?? 0;
   }
 
-  /** The records a committed step implies (DESIGN §7): operation saved, call status moved. */
+  /**
+   * The records a committed step implies (`toStepRecords`), less status changes of rows the
+   * store does not have (a call or operation from before they were saved).
+   */
   async function toRecords(before: ConversationState, step: Transition): Promise<RecordWrite[]> {
     const records: RecordWrite[] = [];
-    const after = step.state.committed;
-    if (step.command.type === "call_client") {
-      records.push({
-        type: "client_operation",
-        operation: {
-          operationID: step.command.operationID,
-          conversationID: after.conversationID,
-          turnID: after.turnID,
-          toolCallID: step.command.toolCall.id,
-          request: step.command.toolCall,
-          status: "planned",
-        },
-      });
-    }
-    const endedCall =
-      before.status === "waiting_llm" && after.status !== "waiting_llm" ? before.call : null;
-    if (endedCall !== null && (await store.getLLMCall(endedCall.callID)) !== null) {
-      const status =
-        after.status === "canceled"
-          ? "canceled"
-          : after.status === "failed"
-            ? "failed"
-            : "committed";
-      records.push({ type: "llm_call_status", callID: endedCall.callID, status });
-    }
-    if (before.status === "waiting_client" && after.status === "canceled" && before.waiting) {
-      for (const operationID of before.waiting.operationIDs.slice(before.waiting.answered)) {
-        if ((await store.getClientOperation(operationID)) !== null) {
-          records.push({ type: "client_operation_status", operationID, status: "canceled" });
-        }
-      }
+    for (const record of toStepRecords(before, step)) {
+      const exists =
+        record.type === "llm_call_status"
+          ? (await store.getLLMCall(record.callID)) !== null
+          : record.type === "client_operation_status"
+            ? (await store.getClientOperation(record.operationID)) !== null
+            : true;
+      if (exists) records.push(record);
     }
     return records;
   }
@@ -412,23 +396,13 @@ export function createRunner(options: RunnerOptions): Runner {
           return { type: "duplicate" };
         }
         if (input.type === "cancel") {
-          // Only the stream that carries the turn may cancel it: a cancel that arrives late on
-          // an earlier stream must not stop the turn that superseded it.
-          if (entry.output !== null && entry.output !== output) {
-            return { type: "applied", rejected: "other_stream" };
-          }
+          const access = mayCancel(entry.output, output);
+          if (access.type === "refused") return { type: "applied", rejected: access.reason };
           const step = await apply(entry, input, input.inputID);
           return step === null ? { type: "duplicate" } : applied(step);
         }
-        if (!isIdle(entry.state.committed.status)) {
-          const cancel = {
-            type: "cancel",
-            inputID: `${input.inputID}:supersede`,
-            at: input.at,
-            reason: "superseded by a new message",
-          } as const;
-          await apply(entry, cancel, cancel.inputID);
-        }
+        const cancel = toSupersedingCancel(entry.state.committed, input);
+        if (cancel !== null) await apply(entry, cancel, cancel.inputID);
         entry.output = output;
         const { requestID, clientState } = submitOptions;
         const step = await apply(entry, input, input.inputID, (started) =>
@@ -454,9 +428,7 @@ export function createRunner(options: RunnerOptions): Runner {
       return queue.run(conversationID, async () => {
         const entry = await load(conversationID);
         const state = entry.state.committed;
-        // A stream may only continue its own turn, and not one another live stream carries.
-        if (options.turnID !== undefined && state.turnID !== options.turnID) return false;
-        if (entry.output !== null && entry.output !== output) return false;
+        if (mayResume(state, entry.output, output, options.turnID).type === "refused") return false;
         const command = toResumeCommand(state);
         if (command === null) return false;
         entry.output = output;

@@ -1,0 +1,65 @@
+/**
+ * Which records a committed step writes besides the state (docs/architecture.md, The runner), as
+ * a function of the state before the step and the step itself:
+ *
+ * - a tool call about to be sent is saved as a planned client operation (before it is sent);
+ * - a model call the step ended gets its final status: `canceled` or `failed` when the turn
+ *   ended so, `committed` otherwise (its response is in history);
+ * - a cancel while the client works cancels the tool calls not yet answered.
+ *
+ * Status records name rows the store may not have (a call or operation from before they were
+ * saved); the runner writes those only for rows that exist.
+ */
+import type { ConversationState, ToolCall, Transition } from "./types.ts";
+
+export type StepRecord =
+  | {
+      readonly type: "client_operation";
+      readonly operation: {
+        readonly operationID: string;
+        readonly conversationID: string;
+        readonly turnID: string;
+        readonly toolCallID: string;
+        readonly request: ToolCall;
+        readonly status: "planned";
+      };
+    }
+  | {
+      readonly type: "llm_call_status";
+      readonly callID: string;
+      readonly status: "committed" | "failed" | "canceled";
+    }
+  | {
+      readonly type: "client_operation_status";
+      readonly operationID: string;
+      readonly status: "canceled";
+    };
+
+export function toStepRecords(before: ConversationState, step: Transition): StepRecord[] {
+  const records: StepRecord[] = [];
+  const after = step.state.committed;
+  if (step.command.type === "call_client") {
+    records.push({
+      type: "client_operation",
+      operation: {
+        operationID: step.command.operationID,
+        conversationID: after.conversationID,
+        turnID: after.turnID,
+        toolCallID: step.command.toolCall.id,
+        request: step.command.toolCall,
+        status: "planned",
+      },
+    });
+  }
+  if (before.status === "waiting_llm" && after.status !== "waiting_llm" && before.call !== null) {
+    const status =
+      after.status === "canceled" ? "canceled" : after.status === "failed" ? "failed" : "committed";
+    records.push({ type: "llm_call_status", callID: before.call.callID, status });
+  }
+  if (before.status === "waiting_client" && after.status === "canceled" && before.waiting) {
+    for (const operationID of before.waiting.operationIDs.slice(before.waiting.answered)) {
+      records.push({ type: "client_operation_status", operationID, status: "canceled" });
+    }
+  }
+  return records;
+}
