@@ -65,7 +65,6 @@ test("a call's first-event time is its first content delta, not its start event"
       }
     },
     runTool: () => Promise.reject(new Error("no tools here")),
-    committed() {},
     end: (outcome) => ended(outcome),
   };
   const start: StartInput = {

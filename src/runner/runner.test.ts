@@ -13,7 +13,6 @@ import { toChatCompletionSse } from "../llm/testing/chat-completions-sse.ts";
 import { type FakeProvider, startFakeProvider } from "../llm/testing/fake-provider.ts";
 import type {
   CallClientCommand,
-  ConversationState,
   ResponseEvent,
   StartInput,
   ToolResultMessage,
@@ -37,7 +36,6 @@ interface RecordingOutput extends TurnOutput {
     fail: (e: Error) => void;
   }[];
   readonly ended: Promise<TurnOutcome>;
-  readonly commits: ConversationState[];
   nextTool(): Promise<RecordingOutput["tools"][number]>;
 }
 
@@ -53,7 +51,6 @@ function createOutput(): RecordingOutput {
     events: [],
     tools,
     ended,
-    commits: [],
     publish(events) {
       output.events.push(...events);
     },
@@ -79,9 +76,6 @@ function createOutput(): RecordingOutput {
           waiter(tool);
         }
       });
-    },
-    committed(state) {
-      output.commits.push(state);
     },
     end(outcome) {
       endTurn(outcome);

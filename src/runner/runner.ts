@@ -189,7 +189,6 @@ export function createRunner(options: RunnerOptions): Runner {
     entry.state = step.state;
     const output = entry.output;
     output?.publish(step.emit, step.state);
-    if (step.state.committed !== before.committed) output?.committed(step.state.committed);
     execute(entry, step.command);
     return step;
   }

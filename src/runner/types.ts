@@ -50,8 +50,6 @@ export interface TurnOutput {
    * changed them (switch_mode); `undefined` when they stay. Optional.
    */
   settingsAfterTool?(settings: TurnSettings): TurnSettings | undefined;
-  /** The committed state changed (a checkpoint is due). */
-  committed(state: ConversationState): void;
   /** The turn ended; nothing more is published for it. */
   end(outcome: TurnOutcome, state: ConversationState): void;
 }

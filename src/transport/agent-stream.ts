@@ -224,9 +224,6 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       if (turn === null || before === null || turn.mode === before) return undefined;
       return toModeSettings(settings, turn.mode, turn.mcpTools, turn.web);
     },
-    committed() {
-      // Checkpoints are sent by the dialect at tool start, tool end and turn end.
-    },
     end(outcome, state: ConversationState) {
       if (turn !== null) {
         const ended = toTurnEnd(turn, outcome, { at: now() });

@@ -6,7 +6,6 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import type { LLM, ModelInfo } from "../llm/index.ts";
-import type { AgentStreams } from "./agent-streams.ts";
 import {
   toBranchName,
   toBranchNamePrompt,
@@ -37,6 +36,7 @@ import {
 } from "./cursor/index.ts";
 import type { HelperCall, HelperResult } from "./helper-calls.ts";
 import type { Log } from "./log.ts";
+import type { StreamRegistry } from "./stream-registry.ts";
 
 export interface RouteOptions {
   /** Whether `GetServerConfig` lets clients use the HTTP/2 bidi `Run`. */
@@ -47,7 +47,7 @@ export interface RouteOptions {
 }
 
 export function createRoutes(
-  streams: AgentStreams,
+  streams: StreamRegistry,
   models: Pick<LLM, "listModels">,
   now: () => number,
   log: Log,

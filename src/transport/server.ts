@@ -23,7 +23,6 @@ import type { LLM } from "../llm/index.ts";
 import type { Runner } from "../runner/types.ts";
 import type { Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
-import { createAgentStreams } from "./agent-streams.ts";
 import { asClientFault, checkFirstEnvelope, refuse, refuseOversized } from "./client-faults.ts";
 import type { PathEncryptionKeys } from "./cursor/index.ts";
 import { BidiRequestIdSchema, toProtocolError } from "./cursor/index.ts";
@@ -47,6 +46,7 @@ import {
   INFERENCE_SERVICE_WARNING,
   TELEMETRY_SINKS,
 } from "./startup-procedures.ts";
+import { createStreamRegistry } from "./stream-registry.ts";
 import { createUserCommands } from "./user-commands.ts";
 import type { WebTools } from "./web-work.ts";
 
@@ -175,7 +175,7 @@ interface Response {
 export async function startServer(deps: ServerDeps, options: ServerOptions): Promise<LocalServer> {
   const { store, llm, log, runner } = deps;
   const now = deps.now ?? Date.now;
-  const streams = createAgentStreams(
+  const streams = createStreamRegistry(
     {
       runner,
       models: llm,

@@ -1,9 +1,9 @@
 /**
- * The agent streams of this process, by request id. A stream is created by whichever arrives
- * first, its RunSSE or its first BidiAppend (either order happens, cursor-protocol.md §1.4). A
- * request id this process has not seen may belong to a stream opened before a restart: the
- * runner's binding finds its conversation and turn, and the stream is restored (or, if its turn
- * is over, ended) before any append is applied.
+ * The stream registry: the agent streams of this process, by request id. A stream is created by
+ * whichever arrives first, its RunSSE or its first BidiAppend (either order happens,
+ * cursor-protocol.md §1.4). A request id this process has not seen may belong to a stream opened
+ * before a restart: the runner's binding finds its conversation and turn, and the stream is
+ * restored (or, if its turn is over, ended) before any append is applied.
  *
  * Streams are dropped when they have ended and no subscriber is attached, after
  * `retentionMs` (so a late reconnect still finds the end of the backlog), and streams that never
@@ -12,7 +12,7 @@
 import { type AgentStream, type AgentStreamDeps, createAgentStream } from "./agent-stream.ts";
 import { toProtocolError } from "./cursor/index.ts";
 
-export interface AgentStreamsOptions {
+export interface StreamRegistryOptions {
   /** How long an ended stream is kept for a late or reconnecting RunSSE. */
   readonly retentionMs: number;
   /** How long a stream without a turn is kept. */
@@ -27,7 +27,7 @@ export interface AgentStreamsOptions {
 /** The longest request id accepted (clients use UUIDs, 36 characters). */
 export const MAX_REQUEST_ID_LENGTH = 128;
 
-export interface AgentStreams {
+export interface StreamRegistry {
   /**
    * The stream of `requestID`, created (and restored, if it predates a restart) if needed. With
    * `create: false` (an append that carries no run request), a request id that is neither live
@@ -39,10 +39,10 @@ export interface AgentStreams {
   closeAll(reason: string): void;
 }
 
-export function createAgentStreams(
+export function createStreamRegistry(
   deps: Omit<AgentStreamDeps, "onSettled">,
-  options: AgentStreamsOptions,
-): AgentStreams {
+  options: StreamRegistryOptions,
+): StreamRegistry {
   const streams = new Map<string, Promise<AgentStream>>();
   /** The streams created so far, oldest first (for making room under `maxStreams`). */
   const created = new Map<string, AgentStream>();
