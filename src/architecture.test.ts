@@ -1,5 +1,5 @@
 /**
- * The module boundaries of DESIGN §3, checked on the import graph of `src/`:
+ * The module boundaries of docs/design.md §3, checked on the import graph of `src/`:
  *
  *   transport → runner, loop, llm, store, web
  *   runner    → loop, llm, store (it knows nothing of Cursor, protobuf or Connect)
@@ -169,7 +169,7 @@ function readSources(dir: string): Map<string, string> {
 }
 
 describe("architecture", () => {
-  test("src/ follows the module boundaries of DESIGN §3", () => {
+  test("src/ follows the module boundaries of docs/design.md §3", () => {
     const files = readSources(SRC);
     assert.ok(files.has("loop/transition.ts"), "the source tree was not found");
     assert.deepEqual(findViolations(files), []);

@@ -3,10 +3,10 @@
  * leaves the process.
  *
  * - It captures the body exactly as the provider SDK serialised it, hashes it, and awaits the
- *   caller's `beforeSend` hook before any byte goes upstream (DESIGN §7 step 3). If the hook
- *   fails, nothing is sent.
+ *   caller's `beforeSend` hook before any byte goes upstream (docs/design.md §7 step 3). If the
+ * hook   fails, nothing is sent.
  * - On a replay it sends the saved body instead of the freshly built one, byte for byte
- *   (DESIGN §8), so a retried call never depends on rebuilding the same bytes.
+ *   (docs/design.md §8), so a retried call never depends on rebuilding the same bytes.
  * - It retries on retryable statuses and connection failures (retry.ts) with the same body.
  *   Retrying here, before the SDK sees a response, is what makes "only before the first event"
  *   hold: pi-ai emits `start` only once it has a response. The SDKs' own retries are off.

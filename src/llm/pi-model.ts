@@ -4,7 +4,7 @@
  * Besides copying the configuration, this is where our request policy is pinned per API:
  * - Anthropic: server-side message threads off. pi-ai 1.6 would otherwise send only the new
  *   messages on `api.anthropic.com` when a session id is set, which breaks "every call sends the
- *   complete request" (DESIGN §2) and makes the saved body useless for a retry.
+ *   complete request" (docs/design.md §2) and makes the saved body useless for a retry.
  * - OpenAI Chat Completions: `prompt_cache_key` always sent (pi-ai sends it only when the base URL
  *   is literally `api.openai.com`, so a proxy or a test server would lose it).
  * A model's own `compat` settings come before these defaults; the thread setting is not

@@ -1,7 +1,7 @@
 /**
  * The `LLMStream` of one model call over a source of pi-ai events.
  *
- * Guarantees (DESIGN §4.1, types.ts): it never throws or rejects; every event is a snapshot
+ * Guarantees (docs/design.md §4.1, types.ts): it never throws or rejects; every event is a snapshot
  * (snapshot.ts); exactly one terminal event (`done` or `error`) ends it, and nothing follows it;
  * a source that ends without a terminal event, or fails while iterating, ends the stream with a
  * synthetic `error`. The source is read eagerly into an unbounded queue, so snapshots are taken

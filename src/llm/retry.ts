@@ -1,5 +1,5 @@
 /**
- * When and how long to wait before sending a model request again (DESIGN §8).
+ * When and how long to wait before sending a model request again (docs/design.md §8).
  *
  * A request is retried only before the provider answered with a usable response: on HTTP 408,
  * 425, 429 and 5xx, and on connection failures. The wait is the provider's `Retry-After`

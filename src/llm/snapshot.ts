@@ -1,6 +1,6 @@
 /**
  * Turns pi-ai's events, whose `partial` is one live object the provider keeps mutating, into
- * events that are snapshots (DESIGN §4.1).
+ * events that are snapshots (docs/design.md §4.1).
  *
  * The content of each snapshot is rebuilt from the events themselves, not copied from the live
  * object: text and thinking grow by their deltas, a tool call's arguments are parsed from the

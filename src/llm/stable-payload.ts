@@ -1,6 +1,6 @@
 /**
  * Keeps the message part of a provider body byte-stable across the calls of a conversation
- * (DESIGN §9), where pi-ai's serialisation alone does not.
+ * (docs/design.md §9), where pi-ai's serialisation alone does not.
  *
  * Anthropic-style cache breakpoints sit on the last message. To attach one to a message whose
  * content is a plain string, pi-ai rewrites that content as a one-block array; in the next

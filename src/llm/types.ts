@@ -1,6 +1,7 @@
 /**
- * The LLM contract (DESIGN §4.1). These are `@earendil-works/pi-ai`'s native types, re-exported so
- * that the rest of the code depends on this module and never on the library directly.
+ * The LLM contract (docs/design.md §4.1). These are `@earendil-works/pi-ai`'s native types,
+ * re-exported so that the rest of the code depends on this module and never on the library
+ * directly.
  */
 import type {
   AssistantMessageEvent,
@@ -28,7 +29,7 @@ export type {
 /**
  * One entry of conversation history. pi-ai's own `Message` also admits a `SystemMessage`; our
  * history never holds one, because the system prompt is rebuilt for every request and context
- * changes become new user messages (DESIGN §4.1, §9).
+ * changes become new user messages (docs/design.md §4.1, §9).
  */
 export type Message = PiUserMessage | PiAssistantMessage | PiToolResultMessage;
 
@@ -73,8 +74,8 @@ export interface ResponseStream extends AsyncIterable<ResponseEvent> {
 
 /**
  * The exact provider request of one model call, handed to `beforeSend` after the body is
- * serialised and before any byte goes upstream, so the store can save it (DESIGN §7 step 3).
- * Holds no credentials: headers are not part of it.
+ * serialised and before any byte goes upstream, so the store can save it (docs/design.md §7 step
+ * 3). Holds no credentials: headers are not part of it.
  */
 export interface ExactRequest {
   readonly callID: string;

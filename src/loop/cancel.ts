@@ -1,6 +1,6 @@
 /**
- * Cancel (DESIGN §10). Waiting for the model: the pending response is dropped and nothing is
- * appended. Waiting for the client: every tool call still without a result gets an error result
+ * Cancel (docs/design.md §10). Waiting for the model: the pending response is dropped and nothing
+ * is appended. Waiting for the client: every tool call still without a result gets an error result
  * saying it was canceled (a result that already arrived is kept), so the next turn's request
  * holds a valid history.
  */

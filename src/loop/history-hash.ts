@@ -1,5 +1,5 @@
 /**
- * History hashing (DESIGN §7, §9).
+ * History hashing (docs/design.md §7, §9).
  *
  * - `bytes(message)` is the UTF-8 of the message's canonical JSON (canonical-json.ts).
  * - `hash(message) = sha256(bytes(message))`.

@@ -1,6 +1,7 @@
 /**
  * Ids the loop creates, derived only from state so that replaying the same inputs yields the
- * same ids (DESIGN §4.2). Components are URI-encoded, so no two different tuples share an id.
+ * same ids (docs/design.md §4.2). Components are URI-encoded, so no two different tuples share an
+ * id.
  */
 
 const part = encodeURIComponent;
@@ -16,8 +17,8 @@ export function toCallID(conversationID: string, turnID: string, step: number): 
 }
 
 /**
- * The id of the client operation that runs one tool call (DESIGN §8). It includes the model call
- * that produced the tool call, because some providers reuse ids such as `call_0` across calls.
+ * The id of the client operation that runs one tool call (docs/design.md §8). It includes the model
+ * call that produced the tool call, because some providers reuse ids such as `call_0` across calls.
  */
 export function toOperationID(callID: string, toolCallID: string): string {
   return `${callID}:${part(toolCallID)}`;

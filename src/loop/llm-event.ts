@@ -1,6 +1,6 @@
 /**
- * Model stream events (DESIGN §5, event rules). Deltas only touch the in-memory pending response;
- * exactly one assistant message, the one carried by `done`, is appended per model call.
+ * Model stream events (docs/design.md §5, event rules). Deltas only touch the in-memory pending
+ * response; exactly one assistant message, the one carried by `done`, is appended per model call.
  */
 import type { AssistantMessage, ResponseEvent, ToolCall } from "../llm/types.ts";
 import { appendHashes } from "./history-hash.ts";

@@ -1,6 +1,6 @@
 /**
- * Tool results (DESIGN §5, tool calls). Results are matched by tool-call id and appended in the
- * order of the assistant message's content, whatever order they arrive in. Calls are dispatched
+ * Tool results (docs/design.md §5, tool calls). Results are matched by tool-call id and appended in
+ * the order of the assistant message's content, whatever order they arrive in. Calls are dispatched
  * one at a time; the next model call starts only when every call has its result.
  */
 import type { ToolCall, ToolResultMessage } from "../llm/types.ts";

@@ -1,6 +1,6 @@
 /**
- * The prefix-cache guarantee (DESIGN §9) over serialised bytes: every request's messages are a
- * strict byte prefix of the next request's, within a turn and across turns.
+ * The prefix-cache guarantee (docs/design.md §9) over serialised bytes: every request's messages
+ * are a strict byte prefix of the next request's, within a turn and across turns.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";

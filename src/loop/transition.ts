@@ -1,6 +1,6 @@
 /**
- * The loop's only decision function (DESIGN §4.4): `transition(state, input)` returns the next
- * state, the native events to publish and one command for the runner.
+ * The loop's only decision function (docs/design.md §4.4): `transition(state, input)` returns the
+ * next state, the native events to publish and one command for the runner.
  *
  * It is pure: no clock, no randomness, no I/O, and it never mutates its arguments. The same
  * state and input give byte-identical results. It never throws for an input that does not fit

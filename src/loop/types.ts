@@ -1,5 +1,5 @@
 /**
- * The vocabulary of the pure loop (DESIGN §4): inputs, state, commands and the transition.
+ * The vocabulary of the pure loop (docs/design.md §4): inputs, state, commands and the transition.
  * Everything here is plain, readonly, JSON-serialisable data: no classes, closures or handles.
  */
 import type {
@@ -23,8 +23,8 @@ import type {
 /**
  * A piece of per-turn context the model must see (environment, workspace, rules, selected files,
  * …). The text is rendered by whoever builds the input; the loop only decides whether it changed
- * since the model last saw the same `key`, and if so appends it (DESIGN §4.1: context is a new
- * message, never an edit).
+ * since the model last saw the same `key`, and if so appends it (docs/design.md §4.1: context is a
+ * new message, never an edit).
  */
 export interface ContextSupplement {
   readonly key: string;
@@ -178,7 +178,7 @@ export type PendingBlock =
 
 /**
  * The response of the current model call while it streams. In memory only: it is never
- * committed, and on a restart it is dropped and the call retried (DESIGN §4.3).
+ * committed, and on a restart it is dropped and the call retried (docs/design.md §4.3).
  */
 export interface PendingResponse {
   readonly callID: string;

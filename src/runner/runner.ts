@@ -1,7 +1,7 @@
 /**
- * The runner (DESIGN §5, §7): thin glue that feeds inputs to `transition`, commits what changed,
- * publishes the emitted events, and executes the command. It decides nothing itself: what a step
- * writes and who may act on a turn are the loop's (`toStepRecords`, turn-ownership.ts).
+ * The runner (docs/design.md §5, §7): thin glue that feeds inputs to `transition`, commits what
+ * changed, publishes the emitted events, and executes the command. It decides nothing itself: what
+ * a step writes and who may act on a turn are the loop's (`toStepRecords`, turn-ownership.ts).
  *
  * - Inputs of one conversation enter `transition` one at a time (a serial queue per
  *   conversation); the store's version compare-and-swap is the final arbiter.

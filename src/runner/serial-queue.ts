@@ -1,7 +1,8 @@
 /**
  * Runs tasks one at a time per key, in submission order; different keys run concurrently.
  * The runner uses one key per conversation, so that inputs of a conversation enter `transition`
- * strictly one at a time (DESIGN §5). A failing task does not stop the tasks queued after it.
+ * strictly one at a time (docs/design.md §5). A failing task does not stop the tasks queued after
+ * it.
  */
 export interface SerialQueue {
   run<T>(key: string, task: () => Promise<T>): Promise<T>;

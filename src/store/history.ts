@@ -1,6 +1,6 @@
 /**
- * History in the store (DESIGN §7): one row per message holding its canonical bytes, its hash and
- * the chain hash up to it; the rest of the state is one JSON text.
+ * History in the store (docs/design.md §7): one row per message holding its canonical bytes, its
+ * hash and the chain hash up to it; the rest of the state is one JSON text.
  *
  * A commit costs O(new messages): it hashes only the messages it appends, chains them onto the
  * stored chain hash and requires the result to equal the state's own `hashes`. It also re-checks

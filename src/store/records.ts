@@ -1,7 +1,7 @@
 /**
  * Model-call and client-operation records: the forward-only status rules and the writes that
  * apply them. Saving is idempotent: an existing record keeps its request (a retry must use the
- * saved bytes, DESIGN §8), its status only moves forward, a terminal status is final, and a
+ * saved bytes, docs/design.md §8), its status only moves forward, a terminal status is final, and a
  * completed operation keeps its first result.
  */
 import { createHash } from "node:crypto";

@@ -1,9 +1,9 @@
 /**
- * Tool de-duplication (DESIGN §8): a client operation that completed returns its saved result, one
- * that is running in this process is awaited, and one never run is run once.
+ * Tool de-duplication (docs/design.md §8): a client operation that completed returns its saved
+ * result, one that is running in this process is awaited, and one never run is run once.
  *
- * The order of writes follows DESIGN §7: the operation is saved (`planned`) and marked `sent`
- * before `run` is called, and its result is saved (`completed`) before it is returned.
+ * The order of writes follows docs/design.md §7: the operation is saved (`planned`) and marked
+ * `sent` before `run` is called, and its result is saved (`completed`) before it is returned.
  *
  * After a crash, an operation found `planned` has never been sent and is simply run. One found
  * `sent` has no runner in the new process and its outcome is unknown (the client may have run

@@ -1,6 +1,6 @@
 /**
- * The store's vocabulary (DESIGN §7, §8): what a commit carries, the records of model calls and
- * client operations, and the results a commit can have. Everything is plain, readonly data.
+ * The store's vocabulary (docs/design.md §7, §8): what a commit carries, the records of model calls
+ * and client operations, and the results a commit can have. Everything is plain, readonly data.
  *
  * JSON-valued fields (`result`, a client operation's `request` and `result`, a diagnostic's
  * `detail`) must be plain JSON: they are stored as canonical JSON text (loop/canonical-json.ts)
@@ -16,7 +16,7 @@ export type { ClientOperationStatus, LLMCallStatus } from "./record-status.ts";
 // Model calls
 // ---------------------------------------------------------------------------------------------
 
-/** A model call as the runner saves it before the upstream stream opens (DESIGN §7, step 3). */
+/** A model call as the runner saves it before the upstream stream opens (docs/design.md §7, step 3). */
 export interface LLMCallInput {
   readonly callID: string;
   readonly conversationID: string;
@@ -43,7 +43,7 @@ export interface LLMCallRecord extends LLMCallInput {
 // Client operations
 // ---------------------------------------------------------------------------------------------
 
-/** One tool call run by the client (DESIGN §8: operation id = call id + tool call id). */
+/** One tool call run by the client (docs/design.md §8: operation id = call id + tool call id). */
 export interface ClientOperationInput {
   readonly operationID: string;
   readonly conversationID: string;
@@ -138,9 +138,9 @@ export type RecordWrite =
       readonly clientState?: string;
     };
 
-/** One applied input, committed atomically (DESIGN §7, step 2). */
+/** One applied input, committed atomically (docs/design.md §7, step 2). */
 export interface InputCommit {
-  /** The input's idempotency key (DESIGN §8). */
+  /** The input's idempotency key (docs/design.md §8). */
   readonly inputID: string;
   /** The version the state was loaded at; 0 creates the conversation. */
   readonly expectedVersion: number;
@@ -217,8 +217,8 @@ export interface Unfinished {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Persistence of conversations (DESIGN §7). Methods return promises so that a server database
- * can implement the same interface. Failures are `StoreError`s (errors.ts); a lost
+ * Persistence of conversations (docs/design.md §7). Methods return promises so that a server
+ * database can implement the same interface. Failures are `StoreError`s (errors.ts); a lost
  * compare-and-swap, a repeated input and a second commit of a model call are results, not errors.
  *
  * Every method is atomic: it writes everything or nothing.

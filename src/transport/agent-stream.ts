@@ -10,7 +10,7 @@
  *   every step.
  *
  * A RunSSE that drops does not cancel the turn: the stream waits `reconnectGraceMs` for a new
- * subscriber before it cancels (DESIGN §10).
+ * subscriber before it cancels (docs/design.md §10).
  */
 import { randomInt } from "node:crypto";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";

@@ -1,6 +1,6 @@
 /**
- * Runs the work the web tools hand out (DESIGN §5: tools the server answers itself): a search
- * through the configured provider or a guarded fetch (src/web). Never throws: whatever goes
+ * Runs the work the web tools hand out (docs/design.md §5: tools the server answers itself): a
+ * search through the configured provider or a guarded fetch (src/web). Never throws: whatever goes
  * wrong becomes an `error` outcome the tool turns into a one-line result for the model.
  */
 

@@ -17,7 +17,7 @@ export async function collect(stream: ResponseStream, limit = 10_000): Promise<R
 
 /**
  * Drains `stream` like `collect`, serialising each event when it is handed out, and checks at
- * the end that no event changed afterwards (DESIGN §4.1: snapshots, not live objects).
+ * the end that no event changed afterwards (docs/design.md §4.1: snapshots, not live objects).
  */
 export async function collectChecked(stream: ResponseStream): Promise<ResponseEvent[]> {
   const events: ResponseEvent[] = [];

@@ -1,7 +1,7 @@
 /**
  * Test-only child process for crash-recovery.test.ts: a minimal runner that drives the real loop
  * through the scripted conversation (model → tool call → result → model → final) on the SQLite
- * store, writing in the order of DESIGN §7 (the call is saved before its stream opens, the
+ * store, writing in the order of docs/design.md §7 (the call is saved before its stream opens, the
  * operation before it is sent).
  *
  * Usage: `crash-driver.ts <database> <log> <kill point>`. Every store write is surrounded by two

@@ -63,7 +63,8 @@ export async function answerApi(
       return json(200, { messages, nextFrom: from + messages.length });
     }
     if (first === "conversations" && id !== undefined && sub === "pending" && rest.length === 0) {
-      // What the model is streaming now: never committed, so not in the store (DESIGN §4.3).
+      // What the model is streaming now: never committed, so not in the store (docs/design.md
+      // §4.3).
       return json(200, { pending: (await context.readPending?.(id)) ?? null });
     }
     if (first === "calls" && id !== undefined && sub === "request" && rest.length === 0) {

@@ -147,8 +147,8 @@ function assertGuarantee(trial: Trial, label: string): void {
   assert.ok(trial.shellLines <= 1, `${label}: the shell command ran ${trial.shellLines} times`);
   assert.ok(trial.writeRuns <= 1, `${label}: the write ran twice`);
   // Every turn ends; a completed one has its final answer, a failed one says why. Streamed text
-  // is not kept (DESIGN §7): after a crash around the final commit the client may have seen only
-  // the start of the answer, which is whole in the store.
+  // is not kept (docs/design.md §7): after a crash around the final commit the client may have seen
+  // only the start of the answer, which is whole in the store.
   if (trial.error === undefined) {
     assert.equal(trial.finalInStore, "All done.", label);
     assert.ok("All done.".startsWith(trial.text), `${label}: "${trial.text}"`);

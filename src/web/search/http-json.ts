@@ -1,7 +1,7 @@
 /**
  * One JSON request to a search provider, with a time limit and a size limit, turned into either
- * the parsed body or a one-line reason the model can read (DESIGN §5: a failed tool is a tool
- * result). The reason names the provider and the HTTP status and never contains the key.
+ * the parsed body or a one-line reason the model can read (docs/design.md §5: a failed tool is a
+ * tool result). The reason names the provider and the HTTP status and never contains the key.
  */
 import { oneLine, redact, stripCredentials } from "../text.ts";
 

@@ -1,6 +1,6 @@
 /**
- * Work a tool asks the server itself to do (the web tools, DESIGN §5: tools the server answers
- * itself). The dialect only describes it as plain data; the transport runs it (it does I/O)
+ * Work a tool asks the server itself to do (the web tools, docs/design.md §5: tools the server
+ * answers itself). The dialect only describes it as plain data; the transport runs it (it does I/O)
  * and hands the result back as the tool's next reply, so handlers stay pure.
  */
 import type { FetchOutcome, SearchOutcome } from "../../../web/index.ts";

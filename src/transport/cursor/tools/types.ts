@@ -1,6 +1,6 @@
 /**
- * The contract of a tool in the catalogue (DESIGN §5): a definition for the model plus a mapping
- * to the client protocol. A tool is a small state machine driven by the tool session:
+ * The contract of a tool in the catalogue (docs/design.md §5): a definition for the model plus a
+ * mapping to the client protocol. A tool is a small state machine driven by the tool session:
  * `start` → (`request` a client operation | `done`), then `resume` with each client reply →
  * (`request` the next operation | `wait` for more replies | `done`). Handlers are pure; the
  * session owns ids, UI updates and the turn state.
