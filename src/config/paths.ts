@@ -4,6 +4,7 @@
  * testable on any machine.
  */
 import path from "node:path";
+import { platformPath, toUserDirectory } from "../store/index.ts";
 
 /** The inputs every path decision depends on (`process.env`, `process.platform`, `os.homedir()`). */
 export interface PlatformInputs {
@@ -17,25 +18,13 @@ export const CONFIG_FILE = "config.yaml";
 /** The environment variable that names the configuration file. */
 export const CONFIG_PATH_VARIABLE = "CURSOR_BYOK_CONFIG";
 
-/**
- * - Linux and other Unix: `$XDG_CONFIG_HOME` if it is an absolute path (the XDG rule), otherwise
- *   `~/.config`;
- * - macOS: `~/Library/Application Support`;
- * - Windows: `%APPDATA%`, otherwise `~\AppData\Roaming`.
- */
+/** In the platform's per-user configuration directory (`toUserDirectory`). */
 export function toDefaultConfigPath(inputs: PlatformInputs): string {
-  const { env, platform, homeDir } = inputs;
-  const paths = platform === "win32" ? path.win32 : path.posix;
-  let base: string;
-  if (platform === "win32") {
-    base = nonEmpty(env.APPDATA) ?? paths.join(homeDir, "AppData", "Roaming");
-  } else if (platform === "darwin") {
-    base = paths.join(homeDir, "Library", "Application Support");
-  } else {
-    const xdg = nonEmpty(env.XDG_CONFIG_HOME);
-    base = xdg !== undefined && paths.isAbsolute(xdg) ? xdg : paths.join(homeDir, ".config");
-  }
-  return paths.join(base, CONFIG_DIRECTORY, CONFIG_FILE);
+  return platformPath(inputs.platform).join(
+    toUserDirectory(inputs, "config"),
+    CONFIG_DIRECTORY,
+    CONFIG_FILE,
+  );
 }
 
 /** The configuration file to read, and who named it (a named file must exist). */

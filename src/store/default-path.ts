@@ -16,26 +16,38 @@ export interface DataDirectoryInputs {
 export const DATABASE_DIRECTORY = "cursor-byok";
 export const DATABASE_FILE = "cursor-byok.db";
 
+/** The path functions of the platform (`path.win32` on Windows, `path.posix` elsewhere). */
+export function platformPath(platform: string): path.PlatformPath {
+  return platform === "win32" ? path.win32 : path.posix;
+}
+
 /**
- * - Linux and other Unix: `$XDG_DATA_HOME` if it is an absolute path (the XDG rule), otherwise
- *   `~/.local/share`;
+ * The platform's per-user directory for data or configuration (the one platform-path rule; the
+ * configuration file's default path uses it too):
+ *
+ * - Linux and other Unix: `$XDG_DATA_HOME` (`$XDG_CONFIG_HOME`) if it is an absolute path (the
+ *   XDG rule), otherwise `~/.local/share` (`~/.config`);
  * - macOS: `~/Library/Application Support`;
  * - Windows: `%APPDATA%`, otherwise `~\AppData\Roaming`.
  */
-export function toDefaultDatabasePath(inputs: DataDirectoryInputs): string {
+export function toUserDirectory(inputs: DataDirectoryInputs, kind: "data" | "config"): string {
   const { env, platform, homeDir } = inputs;
-  const paths = platform === "win32" ? path.win32 : path.posix;
+  const paths = platformPath(platform);
   const nonEmpty = (value: string | undefined): string | undefined =>
     value === undefined || value === "" ? undefined : value;
-  let base: string;
   if (platform === "win32") {
-    base = nonEmpty(env.APPDATA) ?? paths.join(homeDir, "AppData", "Roaming");
-  } else if (platform === "darwin") {
-    base = paths.join(homeDir, "Library", "Application Support");
-  } else {
-    const xdg = nonEmpty(env.XDG_DATA_HOME);
-    base =
-      xdg !== undefined && paths.isAbsolute(xdg) ? xdg : paths.join(homeDir, ".local", "share");
+    return nonEmpty(env.APPDATA) ?? paths.join(homeDir, "AppData", "Roaming");
   }
-  return paths.join(base, DATABASE_DIRECTORY, DATABASE_FILE);
+  if (platform === "darwin") return paths.join(homeDir, "Library", "Application Support");
+  const xdg = nonEmpty(kind === "data" ? env.XDG_DATA_HOME : env.XDG_CONFIG_HOME);
+  if (xdg !== undefined && paths.isAbsolute(xdg)) return xdg;
+  return kind === "data" ? paths.join(homeDir, ".local", "share") : paths.join(homeDir, ".config");
+}
+
+export function toDefaultDatabasePath(inputs: DataDirectoryInputs): string {
+  return platformPath(inputs.platform).join(
+    toUserDirectory(inputs, "data"),
+    DATABASE_DIRECTORY,
+    DATABASE_FILE,
+  );
 }

@@ -5,7 +5,9 @@ export {
   DATABASE_DIRECTORY,
   DATABASE_FILE,
   type DataDirectoryInputs,
+  platformPath,
   toDefaultDatabasePath,
+  toUserDirectory,
 } from "./default-path.ts";
 export { isStoreError, STORE_ERROR_CODES, StoreError, type StoreErrorCode } from "./errors.ts";
 export { createMemoryStore } from "./memory-store.ts";
