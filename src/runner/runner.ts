@@ -12,17 +12,15 @@
  *   cancel can come between two events.
  * - A tool result is a new input, applied when the client answers; nothing waits for it.
  */
-import { type LLMStream, toErrorMessage } from "../llm/index.ts";
+import { toErrorMessage } from "../llm/index.ts";
 import {
   type CallClientCommand,
   type CallLLMCommand,
   type Command,
   type ConversationState,
-  createConversation,
   type Input,
   mayCancel,
   mayResume,
-  type RuntimeState,
   type ToolResultMessage,
   type Transition,
   toResumeCommand,
@@ -31,37 +29,12 @@ import {
   transition,
 } from "../loop/index.ts";
 import { createOperationRunner, type RecordWrite } from "../store/index.ts";
+import { createConversationCache, type Live } from "./conversation-cache.ts";
 import { createSerialQueue } from "./serial-queue.ts";
-import type {
-  Runner,
-  RunnerOptions,
-  SubmitOptions,
-  SubmitResult,
-  TurnOutcome,
-  TurnOutput,
-} from "./types.ts";
-
-/** What the runner holds in memory for a conversation. */
-interface Live {
-  readonly conversationID: string;
-  state: RuntimeState;
-  version: number;
-  output: TurnOutput | null;
-  /** The model call being opened or read (set before its stream exists). */
-  calling: string | null;
-  /** The model stream being read, if any. */
-  stream: { readonly callID: string; readonly stream: LLMStream } | null;
-  /** Operation ids whose tool runs in this process now. */
-  readonly tools: Set<string>;
-  /** Set when the entry was dropped after a failure the loop never saw: its work stops. */
-  retired: boolean;
-}
+import type { Runner, RunnerOptions, SubmitOptions, SubmitResult, TurnOutcome } from "./types.ts";
 
 /** How often one input is re-applied after losing the compare-and-swap before the turn fails. */
 const MAX_CONFLICT_ATTEMPTS = 3;
-
-/** Idle conversations kept in memory (the rest are loaded from the store when needed). */
-const IDLE_CACHE_SIZE = 32;
 
 export function createRunner(options: RunnerOptions): Runner {
   const { store, llm } = options;
@@ -69,7 +42,7 @@ export function createRunner(options: RunnerOptions): Runner {
   const report = options.onError ?? (() => {});
   const queue = createSerialQueue();
   const operations = createOperationRunner(store);
-  const live = new Map<string, Live>();
+  const live = createConversationCache(store);
   const background = new Set<Promise<void>>();
   let stopping = false;
 
@@ -87,47 +60,6 @@ export function createRunner(options: RunnerOptions): Runner {
       .finally(() => background.delete(task));
     if (what === "model call") background.add(task);
   };
-
-  async function load(conversationID: string): Promise<Live> {
-    const cached = live.get(conversationID);
-    if (cached !== undefined) {
-      live.delete(conversationID);
-      live.set(conversationID, cached); // most recently used last
-      return cached;
-    }
-    const loaded = await store.load(conversationID);
-    const entry: Live = {
-      conversationID,
-      state:
-        loaded === null
-          ? createConversation(conversationID)
-          : { committed: loaded.state, pending: null },
-      version: loaded?.version ?? 0,
-      output: null,
-      calling: null,
-      stream: null,
-      tools: new Set(),
-      retired: false,
-    };
-    live.set(conversationID, entry);
-    evictIdle();
-    return entry;
-  }
-
-  function evictIdle(): void {
-    let idle = [...live.values()].filter(
-      (entry) =>
-        entry.output === null &&
-        entry.calling === null &&
-        entry.stream === null &&
-        entry.tools.size === 0,
-    );
-    for (const entry of idle) {
-      if (idle.length <= IDLE_CACHE_SIZE) break;
-      live.delete(entry.conversationID);
-      idle = idle.slice(1);
-    }
-  }
 
   /**
    * Applies one input: transition, commit, publish, execute. Runs inside the conversation's
@@ -172,11 +104,11 @@ export function createRunner(options: RunnerOptions): Runner {
           break;
         case "duplicate":
         case "call_finished":
-          await reload(entry);
+          await live.reload(entry);
           return null;
         case "conflict": {
           // Another writer moved the conversation: start again from what it committed.
-          await reload(entry);
+          await live.reload(entry);
           if (attempt >= MAX_CONFLICT_ATTEMPTS) {
             throw new Error(
               `the conversation kept changing under this server (${attempt} conflicts)`,
@@ -191,15 +123,6 @@ export function createRunner(options: RunnerOptions): Runner {
     output?.publish(step.emit, step.state);
     execute(entry, step.command);
     return step;
-  }
-
-  async function reload(entry: Live): Promise<void> {
-    const loaded = await store.load(entry.conversationID);
-    entry.state =
-      loaded === null
-        ? createConversation(entry.conversationID)
-        : { committed: loaded.state, pending: null };
-    entry.version = loaded?.version ?? 0;
   }
 
   /**
@@ -257,7 +180,7 @@ export function createRunner(options: RunnerOptions): Runner {
     if (entry.retired) return;
     entry.retired = true;
     entry.stream?.stream.abort("failed");
-    live.delete(entry.conversationID);
+    live.drop(entry.conversationID);
     const failure = toErrorMessage({
       api: "cursor-byok",
       provider: "cursor-byok",
@@ -390,7 +313,7 @@ export function createRunner(options: RunnerOptions): Runner {
   return {
     submit(conversationID, input, output, submitOptions: SubmitOptions = {}) {
       return queue.run(conversationID, async (): Promise<SubmitResult> => {
-        const entry = await load(conversationID);
+        const entry = await live.load(conversationID);
         if (await store.findInputCommit(conversationID, input.inputID)) {
           return { type: "duplicate" };
         }
@@ -425,7 +348,7 @@ export function createRunner(options: RunnerOptions): Runner {
 
     resume(conversationID, output, options = {}) {
       return queue.run(conversationID, async () => {
-        const entry = await load(conversationID);
+        const entry = await live.load(conversationID);
         const state = entry.state.committed;
         if (mayResume(state, entry.output, output, options.turnID).type === "refused") return false;
         const command = toResumeCommand(state);
