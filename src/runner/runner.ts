@@ -11,30 +11,28 @@
  * - Model events are read outside the queue and each is applied as its own queued step, so a
  *   cancel can come between two events.
  * - A tool result is a new input, applied when the client answers; nothing waits for it.
+ *
+ * This file assembles the parts: the conversation cache (conversation-cache.ts), applying an input
+ * with compare-and-swap and retry (apply-input.ts), a model call (model-call.ts) and a tool call
+ * (tool-call.ts).
  */
 import { toErrorMessage } from "../llm/index.ts";
 import {
-  type CallClientCommand,
-  type CallLLMCommand,
   type Command,
-  type ConversationState,
   type Input,
   mayCancel,
   mayResume,
-  type ToolResultMessage,
   type Transition,
   toResumeCommand,
-  toStepRecords,
   toSupersedingCancel,
-  transition,
 } from "../loop/index.ts";
 import { createOperationRunner, type RecordWrite } from "../store/index.ts";
+import { createApplyInput } from "./apply-input.ts";
 import { createConversationCache, type Live } from "./conversation-cache.ts";
+import { createModelCall } from "./model-call.ts";
 import { createSerialQueue } from "./serial-queue.ts";
+import { createToolCall } from "./tool-call.ts";
 import type { Runner, RunnerOptions, SubmitOptions, SubmitResult, TurnOutcome } from "./types.ts";
-
-/** How often one input is re-applied after losing the compare-and-swap before the turn fails. */
-const MAX_CONFLICT_ATTEMPTS = 3;
 
 export function createRunner(options: RunnerOptions): Runner {
   const { store, llm } = options;
@@ -45,6 +43,10 @@ export function createRunner(options: RunnerOptions): Runner {
   const live = createConversationCache(store);
   const background = new Set<Promise<void>>();
   let stopping = false;
+  const isStopping = (): boolean => stopping;
+  const applyInput = createApplyInput({ store, cache: live, execute });
+  const callModel = createModelCall({ store, llm, now, queue, apply, isStopping });
+  const callTool = createToolCall({ operations, now, queue, apply, isStopping });
 
   /**
    * Runs work outside the caller's queue step. Model calls are awaited by `shutdown`; tool calls
@@ -73,74 +75,11 @@ export function createRunner(options: RunnerOptions): Runner {
     extra: (step: Transition) => readonly RecordWrite[] = () => [],
   ): Promise<Transition | null> {
     try {
-      return await applyOnce(entry, input, inputID, extra, 1);
+      return await applyInput(entry, input, inputID, extra);
     } catch (error) {
       fail(entry, `the conversation could not be saved: ${describe(error)}`);
       throw error;
     }
-  }
-
-  async function applyOnce(
-    entry: Live,
-    input: Input,
-    inputID: string,
-    extra: (step: Transition) => readonly RecordWrite[],
-    attempt: number,
-  ): Promise<Transition | null> {
-    const before = entry.state;
-    const step = transition(before, input);
-    if (step.state.committed !== before.committed) {
-      const records = [...(await toRecords(before.committed, step)), ...extra(step)];
-      const result = await store.commitInput({
-        inputID,
-        expectedVersion: entry.version,
-        state: step.state.committed,
-        result: { command: step.command.type, rejected: step.rejected?.reason ?? null },
-        records,
-      });
-      switch (result.type) {
-        case "committed":
-          entry.version = result.commit.version;
-          break;
-        case "duplicate":
-        case "call_finished":
-          await live.reload(entry);
-          return null;
-        case "conflict": {
-          // Another writer moved the conversation: start again from what it committed.
-          await live.reload(entry);
-          if (attempt >= MAX_CONFLICT_ATTEMPTS) {
-            throw new Error(
-              `the conversation kept changing under this server (${attempt} conflicts)`,
-            );
-          }
-          return applyOnce(entry, input, inputID, extra, attempt + 1);
-        }
-      }
-    }
-    entry.state = step.state;
-    const output = entry.output;
-    output?.publish(step.emit, step.state);
-    execute(entry, step.command);
-    return step;
-  }
-
-  /**
-   * The records a committed step implies (`toStepRecords`), less status changes of rows the
-   * store does not have (a call or operation from before they were saved).
-   */
-  async function toRecords(before: ConversationState, step: Transition): Promise<RecordWrite[]> {
-    const records: RecordWrite[] = [];
-    for (const record of toStepRecords(before, step)) {
-      const exists =
-        record.type === "llm_call_status"
-          ? (await store.getLLMCall(record.callID)) !== null
-          : record.type === "client_operation_status"
-            ? (await store.getClientOperation(record.operationID)) !== null
-            : true;
-      if (exists) records.push(record);
-    }
-    return records;
   }
 
   function execute(entry: Live, command: Command): void {
@@ -190,124 +129,6 @@ export function createRunner(options: RunnerOptions): Runner {
       timestamp: now(),
     });
     endTurn(entry, { type: "failed", message: failure });
-  }
-
-  async function callModel(entry: Live, command: CallLLMCommand): Promise<void> {
-    if (stopping) return;
-    const conversationID = entry.conversationID;
-    const turnID = entry.state.committed.turnID;
-    const saved = await store.getLLMCall(command.callID);
-    // A cancel or shutdown that came while the call was being prepared wins: open nothing.
-    const current = entry.state.committed;
-    if (
-      stopping ||
-      entry.retired ||
-      current.status !== "waiting_llm" ||
-      current.call?.callID !== command.callID
-    ) {
-      return;
-    }
-    const stream = llm.stream({
-      callID: command.callID,
-      model: command.model,
-      request: command.request,
-      conversationID,
-      ...(saved === null ? {} : { replay: { body: saved.request } }),
-      beforeSend: async (exact) => {
-        await store.saveLLMCall({
-          callID: command.callID,
-          conversationID,
-          turnID,
-          model: command.model,
-          request: exact.body,
-          messagesHash: command.messagesHash,
-          messageCount: command.messageCount,
-          lastMessageHash: command.lastMessageHash,
-          status: "planned",
-        });
-        await store.setLLMCallStatus(command.callID, "streaming");
-      },
-    });
-    entry.stream = { callID: command.callID, stream };
-    // Timing for the dashboard: saved with the call's next commit, not as a write of its own.
-    let firstEventAt: number | null = null;
-    const timing = (): RecordWrite[] =>
-      firstEventAt === null
-        ? []
-        : [{ type: "llm_call_first_event", callID: command.callID, at: firstEventAt }];
-    try {
-      for await (const event of stream) {
-        if (stopping || entry.retired) return;
-        // "First token" is the first content delta, not `start` (docs/dashboard.md, Timing).
-        if (
-          event.type === "text_delta" ||
-          event.type === "thinking_delta" ||
-          event.type === "toolcall_delta"
-        ) {
-          firstEventAt ??= Math.floor(now());
-        }
-        const step = await queue.run(conversationID, () =>
-          apply(
-            entry,
-            { type: "llm_event", callID: command.callID, event },
-            command.callID,
-            timing,
-          ),
-        );
-        if (step === null || step.command.type !== "continue_llm") return;
-      }
-    } finally {
-      if (entry.stream?.stream === stream) entry.stream = null;
-      // After the terminal event this does nothing; before it, it closes the upstream request.
-      stream.abort("stream no longer read");
-    }
-  }
-
-  async function callTool(entry: Live, command: CallClientCommand): Promise<void> {
-    const output = entry.output;
-    if (stopping || output === null || entry.tools.has(command.operationID)) return;
-    const state = entry.state.committed;
-    entry.tools.add(command.operationID);
-    try {
-      let record: Awaited<ReturnType<typeof operations.runOnce>>;
-      try {
-        record = await operations.runOnce(
-          {
-            operationID: command.operationID,
-            conversationID: entry.conversationID,
-            turnID: state.turnID,
-            toolCallID: command.toolCall.id,
-            request: command.toolCall,
-          },
-          (_saved, attempt) => output.runTool(command, state, attempt),
-        );
-      } catch (error) {
-        // The turn ended while the client ran the tool (a cancel, a shutdown, the client gone):
-        // the operation stays for a resume or is canceled with the turn. Not a fault.
-        if (stopping || entry.retired || !isWaitingFor(entry, command.operationID)) return;
-        throw error;
-      }
-      if (record.status !== "completed" || stopping || entry.retired) return;
-      const message = record.result as ToolResultMessage;
-      // A tool may change what the rest of the turn runs with (a mode switch).
-      const settings =
-        state.settings === null ? undefined : output.settingsAfterTool?.(state.settings);
-      await queue.run(entry.conversationID, () =>
-        apply(
-          entry,
-          {
-            type: "tool_result",
-            inputID: `result:${command.operationID}`,
-            at: now(),
-            message,
-            ...(settings === undefined ? {} : { settings }),
-          },
-          `result:${command.operationID}`,
-        ),
-      );
-    } finally {
-      entry.tools.delete(command.operationID);
-    }
   }
 
   return {
@@ -406,18 +227,6 @@ export function createRunner(options: RunnerOptions): Runner {
 interface BoundStream {
   readonly turnID: string;
   readonly client: string | null;
-}
-
-/** Whether the conversation still waits for the result of `operationID`. */
-function isWaitingFor(entry: Live, operationID: string): boolean {
-  const state = entry.state.committed;
-  const waiting = state.waiting;
-  return (
-    state.status === "waiting_client" &&
-    waiting !== undefined &&
-    waiting !== null &&
-    waiting.operationIDs.slice(waiting.answered).includes(operationID)
-  );
 }
 
 function applied(step: Transition): SubmitResult {

@@ -1,0 +1,106 @@
+/**
+ * Applying one input to a conversation held in memory (docs/design.md §5, §7): `transition`, then
+ * — when the committed state changed — one commit of the state with the records the step implies,
+ * guarded by the conversation's version; then the emitted events go to the client and the command
+ * is carried out. A lost compare-and-swap reloads what the other writer committed and applies the
+ * input again, at most `MAX_CONFLICT_ATTEMPTS` times.
+ */
+import {
+  type Command,
+  type ConversationState,
+  type Input,
+  type Transition,
+  toStepRecords,
+  transition,
+} from "../loop/index.ts";
+import type { RecordWrite, Store } from "../store/index.ts";
+import type { ConversationCache, Live } from "./conversation-cache.ts";
+
+/** How often one input is re-applied after losing the compare-and-swap before the turn fails. */
+export const MAX_CONFLICT_ATTEMPTS = 3;
+
+/**
+ * Applies `input` under `inputID`; `extra` adds records to its commit. Resolves null when the
+ * store had already applied the input (a duplicate); rejects when the commit failed.
+ */
+export type ApplyInput = (
+  entry: Live,
+  input: Input,
+  inputID: string,
+  extra?: (step: Transition) => readonly RecordWrite[],
+) => Promise<Transition | null>;
+
+export interface ApplyInputDeps {
+  readonly store: Pick<Store, "commitInput" | "getLLMCall" | "getClientOperation">;
+  readonly cache: Pick<ConversationCache, "reload">;
+  /** Carries out the step's command, after its events were published. */
+  readonly execute: (entry: Live, command: Command) => void;
+}
+
+export function createApplyInput(deps: ApplyInputDeps): ApplyInput {
+  const { store, cache, execute } = deps;
+
+  /**
+   * The records a committed step implies (`toStepRecords`), less status changes of rows the
+   * store does not have (a call or operation from before they were saved).
+   */
+  async function toRecords(before: ConversationState, step: Transition): Promise<RecordWrite[]> {
+    const records: RecordWrite[] = [];
+    for (const record of toStepRecords(before, step)) {
+      const exists =
+        record.type === "llm_call_status"
+          ? (await store.getLLMCall(record.callID)) !== null
+          : record.type === "client_operation_status"
+            ? (await store.getClientOperation(record.operationID)) !== null
+            : true;
+      if (exists) records.push(record);
+    }
+    return records;
+  }
+
+  async function applyOnce(
+    entry: Live,
+    input: Input,
+    inputID: string,
+    extra: (step: Transition) => readonly RecordWrite[],
+    attempt: number,
+  ): Promise<Transition | null> {
+    const before = entry.state;
+    const step = transition(before, input);
+    if (step.state.committed !== before.committed) {
+      const records = [...(await toRecords(before.committed, step)), ...extra(step)];
+      const result = await store.commitInput({
+        inputID,
+        expectedVersion: entry.version,
+        state: step.state.committed,
+        result: { command: step.command.type, rejected: step.rejected?.reason ?? null },
+        records,
+      });
+      switch (result.type) {
+        case "committed":
+          entry.version = result.commit.version;
+          break;
+        case "duplicate":
+        case "call_finished":
+          await cache.reload(entry);
+          return null;
+        case "conflict": {
+          // Another writer moved the conversation: start again from what it committed.
+          await cache.reload(entry);
+          if (attempt >= MAX_CONFLICT_ATTEMPTS) {
+            throw new Error(
+              `the conversation kept changing under this server (${attempt} conflicts)`,
+            );
+          }
+          return applyOnce(entry, input, inputID, extra, attempt + 1);
+        }
+      }
+    }
+    entry.state = step.state;
+    entry.output?.publish(step.emit, step.state);
+    execute(entry, step.command);
+    return step;
+  }
+
+  return (entry, input, inputID, extra = () => []) => applyOnce(entry, input, inputID, extra, 1);
+}

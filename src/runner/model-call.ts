@@ -1,0 +1,99 @@
+/**
+ * One model call of a conversation (docs/design.md §5, §7): the exact request is saved before any
+ * byte goes upstream (a retry after a restart sends the saved bytes), then the call's events are
+ * read outside the conversation's queue and each is applied as its own queued step, so a cancel
+ * can come between two of them. A cancel or shutdown that comes while the call is being prepared
+ * wins: nothing is opened.
+ */
+import type { LLM } from "../llm/index.ts";
+import type { CallLLMCommand } from "../loop/index.ts";
+import type { RecordWrite, Store } from "../store/index.ts";
+import type { ApplyInput } from "./apply-input.ts";
+import type { Live } from "./conversation-cache.ts";
+import type { SerialQueue } from "./serial-queue.ts";
+
+export interface ModelCallDeps {
+  readonly store: Pick<Store, "getLLMCall" | "saveLLMCall" | "setLLMCallStatus">;
+  readonly llm: Pick<LLM, "stream">;
+  readonly now: () => number;
+  readonly queue: SerialQueue;
+  readonly apply: ApplyInput;
+  /** True once the runner shuts down: nothing more is opened or applied. */
+  readonly isStopping: () => boolean;
+}
+
+export type ModelCall = (entry: Live, command: CallLLMCommand) => Promise<void>;
+
+export function createModelCall(deps: ModelCallDeps): ModelCall {
+  const { store, llm, now, queue, apply, isStopping } = deps;
+  return async (entry, command) => {
+    if (isStopping()) return;
+    const conversationID = entry.conversationID;
+    const turnID = entry.state.committed.turnID;
+    const saved = await store.getLLMCall(command.callID);
+    // A cancel or shutdown that came while the call was being prepared wins: open nothing.
+    const current = entry.state.committed;
+    if (
+      isStopping() ||
+      entry.retired ||
+      current.status !== "waiting_llm" ||
+      current.call?.callID !== command.callID
+    ) {
+      return;
+    }
+    const stream = llm.stream({
+      callID: command.callID,
+      model: command.model,
+      request: command.request,
+      conversationID,
+      ...(saved === null ? {} : { replay: { body: saved.request } }),
+      beforeSend: async (exact) => {
+        await store.saveLLMCall({
+          callID: command.callID,
+          conversationID,
+          turnID,
+          model: command.model,
+          request: exact.body,
+          messagesHash: command.messagesHash,
+          messageCount: command.messageCount,
+          lastMessageHash: command.lastMessageHash,
+          status: "planned",
+        });
+        await store.setLLMCallStatus(command.callID, "streaming");
+      },
+    });
+    entry.stream = { callID: command.callID, stream };
+    // Timing for the dashboard: saved with the call's next commit, not as a write of its own.
+    let firstEventAt: number | null = null;
+    const timing = (): RecordWrite[] =>
+      firstEventAt === null
+        ? []
+        : [{ type: "llm_call_first_event", callID: command.callID, at: firstEventAt }];
+    try {
+      for await (const event of stream) {
+        if (isStopping() || entry.retired) return;
+        // "First token" is the first content delta, not `start` (docs/dashboard.md, Timing).
+        if (
+          event.type === "text_delta" ||
+          event.type === "thinking_delta" ||
+          event.type === "toolcall_delta"
+        ) {
+          firstEventAt ??= Math.floor(now());
+        }
+        const step = await queue.run(conversationID, () =>
+          apply(
+            entry,
+            { type: "llm_event", callID: command.callID, event },
+            command.callID,
+            timing,
+          ),
+        );
+        if (step === null || step.command.type !== "continue_llm") return;
+      }
+    } finally {
+      if (entry.stream?.stream === stream) entry.stream = null;
+      // After the terminal event this does nothing; before it, it closes the upstream request.
+      stream.abort("stream no longer read");
+    }
+  };
+}
