@@ -110,9 +110,6 @@ export interface AgentStream {
   close(reason: string): void;
 }
 
-/** How many recent appends keep their outcome for repeats. */
-const REMEMBERED_APPENDS = 64;
-
 /** Client events that only make sense on a stream that carries a turn. */
 const NEEDS_TURN: ReadonlySet<ClientEvent["type"]> = new Set([
   "cancel",
@@ -149,7 +146,6 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   /** The mode when the running tool call started: a switch_mode call may change it. */
   let modeAtToolStart: Mode | null = null;
   const loggedUnsupported = new Set<string>();
-  const outcomes = new Map<number, Promise<void>>();
 
   const send = (messages: readonly AgentServerMessage[]): void => {
     if (outbound.ended) return;
@@ -541,31 +537,14 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       return conversationID;
     },
     append(seqno, message) {
-      // A repeat of a recent append gets the original's outcome, not an early "ok".
-      const known = outcomes.get(seqno);
-      if (known !== undefined) return known;
-      const outcome = (async () => {
-        let verdict: "apply" | "stale";
-        try {
-          verdict = await sequencer.enter(seqno);
-        } catch (error) {
+      return sequencer.run(
+        seqno,
+        () => apply(seqno, message),
+        (error) => {
           const detail = error instanceof SequenceGapError ? error.message : String(error);
-          throw toProtocolError({ type: "append_out_of_order", detail });
-        }
-        if (verdict === "stale") return;
-        try {
-          await apply(seqno, message);
-        } finally {
-          sequencer.leave(seqno);
-        }
-      })();
-      outcomes.set(seqno, outcome);
-      outcome.catch(() => {});
-      if (outcomes.size > REMEMBERED_APPENDS) {
-        const oldest = outcomes.keys().next().value;
-        if (oldest !== undefined) outcomes.delete(oldest);
-      }
-      return outcome;
+          return toProtocolError({ type: "append_out_of_order", detail });
+        },
+      );
     },
     async *subscribe(signal) {
       if (graceTimer !== null) clearTimeout(graceTimer);

@@ -86,3 +86,65 @@ describe("createAppendSequencer()", () => {
     assert.equal(seq.next, 9);
   });
 });
+
+describe("run(): ordered appends with remembered outcomes", () => {
+  test("appends run in seqno order, whatever order they arrive in", async () => {
+    const seq = createAppendSequencer(options);
+    const order: number[] = [];
+    const fail = (error: unknown) => error;
+    const late = seq.run(1, async () => void order.push(1), fail);
+    await seq.run(0, async () => void order.push(0), fail);
+    await late;
+    assert.deepEqual(order, [0, 1]);
+  });
+
+  test("a repeat of a recent append gets the original's outcome and does not run again", async () => {
+    const seq = createAppendSequencer(options);
+    let runs = 0;
+    const failing = seq.run(
+      0,
+      async () => {
+        runs += 1;
+        throw new Error("refused");
+      },
+      (error) => error,
+    );
+    assert.equal(
+      seq.run(
+        0,
+        async () => {
+          runs += 1;
+        },
+        (error) => error,
+      ),
+      failing,
+    );
+    await assert.rejects(failing, /refused/);
+    assert.equal(runs, 1);
+  });
+
+  test("a refusal to enter is mapped by enterFailed; only the last `remembered` outcomes are kept", async () => {
+    const seq = createAppendSequencer({ ...options, remembered: 1 });
+    const mapped = new Error("mapped");
+    await assert.rejects(
+      seq.run(
+        100,
+        async () => {},
+        () => mapped,
+      ),
+      (error) => error === mapped,
+    );
+    await seq.run(
+      0,
+      async () => {},
+      (error) => error,
+    );
+    // 100 is forgotten: a new run of it is a new attempt.
+    const again = seq.run(
+      100,
+      async () => {},
+      () => new Error("again"),
+    );
+    await assert.rejects(again, /again/);
+  });
+});

@@ -17,6 +17,16 @@ export interface AppendSequencer {
   leave(seqno: number): void;
   /** The next seqno expected. */
   readonly next: number;
+  /**
+   * `enter`, `apply` in this append's turn (nothing for a repeat), `leave`; and the outcome of the
+   * last `remembered` appends is kept, so a repeat of a recent append gets the original's outcome
+   * (not an early "ok"). A rejection of `enter` becomes `enterFailed(error)`.
+   */
+  run(
+    seqno: number,
+    apply: () => Promise<void>,
+    enterFailed: (error: unknown) => unknown,
+  ): Promise<void>;
   /** Rejects every waiting append (e.g. when the request is discarded). */
   close(reason: string): void;
   /**
@@ -40,6 +50,8 @@ export class SequenceGapError extends Error {
 export interface AppendSequencerOptions {
   readonly gapTimeoutMs: number;
   readonly maxAhead: number;
+  /** How many recent appends keep their outcome for repeats (`run`); default 64. */
+  readonly remembered?: number;
 }
 
 export function createAppendSequencer(options: AppendSequencerOptions): AppendSequencer {
@@ -51,6 +63,9 @@ export function createAppendSequencer(options: AppendSequencerOptions): AppendSe
     { resolve: (value: "apply") => void; reject: (error: Error) => void; timer: NodeJS.Timeout }
   >();
 
+  const outcomes = new Map<number, Promise<void>>();
+  const remembered = options.remembered ?? 64;
+
   const admit = (seqno: number): void => {
     const waiter = waiting.get(seqno);
     if (waiter === undefined) return;
@@ -60,9 +75,34 @@ export function createAppendSequencer(options: AppendSequencerOptions): AppendSe
     waiter.resolve("apply");
   };
 
-  return {
+  const sequencer: AppendSequencer = {
     get next() {
       return next;
+    },
+    run(seqno, apply, enterFailed) {
+      const known = outcomes.get(seqno);
+      if (known !== undefined) return known;
+      const outcome = (async () => {
+        let verdict: "apply" | "stale";
+        try {
+          verdict = await sequencer.enter(seqno);
+        } catch (error) {
+          throw enterFailed(error);
+        }
+        if (verdict === "stale") return;
+        try {
+          await apply();
+        } finally {
+          sequencer.leave(seqno);
+        }
+      })();
+      outcomes.set(seqno, outcome);
+      outcome.catch(() => {});
+      if (outcomes.size > remembered) {
+        const oldest = outcomes.keys().next().value;
+        if (oldest !== undefined) outcomes.delete(oldest);
+      }
+      return outcome;
     },
     enter(seqno) {
       if (!Number.isSafeInteger(seqno) || seqno < 0) {
@@ -114,4 +154,5 @@ export function createAppendSequencer(options: AppendSequencerOptions): AppendSe
       waiting.clear();
     },
   };
+  return sequencer;
 }
