@@ -45,8 +45,8 @@ export function createRunner(options: RunnerOptions): Runner {
   let stopping = false;
   const isStopping = (): boolean => stopping;
   const applyInput = createApplyInput({ store, cache: live, execute });
-  const callModel = createModelCall({ store, llm, now, queue, apply, isStopping });
-  const callTool = createToolCall({ operations, now, queue, apply, isStopping });
+  const callModel = createModelCall({ store, llm, now, queue, apply: applyOrEndTurn, isStopping });
+  const callTool = createToolCall({ operations, now, queue, apply: applyOrEndTurn, isStopping });
 
   /**
    * Runs work outside the caller's queue step. Model calls are awaited by `shutdown`; tool calls
@@ -68,7 +68,7 @@ export function createRunner(options: RunnerOptions): Runner {
    * queue. Returns null when the store had already applied it (a duplicate). Any failure ends
    * the turn on the client (the loop never saw it) and is rethrown.
    */
-  async function apply(
+  async function applyOrEndTurn(
     entry: Live,
     input: Input,
     inputID: string,
@@ -141,14 +141,14 @@ export function createRunner(options: RunnerOptions): Runner {
         if (input.type === "cancel") {
           const access = mayCancel(entry.output, output);
           if (access.type === "refused") return { type: "applied", rejected: access.reason };
-          const step = await apply(entry, input, input.inputID);
+          const step = await applyOrEndTurn(entry, input, input.inputID);
           return step === null ? { type: "duplicate" } : applied(step);
         }
         const cancel = toSupersedingCancel(entry.state.committed, input);
-        if (cancel !== null) await apply(entry, cancel, cancel.inputID);
+        if (cancel !== null) await applyOrEndTurn(entry, cancel, cancel.inputID);
         entry.output = output;
         const { requestID, clientState } = submitOptions;
-        const step = await apply(entry, input, input.inputID, (started) =>
+        const step = await applyOrEndTurn(entry, input, input.inputID, (started) =>
           requestID === undefined
             ? []
             : [

@@ -473,7 +473,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     );
   };
 
-  const apply = async (seqno: number, message: AgentClientMessage): Promise<void> => {
+  const applyClientMessage = async (seqno: number, message: AgentClientMessage): Promise<void> => {
     const event = fromClientMessage(message);
     if (turn === null && NEEDS_TURN.has(event.type)) {
       throw toProtocolError({ type: "no_turn", requestID, event: event.type });
@@ -539,7 +539,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     append(seqno, message) {
       return sequencer.run(
         seqno,
-        () => apply(seqno, message),
+        () => applyClientMessage(seqno, message),
         (error) => {
           const detail = error instanceof SequenceGapError ? error.message : String(error);
           return toProtocolError({ type: "append_out_of_order", detail });
