@@ -8,6 +8,7 @@ import { isStoreError } from "../store/index.ts";
 import { AGENT_COMMAND } from "./agent.ts";
 import type { Command } from "./command.ts";
 import { CONFIG_COMMAND, CONFIG_INIT_COMMAND } from "./config-init.ts";
+import { DB_MIGRATE_COMMAND } from "./db.ts";
 import { DOCTOR_COMMAND } from "./doctor.ts";
 import { IDE_COMMAND } from "./ide.ts";
 import type { CliIO } from "./io.ts";
@@ -25,6 +26,7 @@ export const COMMANDS: readonly Command[] = [
   IDE_COMMAND,
   AGENT_COMMAND,
   USAGE_COMMAND,
+  DB_MIGRATE_COMMAND,
 ];
 
 export interface CliInfo {
@@ -72,6 +74,11 @@ function findCommand(
   if (first === "config") {
     if (rest[0] === "init") return { command: CONFIG_INIT_COMMAND, commandArgs: rest.slice(1) };
     return { command: CONFIG_COMMAND, commandArgs: rest };
+  }
+  if (first === "db") {
+    return rest[0] === "migrate"
+      ? { command: DB_MIGRATE_COMMAND, commandArgs: rest.slice(1) }
+      : { command: undefined, commandArgs: rest };
   }
   return { command: COMMANDS.find((command) => command.name === first), commandArgs: rest };
 }

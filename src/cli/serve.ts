@@ -15,7 +15,7 @@ import { readIdeStatus, toStaleProblem } from "../ide/status.ts";
 import { runCommand } from "../ide/trust.ts";
 import { createLLM } from "../llm/index.ts";
 import { createRunner } from "../runner/runner.ts";
-import { lockDatabase, openSqliteStore, type Store } from "../store/index.ts";
+import type { Store } from "../store/index.ts";
 import { logRunnerErrors } from "../transport/log.ts";
 import { loadPathEncryptionKeys } from "../transport/path-encryption-keys.ts";
 import type { IdeProxy } from "../transport/proxy/proxy.ts";
@@ -38,6 +38,7 @@ import type { Command } from "./command.ts";
 import { toReadSetup } from "./dashboard-setup.ts";
 import { toProxyUrl } from "./ide.ts";
 import { createLog } from "./log.ts";
+import { type OpenedStore, openServerStore } from "./open-store.ts";
 import { loadSettings } from "./settings.ts";
 import { toWebSummary, toWebTools } from "./web-tools.ts";
 
@@ -105,14 +106,8 @@ export const SERVE_COMMAND: Command = {
         "server.http2 is ignored in IDE mode: Cursor's HTTP/2 client does not use the proxy, so clients are told to use HTTP/1.1",
       );
     }
-    const lock = lockDatabase(config.databasePath);
-    let store: Store;
-    try {
-      store = openSqliteStore({ path: config.databasePath });
-    } catch (error) {
-      lock.release();
-      throw error;
-    }
+    const opened = await openServerStore(config);
+    const store: Store = opened.store;
     let server: LocalServer;
     try {
       const llm = createLLM({ models: config.models.map((model) => model.config) });
@@ -144,8 +139,7 @@ export const SERVE_COMMAND: Command = {
         },
       );
     } catch (error) {
-      await store.close();
-      lock.release();
+      await opened.close();
       io.stderr.write(`cursor-byok: ${toListenProblem(error, config)}\n`);
       return 1;
     }
@@ -163,8 +157,7 @@ export const SERVE_COMMAND: Command = {
         });
       } catch (error) {
         await server.close();
-        await store.close();
-        lock.release();
+        await opened.close();
         const code = (error as NodeJS.ErrnoException).code;
         io.stderr.write(
           `cursor-byok: ${
@@ -190,18 +183,19 @@ export const SERVE_COMMAND: Command = {
     log.info(
       {
         url: server.url,
-        database: config.databasePath,
+        database: opened.location,
         config: config.file.exists ? config.file.path : null,
         models: config.models.map((model) => model.config.name),
       },
       "cursor-byok is listening",
     );
     // On a terminal the banner is for the user; otherwise stdout carries JSON log lines only.
-    (io.stdout.isTTY === true ? io.stdout : io.stderr).write(toBanner(config, server, proxy));
+    (io.stdout.isTTY === true ? io.stdout : io.stderr).write(
+      toBanner(config, server, proxy, opened.location),
+    );
     await untilStopped(log);
     await proxy?.close();
-    await shutDown(server, store, log);
-    lock.release();
+    await shutDown(server, opened, log);
     return 0;
   },
 };
@@ -242,7 +236,12 @@ function toListenProblem(error: unknown, config: Config): string {
   }
 }
 
-function toBanner(config: Config, server: Server, proxy: IdeProxy | undefined): string {
+function toBanner(
+  config: Config,
+  server: Server,
+  proxy: IdeProxy | undefined,
+  database: string,
+): string {
   const url = `http://${toConnectHost(server.address.address)}:${server.address.port}`;
   const names = config.models.map((model, index) =>
     index === 0 ? `${model.config.name} (default)` : model.config.name,
@@ -256,7 +255,7 @@ function toBanner(config: Config, server: Server, proxy: IdeProxy | undefined): 
     `cursor-byok is serving on ${url}`,
     `  models:   ${models}`,
     `  config:   ${config.file.exists ? config.file.path : `${config.file.path} (not found; using defaults)`}`,
-    `  database: ${config.databasePath}`,
+    `  database: ${database}`,
     `  dashboard: ${url}/ui/`,
     `  web:      ${toWebSummary(config.web)}`,
   ];
@@ -302,7 +301,7 @@ function untilStopped(log: Logger): Promise<void> {
   });
 }
 
-async function shutDown(server: Server, store: Store, log: Logger): Promise<void> {
+async function shutDown(server: Server, store: OpenedStore, log: Logger): Promise<void> {
   const limit = setTimeout(() => {
     log.error({ limitMs: SHUTDOWN_LIMIT_MS }, "shutdown did not finish in time; exiting");
     process.exit(1);

@@ -64,6 +64,8 @@ export interface Config {
   readonly dataDirectory: string;
   /** `<dataDirectory>/cursor-byok.db`. */
   readonly databasePath: string;
+  /** The team store (`data.postgres`, or `DATABASE_URL`); absent: the SQLite file. */
+  readonly postgres?: PostgresSettings;
   readonly logLevel: LogLevel;
   /** In offer order; the first is the default. Empty: the server offers its demo model. */
   readonly models: readonly ConfiguredModel[];
@@ -72,6 +74,14 @@ export interface Config {
   readonly missingKeys: readonly MissingKey[];
   /** The web tools: search provider, fetch limits, approval. */
   readonly web: WebSettings;
+}
+
+export interface PostgresSettings {
+  /** `postgres://…`; may hold a password, so never shown. */
+  readonly url: Secret;
+  readonly origin: "data.postgres.url" | "DATABASE_URL";
+  readonly poolSize?: number;
+  readonly statementTimeoutMs?: number;
 }
 
 /** Command-line values; each wins over the file. */

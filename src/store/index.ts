@@ -11,6 +11,13 @@ export {
 } from "./default-path.ts";
 export { isStoreError, STORE_ERROR_CODES, StoreError, type StoreErrorCode } from "./errors.ts";
 export { createMemoryStore } from "./memory-store.ts";
+export { POSTGRES_SCHEMA_VERSION } from "./postgres-schema.ts";
+export {
+  migratePostgresDatabase,
+  openPostgresStore,
+  type PostgresStoreOptions,
+  toPostgresLocation,
+} from "./postgres-store.ts";
 export {
   createOperationRunner,
   type OperationAttempt,
