@@ -29,13 +29,21 @@ export type TestPostgresResult =
 
 let started: Promise<TestPostgresResult> | null = null;
 
-/** One server per process, started on first use. */
-export function getTestPostgres(): Promise<TestPostgresResult> {
-  started ??= start();
+export interface TestPostgresOptions {
+  /**
+   * Keep PostgreSQL's durability settings (fsync, synchronous commit) on, for benchmarks that
+   * compare with SQLite's `synchronous = FULL`. Tests turn them off: a throw-away cluster.
+   */
+  readonly durable?: boolean;
+}
+
+/** One server per process, started on first use (the first call's options apply). */
+export function getTestPostgres(options: TestPostgresOptions = {}): Promise<TestPostgresResult> {
+  started ??= start(options);
   return started;
 }
 
-async function start(): Promise<TestPostgresResult> {
+async function start(options: TestPostgresOptions): Promise<TestPostgresResult> {
   const given = process.env[TEST_DATABASE_VARIABLE];
   if (given !== undefined && given !== "") return { type: "ready", server: serverAt(given) };
   const bin = findBinaries();
@@ -48,7 +56,7 @@ async function start(): Promise<TestPostgresResult> {
     };
   }
   try {
-    return { type: "ready", server: serverAt(await startCluster(bin)) };
+    return { type: "ready", server: serverAt(await startCluster(bin, options.durable === true)) };
   } catch (error) {
     return {
       type: "unavailable",
@@ -123,7 +131,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function startCluster(bin: string): Promise<string> {
+async function startCluster(bin: string, durable: boolean): Promise<string> {
   const directory = mkdtempSync(join(tmpdir(), "cursor-byok-pg-"));
   // The unprivileged user writes the cluster and its socket here.
   chmodSync(directory, 0o777);
@@ -151,7 +159,10 @@ async function startCluster(bin: string): Promise<string> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
     try {
-      // fsync off: a throw-away cluster; durability is PostgreSQL's, not under test here.
+      // fsync off for tests: a throw-away cluster; durability is PostgreSQL's, not under test.
+      const speed = durable
+        ? ""
+        : " -c fsync=off -c synchronous_commit=off -c full_page_writes=off";
       run("pg_ctl", [
         "-D",
         data,
@@ -159,8 +170,7 @@ async function startCluster(bin: string): Promise<string> {
         "-l",
         join(directory, "log"),
         "-o",
-        `-p ${port} -k ${directory} -c listen_addresses=127.0.0.1 -c fsync=off ` +
-          "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
+        `-p ${port} -k ${directory} -c listen_addresses=127.0.0.1 -c max_connections=300${speed}`,
         "start",
       ]);
       process.once("exit", stop);
