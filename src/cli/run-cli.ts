@@ -16,6 +16,7 @@ import { MODELS_COMMAND } from "./models.ts";
 import { SERVE_COMMAND } from "./serve.ts";
 import { USAGE_COMMAND } from "./usage.ts";
 import { UsageError } from "./usage-error.ts";
+import { USERS_COMMAND } from "./users.ts";
 
 /** Every command, in the order the overview lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -27,6 +28,7 @@ export const COMMANDS: readonly Command[] = [
   AGENT_COMMAND,
   USAGE_COMMAND,
   DB_MIGRATE_COMMAND,
+  USERS_COMMAND,
 ];
 
 export interface CliInfo {

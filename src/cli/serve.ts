@@ -13,7 +13,7 @@ import { readJournal, toIdeDirectory } from "../ide/journal.ts";
 import { toSettingsPath } from "../ide/settings-file.ts";
 import { readIdeStatus, toStaleProblem } from "../ide/status.ts";
 import { runCommand } from "../ide/trust.ts";
-import { createLLM } from "../llm/index.ts";
+import { createLLM, gateLLM } from "../llm/index.ts";
 import { createRunner } from "../runner/runner.ts";
 import type { Store } from "../store/index.ts";
 import { logRunnerErrors } from "../transport/log.ts";
@@ -40,6 +40,7 @@ import { toProxyUrl } from "./ide.ts";
 import { createLog } from "./log.ts";
 import { type OpenedStore, openServerStore } from "./open-store.ts";
 import { loadSettings } from "./settings.ts";
+import { openTeam } from "./team-users.ts";
 import { toWebSummary, toWebTools } from "./web-tools.ts";
 
 const OPTIONS = {
@@ -108,9 +109,11 @@ export const SERVE_COMMAND: Command = {
     }
     const opened = await openServerStore(config);
     const store: Store = opened.store;
+    const team = config.server.users ? openTeam(config) : undefined;
     let server: LocalServer;
     try {
-      const llm = createLLM({ models: config.models.map((model) => model.config) });
+      const providers = createLLM({ models: config.models.map((model) => model.config) });
+      const llm = team === undefined ? providers : gateLLM(providers, team.admit);
       server = await startServer(
         {
           store,
@@ -124,6 +127,7 @@ export const SERVE_COMMAND: Command = {
             ide.type === "ok" ? `proxy on ${ide.journal.proxyUrl}` : "not set up",
           ),
           web: toWebTools(config.web),
+          ...(team === undefined ? {} : { authenticate: team.authenticate }),
         },
         {
           ...DEFAULT_SERVER_OPTIONS,
@@ -139,6 +143,7 @@ export const SERVE_COMMAND: Command = {
         },
       );
     } catch (error) {
+      await team?.close();
       await opened.close();
       io.stderr.write(`cursor-byok: ${toListenProblem(error, config)}\n`);
       return 1;
@@ -157,6 +162,7 @@ export const SERVE_COMMAND: Command = {
         });
       } catch (error) {
         await server.close();
+        await team?.close();
         await opened.close();
         const code = (error as NodeJS.ErrnoException).code;
         io.stderr.write(
@@ -196,6 +202,7 @@ export const SERVE_COMMAND: Command = {
     await untilStopped(log);
     await proxy?.close();
     await shutDown(server, opened, log);
+    await team?.close();
     return 0;
   },
 };
@@ -210,9 +217,15 @@ export function toStartProblems(config: Config): string[] {
   if (search !== null && search.problem !== null) problems.push(search.problem);
   const refusal = toBindRefusal(
     config.server.host,
-    config.server.accessToken.type !== "none",
+    config.server.accessToken.type !== "none" || config.server.users,
     config.file.path,
   );
+  if (config.server.users && config.postgres === undefined) {
+    problems.push(
+      "server.users needs the PostgreSQL store (data.postgres.url or DATABASE_URL): users, their " +
+        "tokens and budgets are kept there (docs/team.md).",
+    );
+  }
   if (refusal !== undefined) problems.push(refusal);
   return problems;
 }

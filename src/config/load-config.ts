@@ -63,6 +63,7 @@ const SERVER_FIELDS = [
   "runSseContentType",
   "http2",
   "maxStreams",
+  "users",
 ];
 const DATA_FIELDS = ["directory", "postgres"];
 const POSTGRES_FIELDS = ["url", "poolSize", "statementTimeoutMs"];
@@ -168,6 +169,7 @@ function toServerSettings(
     offerHttp2: optionalBoolean(source, at("http2"), section.http2) ?? false,
     maxStreams:
       optionalPositiveInteger(source, at("maxStreams"), section.maxStreams) ?? DEFAULT_MAX_STREAMS,
+    users: optionalBoolean(source, at("users"), section.users) ?? false,
   };
 }
 

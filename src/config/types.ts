@@ -28,6 +28,11 @@ export interface ServerSettings {
   readonly offerHttp2: boolean;
   /** Agent streams (turns, with their backlog) kept at once; more are refused. */
   readonly maxStreams: number;
+  /**
+   * `server.users`: clients authenticate with the tokens of `cursor-byok users` (docs/team.md),
+   * with budgets; needs the PostgreSQL store. The access token, if any, stays the admin's.
+   */
+  readonly users: boolean;
 }
 
 /** IDE mode (docs/ide.md): the local HTTPS proxy Cursor's settings point at. */

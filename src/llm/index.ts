@@ -15,6 +15,7 @@ export {
 export { DEFAULT_DEMO_HELP, DEMO_MODEL_NAME, type DemoOptions } from "./demo.ts";
 export { type ErrorMessageFields, toErrorMessage } from "./error-message.ts";
 export { hashBody } from "./exact-fetch.ts";
+export { type AdmitCall, gateLLM } from "./gated-llm.ts";
 export {
   type CreateLLMOptions,
   createLLM,

@@ -216,6 +216,38 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 5,
+    name: "users: hashed access tokens, budgets, the user of each conversation (PostgreSQL only)",
+    // The team's users exist only in the team store. PostgreSQL's migration numbers are their
+    // own sequence: a SQLite migration added later is mirrored here under the next free number.
+    sql: `
+      create table users (
+        user_id text collate "C" primary key,
+        name text collate "C" not null unique,
+        token_hash text not null unique,
+        created_at bigint not null,
+        revoked_at bigint
+      );
+
+      create table user_budgets (
+        user_id text collate "C" not null references users (user_id),
+        period text not null check (period in ('day', 'month')),
+        max_tokens bigint check (max_tokens >= 0),
+        max_cost double precision check (max_cost >= 0),
+        primary key (user_id, period)
+      );
+
+      create table conversation_users (
+        conversation_id text collate "C" primary key,
+        user_id text collate "C" not null references users (user_id),
+        created_at bigint not null
+      );
+
+      create index conversation_users_user on conversation_users (user_id, conversation_id);
+      create index call_usage_conversation_day on call_usage (conversation_id, day);
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

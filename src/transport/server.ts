@@ -39,6 +39,7 @@ import {
 } from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import { createPathEncryptionKeys } from "./path-encryption-keys.ts";
+import { type Authenticate, runAsUser } from "./request-user.ts";
 import { createRoutes } from "./routes.ts";
 import {
   EMPTY_REPLIES,
@@ -118,6 +119,11 @@ export interface ServerDeps {
   readonly readSetup?: ReadSetup;
   /** The web tools (web_search, web_fetch); without them neither is offered. */
   readonly web?: WebTools;
+  /**
+   * Team users (docs/team.md): a bearer token that is not the server's access token is checked
+   * here, on every request, and the request runs as that user (request-user.ts).
+   */
+  readonly authenticate?: Authenticate;
 }
 
 export interface Server {
@@ -325,7 +331,11 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   const handle = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
     // Without a token, only requests naming this server by a loopback name or its own host are
     // answered (DNS rebinding; docs/dashboard.md). The IDE proxy calls `dispatch` directly.
-    if (options.accessToken === undefined && !isOwnHost(request.headers)) {
+    if (
+      options.accessToken === undefined &&
+      deps.authenticate === undefined &&
+      !isOwnHost(request.headers)
+    ) {
       request.resume();
       (response as Response).writeHead(421, { "content-type": "application/json" });
       (response as Response).end(
@@ -341,12 +351,39 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       dashboard.serve(request, response);
       return;
     }
-    if (options.accessToken !== undefined && !isAuthorized(request, options.accessToken)) {
-      request.resume();
-      writeConnectError(response, toProtocolError({ type: "unauthenticated" }));
+    const { authenticate } = deps;
+    if (options.accessToken !== undefined && isAuthorized(request, options.accessToken)) {
+      dispatch(request, response);
       return;
     }
-    dispatch(request, response);
+    const unauthenticated = (): void => {
+      request.resume();
+      writeConnectError(response, toProtocolError({ type: "unauthenticated" }));
+    };
+    if (authenticate === undefined) {
+      if (options.accessToken === undefined) dispatch(request, response);
+      else unauthenticated();
+      return;
+    }
+    const token = bearerOf(request);
+    if (token === undefined) {
+      unauthenticated();
+      return;
+    }
+    // Looked up on every request, so a revoked token is refused at once on every instance.
+    void authenticate(token).then(
+      (user) => {
+        if (user === null) unauthenticated();
+        else runAsUser(user, () => dispatch(request, response));
+      },
+      (error: unknown) => {
+        log.error(
+          { error: error instanceof Error ? error.message : String(error) },
+          "could not check an access token",
+        );
+        unauthenticated();
+      },
+    );
   };
 
   const listener: Listener = await listen(handle, options.host, options.port, options.listen);
@@ -388,12 +425,16 @@ function pathOf(request: Request): string {
   return query < 0 ? url : url.slice(0, query);
 }
 
-function isAuthorized(request: Request, token: string): boolean {
+function bearerOf(request: Request): string | undefined {
   const header = request.headers.authorization;
   const value = Array.isArray(header) ? header[0] : header;
-  const match = /^Bearer\s+(.+)$/i.exec(value ?? "");
-  if (match === null) return false;
-  const given = Buffer.from(match[1] ?? "");
+  return /^Bearer\s+(.+)$/i.exec(value ?? "")?.[1];
+}
+
+function isAuthorized(request: Request, token: string): boolean {
+  const bearer = bearerOf(request);
+  if (bearer === undefined) return false;
+  const given = Buffer.from(bearer);
   const expected = Buffer.from(token);
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
