@@ -432,28 +432,6 @@ function createPostgresTables(client: pg.PoolClient): Tables {
       return result.rows.map(toClientOperationRow);
     },
 
-    async insertStreamDiagnostic(row) {
-      await query(
-        "insertStreamDiagnostic",
-        "insert into stream_diagnostics (call_id, at, kind, detail_json) values ($1, $2, $3, $4)",
-        [row.callID, row.at, row.kind, row.detailJSON],
-      );
-    },
-    async listStreamDiagnostics(callID) {
-      const result = await query(
-        "listStreamDiagnostics",
-        "select call_id, at, kind, detail_json from stream_diagnostics where call_id = $1 " +
-          "order by id",
-        [callID],
-      );
-      return result.rows.map((row) => ({
-        callID: text(row, "call_id"),
-        at: int(row, "at"),
-        kind: text(row, "kind"),
-        detailJSON: text(row, "detail_json"),
-      }));
-    },
-
     async readRequestStream(requestID) {
       const row = await one(
         "readRequestStream",

@@ -33,6 +33,7 @@ import {
   toStartInput,
   toToolResultInputID,
 } from "./scripted-conversation.ts";
+import { listUnfinished } from "./unfinished.ts";
 
 export const CRASH_CONVERSATION = "conv-crash";
 
@@ -142,11 +143,10 @@ function toPlannedCall(state: ConversationState): LLMCallInput {
 
 async function main(): Promise<void> {
   // A PostgreSQL URL, or a SQLite file.
-  const store = withCheckpoints(
-    /^postgres(ql)?:\/\//.test(databasePath as string)
-      ? await openPostgresStore({ url: databasePath as string, poolSize: 2 })
-      : openSqliteStore({ path: databasePath as string }),
-  );
+  const opened = /^postgres(ql)?:\/\//.test(databasePath as string)
+    ? await openPostgresStore({ url: databasePath as string, poolSize: 2 })
+    : openSqliteStore({ path: databasePath as string });
+  const store = withCheckpoints(opened);
   const runner = createOperationRunner(store);
   const loaded = await store.load(CRASH_CONVERSATION);
   let state: ConversationState = loaded?.state ?? createConversation(CRASH_CONVERSATION).committed;
@@ -181,7 +181,7 @@ async function main(): Promise<void> {
       case "waiting_llm": {
         const callID = state.call?.callID ?? "";
         // Recovery: an unfinished call is retried with its saved request; otherwise save it now.
-        const { llmCalls } = await store.listUnfinished(CRASH_CONVERSATION);
+        const { llmCalls } = await listUnfinished(opened, CRASH_CONVERSATION);
         const saved =
           llmCalls.find((call) => call.callID === callID) ??
           (await store.saveLLMCall(toPlannedCall(state)));
