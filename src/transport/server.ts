@@ -28,6 +28,7 @@ import type { PathEncryptionKeys } from "./cursor/index.ts";
 import { BidiRequestIdSchema, toProtocolError } from "./cursor/index.ts";
 import { createDashboard } from "./dashboard/dashboard.ts";
 import type { ReadSetup } from "./dashboard/types.ts";
+import { createHealth, HEALTH_PATHS } from "./health.ts";
 import { createHelperCall } from "./helper-calls.ts";
 import { createHostCheck } from "./http/host-check.ts";
 import {
@@ -328,7 +329,13 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   };
 
   const isOwnHost = createHostCheck([options.host]);
+  const health = createHealth(store);
   const handle = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
+    if (HEALTH_PATHS.has(pathOf(request))) {
+      request.resume();
+      health.serve(pathOf(request), response);
+      return;
+    }
     // Without a token, only requests naming this server by a loopback name or its own host are
     // answered (DNS rebinding; docs/dashboard.md). The IDE proxy calls `dispatch` directly.
     if (
@@ -395,6 +402,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     serveTrusted: dispatch,
     servesProcedure: (path) => procedures.has(path),
     async close() {
+      health.drain();
       const closed = listener.close();
       streams.closeAll("the server is shutting down");
       await runner.shutdown();
