@@ -11,6 +11,12 @@ export {
 } from "./default-path.ts";
 export { isStoreError, STORE_ERROR_CODES, StoreError, type StoreErrorCode } from "./errors.ts";
 export { createMemoryStore } from "./memory-store.ts";
+export {
+  type ClusterDirectory,
+  type ClusterDirectoryOptions,
+  openClusterDirectory,
+  type StreamOwner,
+} from "./postgres-cluster.ts";
 export { POSTGRES_SCHEMA_VERSION } from "./postgres-schema.ts";
 export {
   migratePostgresDatabase,
@@ -18,6 +24,7 @@ export {
   type PostgresStoreOptions,
   toPostgresLocation,
 } from "./postgres-store.ts";
+export { openPostgresUsers } from "./postgres-users.ts";
 export {
   createOperationRunner,
   type OperationAttempt,
@@ -28,3 +35,4 @@ export {
 export { SCHEMA_VERSION } from "./schema.ts";
 export { openSqliteStore, type SqliteStoreOptions } from "./sqlite-store.ts";
 export type * from "./types.ts";
+export type * from "./users.ts";

@@ -248,6 +248,28 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       create index call_usage_conversation_day on call_usage (conversation_id, day);
     `,
   },
+  {
+    version: 6,
+    name: "instances and the owner of each agent stream (several instances, PostgreSQL only)",
+    // An instance's lease is its heartbeat: it owns its streams while its heartbeat is fresh
+    // (postgres-cluster.ts), so one write per instance keeps all its leases.
+    sql: `
+      create table instances (
+        instance_id text collate "C" primary key,
+        url text not null,
+        started_at bigint not null,
+        heartbeat_at bigint not null
+      );
+
+      create table stream_owners (
+        request_id text collate "C" primary key,
+        instance_id text collate "C" not null,
+        claimed_at bigint not null
+      );
+
+      create index stream_owners_claimed on stream_owners (claimed_at);
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -5,7 +5,7 @@
  * through the transport, the runner and the loop.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { AuthenticatedUser } from "../store/users.ts";
+import type { AuthenticatedUser } from "../store/index.ts";
 
 const current = new AsyncLocalStorage<AuthenticatedUser>();
 

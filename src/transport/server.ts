@@ -21,9 +21,10 @@ import { Code, type ConnectError, createConnectRouter } from "@connectrpc/connec
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { LLM } from "../llm/index.ts";
 import type { Runner } from "../runner/types.ts";
-import type { Store } from "../store/index.ts";
+import type { ClusterDirectory, Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
 import { asClientFault, checkFirstEnvelope, refuse, refuseOversized } from "./client-faults.ts";
+import { createClusterRouting } from "./cluster.ts";
 import type { PathEncryptionKeys } from "./cursor/index.ts";
 import { BidiRequestIdSchema, toProtocolError } from "./cursor/index.ts";
 import { createDashboard } from "./dashboard/dashboard.ts";
@@ -125,6 +126,11 @@ export interface ServerDeps {
    * here, on every request, and the request runs as that user (request-user.ts).
    */
   readonly authenticate?: Authenticate;
+  /**
+   * Several instances on one database (docs/team.md): each agent stream's owner instance, so a
+   * RunSSE or BidiAppend that lands here for a stream held elsewhere is forwarded (cluster.ts).
+   */
+  readonly cluster?: ClusterDirectory;
 }
 
 export interface Server {
@@ -330,6 +336,15 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
 
   const isOwnHost = createHostCheck([options.host]);
   const health = createHealth(store);
+  const routing = deps.cluster === undefined ? undefined : createClusterRouting(deps.cluster, log);
+  /** `dispatch`, or the stream's owner instance when it lives elsewhere (HTTP/1.1 only). */
+  const route = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
+    if (routing === undefined || request.httpVersionMajor !== 1) {
+      dispatch(request, response);
+      return;
+    }
+    routing.serve(request as IncomingMessage, response as ServerResponse, dispatch);
+  };
   const handle = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
     if (HEALTH_PATHS.has(pathOf(request))) {
       request.resume();
@@ -360,7 +375,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     }
     const { authenticate } = deps;
     if (options.accessToken !== undefined && isAuthorized(request, options.accessToken)) {
-      dispatch(request, response);
+      route(request, response);
       return;
     }
     const unauthenticated = (): void => {
@@ -368,7 +383,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       writeConnectError(response, toProtocolError({ type: "unauthenticated" }));
     };
     if (authenticate === undefined) {
-      if (options.accessToken === undefined) dispatch(request, response);
+      if (options.accessToken === undefined) route(request, response);
       else unauthenticated();
       return;
     }
@@ -381,7 +396,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     void authenticate(token).then(
       (user) => {
         if (user === null) unauthenticated();
-        else runAsUser(user, () => dispatch(request, response));
+        else runAsUser(user, () => route(request, response));
       },
       (error: unknown) => {
         log.error(

@@ -174,6 +174,13 @@ async function startCluster(bin: string, durable: boolean): Promise<string> {
         "start",
       ]);
       process.once("exit", stop);
+      // A test run stopped by a signal does not reach "exit": stop the cluster, then die of it.
+      for (const signal of ["SIGINT", "SIGTERM"] as const) {
+        process.once(signal, () => {
+          stop();
+          process.kill(process.pid, signal);
+        });
+      }
       return `postgres://postgres@127.0.0.1:${port}/postgres`;
     } catch (error) {
       lastError = error;
