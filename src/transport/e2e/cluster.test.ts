@@ -163,10 +163,6 @@ if (postgres.type === "unavailable") {
         const owner = await ownerOf(url, requestId);
         const victim = instances[Number(owner.replace("instance-", ""))] as ChildServer;
         await victim.kill();
-        console.log(
-          "DBG killed",
-          JSON.stringify(balancer.hits.filter((h) => h.requestID === requestId)),
-        );
         await lost;
         turn.reconnectRunSse();
         const result = await turn.done;
