@@ -6,6 +6,7 @@
  * set, or a non-loopback address without an access token. A second signal during shutdown ends
  * the process at once.
  */
+import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { type Config, toBindRefusal, toConnectHost, toDefaultConfigPath } from "../config/index.ts";
 import { startIdeProxy } from "../ide/ide-proxy.ts";
@@ -15,7 +16,7 @@ import { readIdeStatus, toStaleProblem } from "../ide/status.ts";
 import { runCommand } from "../ide/trust.ts";
 import { createLLM, gateLLM } from "../llm/index.ts";
 import { createRunner } from "../runner/runner.ts";
-import type { Store } from "../store/index.ts";
+import { openClusterDirectory, type Store } from "../store/index.ts";
 import { logRunnerErrors } from "../transport/log.ts";
 import { loadPathEncryptionKeys } from "../transport/path-encryption-keys.ts";
 import type { IdeProxy } from "../transport/proxy/proxy.ts";
@@ -110,6 +111,14 @@ export const SERVE_COMMAND: Command = {
     const opened = await openServerStore(config);
     const store: Store = opened.store;
     const team = config.server.users ? openTeam(config) : undefined;
+    // Several instances may share the PostgreSQL store: streams are owned and forwarded.
+    const cluster =
+      config.postgres === undefined
+        ? undefined
+        : await openClusterDirectory({
+            url: config.postgres.url.reveal(),
+            instanceID: randomUUID(),
+          });
     let server: LocalServer;
     try {
       const providers = createLLM({ models: config.models.map((model) => model.config) });
@@ -128,6 +137,7 @@ export const SERVE_COMMAND: Command = {
           ),
           web: toWebTools(config.web),
           ...(team === undefined ? {} : { authenticate: team.authenticate }),
+          ...(cluster === undefined ? {} : { cluster }),
         },
         {
           ...DEFAULT_SERVER_OPTIONS,
@@ -144,10 +154,15 @@ export const SERVE_COMMAND: Command = {
       );
     } catch (error) {
       await team?.close();
+      await cluster?.close();
       await opened.close();
       io.stderr.write(`cursor-byok: ${toListenProblem(error, config)}\n`);
       return 1;
     }
+    await cluster?.advertise(
+      config.server.advertiseUrl ??
+        `http://${toConnectHost(server.address.address)}:${server.address.port}`,
+    );
     let proxy: IdeProxy | undefined;
     if (ide.type === "ok") {
       const proxyUrl = new URL(ide.journal.proxyUrl);
@@ -163,6 +178,7 @@ export const SERVE_COMMAND: Command = {
       } catch (error) {
         await server.close();
         await team?.close();
+        await cluster?.close();
         await opened.close();
         const code = (error as NodeJS.ErrnoException).code;
         io.stderr.write(
@@ -201,8 +217,11 @@ export const SERVE_COMMAND: Command = {
     );
     await untilStopped(log);
     await proxy?.close();
+    // Hand this instance's streams over: others take them at once; then close.
+    await cluster?.leave().catch(() => undefined);
     await shutDown(server, opened, log);
     await team?.close();
+    await cluster?.close();
     return 0;
   },
 };

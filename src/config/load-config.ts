@@ -64,6 +64,7 @@ const SERVER_FIELDS = [
   "http2",
   "maxStreams",
   "users",
+  "advertiseUrl",
 ];
 const DATA_FIELDS = ["directory", "postgres"];
 const POSTGRES_FIELDS = ["url", "poolSize", "statementTimeoutMs"];
@@ -170,7 +171,21 @@ function toServerSettings(
     maxStreams:
       optionalPositiveInteger(source, at("maxStreams"), section.maxStreams) ?? DEFAULT_MAX_STREAMS,
     users: optionalBoolean(source, at("users"), section.users) ?? false,
+    ...toAdvertiseUrl(source, section.advertiseUrl),
   };
+}
+
+function toAdvertiseUrl(source: YamlSource | undefined, value: unknown): { advertiseUrl?: string } {
+  const url = optionalString(source, ["server", "advertiseUrl"], value);
+  if (url === undefined) return {};
+  if (!/^http:\/\/[^/\s]+\/?$/.test(url)) {
+    throw fail(
+      source,
+      ["server", "advertiseUrl"],
+      "must be http://<host>:<port>, the address other instances reach this one at",
+    );
+  }
+  return { advertiseUrl: url.replace(/\/$/, "") };
 }
 
 function toIdeSettings(

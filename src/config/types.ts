@@ -33,6 +33,11 @@ export interface ServerSettings {
    * with budgets; needs the PostgreSQL store. The access token, if any, stays the admin's.
    */
   readonly users: boolean;
+  /**
+   * `server.advertiseUrl`: where the other instances reach this one (several instances on
+   * PostgreSQL, docs/team.md); default `http://<host>:<port>` as listened on.
+   */
+  readonly advertiseUrl?: string;
 }
 
 /** IDE mode (docs/ide.md): the local HTTPS proxy Cursor's settings point at. */

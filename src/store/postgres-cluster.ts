@@ -23,6 +23,8 @@ export interface ClusterDirectory {
   claim(requestID: string): Promise<StreamOwner>;
   /** Expires `instanceID`'s lease now: it refused a connection, so it is not running. */
   markGone(instanceID: string): Promise<void>;
+  /** Starts the heartbeat with the address the other instances forward to. */
+  advertise(url: string): Promise<void>;
   /** Gives this instance's streams up (graceful shutdown) and stops the heartbeat. */
   leave(): Promise<void>;
   close(): Promise<void>;
@@ -31,8 +33,11 @@ export interface ClusterDirectory {
 export interface ClusterDirectoryOptions {
   readonly url: string;
   readonly instanceID: string;
-  /** Where the other instances reach this one, e.g. `http://10.0.0.5:8765`. */
-  readonly advertiseUrl: string;
+  /**
+   * Where the other instances reach this one, e.g. `http://10.0.0.5:8765`. Absent: given later
+   * with `advertise` (once the server listens and knows its port); nothing is claimed before.
+   */
+  readonly advertiseUrl?: string;
   /** Default 15 s. */
   readonly leaseMs?: number;
   readonly now?: () => number;
@@ -60,29 +65,39 @@ export async function openClusterDirectory(
     }
   };
 
+  let advertised: string | undefined;
   const beat = () =>
     query(
       "insert into instances (instance_id, url, started_at, heartbeat_at) values ($1, $2, $3, $3) " +
         "on conflict (instance_id) do update set heartbeat_at = excluded.heartbeat_at, url = excluded.url",
-      [instanceID, options.advertiseUrl, now()],
+      [instanceID, advertised, now()],
     );
-  await beat();
   let beats = 0;
-  const timer = setInterval(
-    () => {
-      beats += 1;
-      void beat().catch(() => undefined);
-      if (beats % 100 === 0) {
-        void query("delete from stream_owners where claimed_at < $1", [
-          now() - FORGET_AFTER_MS,
-        ]).catch(() => undefined);
-      }
-    },
-    Math.max(50, Math.floor(leaseMs / 3)),
-  );
-  timer.unref();
+  let timer: NodeJS.Timeout | undefined;
+  const advertise = async (url: string): Promise<void> => {
+    advertised = url;
+    await beat();
+    clearInterval(timer);
+    timer = setInterval(
+      () => {
+        beats += 1;
+        void beat().catch(() => undefined);
+        if (beats % 100 === 0) {
+          void query("delete from stream_owners where claimed_at < $1", [
+            now() - FORGET_AFTER_MS,
+          ]).catch(() => undefined);
+        }
+      },
+      Math.max(50, Math.floor(leaseMs / 3)),
+    );
+    timer.unref();
+  };
+  if (options.advertiseUrl !== undefined) await advertise(options.advertiseUrl);
 
   const claim = async (requestID: string): Promise<StreamOwner> => {
+    if (advertised === undefined) {
+      throw new Error("this instance has not advertised its address yet; it claims no stream");
+    }
     const at = now();
     const claimed = await query<{ instance_id: string }>(
       "insert into stream_owners as o (request_id, instance_id, claimed_at) values ($1, $2, $3) " +
@@ -108,6 +123,7 @@ export async function openClusterDirectory(
   return {
     instanceID,
     claim,
+    advertise,
     async markGone(gone) {
       if (gone === instanceID) return;
       await query("update instances set heartbeat_at = 0 where instance_id = $1", [gone]);
