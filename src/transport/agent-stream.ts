@@ -12,6 +12,7 @@
  * A RunSSE that drops does not cancel the turn: the stream waits `reconnectGraceMs` for a new
  * subscriber before it cancels (docs/design.md §10).
  */
+
 import { randomInt } from "node:crypto";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
@@ -19,6 +20,7 @@ import type { LLM } from "../llm/index.ts";
 import type { ConversationState, ToolResultMessage } from "../loop/index.ts";
 import type { Runner, TurnOutput } from "../runner/types.ts";
 import { createAppendSequencer, SequenceGapError } from "./append-sequencer.ts";
+import { toCompactionSettings } from "./compaction-settings.ts";
 import {
   type AgentRunRequest,
   AgentRunRequestSchema,
@@ -304,7 +306,11 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         {
           ...input,
           context: [...input.context, ...commands],
-          settings: { ...input.settings, model: model.name },
+          settings: {
+            ...input.settings,
+            model: model.name,
+            compaction: toCompactionSettings(model),
+          },
         },
         output,
         {
