@@ -4,6 +4,7 @@
  * state first and then hand the turn to the runner with this stream's `TurnOutput`.
  */
 import { toBinary } from "@bufbuild/protobuf";
+import { errorMessage } from "../../errors/error-message.ts";
 import type { Runner, TurnOutput } from "../../runner/types.ts";
 import {
   type AgentRunRequest,
@@ -20,7 +21,7 @@ import {
   toTurnEnded,
 } from "../cursor/index.ts";
 import { toWebOffer } from "../web-work.ts";
-import { describe, type StreamState, send } from "./stream-state.ts";
+import { type StreamState, send } from "./stream-state.ts";
 
 export interface TurnStart {
   /** A run request (append `seqno`): starts the turn; refused if the stream already has one. */
@@ -107,7 +108,7 @@ export function createTurnStart(
           },
         );
       } catch (error) {
-        stream.end(toConnectError({ kind: "internal", detail: describe(error) }));
+        stream.end(toConnectError({ kind: "internal", detail: errorMessage(error) }));
         throw error;
       }
       // A turn nobody reads is canceled like one whose reader left.
