@@ -16,7 +16,7 @@ import { randomInt } from "node:crypto";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import type { LLM } from "../llm/index.ts";
-import type { ConversationState, ToolResultMessage } from "../loop/index.ts";
+import type { ConversationState, ToolResultMessage, TurnSettings } from "../loop/index.ts";
 import type { Runner, TurnOutput } from "../runner/types.ts";
 import { createAppendSequencer, SequenceGapError } from "./append-sequencer.ts";
 import {
@@ -29,6 +29,7 @@ import {
   type ClientEvent,
   continueToolCall,
   expireToolCall,
+  findOpen,
   finishServerWork,
   fromClientMessage,
   fromModeSettings,
@@ -71,6 +72,11 @@ export interface AgentStreamOptions {
    * client's late result before the model is told the outcome is unknown (it is never re-run).
    */
   readonly lateResultGraceMs: number;
+  /**
+   * Whether consecutive read-only tool calls of one response run on the client at once
+   * (src/loop/tool-batch.ts); false runs every call alone. Default true.
+   */
+  readonly parallelTools?: boolean;
 }
 
 export interface AgentStreamDeps {
@@ -132,20 +138,24 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   });
   let conversationID: string | null = null;
   let turn: TurnState | null = null;
-  let tool: {
-    readonly operationID: string;
-    resolve(result: ToolResultMessage): void;
-    reject(error: Error): void;
-  } | null = null;
-  /** The web tool work running for the open tool call, if any. */
-  let work: AbortController | null = null;
+  /** The tool calls running on the client, by operation id (several for a read-only batch). */
+  const tools = new Map<
+    string,
+    { resolve(result: ToolResultMessage): void; reject(error: Error): void }
+  >();
+  /** The web tool work running, by the operation id of its tool call. */
+  const works = new Map<string, AbortController>();
   let graceTimer: NodeJS.Timeout | null = null;
-  /** Ends the wait for a late result of a recovered tool call (see `runTool`). */
-  let lateTimer: NodeJS.Timeout | null = null;
+  /** End the waits for late results of recovered tool calls (see `runTool`), by operation id. */
+  const lateTimers = new Map<string, NodeJS.Timeout>();
   let startedAt: number | null = null;
   /** The mode when the running tool call started: a switch_mode call may change it. */
   let modeAtToolStart: Mode | null = null;
   const loggedUnsupported = new Set<string>();
+
+  /** The settings a turn runs with, without batches when parallel tool calls are off. */
+  const withBatches = (settings: TurnSettings): TurnSettings =>
+    options.parallelTools === false ? { ...settings, readOnlyTools: [] } : settings;
 
   const send = (messages: readonly AgentServerMessage[]): void => {
     if (outbound.ended) return;
@@ -156,16 +166,23 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     if (outbound.ended && !outbound.subscribed) deps.onSettled?.(stream);
   };
 
+  /** Every running tool call fails with `error` (the turn or the stream ended). */
+  const rejectTools = (error: Error): void => {
+    const running = [...tools.values()];
+    tools.clear();
+    for (const tool of running) tool.reject(error);
+  };
+
   const endStream = (error?: ConnectError): void => {
-    work?.abort();
-    work = null;
+    for (const controller of works.values()) controller.abort();
+    works.clear();
     if (outbound.ended) return;
     outbound.end(error);
     sequencer.close("the stream has ended");
     if (graceTimer !== null) clearTimeout(graceTimer);
     graceTimer = null;
-    if (lateTimer !== null) clearTimeout(lateTimer);
-    lateTimer = null;
+    for (const timer of lateTimers.values()) clearTimeout(timer);
+    lateTimers.clear();
     settle();
   };
 
@@ -195,7 +212,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       send(step.messages);
       if (step.input !== null) return Promise.resolve(step.input.message);
       if (attempt.outcomeUnknown) {
-        const waiting = turn.open?.awaiting.type === "earlier";
+        const waiting = findOpen(turn, command.operationID)?.awaiting.type === "earlier";
         log.warn(
           {
             request: requestID,
@@ -210,15 +227,15 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         if (waiting) startLateTimer(command.operationID);
       }
       return new Promise((resolve, reject) => {
-        tool = { operationID: command.operationID, resolve, reject };
-        if (step.work !== null) startWork(step.work);
+        tools.set(command.operationID, { resolve, reject });
+        if (step.work !== null) startWork(command.operationID, step.work);
       });
     },
     settingsAfterTool(settings) {
       const before = modeAtToolStart;
       modeAtToolStart = null;
       if (turn === null || before === null || turn.mode === before) return undefined;
-      return toModeSettings(settings, turn.mode, turn.mcpTools, turn.web);
+      return withBatches(toModeSettings(settings, turn.mode, turn.mcpTools, turn.web));
     },
     end(outcome, state: ConversationState) {
       if (turn !== null) {
@@ -229,8 +246,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       } else {
         endStream();
       }
-      tool?.reject(new Error(`the turn ended (${outcome.type})`));
-      tool = null;
+      rejectTools(new Error(`the turn ended (${outcome.type})`));
       const usage = turn?.usage;
       log.info(
         {
@@ -304,7 +320,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         {
           ...input,
           context: [...input.context, ...commands],
-          settings: { ...input.settings, model: model.name },
+          settings: withBatches({ ...input.settings, model: model.name }),
         },
         output,
         {
@@ -377,17 +393,19 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     }
     turn = step.state;
     send(step.messages);
-    if (step.work !== null) startWork(step.work);
+    const operationID = step.operationID;
+    if (operationID === null) return;
+    if (step.work !== null) startWork(operationID, step.work);
     // A late reply arrived for a recovered call: its outcome is known now.
-    clearLateTimer();
-    finishTool(step.input?.message ?? null);
+    clearLateTimer(operationID);
+    finishTool(operationID, step.input?.message ?? null);
   };
 
-  const finishTool = (message: ToolResultMessage | null): void => {
-    if (message !== null && tool !== null) {
-      const finished = tool;
-      tool = null;
-      finished.resolve(message);
+  const finishTool = (operationID: string, message: ToolResultMessage | null): void => {
+    const tool = tools.get(operationID);
+    if (message !== null && tool !== undefined) {
+      tools.delete(operationID);
+      tool.resolve(message);
     }
   };
 
@@ -396,13 +414,16 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
    * result like a client reply. Ending the stream aborts it; a result that comes too late is
    * dropped.
    */
-  const startWork = (item: { readonly id: number; readonly work: ServerWork }): void => {
+  const startWork = (
+    operationID: string,
+    item: { readonly id: number; readonly work: ServerWork },
+  ): void => {
     const controller = new AbortController();
-    work?.abort();
-    work = controller;
+    works.get(operationID)?.abort();
+    works.set(operationID, controller);
     const began = now();
     void runServerWork(deps.web, item.work, controller.signal).then((result) => {
-      if (work === controller) work = null;
+      if (works.get(operationID) === controller) works.delete(operationID);
       log.info(
         {
           request: requestID,
@@ -412,8 +433,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         },
         "web tool ran",
       );
-      if (controller.signal.aborted || turn === null || tool === null) return;
-      const operationID = tool.operationID;
+      if (controller.signal.aborted || turn === null || !tools.has(operationID)) return;
       const step = finishServerWork(turn, item.id, result, {
         at: now(),
         inputID: `result:${operationID}`,
@@ -424,22 +444,26 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       }
       turn = step.state;
       send(step.messages);
-      if (step.work !== null) startWork(step.work);
-      finishTool(step.input?.message ?? null);
+      if (step.work !== null) startWork(operationID, step.work);
+      finishTool(operationID, step.input?.message ?? null);
     });
   };
 
-  const clearLateTimer = (): void => {
-    if (lateTimer !== null) clearTimeout(lateTimer);
-    lateTimer = null;
+  const clearLateTimer = (operationID: string): void => {
+    const timer = lateTimers.get(operationID);
+    if (timer !== undefined) clearTimeout(timer);
+    lateTimers.delete(operationID);
   };
 
   const startLateTimer = (operationID: string): void => {
-    clearLateTimer();
-    lateTimer = setTimeout(() => {
-      lateTimer = null;
-      if (turn === null || tool?.operationID !== operationID) return;
-      const step = expireToolCall(turn, { at: now(), inputID: `result:${operationID}` });
+    clearLateTimer(operationID);
+    const timer = setTimeout(() => {
+      lateTimers.delete(operationID);
+      if (turn === null || !tools.has(operationID)) return;
+      const step = expireToolCall(turn, operationID, {
+        at: now(),
+        inputID: `result:${operationID}`,
+      });
       if (step.ignored !== null) return;
       turn = step.state;
       send(step.messages);
@@ -447,9 +471,10 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         { request: requestID, conversation: conversationID, operation: operationID },
         "no late result arrived: the model is told the tool's outcome is unknown",
       );
-      finishTool(step.input?.message ?? null);
+      finishTool(operationID, step.input?.message ?? null);
     }, options.lateResultGraceMs);
-    lateTimer.unref?.();
+    timer.unref?.();
+    lateTimers.set(operationID, timer);
   };
 
   /**
@@ -571,16 +596,14 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       if (!outbound.subscribed) startGrace();
     },
     async abandon(error) {
-      tool?.reject(new Error(error.message));
-      tool = null;
+      rejectTools(new Error(error.message));
       if (conversationID !== null && !outbound.ended) {
         await cancelTurn("the client closed the stream").catch(() => {});
       }
       endStream(error);
     },
     close(reason) {
-      tool?.reject(new Error(reason));
-      tool = null;
+      rejectTools(new Error(reason));
       endStream(toProtocolError({ type: "stream_closed", reason }));
     },
   };
