@@ -2,10 +2,9 @@
  * A model's compaction settings (docs/compaction.md): whether the conversation is compacted
  * automatically when it outgrows the window, at which fraction of it, by which model, and how
  * many recent messages stay verbatim. Plus the calibration of the tokenizer-free estimate per API
- * kind (characters per token of typical agent traffic: code, JSON and English prose).
+ * kind (characters per token of typical agent traffic: code, JSON and English prose). Keyed by the
+ * API kind's name (config.ts `ApiKind`, not imported: config.ts imports this file).
  */
-import type { ApiKind } from "./config.ts";
-
 export interface ModelCompaction {
   /** Compact automatically (before a call over the threshold, and after a context-length error). */
   readonly auto: boolean;
@@ -32,7 +31,7 @@ export interface ModelCompactionInput {
  * and prose; Anthropic's gives fewer (about 3.5); an OpenAI-compatible server may run any model,
  * so it gets the conservative value.
  */
-export const CHARS_PER_TOKEN: Readonly<Record<ApiKind | "demo", number>> = {
+export const CHARS_PER_TOKEN: Readonly<Record<string, number>> = {
   "openai-chat": 4,
   "openai-responses": 4,
   anthropic: 3.5,
@@ -60,13 +59,13 @@ const FIELDS = new Set(["auto", "threshold", "summaryModel", "tailMessages"]);
  * Reads a model entry's `compaction` field (absent: the defaults).
  * @throws CompactionConfigError naming the field.
  */
-export function toModelCompaction(value: unknown, field: string, api: ApiKind): ModelCompaction {
+export function toModelCompaction(value: unknown, field: string, api: string): ModelCompaction {
   const defaults: ModelCompaction = {
     auto: true,
     threshold: DEFAULT_COMPACTION_THRESHOLD,
     summaryModel: null,
     tailMessages: DEFAULT_TAIL_MESSAGES,
-    charsPerToken: CHARS_PER_TOKEN[api],
+    charsPerToken: CHARS_PER_TOKEN[api] ?? 4,
   };
   if (value === undefined) return defaults;
   if (typeof value !== "object" || value === null || Array.isArray(value)) {

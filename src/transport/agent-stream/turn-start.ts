@@ -5,6 +5,7 @@
  */
 
 import { toBinary } from "@bufbuild/protobuf";
+import { errorMessage } from "../../errors/error-message.ts";
 import type { Runner, TurnOutput } from "../../runner/types.ts";
 import { toCompactionSettings } from "../compaction-settings.ts";
 import {
@@ -22,7 +23,8 @@ import {
   toTurnEnded,
 } from "../cursor/index.ts";
 import { toWebOffer } from "../web-work.ts";
-import { describe, type StreamState, send } from "./stream-state.ts";
+import { type StreamState, send } from "./stream-state.ts";
+import { withBatches } from "./tool-calls.ts";
 
 export interface TurnStart {
   /** A run request (append `seqno`): starts the turn; refused if the stream already has one. */
@@ -98,11 +100,11 @@ export function createTurnStart(
           {
             ...input,
             context: [...input.context, ...commands],
-            settings: {
+            settings: withBatches(deps.options, {
               ...input.settings,
               model: model.name,
               compaction: toCompactionSettings(model),
-            },
+            }),
           },
           output,
           {
@@ -113,7 +115,7 @@ export function createTurnStart(
           },
         );
       } catch (error) {
-        stream.end(toConnectError({ kind: "internal", detail: describe(error) }));
+        stream.end(toConnectError({ kind: "internal", detail: errorMessage(error) }));
         throw error;
       }
       // A turn nobody reads is canceled like one whose reader left.
