@@ -1,5 +1,5 @@
 /**
- * The `compact` input (the client's `summarize` action, README.md rows L29–L31): a turn of its own
+ * The `compact` input (the client's `summarize` action, README.md rows L30–L33): a turn of its own
  * whose only model call is a summary call. Its `done` appends the compaction record and ends the
  * turn (summary-call.ts).
  */

@@ -1,6 +1,6 @@
 /**
  * The end of a summary call, and the compaction after a context-length error (docs/compaction.md;
- * rows L29–L35 of README.md).
+ * rows L35–L40 of README.md).
  *
  * - A summary call's `done` appends one compaction record, then starts the model call it was made
  *   for (or ends the turn, when the client asked for the compaction). The record is written only
