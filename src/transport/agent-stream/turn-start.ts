@@ -161,7 +161,11 @@ export function createTurnStart(
         stream.conversationID,
         { type: "compact", inputID: `${requestID}:${seqno}`, at: now() },
         output,
-        { requestID },
+        {
+          requestID,
+          // Saved with the binding, so a client reconnecting after a restart resumes this turn.
+          clientState: Buffer.from(toBinary(AgentRunRequestSchema, request)).toString("base64"),
+        },
       );
       if (!outbound.subscribed) startGrace();
       if (result.type === "duplicate") {
