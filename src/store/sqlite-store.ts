@@ -269,10 +269,10 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
         "order by created_at, operation_id",
     ),
     readRequestStream: sql(
-      "select request_id, conversation_id, client_state, created_at from request_streams where request_id = ?",
+      "select request_id, conversation_id, turn_id, client_state, created_at from request_streams where request_id = ?",
     ),
     insertRequestStream: sql(
-      "insert into request_streams (request_id, conversation_id, client_state, created_at) values (?, ?, ?, ?)",
+      "insert into request_streams (request_id, conversation_id, turn_id, client_state, created_at) values (?, ?, ?, ?, ?)",
     ),
     ...prepareDashboardStatements(sql),
   };
@@ -426,7 +426,8 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
         : {
             requestID: text(row, "request_id"),
             conversationID: text(row, "conversation_id"),
-            clientState: row.client_state === null ? null : text(row, "client_state"),
+            turnID: row.turn_id === null ? null : text(row, "turn_id"),
+            clientState: row.client_state instanceof Uint8Array ? row.client_state : null,
             createdAt: int(row, "created_at"),
           };
     },
@@ -434,6 +435,7 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
       statements.insertRequestStream.run(
         row.requestID,
         row.conversationID,
+        row.turnID,
         row.clientState,
         row.createdAt,
       );

@@ -105,11 +105,7 @@ export function createStreamRegistry(
         { request: requestID, conversation: bound.conversationID, turn: bound.turnID },
         "picking up a stream opened before a restart",
       );
-      await stream.restore(
-        bound.conversationID,
-        bound.turnID,
-        Buffer.from(bound.clientState, "base64"),
-      );
+      await stream.restore(bound.conversationID, bound.turnID, bound.clientState);
     }
     return stream;
   };

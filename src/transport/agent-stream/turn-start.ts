@@ -3,13 +3,9 @@
  * restart picks up the one the conversation is in (`resume`). Both build the dialect's turn
  * state first and then hand the turn to the runner with this stream's `TurnOutput`.
  */
-import { toBinary } from "@bufbuild/protobuf";
 import { errorMessage } from "../../errors/error-message.ts";
 import type { Runner, TurnOutput } from "../../runner/types.ts";
-import {
-  type AgentRunRequest,
-  AgentRunRequestSchema,
-} from "../cursor/gen/agent/v1/run_request_pb.js";
+import type { AgentRunRequest } from "../cursor/gen/agent/v1/run_request_pb.js";
 import {
   type ClientEvent,
   fromRunRequest,
@@ -21,6 +17,7 @@ import {
   toTurnEnded,
 } from "../cursor/index.ts";
 import { toWebOffer } from "../web-work.ts";
+import { toSavedRunRequest } from "./saved-run-request.ts";
 import { type StreamState, send } from "./stream-state.ts";
 
 export interface TurnStart {
@@ -102,9 +99,7 @@ export function createTurnStart(
           output,
           {
             requestID,
-            clientState: Buffer.from(toBinary(AgentRunRequestSchema, event.request)).toString(
-              "base64",
-            ),
+            clientState: toSavedRunRequest(event.request),
           },
         );
       } catch (error) {
