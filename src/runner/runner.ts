@@ -98,6 +98,12 @@ export function createRunner(options: RunnerOptions): Runner {
       case "call_client":
         spawn(entry.conversationID, "tool call", () => callTool(entry, command));
         return;
+      case "call_clients":
+        // A batch of read-only calls: each is its own operation, run and answered on its own.
+        for (const call of command.calls) {
+          spawn(entry.conversationID, "tool call", () => callTool(entry, call));
+        }
+        return;
       case "final":
       case "failed":
       case "canceled":
@@ -175,10 +181,13 @@ export function createRunner(options: RunnerOptions): Runner {
         const command = toResumeCommand(state);
         if (command === null) return false;
         entry.output = output;
+        // A call already running is not started twice (`callTool` skips it too).
         const busy =
           command.type === "call_llm"
             ? entry.calling === command.callID
-            : entry.tools.has(command.operationID);
+            : command.type === "call_client"
+              ? entry.tools.has(command.operationID)
+              : command.calls.every((call) => entry.tools.has(call.operationID));
         if (!busy) execute(entry, command);
         return true;
       });

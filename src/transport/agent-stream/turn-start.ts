@@ -19,6 +19,7 @@ import {
 import { toWebOffer } from "../web-work.ts";
 import { toSavedRunRequest } from "./saved-run-request.ts";
 import { type StreamState, send } from "./stream-state.ts";
+import { withBatches } from "./tool-calls.ts";
 
 export interface TurnStart {
   /** A run request (append `seqno`): starts the turn; refused if the stream already has one. */
@@ -94,7 +95,7 @@ export function createTurnStart(
           {
             ...input,
             context: [...input.context, ...commands],
-            settings: { ...input.settings, model: model.name },
+            settings: withBatches(deps.options, { ...input.settings, model: model.name }),
           },
           output,
           {
