@@ -4,7 +4,7 @@
  *
  * - BidiAppend is also answered under `agent.v1.AgentService` (one client file uses that path);
  * - the RunSSE response can carry `content-type: text/event-stream` over its binary Connect
- *   envelopes, as the working IDE-facing peer does (cursor-protocol.md §1.3) — a setting;
+ *   envelopes, as the working IDE-facing peer does (docs/protocol.md §1.3) — a setting;
  * - start-up and session calls whose correct answer is "nothing" (identity, team, plugins,
  *   analytics sinks, network probe: startup-procedures.ts) get an empty message, which is a valid
  *   message of any type; OTLP trace uploads are accepted and dropped;

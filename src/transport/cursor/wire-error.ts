@@ -151,7 +151,7 @@ export function toProtocolError(error: ProtocolError): ConnectError {
 
 export const NOT_SUPPORTED_TITLE = "Not supported by cursor-byok yet";
 
-/** The `/summarize` action (compaction): protocol-coverage.md §6. */
+/** The `/summarize` action (compaction): docs/protocol-coverage.md §6. */
 export const SUMMARIZE_NOT_SUPPORTED =
   "Summarizing a conversation (compaction) is not supported yet. When a chat grows too long " +
   "for the model, start a new chat.";

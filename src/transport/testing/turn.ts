@@ -1,5 +1,5 @@
 /**
- * One agent turn as the IDE plays it (cursor-protocol.md §3): the run request goes up at append
+ * One agent turn as the IDE plays it (docs/protocol.md §3): the run request goes up at append
  * seqno 0 while the downlink opens (neither waits for the other); every server message is
  * recorded in order and answered (execs run for real, interaction queries answered, blobs
  * stored, checkpoints kept); every further client message goes up in order, each awaited
