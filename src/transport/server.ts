@@ -11,6 +11,11 @@
  * - anything else is Connect `unimplemented`, logged once per procedure (the IDE's
  *   managed-local `InferenceService` at warn, since it means the agent cannot work);
  * - with an access token configured, every request must present it as a bearer token.
+ *
+ * Why one file of about 450 lines: it is the HTTP assembly. `startServer` wires the listener,
+ * Connect, the dashboard and the plain handlers in one place, so the path of a request reads top
+ * to bottom; the helpers below it are small and used only here. The agent stream, the routes and
+ * the start-up lists have their own files.
  */
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";

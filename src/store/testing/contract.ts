@@ -1,6 +1,9 @@
 /**
  * The store contract: one suite, written as a function of a store factory, run against every
  * store (memory-store.test.ts, sqlite-store.test.ts), so no store can drift from the others.
+ *
+ * Why one file of about 870 lines: it is one suite, a function of a store factory, so every
+ * backend runs exactly the same tests; its helpers are the suite's own.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
