@@ -497,3 +497,50 @@ export function drive(
   }
   return { state: current, transitions, inputs, calls, outcome };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Compaction
+// ---------------------------------------------------------------------------------------------
+
+/** Settings with automatic compaction in a small window: 800 input tokens, compact above 400. */
+export const COMPACTING: TurnSettings = {
+  ...SETTINGS,
+  compaction: {
+    auto: true,
+    contextWindow: 1_000,
+    outputReserve: 200,
+    threshold: 0.5,
+    summaryModel: "summary-model",
+    tailMessages: 2,
+    charsPerToken: 4,
+  },
+};
+
+/** An assistant message whose usage report says the request held `tokens` tokens. */
+export function assistantWithUsage(
+  content: AssistantMessage["content"],
+  tokens: number,
+  at = T0,
+): AssistantMessage {
+  const message = assistantMessage(content, undefined, at);
+  return { ...message, usage: { ...message.usage, input: tokens, totalTokens: tokens + 5 } };
+}
+
+/** A compact request (the client's summarize action). */
+export function compact(inputID = "compact:1"): Input {
+  return { type: "compact", inputID, at: T0 };
+}
+
+/** A context-length error of call `callID`, classified as such by the runner. */
+export function overflow(
+  callID: string,
+  message = "prompt is too long: 1200 tokens > 1000",
+): Input {
+  const error = { ...assistantMessage([], "error"), errorMessage: message };
+  return {
+    type: "llm_event",
+    callID,
+    event: { type: "error", reason: "error", error },
+    contextOverflow: true,
+  };
+}

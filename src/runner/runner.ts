@@ -152,7 +152,9 @@ export function createRunner(options: RunnerOptions): Runner {
           const step = await applyOrEndTurn(entry, input, input.inputID);
           return step === null ? { type: "duplicate" } : applied(step);
         }
-        const cancel = toSupersedingCancel(entry.state.committed, input);
+        // A compaction asked for while a turn runs is refused by the loop, not superseding it.
+        const cancel =
+          input.type === "compact" ? null : toSupersedingCancel(entry.state.committed, input);
         if (cancel !== null) await applyOrEndTurn(entry, cancel, cancel.inputID);
         entry.output = output;
         const { requestID, clientState } = submitOptions;

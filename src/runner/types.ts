@@ -7,6 +7,7 @@ import type {
   CallClientCommand,
   CanceledCommand,
   CancelInput,
+  CompactInput,
   ConversationState,
   FailedCommand,
   FinalCommand,
@@ -55,7 +56,7 @@ export interface TurnOutput {
 }
 
 /** Inputs from outside: the runner creates model events and tool results itself. */
-export type ExternalInput = StartInput | UserMessageInput | CancelInput;
+export type ExternalInput = StartInput | UserMessageInput | CancelInput | CompactInput;
 
 export interface SubmitOptions {
   /** Persistently binds a client stream id (e.g. Cursor's request id) to the conversation. */
