@@ -9,6 +9,9 @@
  * the provider's defaults (base URL, API key variable). A provider's usual key variable (e.g.
  * `ANTHROPIC_API_KEY`) is only assumed when the base URL is not configured, so a key never goes
  * to an endpoint the configuration did not name it for.
+ *
+ * Why one file of about 440 lines: one validation of one shape (a model's configuration), field by
+ * field, with the defaults it applies; the small field readers are private to it.
  */
 import type { Api, Model } from "@earendil-works/pi-ai";
 import { findCatalogueModel } from "./catalogue.ts";

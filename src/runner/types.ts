@@ -61,8 +61,11 @@ export type ExternalInput = StartInput | UserMessageInput | CancelInput | Compac
 export interface SubmitOptions {
   /** Persistently binds a client stream id (e.g. Cursor's request id) to the conversation. */
   readonly requestID?: string;
-  /** Saved with the binding, for picking the stream up again after a restart. */
-  readonly clientState?: string;
+  /**
+   * Saved with the binding (with the turn the input started), for picking the stream up again
+   * after a restart: opaque bytes of the client protocol.
+   */
+  readonly clientState?: Uint8Array;
 }
 
 export type SubmitResult =
@@ -104,7 +107,7 @@ export interface Runner {
    */
   findStream(
     requestID: string,
-  ): Promise<{ conversationID: string; turnID: string; clientState: string | null } | null>;
+  ): Promise<{ conversationID: string; turnID: string; clientState: Uint8Array | null } | null>;
   /** Detaches `output` if it is still the conversation's output. */
   detach(conversationID: string, output: TurnOutput): void;
   /**

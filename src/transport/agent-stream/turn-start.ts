@@ -3,15 +3,10 @@
  * restart picks up the one the conversation is in (`resume`). Both build the dialect's turn
  * state first and then hand the turn to the runner with this stream's `TurnOutput`.
  */
-
-import { toBinary } from "@bufbuild/protobuf";
 import { errorMessage } from "../../errors/error-message.ts";
 import type { Runner, TurnOutput } from "../../runner/types.ts";
 import { toCompactionSettings } from "../compaction-settings.ts";
-import {
-  type AgentRunRequest,
-  AgentRunRequestSchema,
-} from "../cursor/gen/agent/v1/run_request_pb.js";
+import type { AgentRunRequest } from "../cursor/gen/agent/v1/run_request_pb.js";
 import {
   type ClientEvent,
   fromRunRequest,
@@ -23,6 +18,7 @@ import {
   toTurnEnded,
 } from "../cursor/index.ts";
 import { toWebOffer } from "../web-work.ts";
+import { toSavedRunRequest } from "./saved-run-request.ts";
 import { type StreamState, send } from "./stream-state.ts";
 import { withBatches } from "./tool-calls.ts";
 
@@ -114,9 +110,7 @@ export function createTurnStart(
           output,
           {
             requestID,
-            clientState: Buffer.from(toBinary(AgentRunRequestSchema, event.request)).toString(
-              "base64",
-            ),
+            clientState: toSavedRunRequest(event.request),
           },
         );
       } catch (error) {
@@ -164,7 +158,7 @@ export function createTurnStart(
         {
           requestID,
           // Saved with the binding, so a client reconnecting after a restart resumes this turn.
-          clientState: Buffer.from(toBinary(AgentRunRequestSchema, request)).toString("base64"),
+          clientState: toSavedRunRequest(request),
         },
       );
       if (!outbound.subscribed) startGrace();
