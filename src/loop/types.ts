@@ -65,6 +65,8 @@ export interface CompactionSettings {
   readonly threshold: number;
   /** The configured model name the summary call goes to. */
   readonly summaryModel: string;
+  /** The input the summary model can take (its window less its output); default: this model's. */
+  readonly summaryInputBudget?: number;
   /** How many of the last messages stay verbatim after the summary (at least; never a split tool exchange). */
   readonly tailMessages: number;
   /** Characters per token of the tokenizer-free estimate, calibrated per provider kind. */

@@ -104,7 +104,7 @@ export function createTurnStart(
             settings: withBatches(deps.options, {
               ...input.settings,
               model: model.name,
-              compaction: toCompactionSettings(model),
+              compaction: toCompactionSettings(model, (name) => deps.models.findModel(name)),
             }),
           },
           output,
