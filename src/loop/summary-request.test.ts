@@ -59,7 +59,9 @@ test("the transcript covers the messages before the cut, tool outputs shortened"
 test("after a compaction: the previous summary, then only the messages after it", () => {
   const compacted: ConversationState = {
     ...state,
-    compactions: [{ callID: "c", upTo: 2, trigger: "threshold", summary: "EARLIER", at: 0 }],
+    compactions: [
+      { callID: "c", upTo: 2, trigger: "threshold", summary: "EARLIER", at: 0, historyLength: 4 },
+    ],
   };
   const transcript = transcriptOf(buildSummaryRequest(compacted, 4, settings));
   assert.match(transcript, /^Summary of the conversation before this part:\n\nEARLIER/);

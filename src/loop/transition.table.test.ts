@@ -503,7 +503,14 @@ const rows: Record<string, () => void> = {
       .thenExpect({ command: "call_llm", status: "waiting_llm", emit: [], appended: [] });
     const after = outcome.transition.state.committed;
     assert.deepEqual(after.compactions, [
-      { callID: t2c0, upTo: 1, trigger: "threshold", summary: "The user said hi.", at: T0 },
+      {
+        callID: t2c0,
+        upTo: 1,
+        trigger: "threshold",
+        summary: "The user said hi.",
+        at: T0,
+        historyLength: 3,
+      },
     ]);
     assert.equal(after.call?.afterCompaction, true);
     const command = outcome.transition.command;

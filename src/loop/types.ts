@@ -177,6 +177,11 @@ export interface Compaction {
   readonly summary: string;
   /** When the summary call ended (its message's timestamp). */
   readonly at: number;
+  /**
+   * The history's length when the record was appended: usage reported by answers before it
+   * counted the uncompacted request, so the estimate does not use it.
+   */
+  readonly historyLength: number;
 }
 
 /**
