@@ -2,9 +2,11 @@
  * Which records a committed step writes besides the state (docs/architecture.md, The runner), as
  * a function of the state before the step and the step itself:
  *
- * - a tool call about to be sent is saved as a planned client operation (before it is sent);
+ * - each tool call about to be sent (one, or a batch) is saved as a planned client operation
+ *   (before it is sent);
  * - a model call the step ended gets its final status: `canceled` or `failed` when the turn
- *   ended so, `committed` otherwise (its response is in history);
+ *   ended so, `failed` when a context-length error made way for a summary call, `committed`
+ *   otherwise (its response is in history, or for a summary call in the compaction record);
  * - a cancel while the client works cancels the tool calls not yet answered.
  *
  * Status records name rows the store may not have (a call or operation from before they were
@@ -38,22 +40,39 @@ export type StepRecord =
 export function toStepRecords(before: ConversationState, step: Transition): StepRecord[] {
   const records: StepRecord[] = [];
   const after = step.state.committed;
-  if (step.command.type === "call_client") {
+  const sent =
+    step.command.type === "call_client"
+      ? [step.command]
+      : step.command.type === "call_clients"
+        ? step.command.calls
+        : [];
+  for (const command of sent) {
     records.push({
       type: "client_operation",
       operation: {
-        operationID: step.command.operationID,
+        operationID: command.operationID,
         conversationID: after.conversationID,
         turnID: after.turnID,
-        toolCallID: step.command.toolCall.id,
-        request: step.command.toolCall,
+        toolCallID: command.toolCall.id,
+        request: command.toolCall,
         status: "planned",
       },
     });
   }
-  if (before.status === "waiting_llm" && after.status !== "waiting_llm" && before.call !== null) {
+  // A call ends when the state stops waiting for it: the turn moved on, or another call replaced
+  // it (a summary call's compaction, or a context-length error that starts one).
+  const ended =
+    before.status === "waiting_llm" &&
+    before.call !== null &&
+    (after.status !== "waiting_llm" || after.call?.callID !== before.call.callID);
+  if (ended && before.call !== null) {
+    const replacedAfterError = after.status === "waiting_llm" && before.call.summary === undefined;
     const status =
-      after.status === "canceled" ? "canceled" : after.status === "failed" ? "failed" : "committed";
+      after.status === "canceled"
+        ? "canceled"
+        : after.status === "failed" || replacedAfterError
+          ? "failed"
+          : "committed";
     records.push({ type: "llm_call_status", callID: before.call.callID, status });
   }
   if (before.status === "waiting_client" && after.status === "canceled" && before.waiting) {

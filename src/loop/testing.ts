@@ -6,6 +6,9 @@
  * status and the messages appended. Every `when` also checks the loop's invariants: the
  * transition is deterministic over serialised bytes, it does not mutate its arguments, history
  * only grows, and a rejected input changes nothing.
+ *
+ * Why one file of about 500 lines: the loop's test vocabulary (builders and the given/when/then
+ * specification with its invariant checks) is imported as one module by every loop test.
  */
 import assert from "node:assert/strict";
 import type {
@@ -55,6 +58,24 @@ export const SETTINGS: TurnSettings = {
   model: "test-model",
   systemPrompt: "You are a careful coding agent.",
   tools: [READ_TOOL],
+};
+
+export const SHELL_TOOL: Tool = {
+  name: "shell",
+  description: "Run a command.",
+  parameters: {
+    type: "object",
+    properties: { command: { type: "string" } },
+    required: ["command"],
+  },
+};
+
+/** Settings where `read` is read-only (its calls run together) and `shell` has effects. */
+export const BATCH_SETTINGS: TurnSettings = {
+  model: "test-model",
+  systemPrompt: "You are a careful coding agent.",
+  tools: [READ_TOOL, SHELL_TOOL],
+  readOnlyTools: ["read"],
 };
 
 export function zeroUsage(): Usage {
@@ -397,6 +418,11 @@ export interface Script {
   readonly run?: (call: ToolCall) => string;
   /** Answer all tool calls of a message at once, last first (out of order). */
   readonly reverseResults?: boolean;
+  /**
+   * The order the client answers the calls of a batch (`call_clients`) in: a permutation of
+   * `0..n-1` for a batch of `n`; content order when absent.
+   */
+  readonly batchOrder?: (size: number, batch: number) => readonly number[];
   /** Split deltas into pieces of this size. */
   readonly chunkSize?: number;
 }
@@ -427,6 +453,7 @@ export function drive(
   let current = state;
   let responseIndex = responseOffset;
   let outcome: Command = { type: "wait_input" };
+  let batches = 0;
   const run = script.run ?? ((call: ToolCall) => `output of ${call.name}`);
   while (queue.length > 0) {
     const next = queue.shift() as Input;
@@ -454,9 +481,66 @@ export function drive(
         }
         break;
       }
+      case "call_clients": {
+        const calls = step.command.calls;
+        const order = script.batchOrder?.(calls.length, batches) ?? calls.map((_, i) => i);
+        batches += 1;
+        for (const i of order) {
+          const call = (calls[i] as (typeof calls)[number]).toolCall;
+          queue.push(result(call, run(call)));
+        }
+        break;
+      }
       default:
         break;
     }
   }
   return { state: current, transitions, inputs, calls, outcome };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compaction
+// ---------------------------------------------------------------------------------------------
+
+/** Settings with automatic compaction in a small window: 800 input tokens, compact above 400. */
+export const COMPACTING: TurnSettings = {
+  ...SETTINGS,
+  compaction: {
+    auto: true,
+    contextWindow: 1_000,
+    outputReserve: 200,
+    threshold: 0.5,
+    summaryModel: "summary-model",
+    tailMessages: 2,
+    charsPerToken: 4,
+  },
+};
+
+/** An assistant message whose usage report says the request held `tokens` tokens. */
+export function assistantWithUsage(
+  content: AssistantMessage["content"],
+  tokens: number,
+  at = T0,
+): AssistantMessage {
+  const message = assistantMessage(content, undefined, at);
+  return { ...message, usage: { ...message.usage, input: tokens, totalTokens: tokens + 5 } };
+}
+
+/** A compact request (the client's summarize action). */
+export function compact(inputID = "compact:1"): Input {
+  return { type: "compact", inputID, at: T0 };
+}
+
+/** A context-length error of call `callID`, classified as such by the runner. */
+export function overflow(
+  callID: string,
+  message = "prompt is too long: 1200 tokens > 1000",
+): Input {
+  const error = { ...assistantMessage([], "error"), errorMessage: message };
+  return {
+    type: "llm_event",
+    callID,
+    event: { type: "error", reason: "error", error },
+    contextOverflow: true,
+  };
 }

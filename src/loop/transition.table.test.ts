@@ -4,14 +4,22 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
+import { SUMMARY_PREFIX } from "./compaction.ts";
 import { toCallID, toOperationID } from "./ids.ts";
+import { toResumeCommand } from "./request.ts";
+import { toStepRecords } from "./step-records.ts";
 import {
   assistantMessage,
+  assistantWithUsage,
+  BATCH_SETTINGS,
+  COMPACTING,
   CONVERSATION_ID,
   cancel,
+  compact,
   followUp,
   given,
   llm,
+  overflow,
   result,
   SETTINGS,
   start,
@@ -32,6 +40,17 @@ const readC = toolCall("tc-c", "read", { path: "c.ts" });
 const answer = assistantMessage([text("Done.")]);
 const threeCalls = assistantMessage([text("Reading."), readA, readB, readC]);
 
+// A response mixing read-only calls (read) with one with effects (shell), under BATCH_SETTINGS.
+const readD = toolCall("tc-d", "read", { path: "d.ts" });
+const shellS = toolCall("tc-s", "shell", { command: "make" });
+const mixed = assistantMessage([readA, readB, shellS, readC, readD]);
+const waitingForMixed = [start("mixed", { settings: BATCH_SETTINGS }), ...streamed(call0, mixed)];
+const op = (call: typeof readA) => ({
+  type: "call_client" as const,
+  operationID: toOperationID(call0, call.id),
+  toolCall: call,
+});
+
 /** Events of `message` up to (not including) the terminal one. */
 function openStream(callID: string, message = answer): Input[] {
   return streamed(callID, message).slice(0, -1);
@@ -41,6 +60,20 @@ function openStream(callID: string, message = answer): Input[] {
 const finishedTurn = [start("hello"), ...streamed(call0, answer)];
 /** A first turn waiting for the results of three tool calls. */
 const waitingForTools = [start("read three files"), ...streamed(call0, threeCalls)];
+
+const t2c0 = toCallID(CONVERSATION_ID, "t2", 0);
+const t3c0 = toCallID(CONVERSATION_ID, "t3", 0);
+const summaryAnswer = assistantMessage([text("The user said hi.")]);
+/** Two finished turns with automatic compaction in a small window (4 messages). */
+const twoTurns = [
+  start("one", { settings: COMPACTING }),
+  ...streamed(call0, answer),
+  followUp("two"),
+  ...streamed(t2c0, answer),
+];
+/** A first turn whose answer reports a request of 500 tokens: the next call is over 400. */
+const heavyAnswer = assistantWithUsage([text("Done.")], 500);
+const heavyTurn = [start("hi", { settings: COMPACTING }), ...streamed(call0, heavyAnswer)];
 
 const rows: Record<string, () => void> = {
   L1() {
@@ -135,6 +168,23 @@ const rows: Record<string, () => void> = {
     assert.equal(outcome.transition.state.pending, null);
   },
   L10() {
+    // a leading run of read-only calls goes out together; the shell waits for it
+    given(start("mixed", { settings: BATCH_SETTINGS }), openStream(call0, mixed))
+      .when(llm(call0, { type: "done", reason: "toolUse", message: mixed }))
+      .thenExpect({
+        command: { type: "call_clients", calls: [op(readA), op(readB)] },
+        status: "waiting_client",
+      });
+    // a call with effects first goes alone, read-only or not what follows
+    const shellFirst = assistantMessage([shellS, readA, readB]);
+    given(start("s", { settings: BATCH_SETTINGS }), openStream(call0, shellFirst))
+      .when(llm(call0, { type: "done", reason: "toolUse", message: shellFirst }))
+      .thenExpect({ command: op(shellS) });
+    // a single read-only call is a plain call_client
+    const oneRead = assistantMessage([readA]);
+    given(start("r", { settings: BATCH_SETTINGS }), openStream(call0, oneRead))
+      .when(llm(call0, { type: "done", reason: "toolUse", message: oneRead }))
+      .thenExpect({ command: op(readA) });
     given(start("read"), openStream(call0, threeCalls))
       .when(streamed(call0, threeCalls).at(-1) as Input)
       .thenExpect({
@@ -280,6 +330,20 @@ const rows: Record<string, () => void> = {
         command: "call_llm",
         appended: [toolResultOf(readB, "b"), toolResultOf(readC, "c")],
       });
+    // the read batch answered (B first, then A): the shell goes alone
+    given(waitingForMixed, result(readB, "b"))
+      .when(result(readA, "a"))
+      .thenExpect({
+        command: op(shellS),
+        appended: [toolResultOf(readA, "a"), toolResultOf(readB, "b")],
+      });
+    // the shell answered: the reads after it go out together
+    given(waitingForMixed, result(readA, "a"), result(readB, "b"))
+      .when(result(shellS, "made"))
+      .thenExpect({
+        command: { type: "call_clients", calls: [op(readC), op(readD)] },
+        appended: [toolResultOf(shellS, "made")],
+      });
   },
   L22() {
     const outcome = given(waitingForTools, result(readA, "a"), result(readB, "b"))
@@ -296,6 +360,11 @@ const rows: Record<string, () => void> = {
     assert.equal(command.request.systemPrompt, SETTINGS.systemPrompt);
   },
   L23() {
+    // a later call of the batch in flight answered first: kept, not history
+    const batch = given(waitingForMixed)
+      .when(result(readB, "b"))
+      .thenExpect({ command: "wait_input", status: "waiting_client", appended: [] });
+    assert.deepEqual(batch.transition.state.committed.waiting?.early[1], toolResultOf(readB, "b"));
     const outcome = given(waitingForTools)
       .when(result(readC, "c"))
       .thenExpect({ command: "wait_input", status: "waiting_client", appended: [] });
@@ -326,6 +395,21 @@ const rows: Record<string, () => void> = {
     const [b, c] = appended;
     assert.ok(b?.role === "toolResult" && b.toolCallId === "tc-b" && b.isError);
     assert.deepEqual(c, toolResultOf(readC, "c"));
+    // a batch in flight: B arrived early and is kept; A and every later call are "not run"
+    const batch = given(waitingForMixed, result(readB, "b"))
+      .when(cancel())
+      .thenExpect({ command: "canceled", status: "canceled" });
+    const results = batch.transition.state.committed.messages.slice(2);
+    assert.deepEqual(
+      results.map((m) => (m.role === "toolResult" ? [m.toolCallId, m.isError] : m.role)),
+      [
+        ["tc-a", true],
+        ["tc-b", false],
+        ["tc-s", true],
+        ["tc-c", true],
+        ["tc-d", true],
+      ],
+    );
   },
   L27() {
     given().when(result(readA, "a")).thenRejected("not_waiting_for_tool");
@@ -334,6 +418,173 @@ const rows: Record<string, () => void> = {
   L28() {
     given().when(cancel()).thenRejected("not_running");
     given(finishedTurn).when(cancel()).thenRejected("not_running");
+  },
+  L29() {
+    const outcome = given(waitingForMixed)
+      .when(result(readA, "a"))
+      .thenExpect({
+        command: "wait_input",
+        status: "waiting_client",
+        appended: [toolResultOf(readA, "a")],
+      });
+    const state = outcome.transition.state.committed;
+    assert.equal(state.waiting?.answered, 1);
+    // a restart now asks again only for the call of the batch without a result
+    assert.deepEqual(toResumeCommand(state), op(readB));
+    // and before any result, for the whole batch
+    const fresh = given(waitingForMixed).state.committed;
+    assert.deepEqual(toResumeCommand(fresh), {
+      type: "call_clients",
+      calls: [op(readA), op(readB)],
+    });
+    // the shell in flight: a result for a read after it is early, not a new batch
+    given(waitingForMixed, result(readA, "a"), result(readB, "b"))
+      .when(result(readC, "c"))
+      .thenExpect({ command: "wait_input", appended: [] });
+  },
+  L30() {
+    const outcome = given(twoTurns)
+      .when(compact())
+      .thenExpect({ command: "call_llm", status: "waiting_llm", appended: [] });
+    const command = outcome.transition.command;
+    assert.equal(command.type === "call_llm" && command.model, "summary-model");
+    assert.equal(command.type === "call_llm" && command.callID, toCallID(CONVERSATION_ID, "t3", 0));
+    assert.deepEqual(outcome.transition.state.committed.call?.summary, {
+      upTo: 2,
+      trigger: "request",
+    });
+    assert.equal(command.type === "call_llm" && command.request.tools.length, 0);
+  },
+  L31() {
+    given().when(compact()).thenRejected("no_settings");
+  },
+  L32() {
+    given(start("hi", { settings: COMPACTING }), streamed(call0, answer))
+      .when(compact())
+      .thenRejected("nothing_to_compact");
+    given(twoTurns, compact(), streamed(t3c0, summaryAnswer))
+      .when(compact("compact:2"))
+      .thenRejected("nothing_to_compact");
+  },
+  L33() {
+    given(start("one")).when(compact()).thenRejected("turn_in_progress");
+    given(waitingForTools).when(compact()).thenRejected("turn_in_progress");
+  },
+  L34() {
+    const outcome = given(heavyTurn)
+      .when(followUp("next"))
+      .thenExpect({ command: "call_llm", status: "waiting_llm", appended: [userMessage("next")] });
+    const command = outcome.transition.command;
+    assert.equal(command.type === "call_llm" && command.model, "summary-model");
+    assert.deepEqual(outcome.transition.state.committed.call?.summary, {
+      upTo: 1,
+      trigger: "threshold",
+    });
+    // under the threshold, or with automatic compaction off: the model call itself
+    for (const before of [
+      [start("hi", { settings: COMPACTING }), ...streamed(call0, answer)],
+      [start("hi"), ...streamed(call0, heavyAnswer)],
+    ]) {
+      const plain = given(before).when(followUp("next")).thenExpect({ command: "call_llm" });
+      const call = plain.transition.command;
+      assert.equal(call.type === "call_llm" && call.model, "test-model");
+      assert.equal(call.type === "call_llm" && call.request.messages.length, 3);
+    }
+  },
+  L35() {
+    const events = streamed(t2c0, summaryAnswer).slice(0, -1);
+    const outcome = given(heavyTurn, followUp("next")).whenAll(events);
+    outcome.thenExpect({ command: "continue_llm", emit: [], appended: [] });
+    assert.equal(outcome.transition.state.pending?.callID, t2c0);
+  },
+  L36() {
+    const outcome = given(heavyTurn, followUp("next"))
+      .whenAll(streamed(t2c0, summaryAnswer))
+      .thenExpect({ command: "call_llm", status: "waiting_llm", emit: [], appended: [] });
+    const after = outcome.transition.state.committed;
+    assert.deepEqual(after.compactions, [
+      {
+        callID: t2c0,
+        upTo: 1,
+        trigger: "threshold",
+        summary: "The user said hi.",
+        at: T0,
+        historyLength: 3,
+      },
+    ]);
+    assert.equal(after.call?.afterCompaction, true);
+    const command = outcome.transition.command;
+    assert.ok(command.type === "call_llm");
+    assert.equal(command.model, "test-model");
+    assert.equal(command.callID, toCallID(CONVERSATION_ID, "t2", 1));
+    assert.deepEqual(command.request.messages, [
+      {
+        role: "user",
+        content: [text(`${SUMMARY_PREFIX}The user said hi.`)],
+        timestamp: T0,
+      },
+      heavyAnswer,
+      userMessage("next"),
+    ]);
+    // the summarize action's turn ends with the compaction
+    given(twoTurns, compact())
+      .whenAll(streamed(t3c0, summaryAnswer))
+      .thenExpect({ command: { type: "final", message: summaryAnswer }, status: "final" });
+  },
+  L37() {
+    const empty = assistantMessage([]);
+    const failedDone = given(heavyTurn, followUp("next"))
+      .whenAll(streamed(t2c0, empty))
+      .thenExpect({ command: "failed", status: "failed", appended: [] });
+    assert.equal(failedDone.transition.state.committed.compactions, undefined);
+    const error = { ...assistantMessage([], "error"), errorMessage: "upstream 500" };
+    const failedError = given(heavyTurn, followUp("next"))
+      .when(llm(t2c0, { type: "error", reason: "error", error }))
+      .thenExpect({ command: "failed", status: "failed", emit: ["error"], appended: [] });
+    assert.match(
+      failedError.transition.state.committed.failure?.message ?? "",
+      /could not be summarised: upstream 500\. Nothing was lost/,
+    );
+  },
+  L38() {
+    const aborted = { ...assistantMessage([], "aborted"), errorMessage: "Request was aborted" };
+    given(heavyTurn, followUp("next"))
+      .when(llm(t2c0, { type: "error", reason: "aborted", error: aborted }))
+      .thenExpect({ command: "canceled", status: "canceled", appended: [] });
+  },
+  L39() {
+    const outcome = given(twoTurns, followUp("three"))
+      .when(overflow(t3c0))
+      .thenExpect({ command: "call_llm", status: "waiting_llm", emit: [], appended: [] });
+    assert.deepEqual(outcome.transition.state.committed.call?.summary, {
+      upTo: 3,
+      trigger: "overflow",
+    });
+    assert.deepEqual(toStepRecords(outcome.before.committed, outcome.transition), [
+      { type: "llm_call_status", callID: t3c0, status: "failed" },
+    ]);
+    // the summary's done repeats the request, compacted
+    const repeated = given(twoTurns, followUp("three"), overflow(t3c0))
+      .whenAll(streamed(toCallID(CONVERSATION_ID, "t3", 1), summaryAnswer))
+      .thenExpect({ command: "call_llm" });
+    const command = repeated.transition.command;
+    assert.equal(command.type === "call_llm" && command.model, "test-model");
+    assert.equal(command.type === "call_llm" && command.request.messages.length, 3);
+  },
+  L40() {
+    const t3c1 = toCallID(CONVERSATION_ID, "t3", 1);
+    const t3c2 = toCallID(CONVERSATION_ID, "t3", 2);
+    given(twoTurns, followUp("three"), overflow(t3c0), streamed(t3c1, summaryAnswer))
+      .when(overflow(t3c2))
+      .thenExpect({ command: "failed", status: "failed", emit: ["error"] });
+    // automatic compaction off
+    given(start("one"), streamed(call0, answer), followUp("two"))
+      .when(overflow(toCallID(CONVERSATION_ID, "t2", 0)))
+      .thenExpect({ command: "failed", status: "failed" });
+    // nothing to compact
+    given(start("one", { settings: COMPACTING }))
+      .when(overflow(call0))
+      .thenExpect({ command: "failed", status: "failed" });
   },
 };
 

@@ -16,6 +16,8 @@
  * with compare-and-swap and retry (apply-input.ts), a model call (model-call.ts) and a tool call
  * (tool-call.ts).
  */
+
+import { errorMessage } from "../errors/error-message.ts";
 import { toErrorMessage } from "../llm/index.ts";
 import {
   type Command,
@@ -77,7 +79,7 @@ export function createRunner(options: RunnerOptions): Runner {
     try {
       return await applyInput(entry, input, inputID, extra);
     } catch (error) {
-      fail(entry, `the conversation could not be saved: ${describe(error)}`);
+      fail(entry, `the conversation could not be saved: ${errorMessage(error)}`);
       throw error;
     }
   }
@@ -95,6 +97,12 @@ export function createRunner(options: RunnerOptions): Runner {
         return;
       case "call_client":
         spawn(entry.conversationID, "tool call", () => callTool(entry, command));
+        return;
+      case "call_clients":
+        // A batch of read-only calls: each is its own operation, run and answered on its own.
+        for (const call of command.calls) {
+          spawn(entry.conversationID, "tool call", () => callTool(entry, call));
+        }
         return;
       case "final":
       case "failed":
@@ -144,7 +152,9 @@ export function createRunner(options: RunnerOptions): Runner {
           const step = await applyOrEndTurn(entry, input, input.inputID);
           return step === null ? { type: "duplicate" } : applied(step);
         }
-        const cancel = toSupersedingCancel(entry.state.committed, input);
+        // A compaction asked for while a turn runs is refused by the loop, not superseding it.
+        const cancel =
+          input.type === "compact" ? null : toSupersedingCancel(entry.state.committed, input);
         if (cancel !== null) await applyOrEndTurn(entry, cancel, cancel.inputID);
         entry.output = output;
         const { requestID, clientState } = submitOptions;
@@ -155,10 +165,8 @@ export function createRunner(options: RunnerOptions): Runner {
                 {
                   type: "request_stream",
                   requestID,
-                  clientState: JSON.stringify({
-                    turnID: started.state.committed.turnID,
-                    client: clientState ?? null,
-                  } satisfies BoundStream),
+                  turnID: started.state.committed.turnID,
+                  ...(clientState === undefined ? {} : { clientState }),
                 },
               ],
         );
@@ -175,10 +183,13 @@ export function createRunner(options: RunnerOptions): Runner {
         const command = toResumeCommand(state);
         if (command === null) return false;
         entry.output = output;
+        // A call already running is not started twice (`callTool` skips it too).
         const busy =
           command.type === "call_llm"
             ? entry.calling === command.callID
-            : entry.tools.has(command.operationID);
+            : command.type === "call_client"
+              ? entry.tools.has(command.operationID)
+              : command.calls.every((call) => entry.tools.has(call.operationID));
         if (!busy) execute(entry, command);
         return true;
       });
@@ -187,16 +198,11 @@ export function createRunner(options: RunnerOptions): Runner {
     async findStream(requestID) {
       const bound = await store.findRequestStream(requestID);
       if (bound === null) return null;
-      let saved: BoundStream = { turnID: "", client: null };
-      try {
-        saved = JSON.parse(bound.clientState ?? "null") ?? saved;
-      } catch {
-        // A binding written without our wrapper: no turn to match, so nothing to resume.
-      }
+      // A binding saved without a turn has no turn to match, so nothing to resume.
       return {
         conversationID: bound.conversationID,
-        turnID: saved.turnID,
-        clientState: saved.client,
+        turnID: bound.turnID ?? "",
+        clientState: bound.clientState,
       };
     },
 
@@ -223,16 +229,6 @@ export function createRunner(options: RunnerOptions): Runner {
   };
 }
 
-/** What the runner saves with a stream binding: the turn it started and the client's state. */
-interface BoundStream {
-  readonly turnID: string;
-  readonly client: string | null;
-}
-
 function applied(step: Transition): SubmitResult {
   return { type: "applied", rejected: step.rejected?.reason ?? null };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -11,11 +11,14 @@
  * "C" collation: byte order, as SQLite's `binary` orders them, whatever the database's locale.
  */
 import type { PoolClient } from "pg";
+import { fromVersion4State } from "./request-streams-backfill.ts";
 
 export interface PostgresMigration {
   readonly version: number;
   readonly name: string;
   readonly sql: string;
+  /** Runs after `sql`, in the same transaction: rows moved by TypeScript code. */
+  readonly backfill?: (client: PoolClient) => Promise<void>;
 }
 
 /** Arbitrary, fixed: the advisory lock key under which migrations run ("cbyk"). */
@@ -270,7 +273,54 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       create index stream_owners_claimed on stream_owners (claimed_at);
     `,
   },
+  {
+    version: 7,
+    name: "request streams keep the turn and the client state in typed columns; no stream diagnostics (SQLite's 5)",
+    backfill: backfillRequestStreams,
+    sql: `
+      drop table stream_diagnostics;
+
+      alter table request_streams rename to request_streams_v4;
+      alter index request_streams_pkey rename to request_streams_v4_pkey;
+
+      create table request_streams (
+        request_id text collate "C" primary key,
+        conversation_id text collate "C" not null references conversations (conversation_id),
+        turn_id text,
+        client_state bytea,
+        created_at bigint not null
+      );
+
+      create index request_streams_by_conversation on request_streams (conversation_id);
+      ${refuse("request_streams", "request_streams_bound", "a request stream stays bound to its conversation")}
+    `,
+  },
 ];
+
+/** Moves version-4 bindings (JSON text with a base64 client state) over, as SQLite's 5 does. */
+async function backfillRequestStreams(client: PoolClient): Promise<void> {
+  const rows = await client.query<{
+    request_id: string;
+    conversation_id: string;
+    client_state: string | null;
+    created_at: string;
+  }>("select * from request_streams_v4 order by request_id");
+  for (const row of rows.rows) {
+    const saved = fromVersion4State(row.client_state);
+    await client.query(
+      "insert into request_streams (request_id, conversation_id, turn_id, client_state, " +
+        "created_at) values ($1, $2, $3, $4, $5)",
+      [
+        row.request_id,
+        row.conversation_id,
+        saved.turnID,
+        saved.clientState === null ? null : Buffer.from(saved.clientState),
+        row.created_at,
+      ],
+    );
+  }
+  await client.query("drop table request_streams_v4");
+}
 
 /** The schema version this build writes. */
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;
@@ -322,6 +372,7 @@ export async function migratePostgres(
       );
       if (Number(current.rows[0]?.v ?? 0) < migration.version) {
         await client.query(migration.sql);
+        await migration.backfill?.(client);
         await client.query("insert into cursor_byok_schema (version, name) values ($1, $2)", [
           migration.version,
           migration.name,

@@ -5,10 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import pg from "pg";
 import { hashHistory } from "../loop/history-hash.ts";
 import { createConversation } from "../loop/state.ts";
 import { userMessage } from "../loop/testing.ts";
 import type { Message } from "../loop/types.ts";
+import { migratePostgres } from "./postgres-schema.ts";
 import { openPostgresStore } from "./postgres-store.ts";
 import { runStoreContract } from "./testing/contract.ts";
 import { runDashboardContract } from "./testing/dashboard-contract.ts";
@@ -67,6 +69,45 @@ if (postgres.type === "ready") {
     } finally {
       await first.close();
       await second.close();
+      await schema.drop();
+    }
+  });
+}
+
+if (postgres.type === "ready") {
+  test("migration 7 moves version-4 request-stream bindings to typed columns", async () => {
+    const schema = await postgres.server.createSchema();
+    const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
+    try {
+      const client = await pool.connect();
+      try {
+        assert.deepEqual(await migratePostgres(client, 6), [1, 2, 3, 4, 5, 6]);
+        await client.query("insert into conversations values ('c1', 1, 0, '', '', '{}', 1, 1)");
+        const saved = JSON.stringify({
+          turnID: "turn-1",
+          client: Buffer.from([0, 1, 2, 255]).toString("base64"),
+        });
+        await client.query("insert into request_streams values ('r1', 'c1', $1, 5)", [saved]);
+        await client.query("insert into request_streams values ('r2', 'c1', null, 6)");
+        assert.deepEqual(await migratePostgres(client), [7]);
+      } finally {
+        client.release();
+      }
+      const store = await openPostgresStore({ url: schema.url, poolSize: 1 });
+      try {
+        const first = await store.findRequestStream("r1");
+        assert.equal(first?.turnID, "turn-1");
+        assert.deepEqual([...(first?.clientState ?? [])], [0, 1, 2, 255]);
+        const second = await store.findRequestStream("r2");
+        assert.deepEqual(
+          { turnID: second?.turnID, clientState: second?.clientState, at: second?.createdAt },
+          { turnID: null, clientState: null, at: 6 },
+        );
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await pool.end();
       await schema.drop();
     }
   });

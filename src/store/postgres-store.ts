@@ -435,25 +435,32 @@ function createPostgresTables(client: pg.PoolClient): Tables {
     async readRequestStream(requestID) {
       const row = await one(
         "readRequestStream",
-        "select request_id, conversation_id, client_state, created_at from request_streams " +
-          "where request_id = $1",
+        "select request_id, conversation_id, turn_id, client_state, created_at " +
+          "from request_streams where request_id = $1",
         [requestID],
       );
-      return row === null
-        ? null
-        : {
-            requestID: text(row, "request_id"),
-            conversationID: text(row, "conversation_id"),
-            clientState: optionalText(row, "client_state"),
-            createdAt: int(row, "created_at"),
-          };
+      if (row === null) return null;
+      const bytes = row.client_state as Buffer | null;
+      return {
+        requestID: text(row, "request_id"),
+        conversationID: text(row, "conversation_id"),
+        turnID: optionalText(row, "turn_id"),
+        clientState: bytes === null ? null : new Uint8Array(bytes),
+        createdAt: int(row, "created_at"),
+      };
     },
     async insertRequestStream(row) {
       await query(
         "insertRequestStream",
-        "insert into request_streams (request_id, conversation_id, client_state, created_at) " +
-          "values ($1, $2, $3, $4)",
-        [row.requestID, row.conversationID, row.clientState, row.createdAt],
+        "insert into request_streams (request_id, conversation_id, turn_id, client_state, " +
+          "created_at) values ($1, $2, $3, $4, $5)",
+        [
+          row.requestID,
+          row.conversationID,
+          row.turnID,
+          row.clientState === null ? null : Buffer.from(row.clientState),
+          row.createdAt,
+        ],
       );
     },
 

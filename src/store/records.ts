@@ -84,7 +84,7 @@ export async function applyRecordWrite(
       );
       return null;
     case "request_stream":
-      await bindRequestStreamRow(tables, write.requestID, write.clientState, context);
+      await bindRequestStreamRow(tables, write.requestID, write, context);
       return null;
     case "llm_call_first_event":
       // Timing only: a call the store never saw is nothing to time (dashboard-types.ts).

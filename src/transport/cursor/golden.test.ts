@@ -94,7 +94,7 @@ import {
 import { continueToolCall, startToolCall } from "./tool-session.ts";
 import { toTurnEnd } from "./turn-end.ts";
 import type { TurnState } from "./turn-state.ts";
-import { SUMMARIZE_NOT_SUPPORTED, toNotSupportedError } from "./wire-error.ts";
+import { toNotSupportedError } from "./wire-error.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Inbound
@@ -564,7 +564,7 @@ function squash(list: string[]): string[] {
 }
 
 const READ_REPLY = (state: TurnState) => {
-  const awaiting = state.open?.awaiting;
+  const awaiting = state.open.at(-1)?.awaiting;
   assert.ok(awaiting?.type === "exec");
   return client({
     case: "execClientMessage",
@@ -635,7 +635,7 @@ test("golden: a streamed shell call shows live output", () => {
   const reply =
     (event: { case: "stdout" | "stderr"; data: string } | { case: "exit"; code: number }) =>
     (state: TurnState) => {
-      const awaiting = state.open?.awaiting;
+      const awaiting = state.open.at(-1)?.awaiting;
       assert.ok(awaiting?.type === "exec");
       return client({
         case: "execClientMessage",
@@ -687,7 +687,7 @@ test("golden: a streamed shell call shows live output", () => {
 
 test("golden: an edit (read, then write) and an ask_question interaction", () => {
   const write = (state: TurnState) => {
-    const awaiting = state.open?.awaiting;
+    const awaiting = state.open.at(-1)?.awaiting;
     assert.ok(awaiting?.type === "exec");
     return client({
       case: "execClientMessage",
@@ -699,7 +699,7 @@ test("golden: an edit (read, then write) and an ask_question interaction", () =>
     });
   };
   const answer = (state: TurnState) => {
-    const awaiting = state.open?.awaiting;
+    const awaiting = state.open.at(-1)?.awaiting;
     assert.ok(awaiting?.type === "query");
     return client({
       case: "interactionResponse",
@@ -1193,7 +1193,14 @@ test("golden: summarize and shell_command run requests; the not-supported end", 
   assert.ok(event.type === "shell_command");
   assert.deepEqual([event.command, event.execID], ["npm test", "user-exec-1"]);
 
-  const json = errorToJson(toNotSupportedError(SUMMARIZE_NOT_SUPPORTED), undefined);
+  // The wire shape of a refusal, pinned with the text of the former /summarize refusal.
+  const json = errorToJson(
+    toNotSupportedError(
+      "Summarizing a conversation (compaction) is not supported yet. When a chat grows too long " +
+        "for the model, start a new chat.",
+    ),
+    undefined,
+  );
   assertGolden("out-end-not-supported", new TextEncoder().encode(JSON.stringify(json)));
   const stored = JSON.parse(new TextDecoder().decode(readGolden("out-end-not-supported")));
   assert.equal(stored.code, "unimplemented");

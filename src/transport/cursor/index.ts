@@ -37,9 +37,11 @@ export {
   toServerTimeResponse,
   toUsableModelsResponse,
 } from "./startup-rpcs.ts";
+export { type SummaryView, toSummaryUpdates, toSummaryView } from "./summary-updates.ts";
 export {
   continueToolCall,
   expireToolCall,
+  findOpen,
   finishServerWork,
   startToolCall,
   // For tests (e2e/crash-matrix.test.ts): the result text of a call whose outcome is unknown.
@@ -50,7 +52,6 @@ export { toTurnEnd, toTurnEnded } from "./turn-end.ts";
 export type { TurnState } from "./turn-state.ts";
 export {
   redactSecrets,
-  SUMMARIZE_NOT_SUPPORTED,
   toConnectError,
   toNotSupportedError,
   toProtocolError,
