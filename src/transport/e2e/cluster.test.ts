@@ -19,7 +19,7 @@ import {
   type RecordedRequest,
   startFakeProvider,
 } from "../../llm/testing/fake-provider.ts";
-import { openPostgresStore } from "../../store/index.ts";
+import { openPostgresStore, openPostgresUsers } from "../../store/index.ts";
 import { getTestPostgres } from "../../store/testing/postgres-server.ts";
 import { createCursorClient } from "../testing/index.ts";
 import { type Balancer, startRoundRobinBalancer } from "./round-robin-balancer.ts";
@@ -66,6 +66,16 @@ if (postgres.type === "unavailable") {
     let provider: FakeProvider;
     let balancer: Balancer;
     const instances: ChildServer[] = [];
+    let token = "";
+    let killed: ChildServer | undefined;
+    const clientOf = () =>
+      createCursorClient({
+        baseUrl: balancer.url,
+        httpVersion: "1.1",
+        workspace,
+        timeoutMs: 30_000,
+        headers: { authorization: `Bearer ${token}` },
+      });
     const workspace = mkdtempSync(join(tmpdir(), "cursor-byok-cluster-"));
 
     before(async () => {
@@ -73,6 +83,9 @@ if (postgres.type === "unavailable") {
       url = schema.url;
       drop = schema.drop;
       await (await openPostgresStore({ url, poolSize: 1 })).close(); // migrated once
+      const users = openPostgresUsers({ url });
+      token = (await users.add("ann")).token;
+      await users.close();
       provider = await startFakeProvider();
       provider.answer(answer);
       for (let i = 0; i < INSTANCES; i++) {
@@ -86,6 +99,7 @@ if (postgres.type === "unavailable") {
             databaseUrl: url,
             instanceID: `instance-${i}`,
             leaseMs: 3_000,
+            users: true,
           }),
         );
       }
@@ -103,12 +117,7 @@ if (postgres.type === "unavailable") {
     });
 
     test("many concurrent conversations complete, each stream's calls on several instances", async () => {
-      const client = createCursorClient({
-        baseUrl: balancer.url,
-        httpVersion: "1.1",
-        workspace,
-        timeoutMs: 30_000,
-      });
+      const client = clientOf();
       try {
         const results = await Promise.all(
           Array.from(
@@ -147,12 +156,7 @@ if (postgres.type === "unavailable") {
         }),
         events: 1,
       });
-      const client = createCursorClient({
-        baseUrl: balancer.url,
-        httpVersion: "1.1",
-        workspace,
-        timeoutMs: 30_000,
-      });
+      const client = clientOf();
       try {
         const turn = client.startTurn(
           { conversationId: "killed", text: "read f12.txt", modelId: MODEL },
@@ -162,6 +166,7 @@ if (postgres.type === "unavailable") {
         await provider.request(first);
         const owner = await ownerOf(url, requestId);
         const victim = instances[Number(owner.replace("instance-", ""))] as ChildServer;
+        killed = victim;
         await victim.kill();
         await lost;
         turn.reconnectRunSse();
@@ -176,6 +181,24 @@ if (postgres.type === "unavailable") {
       } finally {
         await client.close();
       }
+    });
+
+    test("a revoked token is refused at once by every instance", async () => {
+      const live = instances.filter((instance) => instance !== killed);
+      assert.ok(live.length >= 2);
+      const statusAt = async (instanceUrl: string) =>
+        (
+          await fetch(`${instanceUrl}/aiserver.v1.AiService/GetServerConfig`, {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+            body: "{}",
+          })
+        ).status;
+      for (const instance of live) assert.equal(await statusAt(instance.url), 200);
+      const users = openPostgresUsers({ url });
+      assert.ok(await users.revoke("ann", Date.now()));
+      await users.close();
+      for (const instance of live) assert.equal(await statusAt(instance.url), 401);
     });
   });
 }

@@ -189,6 +189,7 @@ export async function startServerProcess(settings: {
   databaseUrl?: string;
   instanceID?: string;
   leaseMs?: number;
+  users?: boolean;
 }): Promise<ChildServer> {
   const child = spawn(
     process.execPath,

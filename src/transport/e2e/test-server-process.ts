@@ -10,6 +10,7 @@ import { createRunner } from "../../runner/runner.ts";
 import {
   openClusterDirectory,
   openPostgresStore,
+  openPostgresUsers,
   openSqliteStore,
   type Store,
 } from "../../store/index.ts";
@@ -30,6 +31,8 @@ interface Settings {
   readonly databaseUrl?: string;
   readonly instanceID?: string;
   readonly leaseMs?: number;
+  /** With `databaseUrl`: clients authenticate with the team users' tokens (docs/team.md). */
+  readonly users?: boolean;
   /** Overrides the heartbeat interval (benchmarks). */
   readonly heartbeatMs?: number;
   /** Overrides the RunSSE content type (benchmarks use a stock Connect client). */
@@ -84,6 +87,10 @@ const llm = createLLM({
   ]),
   retry: { sleep: async () => {}, maxAttempts: 3 },
 });
+const users =
+  settings.databaseUrl !== undefined && settings.users === true
+    ? openPostgresUsers({ url: settings.databaseUrl })
+    : undefined;
 const server = await startServer(
   {
     store,
@@ -91,6 +98,7 @@ const server = await startServer(
     runner: createRunner({ store, llm }),
     log: silentLog,
     ...(cluster === undefined ? {} : { cluster }),
+    ...(users === undefined ? {} : { authenticate: (token: string) => users.authenticate(token) }),
   },
   {
     ...DEFAULT_SERVER_OPTIONS,
@@ -121,6 +129,7 @@ process.once("SIGTERM", () => {
     await server.close();
     await store.close();
     await cluster?.close();
+    await users?.close();
   })();
 });
 
