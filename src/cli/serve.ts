@@ -220,7 +220,7 @@ export const SERVE_COMMAND: Command = {
     await proxy?.close();
     // Hand this instance's streams over: others take them at once; then close.
     await cluster?.leave().catch(() => undefined);
-    await shutDown(server, opened, log);
+    await shutDown(server, opened, log, cluster !== undefined);
     await team?.close();
     await cluster?.close();
     return 0;
@@ -334,13 +334,18 @@ function untilStopped(log: Logger): Promise<void> {
   });
 }
 
-async function shutDown(server: Server, store: OpenedStore, log: Logger): Promise<void> {
+async function shutDown(
+  server: Server,
+  store: OpenedStore,
+  log: Logger,
+  handOver: boolean,
+): Promise<void> {
   const limit = setTimeout(() => {
     log.error({ limitMs: SHUTDOWN_LIMIT_MS }, "shutdown did not finish in time; exiting");
     process.exit(1);
   }, SHUTDOWN_LIMIT_MS);
   limit.unref();
-  await server.close();
+  await server.close({ handOver });
   await store.close();
   clearTimeout(limit);
   log.info({}, "stopped");

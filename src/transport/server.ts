@@ -146,8 +146,12 @@ export interface Server {
    * Stops accepting connections, ends open streams (clients see `canceled`), stops model streams
    * without committing anything for them (they are retried on the next start), and waits for the
    * server's work to settle. The store is the caller's to close.
+   *
+   * With `handOver` (several instances, docs/team.md), streams are not ended: their model calls
+   * are stopped, then every connection is dropped as a crash would, so clients reconnect through
+   * the balancer and another instance resumes each stream from the store.
    */
-  close(): Promise<void>;
+  close(options?: { readonly handOver?: boolean }): Promise<void>;
 }
 
 /**
@@ -421,12 +425,18 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     address: listener.address,
     serveTrusted: dispatch,
     servesProcedure: (path) => procedures.has(path),
-    async close() {
+    async close(closeOptions = {}) {
       health.drain();
       const closed = listener.close();
-      streams.closeAll("the server is shutting down");
-      await runner.shutdown();
-      listener.destroy();
+      if (closeOptions.handOver === true) {
+        await runner.shutdown();
+        listener.destroy();
+        streams.closeAll("the server is shutting down");
+      } else {
+        streams.closeAll("the server is shutting down");
+        await runner.shutdown();
+        listener.destroy();
+      }
       await closed;
     },
   };

@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { performance } from "node:perf_hooks";
 import { after, before, describe, test } from "node:test";
 import pg from "pg";
 import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
@@ -199,6 +200,46 @@ if (postgres.type === "unavailable") {
       assert.ok(await users.revoke("ann", Date.now()));
       await users.close();
       for (const instance of live) assert.equal(await statusAt(instance.url), 401);
+    });
+
+    test("the owner shut down mid-turn (SIGTERM) hands the stream over; the turn ends", async () => {
+      // A new user: ann was revoked above.
+      const users = openPostgresUsers({ url });
+      token = (await users.add("bo")).token;
+      await users.close();
+      const requestId = randomUUID();
+      const first = provider.requests.length;
+      provider.reply({
+        type: "stall",
+        body: toChatCompletionSse({
+          toolCalls: [{ id: "call_read", name: "read_file", arguments: { path: "f12.txt" } }],
+        }),
+        events: 1,
+      });
+      const client = clientOf();
+      try {
+        const turn = client.startTurn(
+          { conversationId: "handed-over", text: "read f12.txt", modelId: MODEL },
+          { requestId },
+        );
+        const lost = turn.runSseLost();
+        await provider.request(first);
+        const owner = await ownerOf(url, requestId);
+        const leaving = instances[Number(owner.replace("instance-", ""))] as ChildServer;
+        assert.notEqual(leaving, killed);
+        const stopped = performance.now();
+        await leaving.close(); // SIGTERM: graceful
+        const seconds = (performance.now() - stopped) / 1000;
+        assert.ok(seconds < 15, `shut down in ${seconds.toFixed(1)} s`);
+        await lost;
+        turn.reconnectRunSse();
+        const result = await turn.done;
+        assert.equal(result.error, undefined, result.error?.message);
+        assert.match(result.view.text, /done: read/);
+        assert.notEqual(await ownerOf(url, requestId), owner);
+      } finally {
+        await client.close();
+      }
     });
   });
 }

@@ -126,7 +126,7 @@ if (settings.reportMemoryMs !== undefined) {
 process.once("SIGTERM", () => {
   void (async () => {
     await cluster?.leave();
-    await server.close();
+    await server.close({ handOver: cluster !== undefined });
     await store.close();
     await cluster?.close();
     await users?.close();
