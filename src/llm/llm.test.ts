@@ -216,6 +216,7 @@ describe("createLLM", { timeout: 10_000 }, () => {
           api: "anthropic",
           model: "claude-sonnet-4-5",
           thinking: "high",
+          maxMode: { contextWindow: 1_000_000 },
         }),
         createModelConfig({
           name: "Local",
@@ -238,6 +239,13 @@ describe("createLLM", { timeout: 10_000 }, () => {
         input: ["text", "image"],
         prices: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
         demo: false,
+        options: {
+          thinking: true,
+          efforts: ["minimal", "low", "medium", "high"],
+          maxMode: true,
+          parallelToolCalls: true,
+        },
+        maxModeContextWindow: 1_000_000,
       },
       {
         name: "Local",
@@ -251,6 +259,8 @@ describe("createLLM", { timeout: 10_000 }, () => {
         input: ["text"],
         prices: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
         demo: false,
+        options: { thinking: false, efforts: [], maxMode: false, parallelToolCalls: true },
+        maxModeContextWindow: 128_000,
       },
     ]);
     assert.equal(llm.findModel("Local")?.provider, "ollama");

@@ -53,10 +53,12 @@ export function startModelCall(state: ConversationState): {
 
 /** The command for model call `callID` from the state that waits for it. */
 function toCallLLMCommand(state: ConversationState, callID: string): CallLLMCommand {
+  const options = state.settings?.modelOptions;
   return {
     type: "call_llm",
     callID,
     model: (state.settings ?? NO_SETTINGS).model,
+    ...(options === undefined ? {} : { modelOptions: options }),
     request: buildRequest(state),
     messagesHash: state.hashes.chainHash,
     messageCount: state.messages.length,
