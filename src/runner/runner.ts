@@ -16,6 +16,8 @@
  * with compare-and-swap and retry (apply-input.ts), a model call (model-call.ts) and a tool call
  * (tool-call.ts).
  */
+
+import { errorMessage } from "../errors/error-message.ts";
 import { toErrorMessage } from "../llm/index.ts";
 import {
   type Command,
@@ -77,7 +79,7 @@ export function createRunner(options: RunnerOptions): Runner {
     try {
       return await applyInput(entry, input, inputID, extra);
     } catch (error) {
-      fail(entry, `the conversation could not be saved: ${describe(error)}`);
+      fail(entry, `the conversation could not be saved: ${errorMessage(error)}`);
       throw error;
     }
   }
@@ -240,8 +242,4 @@ interface BoundStream {
 
 function applied(step: Transition): SubmitResult {
   return { type: "applied", rejected: step.rejected?.reason ?? null };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -4,6 +4,7 @@
  * state first and then hand the turn to the runner with this stream's `TurnOutput`.
  */
 import { toBinary } from "@bufbuild/protobuf";
+import { errorMessage } from "../../errors/error-message.ts";
 import type { Runner, TurnOutput } from "../../runner/types.ts";
 import {
   type AgentRunRequest,
@@ -21,7 +22,7 @@ import {
   toTurnEnded,
 } from "../cursor/index.ts";
 import { toWebOffer } from "../web-work.ts";
-import { describe, type StreamState, send } from "./stream-state.ts";
+import { type StreamState, send } from "./stream-state.ts";
 import { withBatches } from "./tool-calls.ts";
 
 export interface TurnStart {
@@ -126,7 +127,7 @@ export function createTurnStart(
           },
         );
       } catch (error) {
-        stream.end(toConnectError({ kind: "internal", detail: describe(error) }));
+        stream.end(toConnectError({ kind: "internal", detail: errorMessage(error) }));
         throw error;
       }
       // A turn nobody reads is canceled like one whose reader left.
