@@ -238,6 +238,13 @@ describe("createLLM", { timeout: 10_000 }, () => {
         thinking: "high",
         input: ["text", "image"],
         prices: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
+        compaction: {
+          auto: true,
+          threshold: 0.8,
+          summaryModel: null,
+          tailMessages: 6,
+          charsPerToken: 3.5,
+        },
         demo: false,
         options: {
           thinking: true,
@@ -258,6 +265,13 @@ describe("createLLM", { timeout: 10_000 }, () => {
         thinking: "off",
         input: ["text"],
         prices: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+        compaction: {
+          auto: true,
+          threshold: 0.8,
+          summaryModel: null,
+          tailMessages: 6,
+          charsPerToken: 3.5,
+        },
         demo: false,
         options: { thinking: false, efforts: [], maxMode: false, parallelToolCalls: true },
         maxModeContextWindow: 128_000,

@@ -18,6 +18,7 @@ import { anthropicMessagesApi } from "@earendil-works/pi-ai/api/anthropic-messag
 import { googleGenerativeAIApi } from "@earendil-works/pi-ai/api/google-generative-ai.lazy";
 import { openAICompletionsApi } from "@earendil-works/pi-ai/api/openai-completions.lazy";
 import { openAIResponsesApi } from "@earendil-works/pi-ai/api/openai-responses.lazy";
+import { type ModelCompaction, toModelCompaction } from "./compaction-config.ts";
 import type {
   ApiKeySource,
   ApiKind,
@@ -54,6 +55,7 @@ export interface ModelInfo {
   readonly input: readonly InputModality[];
   /** USD per million tokens. */
   readonly prices: ModelPrices;
+  readonly compaction: ModelCompaction;
   readonly demo: boolean;
   /** Which of the client's per-request options (model-options.ts) the model honours. */
   readonly options: ModelOptionSupport;
@@ -350,6 +352,7 @@ function toModelInfo(config: ModelConfig): ModelInfo {
     thinking: config.thinking,
     input: config.input,
     prices: config.prices,
+    compaction: config.compaction,
     demo: false,
     options: toModelOptionSupport(config),
     maxModeContextWindow: config.maxMode?.contextWindow ?? config.contextWindow,
@@ -368,6 +371,8 @@ function toDemoInfo(demo: DemoModel): ModelInfo {
     thinking: "off",
     input: ["text"],
     prices: demo.prices,
+    // The demo model answers from a script: it cannot write summaries.
+    compaction: { ...toModelCompaction(undefined, "demo", "openai-chat"), auto: false },
     demo: true,
     options: { thinking: false, efforts: [], maxMode: false, parallelToolCalls: true },
     maxModeContextWindow: demo.contextWindow,

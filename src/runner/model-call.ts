@@ -5,7 +5,7 @@
  * can come between two of them. A cancel or shutdown that comes while the call is being prepared
  * wins: nothing is opened.
  */
-import type { LLM } from "../llm/index.ts";
+import { isContextOverflow, type LLM } from "../llm/index.ts";
 import type { CallLLMCommand } from "../loop/index.ts";
 import type { RecordWrite, Store } from "../store/index.ts";
 import type { ApplyInput } from "./apply-input.ts";
@@ -84,7 +84,15 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
         const step = await queue.run(conversationID, () =>
           apply(
             entry,
-            { type: "llm_event", callID: command.callID, event },
+            {
+              type: "llm_event",
+              callID: command.callID,
+              event,
+              // The loop compacts and repeats the call once on a context-length error.
+              ...(event.type === "error" && isContextOverflow(event.error)
+                ? { contextOverflow: true }
+                : {}),
+            },
             command.callID,
             timing,
           ),
