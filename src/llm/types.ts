@@ -102,6 +102,10 @@ export interface RequestAttempt {
   readonly retryDelayMs?: number;
 }
 
+import type { ModelOptions } from "./model-options.ts";
+
+export type { ModelOptions };
+
 /** One model call as the runner starts it (from a loop `call_llm` command). */
 export interface LLMCall {
   readonly callID: string;
@@ -110,6 +114,8 @@ export interface LLMCall {
   readonly request: RequestMessages;
   /** Derives the provider prompt-cache key, stable across the conversation's calls. */
   readonly conversationID: string;
+  /** The client's choices for this call: thinking, effort, max mode (model-options.ts). */
+  readonly options?: ModelOptions;
   /** Aborting it aborts the call, like `LLMStream.abort()`. */
   readonly signal?: AbortSignal;
   /** A body saved by an earlier attempt of this call: it is sent byte for byte instead of a rebuilt one. */

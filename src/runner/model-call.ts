@@ -46,6 +46,7 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       model: command.model,
       request: command.request,
       conversationID,
+      ...(command.modelOptions === undefined ? {} : { options: command.modelOptions }),
       ...(saved === null ? {} : { replay: { body: saved.request } }),
       beforeSend: async (exact) => {
         await store.saveLLMCall({

@@ -18,6 +18,7 @@ export {
 export { AiService, ServerConfigService } from "./gen/aiserver/v1/ai_service_pb.js";
 export { BidiRequestIdSchema, BidiService } from "./gen/aiserver/v1/bidi_pb.js";
 export { type Mode, toAgentMode } from "./mode.ts";
+export { type ChosenModel, toChosenModel } from "./model-options.ts";
 export { fromResponseEvent } from "./response-events.ts";
 export {
   fromModeSettings,
