@@ -27,6 +27,7 @@ import {
   type AgentClientMessage,
   type AgentServerMessage,
   type ClientEvent,
+  coalesceDeltas,
   continueToolCall,
   expireToolCall,
   finishServerWork,
@@ -125,6 +126,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   const outbound = createOutboundStream<AgentServerMessage>({
     heartbeatMs: options.heartbeatMs,
     heartbeat: toHeartbeatMessage,
+    coalesce: coalesceDeltas,
   });
   const sequencer = createAppendSequencer({
     gapTimeoutMs: options.appendGapTimeoutMs,
