@@ -260,8 +260,15 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
     Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0) *
     1024;
 
+  // One turn first (warm-up), ended once its first message arrived.
   provider.script = { chunks: 1, paceMs: 0, stallAfter: 1 };
-  await runTurn(url, () => {}, undefined, AbortSignal.timeout(1_000)).catch(() => {});
+  const warmUp = new AbortController();
+  await runTurn(
+    url,
+    () => {},
+    () => warmUp.abort(),
+    warmUp.signal,
+  ).catch(() => {});
   const before = await memory.next();
   const rssBefore = rss();
 
@@ -303,8 +310,9 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
   controller.abort();
   await Promise.all(opened);
   clearTimeout(bound);
-  child.kill("SIGTERM");
-  await new Promise((resolve) => child.once("exit", resolve));
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGKILL");
+  await exited;
   rmSync(dir, { recursive: true, force: true });
 
   print();

@@ -142,6 +142,8 @@ export async function runTurn(
       }
     }
   })();
+  // Handled below; a failing append must not leave it rejected with no handler meanwhile.
+  reading.catch(() => {});
   await bidi.bidiAppend({ requestId: { requestId }, data }, { signal });
   await reading.catch((error: unknown) => {
     if (!signal?.aborted) throw error;

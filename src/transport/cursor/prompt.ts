@@ -38,6 +38,17 @@ Research the task with the read-only tools and ask_question when a decision is t
 Find the root cause before fixing. Reproduce the problem, form hypotheses, and test them with evidence: read the code, run the failing case, and add temporary logging when needed. Fix the cause, not the symptom, confirm the fix by re-running the failing case, and remove temporary instrumentation.`,
 };
 
+/**
+ * Built once per mode: every conversation in a mode holds the same string instance, not a copy
+ * of its own (issue #19, memory per open stream).
+ */
+const SYSTEM_PROMPTS = new Map<Mode, string>();
+
 export function toSystemPrompt(mode: Mode): string {
-  return `${CORE}\n\n${MODE_SECTIONS[mode]}`;
+  let prompt = SYSTEM_PROMPTS.get(mode);
+  if (prompt === undefined) {
+    prompt = `${CORE}\n\n${MODE_SECTIONS[mode]}`;
+    SYSTEM_PROMPTS.set(mode, prompt);
+  }
+  return prompt;
 }
