@@ -249,6 +249,10 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
         heartbeatMs,
         runSseContentType: "connect",
         reportMemoryMs: 500,
+        // Above the defaults (1,000 each): every conversation holds a RunSSE and a BidiAppend
+        // connection (HTTP/1.1) and one agent stream.
+        maxStreams: 2 * streams + 100,
+        maxConnections: 4 * streams + 100,
       }),
     ],
     { stdio: ["ignore", "pipe", "inherit"] },
@@ -282,6 +286,9 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
   const startedAt = performance.now();
   let allOpenAt = Number.NaN;
   for (let i = 0; i < streams; i += 1) {
+    // Opened 50 at a time, 20 ms apart (2,000 in 0.8 s), as the listen backlog would drop a
+    // burst of thousands of connections at once.
+    if (i > 0 && i % 50 === 0) await new Promise((resolve) => setTimeout(resolve, 20));
     let last = Number.NaN;
     opened.push(
       runTurn(
