@@ -3,6 +3,7 @@
  * a pino logger and tests pass `silentLog` or a recorder. Fields never carry keys or message
  * bodies.
  */
+import { errorMessage } from "../errors/error-message.ts";
 export interface Log {
   debug(fields: Record<string, unknown>, message: string): void;
   info(fields: Record<string, unknown>, message: string): void;
@@ -47,9 +48,5 @@ export function createRecordingLog(): { readonly log: Log; readonly lines: LogLi
 export function logRunnerErrors(
   log: Log,
 ): (error: unknown, context: { conversationID: string; what: string }) => void {
-  return (error, context) =>
-    log.error(
-      { ...context, error: error instanceof Error ? error.message : String(error) },
-      "runner",
-    );
+  return (error, context) => log.error({ ...context, error: errorMessage(error) }, "runner");
 }

@@ -1,0 +1,226 @@
+/**
+ * The tool calls the turn has open on this stream. The runner asks for each (`run`, the
+ * `TurnOutput.runTool` of turn-output.ts) and waits for its result; the result comes from the
+ * client's replies (`applyClientEvent`), from the server's own web work, or, for a call recovered
+ * after a restart whose outcome is unknown, from the late-result timer that tells the model the
+ * outcome is unknown (the call is never run again).
+ *
+ * Several calls may be open at once (a batch of read-only calls, src/loop/tool-batch.ts); the
+ * dialect says which call each reply advanced (`ToolStep.operationID`).
+ *
+ * State, by operation id: `open` the runner's waits, `works` the web work running for a call,
+ * `lates` the late-result timers; `modeAtStart` the mode when the last call started (a
+ * switch_mode call may change it, and runs alone; read once by `settingsAfterTool`).
+ */
+import type { ConversationState, ToolResultMessage, TurnSettings } from "../../loop/index.ts";
+import type { TurnOutput } from "../../runner/types.ts";
+import {
+  type ClientEvent,
+  continueToolCall,
+  expireToolCall,
+  findOpen,
+  finishServerWork,
+  fromModeSettings,
+  type Mode,
+  type ServerWork,
+  startToolCall,
+  toAgentMode,
+  toModeSettings,
+} from "../cursor/index.ts";
+import { runServerWork } from "../web-work.ts";
+import { createOneShotTimer, type OneShotTimer } from "./one-shot-timer.ts";
+import { type StreamState, send } from "./stream-state.ts";
+import type { AgentStreamOptions } from "./types.ts";
+
+export interface ToolCalls {
+  /** `TurnOutput.runTool`: starts the call on the client (or the server) and waits for its result. */
+  run: TurnOutput["runTool"];
+  /** A client reply to the open call (exec results, heartbeats, interaction responses). */
+  applyClientEvent(seqno: number, event: ClientEvent): void;
+  /** `TurnOutput.settingsAfterTool`: the mode the call switched to, if it did. */
+  settingsAfterTool(settings: TurnSettings): TurnSettings | undefined;
+  /** The runner's waits for the open calls, if any, fail with `reason`. */
+  rejectOpen(reason: string): void;
+  /** Aborts the web work running, if any. */
+  stopWork(): void;
+  /** Clears every late-result timer. */
+  clearLateTimer(): void;
+}
+
+interface OpenToolCall {
+  resolve(result: ToolResultMessage): void;
+  reject(error: Error): void;
+}
+
+/** `settings` without batches of read-only calls when the server turned them off. */
+export function withBatches(options: AgentStreamOptions, settings: TurnSettings): TurnSettings {
+  return options.parallelTools === false ? { ...settings, readOnlyTools: [] } : settings;
+}
+
+export function createToolCalls(stream: StreamState): ToolCalls {
+  const { requestID, deps } = stream;
+  const { log, now } = deps;
+  const open = new Map<string, OpenToolCall>();
+  const works = new Map<string, AbortController>();
+  const lates = new Map<string, OneShotTimer>();
+  let modeAtStart: Mode | null = null;
+
+  const clearLate = (operationID: string): void => {
+    lates.get(operationID)?.clear();
+    lates.delete(operationID);
+  };
+
+  const finish = (operationID: string, message: ToolResultMessage | null): void => {
+    const waiting = open.get(operationID);
+    if (message !== null && waiting !== undefined) {
+      open.delete(operationID);
+      waiting.resolve(message);
+    }
+  };
+
+  /**
+   * Runs the server's own work for the open tool call (a web search or fetch) and applies its
+   * result like a client reply. Ending the stream aborts it; a result that comes too late is
+   * dropped.
+   */
+  const startWork = (
+    operationID: string,
+    item: { readonly id: number; readonly work: ServerWork },
+  ): void => {
+    const controller = new AbortController();
+    works.get(operationID)?.abort();
+    works.set(operationID, controller);
+    const began = now();
+    void runServerWork(deps.web, item.work, controller.signal).then((result) => {
+      if (works.get(operationID) === controller) works.delete(operationID);
+      log.info(
+        {
+          request: requestID,
+          tool: item.work.type,
+          outcome: result.outcome.type,
+          durationMs: now() - began,
+        },
+        "web tool ran",
+      );
+      if (controller.signal.aborted || stream.turn === null || !open.has(operationID)) return;
+      const step = finishServerWork(stream.turn, item.id, result, {
+        at: now(),
+        inputID: `result:${operationID}`,
+      });
+      if (step.ignored !== null) {
+        log.debug({ request: requestID, why: step.ignored }, "web tool result ignored");
+        return;
+      }
+      stream.turn = step.state;
+      send(stream, step.messages);
+      if (step.work !== null) startWork(operationID, step.work);
+      finish(operationID, step.input?.message ?? null);
+    });
+  };
+
+  const startLateTimer = (operationID: string): void => {
+    const late = lates.get(operationID) ?? createOneShotTimer();
+    lates.set(operationID, late);
+    late.arm(deps.options.lateResultGraceMs, () => {
+      lates.delete(operationID);
+      if (stream.turn === null || !open.has(operationID)) return;
+      const step = expireToolCall(stream.turn, operationID, {
+        at: now(),
+        inputID: `result:${operationID}`,
+      });
+      if (step.ignored !== null) return;
+      stream.turn = step.state;
+      send(stream, step.messages);
+      log.warn(
+        { request: requestID, conversation: stream.conversationID, operation: operationID },
+        "no late result arrived: the model is told the tool's outcome is unknown",
+      );
+      finish(operationID, step.input?.message ?? null);
+    });
+  };
+
+  return {
+    run(command, state: ConversationState, attempt) {
+      if (stream.turn === null) return Promise.reject(new Error("the stream has no turn"));
+      // After a restart the turn state comes from the run request; a mode switched to since is
+      // in the committed settings.
+      const committed = state.settings === null ? null : fromModeSettings(state.settings);
+      if (committed !== null && committed !== stream.turn.mode) {
+        stream.turn = { ...stream.turn, mode: committed, agentMode: toAgentMode(committed) };
+      }
+      const context = { at: now(), inputID: `result:${command.operationID}` };
+      const step = startToolCall(stream.turn, command, context, {
+        recovered: attempt.outcomeUnknown,
+      });
+      if (step.ignored !== null) return Promise.reject(new Error(step.ignored));
+      modeAtStart = stream.turn.mode;
+      stream.turn = step.state;
+      send(stream, step.messages);
+      if (step.input !== null) return Promise.resolve(step.input.message);
+      if (attempt.outcomeUnknown) {
+        const waiting = findOpen(stream.turn, command.operationID)?.awaiting.type === "earlier";
+        log.warn(
+          {
+            request: requestID,
+            conversation: stream.conversationID,
+            tool: command.toolCall.name,
+            operation: command.operationID,
+          },
+          waiting
+            ? "tool call sent before a restart, outcome unknown: waiting for a late result, not running it again"
+            : "tool call sent before a restart, outcome unknown: read-only, sending it again",
+        );
+        if (waiting) startLateTimer(command.operationID);
+      }
+      return new Promise((resolve, reject) => {
+        open.set(command.operationID, { resolve, reject });
+        if (step.work !== null) startWork(command.operationID, step.work);
+      });
+    },
+    applyClientEvent(seqno, event) {
+      if (stream.turn === null) return;
+      const step = continueToolCall(stream.turn, event, {
+        at: now(),
+        inputID: `${requestID}:${seqno}`,
+      });
+      if (step.ignored !== null) {
+        log.debug(
+          { request: requestID, event: event.type, why: step.ignored },
+          "client event ignored",
+        );
+        return;
+      }
+      stream.turn = step.state;
+      send(stream, step.messages);
+      const operationID = step.operationID;
+      if (operationID === null) return;
+      if (step.work !== null) startWork(operationID, step.work);
+      // A late reply arrived for a recovered call: its outcome is known now.
+      clearLate(operationID);
+      finish(operationID, step.input?.message ?? null);
+    },
+    settingsAfterTool(settings) {
+      const before = modeAtStart;
+      modeAtStart = null;
+      const turn = stream.turn;
+      if (turn === null || before === null || turn.mode === before) return undefined;
+      return withBatches(
+        deps.options,
+        toModeSettings(settings, turn.mode, turn.mcpTools, turn.web),
+      );
+    },
+    rejectOpen(reason) {
+      const waiting = [...open.values()];
+      open.clear();
+      for (const call of waiting) call.reject(new Error(reason));
+    },
+    stopWork() {
+      for (const controller of works.values()) controller.abort();
+      works.clear();
+    },
+    clearLateTimer() {
+      for (const late of lates.values()) late.clear();
+      lates.clear();
+    },
+  };
+}
