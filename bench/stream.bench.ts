@@ -4,8 +4,11 @@
  * asserted. Sections (all by default; name some to run only those, e.g.
  * `npm run bench:stream -- throughput latency`):
  *
- * - throughput: text deltas per second (call to last delta) through the server ÷ the same stream consumed directly
- *   with the LLM layer in this process, by response length (1k … 100k unpaced deltas);
+ * The direct baseline is the same stream consumed with the LLM layer in this process, for the
+ * same request the server's model call made (Cursor's system prompt and tools).
+ *
+ * - throughput: text deltas per second (call to last delta) through the server ÷ directly, by
+ *   response length (1k … 100k unpaced deltas);
  * - latency: provider writes a chunk → the client has its text, paced stream, p50/p99, through
  *   the server minus directly;
  * - ttft: time to the first text delta minus the provider's own, through the server minus
@@ -22,7 +25,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { createLLM, createModelConfigs } from "../src/llm/index.ts";
+import { createLLM, createModelConfigs, type LLM, type LLMCall } from "../src/llm/index.ts";
 import { createRunner } from "../src/runner/runner.ts";
 import { createMemoryStore } from "../src/store/index.ts";
 import { silentLog } from "../src/transport/log.ts";
@@ -91,9 +94,18 @@ async function inProcess(
   models: ReturnType<typeof createModelConfigs>,
 ): Promise<void> {
   const llm = createLLM({ models });
+  /** The request the server's last model call made: the direct baseline sends the same one. */
+  let serverRequest: LLMCall["request"] | undefined;
+  const recording: LLM = {
+    ...llm,
+    stream: (call) => {
+      serverRequest = call.request;
+      return llm.stream(call);
+    },
+  };
   const store = createMemoryStore();
   const server = await startServer(
-    { store, llm, runner: createRunner({ store, llm }), log: silentLog },
+    { store, llm: recording, runner: createRunner({ store, llm: recording }), log: silentLog },
     { ...DEFAULT_SERVER_OPTIONS, port: 0, runSseContentType: "connect" },
   );
   /** The stream consumed with the LLM layer directly: when each chunk's text arrived. */
@@ -104,7 +116,7 @@ async function inProcess(
       callID: randomUUID(),
       model: MODEL,
       conversationID: "bench",
-      request: {
+      request: serverRequest ?? {
         systemPrompt: "s",
         tools: [],
         messages: [{ role: "user", content: "go", timestamp: 1 }],

@@ -56,6 +56,8 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
   const waiters = new Set<() => void>();
 
   const changed = (): void => {
+    // Most pushes find the subscriber busy writing: nothing to wake, nothing to allocate.
+    if (waiters.size === 0) return;
     const notify = [...waiters];
     waiters.clear();
     for (const wake of notify) wake();
