@@ -235,7 +235,7 @@ interface ServerProcessRun {
   readonly streams: number;
   readonly script: BenchProvider["script"];
   readonly heartbeatMs: number;
-  /** How long the streams are watched once opening them began. */
+  /** How long the streams are watched once opening them began (longer if not all are open). */
   readonly observeMs: number;
 }
 
@@ -269,7 +269,7 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
     ],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
-  const bound = setTimeout(() => child.kill("SIGKILL"), observeMs + 60_000);
+  const bound = setTimeout(() => child.kill("SIGKILL"), observeMs + 120_000);
   const memory = memoryReports(child);
   const url = await memory.listening;
   const rss = () =>
@@ -323,7 +323,16 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
       }),
     );
   }
-  await new Promise((resolve) => setTimeout(resolve, observeMs));
+  // Watch for `observeMs`, and at least until every stream is open (or 60 s have passed), then
+  // one more second so that nothing is in flight when memory is read.
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  while (
+    performance.now() - startedAt < observeMs ||
+    (open + failures.length < streams && performance.now() - startedAt < 60_000)
+  ) {
+    await sleep(100);
+  }
+  await sleep(1_000);
   const after = await memory.next();
   const rssAfter = rss();
   controller.abort();
@@ -352,13 +361,15 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
     print(`heap: ${streams} open, silent conversations on a server process (after a full GC)`);
   }
   print(
-    `  live heap per open stream: ${kib((after.heapUsed - before.heapUsed) / Math.max(1, open))}${settings.script.stamp === true ? "" : " [≤ 48 KiB]"}   RSS per stream: ${kib((rssAfter - rssBefore) / Math.max(1, open))}   (heap ${(before.heapUsed / 2 ** 20).toFixed(1)} → ${(after.heapUsed / 2 ** 20).toFixed(1)} MiB, ${open} streams)`,
+    `  live heap per open stream: ${kib((after.heapUsed - before.heapUsed) / Math.max(1, open))}${settings.script.stamp === true ? "" : " [≤ 48 KiB]"}   off-heap (external) per stream: ${kib((after.external - before.external) / Math.max(1, open))}   RSS per stream: ${kib((rssAfter - rssBefore) / Math.max(1, open))}   (heap ${(before.heapUsed / 2 ** 20).toFixed(1)} → ${(after.heapUsed / 2 ** 20).toFixed(1)} MiB, ${open} streams)`,
   );
 }
 
 interface Memory {
   readonly heapUsed: number;
   readonly rss: number;
+  /** Off the JS heap: ArrayBuffer contents (socket and body buffers) and other native memory. */
+  readonly external: number;
 }
 
 /** The child's `LISTENING` address and its `MEMORY` reports, each taken after a full GC. */
