@@ -9,9 +9,18 @@
  * the provider's defaults (base URL, API key variable). A provider's usual key variable (e.g.
  * `ANTHROPIC_API_KEY`) is only assumed when the base URL is not configured, so a key never goes
  * to an endpoint the configuration did not name it for.
+ *
+ * Why one file of about 440 lines: one validation of one shape (a model's configuration), field by
+ * field, with the defaults it applies; the small field readers are private to it.
  */
 import type { Api, Model } from "@earendil-works/pi-ai";
 import { findCatalogueModel } from "./catalogue.ts";
+import {
+  CompactionConfigError,
+  type ModelCompaction,
+  type ModelCompactionInput,
+  toModelCompaction,
+} from "./compaction-config.ts";
 import { createSecret, type Secret } from "./secret.ts";
 
 /** The wire APIs we speak, each backed by one pi-ai API implementation. */
@@ -71,6 +80,8 @@ export interface ModelConfig {
   readonly contextWindow: number;
   readonly maxOutput: number;
   readonly prices: ModelPrices;
+  /** Context compaction for conversations on this model (compaction-config.ts). */
+  readonly compaction: ModelCompaction;
   /** Whether pi-ai's catalogue knew this model (its defaults were used). */
   readonly catalogued: boolean;
   /** Dialect overrides handed to pi-ai as the model's `compat` (e.g. `supportsDeveloperRole`). */
@@ -97,6 +108,7 @@ export interface ModelConfigInput {
   readonly maxOutput?: number;
   readonly prices?: Partial<Pick<ModelPrices, "input" | "output" | "cacheRead" | "cacheWrite">>;
   readonly compat?: Readonly<Record<string, unknown>>;
+  readonly compaction?: ModelCompactionInput;
 }
 
 /** A configuration value that is missing or wrong. `field` is a path such as `models[2].baseUrl`. */
@@ -186,6 +198,7 @@ const INPUT_FIELDS = new Set([
   "maxOutput",
   "prices",
   "compat",
+  "compaction",
 ]);
 
 /**
@@ -260,6 +273,7 @@ export function createModelConfig(input: unknown, path = "model"): ModelConfig {
     contextWindow,
     maxOutput,
     prices: toPrices(entry.prices, at("prices"), catalogue),
+    compaction: toCompaction(entry.compaction, at("compaction"), api),
     catalogued: catalogue !== undefined,
     compat: {
       ...(catalogue?.api === kind.piApi ? (catalogue.compat ?? {}) : {}),
@@ -275,7 +289,7 @@ export function createModelConfig(input: unknown, path = "model"): ModelConfig {
 export function createModelConfigs(input: unknown, path = "models"): readonly ModelConfig[] {
   if (!Array.isArray(input)) throw new ConfigError(path, "must be a list");
   const seen = new Set<string>();
-  return input.map((entry, index) => {
+  const configs = input.map((entry, index) => {
     const config = createModelConfig(entry, `${path}[${index}]`);
     if (seen.has(config.name)) {
       throw new ConfigError(`${path}[${index}].name`, `duplicate model name "${config.name}"`);
@@ -283,6 +297,25 @@ export function createModelConfigs(input: unknown, path = "models"): readonly Mo
     seen.add(config.name);
     return config;
   });
+  configs.forEach((config, index) => {
+    const summaryModel = config.compaction.summaryModel;
+    if (summaryModel !== null && !seen.has(summaryModel)) {
+      throw new ConfigError(
+        `${path}[${index}].compaction.summaryModel`,
+        "must name a configured model",
+      );
+    }
+  });
+  return configs;
+}
+
+function toCompaction(value: unknown, field: string, api: ApiKind): ModelCompaction {
+  try {
+    return toModelCompaction(value, field, api);
+  } catch (error) {
+    if (error instanceof CompactionConfigError) throw new ConfigError(error.field, error.problem);
+    throw error;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -237,6 +237,13 @@ describe("createLLM", { timeout: 10_000 }, () => {
         thinking: "high",
         input: ["text", "image"],
         prices: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
+        compaction: {
+          auto: true,
+          threshold: 0.8,
+          summaryModel: null,
+          tailMessages: 6,
+          charsPerToken: 3.5,
+        },
         demo: false,
       },
       {
@@ -250,6 +257,13 @@ describe("createLLM", { timeout: 10_000 }, () => {
         thinking: "off",
         input: ["text"],
         prices: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+        compaction: {
+          auto: true,
+          threshold: 0.8,
+          summaryModel: null,
+          tailMessages: 6,
+          charsPerToken: 3.5,
+        },
         demo: false,
       },
     ]);

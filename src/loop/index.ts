@@ -13,6 +13,7 @@ export { toCallID, toOperationID, toTurnID } from "./ids.ts";
 export { buildPrompt, buildRequest, buildTools, toResumeCommand } from "./request.ts";
 export { createConversation, isIdle } from "./state.ts";
 export { type StepRecord, toStepRecords } from "./step-records.ts";
+export { SUMMARY_SYSTEM_PROMPT } from "./summary-request.ts";
 export { transition } from "./transition.ts";
 export {
   mayCancel,

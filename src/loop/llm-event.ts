@@ -7,6 +7,7 @@ import { appendHashes } from "./history-hash.ts";
 import { toOperationID } from "./ids.ts";
 import { applyBlockEvent, createPendingResponse } from "./pending-response.ts";
 import { CONTINUE_LLM, toApplied, toRejected } from "./state.ts";
+import { applySummaryDone, applySummaryError, compactAfterOverflow } from "./summary-call.ts";
 import { dispatchNextToolCall, toNotRunResult } from "./tool-result.ts";
 import type { ConversationState, LLMEventInput, RuntimeState, Transition } from "./types.ts";
 
@@ -25,17 +26,27 @@ export function applyLLMEvent(state: RuntimeState, input: LLMEventInput): Transi
     );
   }
   const event = input.event;
+  // A summary call's stream is not the assistant's answer: nothing of it is emitted.
+  const shown = (events: ResponseEvent[]) => (current.summary === undefined ? events : []);
   switch (event.type) {
     case "start":
       if (pending !== null) return toRejected(state, "out_of_order", "second start", CONTINUE_LLM);
       return toApplied(
         { committed, pending: createPendingResponse(input.callID, event) },
         CONTINUE_LLM,
-        [event],
+        shown([event]),
       );
     case "done":
+      if (current.summary !== undefined) {
+        return applySummaryDone(committed, input.callID, current.summary, event);
+      }
       return applyDone(committed, input.callID, event);
     case "error":
+      if (current.summary !== undefined) return applySummaryError(committed, input.callID, event);
+      if (input.contextOverflow === true && event.reason === "error") {
+        const compacting = compactAfterOverflow(committed, current);
+        if (compacting !== null) return compacting;
+      }
       return applyError(committed, input.callID, event);
     default: {
       if (pending === null) {
@@ -43,7 +54,7 @@ export function applyLLMEvent(state: RuntimeState, input: LLMEventInput): Transi
       }
       const next = applyBlockEvent(pending, event);
       if (typeof next === "string") return toRejected(state, "out_of_order", next, CONTINUE_LLM);
-      return toApplied({ committed, pending: next }, CONTINUE_LLM, [event]);
+      return toApplied({ committed, pending: next }, CONTINUE_LLM, shown([event]));
     }
   }
 }

@@ -1,14 +1,25 @@
 /**
  * Building the next model request. The system prompt and tools come from the turn's settings
- * (data that entered on the `start` input); the messages are the history, unchanged.
+ * (data that entered on the `start` input); the messages are the history, unchanged — or, after a
+ * compaction, the summary followed by the history from the compaction's point (compaction.ts).
  */
 import type { RequestMessages, Tool } from "../llm/types.ts";
+import {
+  chooseCut,
+  compactionSettingsOf,
+  isOverThreshold,
+  lastCompaction,
+  toRequestMessages,
+} from "./compaction.ts";
+import { hashHistory } from "./history-hash.ts";
 import { toCallID } from "./ids.ts";
+import { buildSummaryRequest } from "./summary-request.ts";
 import { toBatchEnd, toClientCommand, toReadOnlyTools } from "./tool-batch.ts";
 import type {
   CallClientCommand,
   CallClientsCommand,
   CallLLMCommand,
+  CompactionTrigger,
   ConversationState,
   TurnSettings,
 } from "./types.ts";
@@ -26,41 +37,91 @@ export function buildTools(state: ConversationState): Tool[] {
 export function buildRequest(state: ConversationState): RequestMessages {
   return {
     systemPrompt: buildPrompt(state),
-    messages: [...state.messages],
+    messages: toRequestMessages(state),
     tools: buildTools(state),
   };
 }
 
-/**
- * Starts the next model call of the turn: the state waits for it and the command carries the
- * complete request with its history hashes.
- */
-export function startModelCall(state: ConversationState): {
+interface StartedCall {
   state: ConversationState;
   command: CallLLMCommand;
-} {
+}
+
+/**
+ * Starts the next model call of the turn: the state waits for it and the command carries the
+ * complete request with its history hashes. When automatic compaction is on and the estimated
+ * request exceeds the threshold, a summary call comes first (its `done` then starts this call).
+ */
+export function startModelCall(state: ConversationState): StartedCall {
+  const compaction = state.settings?.compaction;
+  if (compaction?.auto === true && isOverThreshold(state, compaction)) {
+    const summary = startSummaryCall(state, "threshold");
+    if (summary !== null) return summary;
+  }
+  return startCall(state, {});
+}
+
+/** Starts the model call that follows a compaction: a context-length error on it is final. */
+export function startModelCallAfterCompaction(state: ConversationState): StartedCall {
+  return startCall(state, { afterCompaction: true });
+}
+
+/**
+ * Starts a summary call that compacts the history up to the chosen cut, or null when there is
+ * nothing new to compact.
+ */
+export function startSummaryCall(
+  state: ConversationState,
+  trigger: CompactionTrigger,
+): StartedCall | null {
+  if (state.settings === null) return null;
+  const upTo = chooseCut(state, compactionSettingsOf(state.settings));
+  if (upTo === null) return null;
+  return startCall(state, { summary: { upTo, trigger } });
+}
+
+function startCall(
+  state: ConversationState,
+  kind: { summary?: NonNullable<ConversationState["call"]>["summary"]; afterCompaction?: true },
+): StartedCall {
   const step = state.stepCount;
   const callID = toCallID(state.conversationID, state.turnID, step);
   const next: ConversationState = {
     ...state,
     status: "waiting_llm",
     stepCount: step + 1,
-    call: { callID, step },
+    call: { callID, step, ...kind },
     waiting: null,
   };
   return { state: next, command: toCallLLMCommand(next, callID) };
 }
 
-/** The command for model call `callID` from the state that waits for it. */
+/**
+ * The command for model call `callID` from the state that waits for it. Its hashes describe the
+ * messages it sends: the history's own (kept incrementally) when nothing was compacted, otherwise
+ * those of the compacted request, so the prefix relation between two requests stays a hash
+ * comparison.
+ */
 function toCallLLMCommand(state: ConversationState, callID: string): CallLLMCommand {
+  const summary = state.call?.summary;
+  const settings = state.settings ?? NO_SETTINGS;
+  const compaction = compactionSettingsOf(settings);
+  const request =
+    summary === undefined
+      ? buildRequest(state)
+      : buildSummaryRequest(state, summary.upTo, compaction);
+  const hashes =
+    summary === undefined && lastCompaction(state) === null
+      ? state.hashes
+      : hashHistory(request.messages);
   return {
     type: "call_llm",
     callID,
-    model: (state.settings ?? NO_SETTINGS).model,
-    request: buildRequest(state),
-    messagesHash: state.hashes.chainHash,
-    messageCount: state.messages.length,
-    lastMessageHash: state.hashes.lastMessageHash,
+    model: summary === undefined ? settings.model : compaction.summaryModel,
+    request,
+    messagesHash: hashes.chainHash,
+    messageCount: request.messages.length,
+    lastMessageHash: hashes.lastMessageHash,
   };
 }
 

@@ -5,7 +5,8 @@
  * - each tool call about to be sent (one, or a batch) is saved as a planned client operation
  *   (before it is sent);
  * - a model call the step ended gets its final status: `canceled` or `failed` when the turn
- *   ended so, `committed` otherwise (its response is in history);
+ *   ended so, `failed` when a context-length error made way for a summary call, `committed`
+ *   otherwise (its response is in history, or for a summary call in the compaction record);
  * - a cancel while the client works cancels the tool calls not yet answered.
  *
  * Status records name rows the store may not have (a call or operation from before they were
@@ -58,9 +59,20 @@ export function toStepRecords(before: ConversationState, step: Transition): Step
       },
     });
   }
-  if (before.status === "waiting_llm" && after.status !== "waiting_llm" && before.call !== null) {
+  // A call ends when the state stops waiting for it: the turn moved on, or another call replaced
+  // it (a summary call's compaction, or a context-length error that starts one).
+  const ended =
+    before.status === "waiting_llm" &&
+    before.call !== null &&
+    (after.status !== "waiting_llm" || after.call?.callID !== before.call.callID);
+  if (ended && before.call !== null) {
+    const replacedAfterError = after.status === "waiting_llm" && before.call.summary === undefined;
     const status =
-      after.status === "canceled" ? "canceled" : after.status === "failed" ? "failed" : "committed";
+      after.status === "canceled"
+        ? "canceled"
+        : after.status === "failed" || replacedAfterError
+          ? "failed"
+          : "committed";
     records.push({ type: "llm_call_status", callID: before.call.callID, status });
   }
   if (before.status === "waiting_client" && after.status === "canceled" && before.waiting) {

@@ -4,10 +4,10 @@
  * read outside the conversation's queue and applied in queued steps, one `transition` each: a
  * step takes the event it was started for and those that had already arrived behind it (at most
  * `MAX_BURST`), so a burst from one network read costs one trip through the queue (issue #19),
- * and a cancel can still come between two steps. A cancel or shutdown that comes while the call is being prepared
- * wins: nothing is opened.
+ * and a cancel can still come between two steps. A cancel or shutdown that comes while the call
+ * is being prepared wins: nothing is opened.
  */
-import type { LLM, ResponseEvent } from "../llm/index.ts";
+import { isContextOverflow, type LLM, type ResponseEvent } from "../llm/index.ts";
 import type { CallLLMCommand, Transition } from "../loop/index.ts";
 import type { RecordWrite, Store } from "../store/index.ts";
 import type { ApplyInput } from "./apply-input.ts";
@@ -89,7 +89,15 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
         }
         step = await apply(
           entry,
-          { type: "llm_event", callID: command.callID, event },
+          {
+            type: "llm_event",
+            callID: command.callID,
+            event,
+            // The loop compacts and repeats the call once on a context-length error.
+            ...(event.type === "error" && isContextOverflow(event.error)
+              ? { contextOverflow: true }
+              : {}),
+          },
           command.callID,
           timing,
         );

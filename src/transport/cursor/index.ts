@@ -38,6 +38,7 @@ export {
   toServerTimeResponse,
   toUsableModelsResponse,
 } from "./startup-rpcs.ts";
+export { type SummaryView, toSummaryUpdates, toSummaryView } from "./summary-updates.ts";
 export {
   continueToolCall,
   expireToolCall,
@@ -52,7 +53,6 @@ export { toTurnEnd, toTurnEnded } from "./turn-end.ts";
 export type { TurnState } from "./turn-state.ts";
 export {
   redactSecrets,
-  SUMMARIZE_NOT_SUPPORTED,
   toConnectError,
   toNotSupportedError,
   toProtocolError,
