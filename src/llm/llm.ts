@@ -288,11 +288,15 @@ function failedStream(
   });
 }
 
-/** pi-ai's stream, with a synchronous throw (a library bug or a missing key) turned into events. */
-async function* startEvents(
+/**
+ * pi-ai's stream, started when it is first iterated, so that a synchronous throw (a library bug or
+ * a missing key) happens inside the reader's loop and becomes an event there. Its own iterator
+ * is handed out as is: no generator in between adds a hop per event.
+ */
+function startEvents(
   start: () => AsyncIterable<AssistantMessageEvent>,
 ): AsyncIterable<AssistantMessageEvent> {
-  yield* start();
+  return { [Symbol.asyncIterator]: () => start()[Symbol.asyncIterator]() };
 }
 
 /** The terminal error as we hand it out: the real cause of a hook failure, and no secrets. */

@@ -66,6 +66,11 @@ export type TerminalEvent = Extract<ResponseEvent, { type: "done" } | { type: "e
 export interface ResponseStream extends AsyncIterable<ResponseEvent> {
   /** The next event, or `undefined` once the terminal event has been handed out. */
   recv(): Promise<ResponseEvent | undefined>;
+  /**
+   * The next event if one has already arrived, without waiting; `undefined` otherwise (also
+   * after the terminal event). Lets a reader take a burst of events in one go (issue #19).
+   */
+  poll(): ResponseEvent | undefined;
   /** Aborts the upstream request; the stream then ends with `error(aborted)`. */
   abort(reason?: string): void;
   /** Fires when the stream is aborted. */

@@ -36,6 +36,17 @@ export const PROMPT_SECTIONS: Readonly<Record<Mode, readonly PromptSection[]>> =
   debug: [...READING, changingCode, git, longRunning, answers, modeDebug],
 };
 
+/**
+ * Built once per mode: every conversation in a mode holds the same string instance, not a copy of
+ * its own (memory per open stream).
+ */
+const SYSTEM_PROMPTS = new Map<Mode, string>();
+
 export function toSystemPrompt(mode: Mode): string {
-  return PROMPT_SECTIONS[mode].map((section) => section.text).join("\n\n");
+  let prompt = SYSTEM_PROMPTS.get(mode);
+  if (prompt === undefined) {
+    prompt = PROMPT_SECTIONS[mode].map((section) => section.text).join("\n\n");
+    SYSTEM_PROMPTS.set(mode, prompt);
+  }
+  return prompt;
 }
