@@ -10,7 +10,7 @@
  * `ANTHROPIC_API_KEY`) is only assumed when the base URL is not configured, so a key never goes
  * to an endpoint the configuration did not name it for.
  *
- * Why one file of about 440 lines: one validation of one shape (a model's configuration), field by
+ * Why one file of about 520 lines: one validation of one shape (a model's configuration), field by
  * field, with the defaults it applies; the small field readers are private to it.
  */
 import type { Api, Model } from "@earendil-works/pi-ai";
@@ -86,6 +86,11 @@ export interface ModelConfig {
   readonly catalogued: boolean;
   /** Dialect overrides handed to pi-ai as the model's `compat` (e.g. `supportsDeveloperRole`). */
   readonly compat: Readonly<Record<string, unknown>>;
+  /**
+   * The larger limits the model has in "max mode" (the client's model picker), e.g. a 1M-token
+   * context; null when it has none (max mode then changes nothing).
+   */
+  readonly maxMode: { readonly contextWindow: number; readonly maxOutput: number } | null;
 }
 
 /** The plain-object form accepted by `createModelConfig` (e.g. one entry of a YAML file). */
@@ -109,6 +114,8 @@ export interface ModelConfigInput {
   readonly prices?: Partial<Pick<ModelPrices, "input" | "output" | "cacheRead" | "cacheWrite">>;
   readonly compat?: Readonly<Record<string, unknown>>;
   readonly compaction?: ModelCompactionInput;
+  /** Larger limits for max mode; each defaults to the normal one. */
+  readonly maxMode?: { readonly contextWindow?: number; readonly maxOutput?: number };
 }
 
 /** A configuration value that is missing or wrong. `field` is a path such as `models[2].baseUrl`. */
@@ -199,6 +206,7 @@ const INPUT_FIELDS = new Set([
   "prices",
   "compat",
   "compaction",
+  "maxMode",
 ]);
 
 /**
@@ -259,6 +267,8 @@ export function createModelConfig(input: unknown, path = "model"): ModelConfig {
     throw new ConfigError(at("maxOutput"), `must not exceed contextWindow (${contextWindow})`);
   }
 
+  const maxMode = toMaxMode(entry.maxMode, at("maxMode"), contextWindow, maxOutput);
+
   return {
     name,
     provider,
@@ -279,7 +289,42 @@ export function createModelConfig(input: unknown, path = "model"): ModelConfig {
       ...(catalogue?.api === kind.piApi ? (catalogue.compat ?? {}) : {}),
       ...toCompat(entry.compat, at("compat")),
     },
+    maxMode,
   };
+}
+
+/** The max-mode limits: at least the normal ones, output within the context. */
+function toMaxMode(
+  value: unknown,
+  path: string,
+  contextWindow: number,
+  maxOutput: number,
+): ModelConfig["maxMode"] {
+  if (value === undefined) return null;
+  const entry = toRecord(value, path);
+  for (const key of Object.keys(entry)) {
+    if (key !== "contextWindow" && key !== "maxOutput") {
+      throw new ConfigError(`${path}.${key}`, "unknown field");
+    }
+  }
+  const limits = {
+    contextWindow:
+      optionalPositiveInteger(entry.contextWindow, `${path}.contextWindow`) ?? contextWindow,
+    maxOutput: optionalPositiveInteger(entry.maxOutput, `${path}.maxOutput`) ?? maxOutput,
+  };
+  if (limits.contextWindow < contextWindow) {
+    throw new ConfigError(
+      `${path}.contextWindow`,
+      `must be at least contextWindow (${contextWindow})`,
+    );
+  }
+  if (limits.maxOutput < maxOutput) {
+    throw new ConfigError(`${path}.maxOutput`, `must be at least maxOutput (${maxOutput})`);
+  }
+  if (limits.maxOutput > limits.contextWindow) {
+    throw new ConfigError(`${path}.maxOutput`, `must not exceed the max-mode context window`);
+  }
+  return limits;
 }
 
 /**

@@ -30,6 +30,11 @@ import type {
 import { createDemoModel, DEMO_API, type DemoModel, type DemoOptions } from "./demo.ts";
 import { toErrorMessage } from "./error-message.ts";
 import { createExactFetch, type ExactFetchState, hashBody } from "./exact-fetch.ts";
+import {
+  applyModelOptions,
+  type ModelOptionSupport,
+  toModelOptionSupport,
+} from "./model-options.ts";
 import { toPiModel } from "./pi-model.ts";
 import { createResponseStream } from "./response-stream.ts";
 import { createRetryPolicy, type RetryPolicy } from "./retry.ts";
@@ -52,6 +57,10 @@ export interface ModelInfo {
   readonly prices: ModelPrices;
   readonly compaction: ModelCompaction;
   readonly demo: boolean;
+  /** Which of the client's per-request options (model-options.ts) the model honours. */
+  readonly options: ModelOptionSupport;
+  /** The context window in max mode (equal to `contextWindow` when it has no max mode). */
+  readonly maxModeContextWindow: number;
 }
 
 export interface CreateLLMOptions {
@@ -157,13 +166,14 @@ function linkAbort(signal: AbortSignal | undefined): {
 }
 
 function streamProvider(
-  config: ModelConfig,
+  configured: ModelConfig,
   apiKey: string,
   call: LLMCall,
   controller: AbortController,
   release: () => void,
   { policy, baseFetch, timeoutMs }: Transport,
 ): LLMStream {
+  const config = applyModelOptions(configured, call.options);
   const model = toPiModel(config);
   const headers = Object.fromEntries(
     Object.entries(config.headers).map(([name, value]) => [name, value.reveal()]),
@@ -192,7 +202,8 @@ function streamProvider(
     disableContinuation: true,
     maxRetries: 0,
     identity: { userAgent: { custom: USER_AGENT } },
-    onPayload: (payload) => toStablePayload(model.api, payload),
+    onPayload: (payload) =>
+      withParallelToolCalls(config.api, toStablePayload(model.api, payload) ?? payload),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   };
   const events = startEvents(() =>
@@ -277,11 +288,15 @@ function failedStream(
   });
 }
 
-/** pi-ai's stream, with a synchronous throw (a library bug or a missing key) turned into events. */
-async function* startEvents(
+/**
+ * pi-ai's stream, started when it is first iterated, so that a synchronous throw (a library bug or
+ * a missing key) happens inside the reader's loop and becomes an event there. Its own iterator
+ * is handed out as is: no generator in between adds a hop per event.
+ */
+function startEvents(
   start: () => AsyncIterable<AssistantMessageEvent>,
 ): AsyncIterable<AssistantMessageEvent> {
-  yield* start();
+  return { [Symbol.asyncIterator]: () => start()[Symbol.asyncIterator]() };
 }
 
 /** The terminal error as we hand it out: the real cause of a hook failure, and no secrets. */
@@ -343,6 +358,8 @@ function toModelInfo(config: ModelConfig): ModelInfo {
     prices: config.prices,
     compaction: config.compaction,
     demo: false,
+    options: toModelOptionSupport(config),
+    maxModeContextWindow: config.maxMode?.contextWindow ?? config.contextWindow,
   };
 }
 
@@ -361,5 +378,21 @@ function toDemoInfo(demo: DemoModel): ModelInfo {
     // The demo model answers from a script: it cannot write summaries.
     compaction: { ...toModelCompaction(undefined, "demo", "openai-chat"), auto: false },
     demo: true,
+    options: { thinking: false, efforts: [], maxMode: false, parallelToolCalls: true },
+    maxModeContextWindow: demo.contextWindow,
   };
+}
+
+/**
+ * Asks OpenAI (Chat Completions and Responses) for several tool calls per response when the
+ * request offers tools: an agent reads several files in one step, and the loop runs read-only
+ * calls together (src/loop/tool-batch.ts). Anthropic and Gemini allow parallel calls by default;
+ * other OpenAI-compatible servers do not all accept the field, so they get none.
+ */
+function withParallelToolCalls(api: ApiKind, payload: unknown): unknown {
+  if (api !== "openai-chat" && api !== "openai-responses") return payload;
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) return payload;
+  const body = payload as Record<string, unknown>;
+  if (!Array.isArray(body.tools) || body.tools.length === 0) return payload;
+  return { ...body, parallel_tool_calls: true };
 }

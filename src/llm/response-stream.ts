@@ -72,17 +72,20 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
   };
   void pump();
 
-  const recv = (): Promise<ResponseEvent | undefined> => {
-    if (head < queue.length) {
-      const event = queue[head] as ResponseEvent;
-      queue[head] = undefined as unknown as ResponseEvent;
-      head++;
-      if (head > 1024 && head * 2 > queue.length) {
-        queue.splice(0, head);
-        head = 0;
-      }
-      return Promise.resolve(event);
+  const poll = (): ResponseEvent | undefined => {
+    if (head >= queue.length) return undefined;
+    const event = queue[head] as ResponseEvent;
+    queue[head] = undefined as unknown as ResponseEvent;
+    head++;
+    if (head > 1024 && head * 2 > queue.length) {
+      queue.splice(0, head);
+      head = 0;
     }
+    return event;
+  };
+
+  const recv = (): Promise<ResponseEvent | undefined> => {
+    if (head < queue.length) return Promise.resolve(poll());
     if (ended) return Promise.resolve(undefined);
     return new Promise((resolve) => waiters.push(resolve));
   };
@@ -97,6 +100,7 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
       return Object.freeze([...(options.attempts?.() ?? [])]);
     },
     recv,
+    poll,
     abort: (reason?: string) => controller.abort(reason ?? "aborted by the caller"),
     toolCallArgumentsText: (contentIndex) => snapshotter.toolCallArgumentsText(contentIndex),
     async *[Symbol.asyncIterator]() {

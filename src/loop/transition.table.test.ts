@@ -91,6 +91,15 @@ const rows: Record<string, () => void> = {
       .when(start("again"))
       .thenExpect({ command: "call_llm" });
     given(start("x"), cancel()).when(start("again")).thenExpect({ command: "call_llm" });
+    // the client's model options ride on the call; none when the settings carry none
+    const modelOptions = { thinking: true, effort: "high", maxMode: true } as const;
+    const withOptions = given()
+      .when(start("think", { settings: { ...SETTINGS, modelOptions } }))
+      .thenExpect({ command: "call_llm" }).transition.command;
+    assert.ok(withOptions.type === "call_llm");
+    assert.deepEqual(withOptions.modelOptions, modelOptions);
+    const plain = given().when(start("plain")).transition.command;
+    assert.ok(plain.type === "call_llm" && !("modelOptions" in plain));
   },
   L2() {
     given(finishedTurn)

@@ -5,6 +5,7 @@
 import type {
   AssistantMessage,
   Message,
+  ModelOptions,
   RequestMessages,
   ResponseEvent,
   TextContent,
@@ -48,6 +49,11 @@ export interface TurnSettings {
    * the client together (tool-batch.ts). Absent: every call runs alone. Not part of the request.
    */
   readonly readOnlyTools?: readonly string[];
+  /**
+   * The client's per-request model options (thinking, effort, max mode): the model call carries
+   * them to the LLM layer. Absent: the model's configured defaults.
+   */
+  readonly modelOptions?: ModelOptions;
 }
 
 /**
@@ -302,6 +308,8 @@ export interface CallLLMCommand {
   readonly type: "call_llm";
   readonly callID: string;
   readonly model: string;
+  /** The client's options for the model (thinking, effort, max mode), when it chose any. */
+  readonly modelOptions?: ModelOptions;
   readonly request: RequestMessages;
   /** chain hash of `request.messages` (history-hash.ts). */
   readonly messagesHash: string;
