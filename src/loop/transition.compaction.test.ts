@@ -160,7 +160,7 @@ function respond(call: CallLLMCommand, summary: boolean, state: RuntimeState): A
 const arbPlan: fc.Arbitrary<Plan> = fc.record({
   turns: fc.array(
     fc.record({ tools: fc.integer({ min: 0, max: 3 }), output: fc.integer({ min: 0, max: 900 }) }),
-    { minLength: 20, maxLength: 40 },
+    { minLength: 20, maxLength: 30 },
   ),
   overflowAt: fc
     .uniqueArray(fc.integer({ min: 0, max: 80 }), { maxLength: 4 })
@@ -221,7 +221,7 @@ describe("compaction", () => {
         assert.notEqual(committed.status, "failed", committed.failure?.message);
         assert.deepEqual(hashHistory(committed.messages), committed.hashes);
       }),
-      { numRuns: 8, seed: 14 },
+      { numRuns: 5, seed: 14 },
     );
   });
 
