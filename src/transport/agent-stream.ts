@@ -50,9 +50,11 @@ import {
   toNotSupportedError,
   toProtocolError,
   toResumedTurnState,
+  toServerNotice,
   toTurnEnd,
   toTurnEnded,
 } from "./cursor/index.ts";
+import { toImageNotice } from "./image-notice.ts";
 import type { Log } from "./log.ts";
 import { createOutboundStream, type OutboundStream } from "./outbound-stream.ts";
 import type { UserCommands } from "./user-commands.ts";
@@ -280,10 +282,15 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       web: toWebOffer(deps.web),
     });
     if (!started.ok) {
-      throw toConnectError({ kind: "bad_input", detail: started.error.message });
+      // The stream ends with the error too, so a client reading RunSSE is not left waiting.
+      const error = toConnectError({ kind: "bad_input", detail: started.error.message });
+      endStream(error);
+      throw error;
     }
     const { input, state } = started.value;
     turn = state;
+    const imageNotice = toImageNotice(model, input.userMessage);
+    if (imageNotice !== null) send([toServerNotice(imageNotice)]);
     startedAt = now();
     conversationID = state.conversationID;
     log.info(

@@ -114,7 +114,9 @@ export function fromRunRequest(
   if (turn === null)
     return toDecodeError("bad_field", `the run request's ${action} action carries no user message`);
   const blobs = toBlobStore(request.preFetchedBlobs);
-  const userMessage = toUserMessage(turn.userMessage, blobs, options.at, turn.prepend);
+  const converted = toUserMessage(turn.userMessage, blobs, options.at, turn.prepend);
+  if (!converted.ok) return converted;
+  const userMessage = converted.value;
   const hasContent =
     typeof userMessage.content === "string"
       ? userMessage.content !== ""

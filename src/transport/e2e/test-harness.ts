@@ -52,6 +52,11 @@ export interface HarnessOptions {
    * with SIGKILL, as a crash would. Otherwise it runs in this process on an in-memory store.
    */
   readonly mode?: "in-process" | "process";
+  /**
+   * The configured models (plain config objects, as in the config file), given the fake
+   * provider's URL; in-process only. Default: one OpenAI-compatible model named `MODEL`.
+   */
+  readonly models?: (providerUrl: string) => readonly Record<string, unknown>[];
   /** The web tools of the in-process server (none: web_search and web_fetch are not offered). */
   readonly web?: WebTools;
   /** Mode `process`: settings of the first server process (kill point, late-result grace). */
@@ -70,15 +75,17 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const store: Store = inChild ? openSqliteStore({ path: dbPath }) : createMemoryStore();
   const { log, lines: logs } = createRecordingLog();
   const llm = createLLM({
-    models: createModelConfigs([
-      {
-        name: MODEL,
-        api: "openai-compatible",
-        model: "scripted-model",
-        baseUrl: provider.url,
-        apiKey: API_KEY,
-      },
-    ]),
+    models: createModelConfigs(
+      options.models?.(provider.url) ?? [
+        {
+          name: MODEL,
+          api: "openai-compatible",
+          model: "scripted-model",
+          baseUrl: provider.url,
+          apiKey: API_KEY,
+        },
+      ],
+    ),
     retry: { sleep: async () => {}, maxAttempts: 3 },
   });
   const serverOptions: ServerOptions = {
