@@ -4,10 +4,12 @@
  */
 import type { RequestMessages, Tool } from "../llm/types.ts";
 import { toCallID } from "./ids.ts";
+import { callModel, chooseModel } from "./model-route.ts";
 import type {
   CallClientCommand,
   CallLLMCommand,
   ConversationState,
+  LLMCall,
   TurnSettings,
 } from "./types.ts";
 
@@ -31,22 +33,42 @@ export function buildRequest(state: ConversationState): RequestMessages {
 
 /**
  * Starts the next model call of the turn: the state waits for it and the command carries the
- * complete request with its history hashes.
+ * complete request with its history hashes. The call goes to the conversation's sticky model
+ * (model-route.ts), or to `failover.model` when it repeats a call that failed before its first
+ * token.
  */
-export function startModelCall(state: ConversationState): {
+export function startModelCall(
+  state: ConversationState,
+  failover?: {
+    readonly model: string;
+    readonly tried: readonly string[];
+    readonly reason: NonNullable<CallLLMCommand["failover"]>;
+  },
+): {
   state: ConversationState;
   command: CallLLMCommand;
 } {
   const step = state.stepCount;
   const callID = toCallID(state.conversationID, state.turnID, step);
+  const model = failover?.model ?? chooseModel(state);
+  const call: LLMCall = {
+    callID,
+    step,
+    ...(model === state.settings?.model ? {} : { model }),
+    ...(failover === undefined ? {} : { tried: failover.tried }),
+  };
   const next: ConversationState = {
     ...state,
     status: "waiting_llm",
     stepCount: step + 1,
-    call: { callID, step },
+    call,
     waiting: null,
   };
-  return { state: next, command: toCallLLMCommand(next, callID) };
+  const command = toCallLLMCommand(next, callID);
+  return {
+    state: next,
+    command: failover === undefined ? command : { ...command, failover: failover.reason },
+  };
 }
 
 /** The command for model call `callID` from the state that waits for it. */
@@ -54,7 +76,7 @@ function toCallLLMCommand(state: ConversationState, callID: string): CallLLMComm
   return {
     type: "call_llm",
     callID,
-    model: (state.settings ?? NO_SETTINGS).model,
+    model: callModel(state, state.call),
     request: buildRequest(state),
     messagesHash: state.hashes.chainHash,
     messageCount: state.messages.length,

@@ -51,9 +51,15 @@ export function toStepRecords(before: ConversationState, step: Transition): Step
       },
     });
   }
-  if (before.status === "waiting_llm" && after.status !== "waiting_llm" && before.call !== null) {
+  const callEnded = after.status !== "waiting_llm" || after.call?.callID !== before.call?.callID;
+  if (before.status === "waiting_llm" && callEnded && before.call !== null) {
+    // Still waiting for the model, on another call: this one failed over (model-route.ts).
     const status =
-      after.status === "canceled" ? "canceled" : after.status === "failed" ? "failed" : "committed";
+      after.status === "canceled"
+        ? "canceled"
+        : after.status === "failed" || after.status === "waiting_llm"
+          ? "failed"
+          : "committed";
     records.push({ type: "llm_call_status", callID: before.call.callID, status });
   }
   if (before.status === "waiting_client" && after.status === "canceled" && before.waiting) {

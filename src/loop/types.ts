@@ -38,6 +38,11 @@ export interface ContextSupplement {
 export interface TurnSettings {
   /** The configured model name the runner resolves to a provider. */
   readonly model: string;
+  /**
+   * The models a call may move to when `model` fails before its first token, in order
+   * (model-route.ts). Absent: none.
+   */
+  readonly fallbacks?: readonly string[];
   /** Byte-stable per agent mode, so the provider's cached prefix survives across turns. */
   readonly systemPrompt: string;
   readonly tools: readonly Tool[];
@@ -65,11 +70,27 @@ export interface UserMessageInput extends ExternalInput {
   readonly message: UserMessage;
 }
 
+/**
+ * Why a model call failed, as the runner classifies a terminal `error` (llm/failure-kind.ts):
+ * the provider's rate limit (429), overload (529, `overloaded_error`), a server error (5xx), no
+ * connection, the model cooling down after repeated rate limits, or anything else (a bad
+ * request, a refused key, a broken response).
+ */
+export type FailureKind =
+  | "rate_limited"
+  | "overloaded"
+  | "server_error"
+  | "connection"
+  | "cooling_down"
+  | "other";
+
 /** One event of the model call `callID`, exactly as the LLM layer produced it. */
 export interface LLMEventInput {
   readonly type: "llm_event";
   readonly callID: string;
   readonly event: ResponseEvent;
+  /** With an `error` event: why the call failed. Absent: `other` (no failover). */
+  readonly failure?: FailureKind;
 }
 
 /** The result of a tool call, matched to the call by `message.toolCallId`. */
@@ -103,6 +124,19 @@ export interface LLMCall {
   readonly callID: string;
   /** 0-based index of this call within its turn. */
   readonly step: number;
+  /** The model the call goes to, when it is not the turn's model (sticky or failed over). */
+  readonly model?: string;
+  /** Models that already failed before their first token for this request (failover). */
+  readonly tried?: readonly string[];
+}
+
+/**
+ * The conversation's sticky model (model-route.ts): the model that last produced tokens for it,
+ * while the user asks for `requested`. Present only when it differs from `requested`.
+ */
+export interface ModelRoute {
+  readonly requested: string;
+  readonly model: string;
 }
 
 /**
@@ -161,6 +195,8 @@ export interface ConversationState {
   readonly failure: Failure | null;
   /** inputID of the last input that changed this state ("" when none). */
   readonly lastCommitID: string;
+  /** Absent while the conversation runs on the model it asks for (model-route.ts). */
+  readonly route?: ModelRoute;
 }
 
 /** A content block being streamed. */
@@ -211,6 +247,16 @@ export interface CallLLMCommand {
   readonly messagesHash: string;
   readonly messageCount: number;
   readonly lastMessageHash: string;
+  /**
+   * Present when this call repeats the previous one's request on another model because that
+   * one failed before its first token: the model left and why (a `FailureKind` and the error).
+   */
+  readonly failover?: {
+    readonly from: string;
+    readonly failedCallID: string;
+    readonly kind: FailureKind;
+    readonly message: string;
+  };
 }
 
 /** Ask the client to run one tool call. */
