@@ -75,6 +75,13 @@ export interface ModelConfig {
   readonly catalogued: boolean;
   /** Dialect overrides handed to pi-ai as the model's `compat` (e.g. `supportsDeveloperRole`). */
   readonly compat: Readonly<Record<string, unknown>>;
+  /**
+   * Configured model names a call moves to, in order, when this one fails before its first
+   * token (429, 5xx, no connection, overloaded). Absent: none.
+   */
+  readonly fallbacks?: readonly string[];
+  /** At most this many calls to the model at once; more wait for a free slot. Absent: no limit. */
+  readonly maxConcurrent?: number;
 }
 
 /** The plain-object form accepted by `createModelConfig` (e.g. one entry of a YAML file). */
@@ -97,6 +104,8 @@ export interface ModelConfigInput {
   readonly maxOutput?: number;
   readonly prices?: Partial<Pick<ModelPrices, "input" | "output" | "cacheRead" | "cacheWrite">>;
   readonly compat?: Readonly<Record<string, unknown>>;
+  readonly fallbacks?: readonly string[];
+  readonly maxConcurrent?: number;
 }
 
 /** A configuration value that is missing or wrong. `field` is a path such as `models[2].baseUrl`. */
@@ -186,6 +195,8 @@ const INPUT_FIELDS = new Set([
   "maxOutput",
   "prices",
   "compat",
+  "fallbacks",
+  "maxConcurrent",
 ]);
 
 /**
@@ -246,7 +257,11 @@ export function createModelConfig(input: unknown, path = "model"): ModelConfig {
     throw new ConfigError(at("maxOutput"), `must not exceed contextWindow (${contextWindow})`);
   }
 
+  const fallbacks = toFallbacks(entry.fallbacks, at("fallbacks"), name);
+  const maxConcurrent = optionalPositiveInteger(entry.maxConcurrent, at("maxConcurrent"));
   return {
+    ...(fallbacks === undefined ? {} : { fallbacks }),
+    ...(maxConcurrent === undefined ? {} : { maxConcurrent }),
     name,
     provider,
     api,
@@ -269,13 +284,14 @@ export function createModelConfig(input: unknown, path = "model"): ModelConfig {
 }
 
 /**
- * Validates a list of model entries; names must be unique.
+ * Validates a list of model entries; names must be unique, and fallbacks must name models of
+ * the list.
  * @throws ConfigError naming the field, e.g. `models[1].name`.
  */
 export function createModelConfigs(input: unknown, path = "models"): readonly ModelConfig[] {
   if (!Array.isArray(input)) throw new ConfigError(path, "must be a list");
   const seen = new Set<string>();
-  return input.map((entry, index) => {
+  const configs = input.map((entry, index) => {
     const config = createModelConfig(entry, `${path}[${index}]`);
     if (seen.has(config.name)) {
       throw new ConfigError(`${path}[${index}].name`, `duplicate model name "${config.name}"`);
@@ -283,6 +299,30 @@ export function createModelConfigs(input: unknown, path = "models"): readonly Mo
     seen.add(config.name);
     return config;
   });
+  for (const [index, config] of configs.entries()) {
+    for (const [position, fallback] of (config.fallbacks ?? []).entries()) {
+      if (!seen.has(fallback)) {
+        throw new ConfigError(
+          `${path}[${index}].fallbacks[${position}]`,
+          `no model is named "${fallback}"; a fallback names another entry of ${path}`,
+        );
+      }
+    }
+  }
+  return configs;
+}
+
+function toFallbacks(value: unknown, field: string, name: string): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) throw new ConfigError(field, "must be a list of model names");
+  const names = value.map((item, index) => requireString(item, `${field}[${index}]`));
+  for (const [index, item] of names.entries()) {
+    if (item === name)
+      throw new ConfigError(`${field}[${index}]`, "a model cannot fall back to itself");
+    if (names.indexOf(item) !== index)
+      throw new ConfigError(`${field}[${index}]`, "is listed twice");
+  }
+  return names;
 }
 
 // ---------------------------------------------------------------------------------------------

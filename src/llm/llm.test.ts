@@ -238,6 +238,8 @@ describe("createLLM", { timeout: 10_000 }, () => {
         input: ["text", "image"],
         prices: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
         demo: false,
+        fallbacks: [],
+        maxConcurrent: null,
       },
       {
         name: "Local",
@@ -251,6 +253,8 @@ describe("createLLM", { timeout: 10_000 }, () => {
         input: ["text"],
         prices: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
         demo: false,
+        fallbacks: [],
+        maxConcurrent: null,
       },
     ]);
     assert.equal(llm.findModel("Local")?.provider, "ollama");

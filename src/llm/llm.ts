@@ -29,12 +29,19 @@ import type {
 import { createDemoModel, DEMO_API, type DemoModel, type DemoOptions } from "./demo.ts";
 import { toErrorMessage } from "./error-message.ts";
 import { createExactFetch, type ExactFetchState, hashBody } from "./exact-fetch.ts";
+import { toFailureKind } from "./failure-kind.ts";
+import {
+  createModelHealth,
+  type HealthPolicy,
+  type ModelHealth,
+  type ModelHealthInfo,
+} from "./model-health.ts";
 import { toPiModel } from "./pi-model.ts";
 import { createResponseStream } from "./response-stream.ts";
 import { createRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { redactSecret } from "./secret.ts";
 import { toStablePayload } from "./stable-payload.ts";
-import type { LLMCall, LLMStream } from "./types.ts";
+import type { LLMCall, LLMStream, RequestAttempt } from "./types.ts";
 
 /** What Cursor's model picker needs to know about a model. */
 export interface ModelInfo {
@@ -50,6 +57,10 @@ export interface ModelInfo {
   /** USD per million tokens. */
   readonly prices: ModelPrices;
   readonly demo: boolean;
+  /** Configured models a call moves to when this one fails before its first token. */
+  readonly fallbacks: readonly string[];
+  /** At most this many calls at once; null: no limit. */
+  readonly maxConcurrent: number | null;
 }
 
 export interface CreateLLMOptions {
@@ -62,6 +73,8 @@ export interface CreateLLMOptions {
   readonly retry?: Partial<RetryPolicy>;
   /** The demo model, served when `models` is empty; `false` never serves it. */
   readonly demo?: DemoOptions | false;
+  /** Cool-down after repeated rate limits (model-health.ts); `now` is injectable for tests. */
+  readonly health?: Partial<HealthPolicy>;
   /** Per-request timeout of the provider SDKs, in milliseconds (their default is 10 minutes). */
   readonly timeoutMs?: number;
 }
@@ -72,6 +85,8 @@ export interface LLM {
   /** Every model that can be called, in configuration order (the demo model when none is configured). */
   listModels(): readonly ModelInfo[];
   findModel(name: string): ModelInfo | undefined;
+  /** Each configured model's health now: calls in flight, cool-down, last failure. */
+  health(): readonly ModelHealthInfo[];
 }
 
 const API_IMPLEMENTATIONS: Readonly<Record<ApiKind, ProviderStreams>> = {
@@ -97,6 +112,7 @@ export function createLLM(options: CreateLLMOptions): LLM {
   const baseFetch = options.fetch ?? globalThis.fetch;
 
   const infos: ModelInfo[] = options.models.map(toModelInfo);
+  const health = createModelHealth(options.models, options.health);
   if (demo !== undefined) infos.push(toDemoInfo(demo));
 
   const stream = (call: LLMCall): LLMStream => {
@@ -108,6 +124,8 @@ export function createLLM(options: CreateLLMOptions): LLM {
     if (config === undefined) {
       return failedStream(call, controller, release, `unknown model "${call.model}"`);
     }
+    const refusal = health.refusal(config.name);
+    if (refusal !== null) return failedStream(call, controller, release, refusal, config);
     const key = resolveApiKey(config.apiKey, env);
     if (key.type === "missing") {
       return failedStream(
@@ -122,6 +140,7 @@ export function createLLM(options: CreateLLMOptions): LLM {
       policy,
       baseFetch,
       timeoutMs: options.timeoutMs,
+      health,
     });
   };
 
@@ -129,6 +148,7 @@ export function createLLM(options: CreateLLMOptions): LLM {
     stream,
     listModels: () => infos,
     findModel: (name) => infos.find((info) => info.name === name),
+    health: () => health.snapshot(),
   };
 }
 
@@ -136,6 +156,7 @@ interface Transport {
   readonly policy: RetryPolicy;
   readonly baseFetch: typeof fetch;
   readonly timeoutMs: number | undefined;
+  readonly health: ModelHealth;
 }
 
 /** The call's own controller, aborted when the caller's signal is; `release` unlinks them. */
@@ -160,7 +181,7 @@ function streamProvider(
   call: LLMCall,
   controller: AbortController,
   release: () => void,
-  { policy, baseFetch, timeoutMs }: Transport,
+  { policy, baseFetch, timeoutMs, health }: Transport,
 ): LLMStream {
   const model = toPiModel(config);
   const headers = Object.fromEntries(
@@ -193,12 +214,23 @@ function streamProvider(
     onPayload: (payload) => toStablePayload(model.api, payload),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   };
-  const events = startEvents(() =>
-    API_IMPLEMENTATIONS[config.api].streamSimple(
-      model,
-      normalizeContext(call.request),
-      streamOptions,
+  const events = observeHealth(
+    health,
+    config.name,
+    startEvents(
+      () =>
+        API_IMPLEMENTATIONS[config.api].streamSimple(
+          model,
+          normalizeContext(call.request),
+          streamOptions,
+        ),
+      // Nothing is built or sent before the model has a free call slot.
+      () => health.acquire(config.name, controller.signal),
     ),
+    (error) => ({
+      message: finishError(error, exact.state, secrets).errorMessage ?? "",
+      attempts: exact.state.attempts,
+    }),
   );
   return createResponseStream({
     callID: call.callID,
@@ -275,11 +307,50 @@ function failedStream(
   });
 }
 
-/** pi-ai's stream, with a synchronous throw (a library bug or a missing key) turned into events. */
+/**
+ * pi-ai's stream, with a synchronous throw (a library bug or a missing key) turned into events;
+ * started once `gate` grants a call slot, which is held until the stream ends.
+ */
 async function* startEvents(
   start: () => AsyncIterable<AssistantMessageEvent>,
+  gate: () => Promise<() => void>,
 ): AsyncIterable<AssistantMessageEvent> {
-  yield* start();
+  const release = await gate();
+  try {
+    yield* start();
+  } finally {
+    release();
+  }
+}
+
+/** Reports the call's outcome to the model's health: its first token, or its failure. */
+async function* observeHealth(
+  health: ModelHealth,
+  model: string,
+  events: AsyncIterable<AssistantMessageEvent>,
+  describe: (error: AssistantMessage) => {
+    readonly message: string;
+    readonly attempts: readonly RequestAttempt[];
+  },
+): AsyncIterable<AssistantMessageEvent> {
+  let succeeded = false;
+  for await (const event of events) {
+    const token =
+      event.type === "text_delta" ||
+      event.type === "thinking_delta" ||
+      event.type === "toolcall_delta" ||
+      event.type === "done";
+    if (token && !succeeded) {
+      succeeded = true;
+      health.succeeded(model);
+    }
+    if (event.type === "error" && event.reason === "error") {
+      const { message, attempts } = describe(event.error);
+      const rateLimits = attempts.filter((attempt) => attempt.status === 429).length;
+      health.failed(model, toFailureKind(attempts, message), message, rateLimits);
+    }
+    yield event;
+  }
 }
 
 /** The terminal error as we hand it out: the real cause of a hook failure, and no secrets. */
@@ -340,6 +411,8 @@ function toModelInfo(config: ModelConfig): ModelInfo {
     input: config.input,
     prices: config.prices,
     demo: false,
+    fallbacks: config.fallbacks ?? [],
+    maxConcurrent: config.maxConcurrent ?? null,
   };
 }
 
@@ -356,5 +429,7 @@ function toDemoInfo(demo: DemoModel): ModelInfo {
     input: ["text"],
     prices: demo.prices,
     demo: true,
+    fallbacks: [],
+    maxConcurrent: null,
   };
 }

@@ -4,6 +4,7 @@
  */
 import type {
   AssistantMessage,
+  FailureKind,
   Message,
   RequestMessages,
   ResponseEvent,
@@ -69,20 +70,6 @@ export interface UserMessageInput extends ExternalInput {
   readonly type: "user_message";
   readonly message: UserMessage;
 }
-
-/**
- * Why a model call failed, as the runner classifies a terminal `error` (llm/failure-kind.ts):
- * the provider's rate limit (429), overload (529, `overloaded_error`), a server error (5xx), no
- * connection, the model cooling down after repeated rate limits, or anything else (a bad
- * request, a refused key, a broken response).
- */
-export type FailureKind =
-  | "rate_limited"
-  | "overloaded"
-  | "server_error"
-  | "connection"
-  | "cooling_down"
-  | "other";
 
 /** One event of the model call `callID`, exactly as the LLM layer produced it. */
 export interface LLMEventInput {
@@ -340,6 +327,7 @@ export interface Transition {
 
 export type {
   AssistantMessage,
+  FailureKind,
   Message,
   RequestMessages,
   ResponseEvent,

@@ -5,12 +5,13 @@
  * can come between two of them. A cancel or shutdown that comes while the call is being prepared
  * wins: nothing is opened.
  */
-import type { LLM } from "../llm/index.ts";
+import { type LLM, toFailureKind } from "../llm/index.ts";
 import type { CallLLMCommand } from "../loop/index.ts";
 import type { RecordWrite, Store } from "../store/index.ts";
 import type { ApplyInput } from "./apply-input.ts";
 import type { Live } from "./conversation-cache.ts";
 import type { SerialQueue } from "./serial-queue.ts";
+import type { ModelSwitch } from "./types.ts";
 
 export interface ModelCallDeps {
   readonly store: Pick<Store, "getLLMCall" | "saveLLMCall" | "setLLMCallStatus">;
@@ -20,6 +21,8 @@ export interface ModelCallDeps {
   readonly apply: ApplyInput;
   /** True once the runner shuts down: nothing more is opened or applied. */
   readonly isStopping: () => boolean;
+  /** Told before a call that repeats a failed call's request on another model is opened. */
+  readonly onModelSwitch?: (info: ModelSwitch) => void;
 }
 
 export type ModelCall = (entry: Live, command: CallLLMCommand) => Promise<void>;
@@ -30,6 +33,18 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
     if (isStopping()) return;
     const conversationID = entry.conversationID;
     const turnID = entry.state.committed.turnID;
+    if (command.failover !== undefined) {
+      deps.onModelSwitch?.({
+        conversationID,
+        turnID,
+        callID: command.callID,
+        failedCallID: command.failover.failedCallID,
+        from: command.failover.from,
+        to: command.model,
+        kind: command.failover.kind,
+        reason: command.failover.message,
+      });
+    }
     const saved = await store.getLLMCall(command.callID);
     // A cancel or shutdown that came while the call was being prepared wins: open nothing.
     const current = entry.state.committed;
@@ -83,7 +98,15 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
         const step = await queue.run(conversationID, () =>
           apply(
             entry,
-            { type: "llm_event", callID: command.callID, event },
+            event.type === "error" && event.reason === "error"
+              ? {
+                  type: "llm_event",
+                  callID: command.callID,
+                  event,
+                  // Why it failed, for the loop's failover decision (loop/model-route.ts).
+                  failure: toFailureKind(stream.attempts, event.error.errorMessage),
+                }
+              : { type: "llm_event", callID: command.callID, event },
             command.callID,
             timing,
           ),

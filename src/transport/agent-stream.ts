@@ -311,7 +311,11 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         {
           ...input,
           context: [...input.context, ...commands],
-          settings: { ...input.settings, model: model.name },
+          settings: {
+            ...input.settings,
+            model: model.name,
+            ...(model.fallbacks.length === 0 ? {} : { fallbacks: model.fallbacks }),
+          },
         },
         output,
         {

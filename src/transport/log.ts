@@ -3,6 +3,8 @@
  * a pino logger and tests pass `silentLog` or a recorder. Fields never carry keys or message
  * bodies.
  */
+import type { ModelSwitch } from "../runner/types.ts";
+
 export interface Log {
   debug(fields: Record<string, unknown>, message: string): void;
   info(fields: Record<string, unknown>, message: string): void;
@@ -51,5 +53,23 @@ export function logRunnerErrors(
     log.error(
       { ...context, error: error instanceof Error ? error.message : String(error) },
       "runner",
+    );
+}
+
+/** Logs each model failover (runner `onModelSwitch`) as a warning with its reason. */
+export function logModelSwitches(log: Log): (info: ModelSwitch) => void {
+  return (info) =>
+    log.warn(
+      {
+        conversation: info.conversationID,
+        turn: info.turnID,
+        failedCall: info.failedCallID,
+        call: info.callID,
+        from: info.from,
+        to: info.to,
+        kind: info.kind,
+        reason: info.reason,
+      },
+      "model switched: the call failed before its first token",
     );
 }

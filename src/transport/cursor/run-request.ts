@@ -77,15 +77,19 @@ export function toModelSelection(request: AgentRunRequest): ModelSelection | nul
   };
 }
 
-/** The settings of `mode`: its fixed system prompt and tool definitions; the model is kept. */
+/**
+ * The settings of `mode`: its fixed system prompt and tool definitions; the model and its
+ * fallbacks are kept.
+ */
 export function toModeSettings(
-  settings: { readonly model: string },
+  settings: Pick<TurnSettings, "model" | "fallbacks">,
   mode: Mode,
   mcpTools: readonly McpToolRef[],
   web: WebOffer = NO_WEB,
 ): TurnSettings {
   return {
     model: settings.model,
+    ...(settings.fallbacks === undefined ? {} : { fallbacks: settings.fallbacks }),
     systemPrompt: toSystemPrompt(mode),
     tools: toToolDefinitions(mode, mcpTools, web),
   };
