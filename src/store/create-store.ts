@@ -79,7 +79,7 @@ export function createStore(backend: Backend, options: StoreOptions = {}): Store
     return toClientOperationRecord(row);
   };
 
-  return {
+  const store: Store = {
     location,
 
     async load(conversationID) {
@@ -150,53 +150,6 @@ export function createStore(backend: Backend, options: StoreOptions = {}): Store
       });
     },
 
-    async listUnfinished(conversationID) {
-      return open().read((tables) => ({
-        llmCalls: tables.listUnfinishedLLMCalls(conversationID ?? null).map(toLLMCallRecord),
-        clientOperations: tables
-          .listUnfinishedClientOperations(conversationID ?? null)
-          .map(toClientOperationRecord),
-      }));
-    },
-
-    async saveStreamDiagnostic(diagnostic) {
-      open().write((tables) => {
-        if (tables.readLLMCall(diagnostic.callID) === null) {
-          throw new StoreError(
-            "not_found",
-            location,
-            `No model call ${diagnostic.callID} in ${location}; save the call before its ` +
-              "diagnostics. Nothing was written.",
-          );
-        }
-        if (typeof diagnostic.kind !== "string" || !Number.isSafeInteger(diagnostic.at)) {
-          throw new StoreError(
-            "invalid_argument",
-            location,
-            `A stream diagnostic needs a string kind and an integer time (${location}); nothing ` +
-              "was written.",
-          );
-        }
-        tables.insertStreamDiagnostic({
-          callID: diagnostic.callID,
-          at: diagnostic.at,
-          kind: diagnostic.kind,
-          detailJSON: toJSONText(diagnostic.detail, "diagnostic detail", location),
-        });
-      });
-    },
-
-    async listStreamDiagnostics(callID) {
-      return open().read((tables) =>
-        tables.listStreamDiagnostics(callID).map((row) => ({
-          callID: row.callID,
-          at: row.at,
-          kind: row.kind,
-          detail: fromJSONText(row.detailJSON),
-        })),
-      );
-    },
-
     async findRequestStream(requestID) {
       return open().read((tables) => {
         const row = tables.readRequestStream(requestID);
@@ -212,6 +165,22 @@ export function createStore(backend: Backend, options: StoreOptions = {}): Store
       backend.close();
     },
   };
+  openBackends.set(store, open);
+  return store;
+}
+
+/**
+ * Each store's backend, behind the same "closed" check as its methods. Not exported by the
+ * store's index: only the testing surface (testing/unfinished.ts) reads rows the `Store`
+ * interface does not offer.
+ */
+const openBackends = new WeakMap<Store, () => Backend>();
+
+/** Runs `read` over a store's tables; for the testing surface only (see `openBackends`). */
+export function readTablesForTesting<T>(store: Store, read: (tables: Tables) => T): T {
+  const open = openBackends.get(store);
+  if (open === undefined) throw new Error("not a store made by createStore");
+  return open().read(read);
 }
 
 function commitInTables(

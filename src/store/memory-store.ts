@@ -14,7 +14,6 @@ import type {
   LLMCallRow,
   MessageRow,
   RequestStreamRow,
-  StreamDiagnosticRow,
   SummaryRow,
   Tables,
 } from "./tables.ts";
@@ -32,7 +31,6 @@ export function createMemoryBackend(): Backend {
   const inputs = new Map<string, InputCommitRow>();
   const calls = new Map<string, LLMCallRow>();
   const operations = new Map<string, ClientOperationRow>();
-  const diagnostics = new Map<string, StreamDiagnosticRow[]>();
   const requestStreams = new Map<string, RequestStreamRow>();
   const summaries = new Map<string, SummaryRow>();
   const callUsage = new Map<string, CallUsageRow[]>();
@@ -146,11 +144,6 @@ export function createMemoryBackend(): Backend {
             (conversationID === null || row.conversationID === conversationID),
         )
         .sort(byAge((row) => row.operationID)),
-
-    insertStreamDiagnostic(row) {
-      pushAll(diagnostics, row.callID, [row]);
-    },
-    listStreamDiagnostics: (callID) => [...(diagnostics.get(callID) ?? [])],
 
     readRequestStream: (requestID) => requestStreams.get(requestID) ?? null,
     insertRequestStream(row) {

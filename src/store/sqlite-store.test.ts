@@ -11,6 +11,7 @@ import { runStoreContract, toLLMCall } from "./testing/contract.ts";
 import { runDashboardContract } from "./testing/dashboard-contract.ts";
 import { type ScriptedCommit, toScriptedCommits } from "./testing/scripted-conversation.ts";
 import { createTempDirectory } from "./testing/temp-directory.ts";
+import { listUnfinished } from "./testing/unfinished.ts";
 import type { Store } from "./types.ts";
 
 runDashboardContract("SQLite file", async (options) => {
@@ -136,14 +137,14 @@ describe("SQLite store", () => {
       const path = join(directory.path, "store.db");
       const first = openSqliteStore({ path });
       const commits = await commitAll(first);
-      const unfinished = await first.listUnfinished();
+      const unfinished = await listUnfinished(first);
       await first.close();
       const second = openSqliteStore({ path });
       try {
         const loaded = await second.load(CONVERSATION);
         assert.equal(loaded?.version, commits.length);
         assert.equal(toCanonicalJSON(loaded?.state), toCanonicalJSON(commits.at(-1)?.state));
-        assert.deepEqual(await second.listUnfinished(), unfinished);
+        assert.deepEqual(await listUnfinished(second), unfinished);
         assert.equal(unfinished.llmCalls.length, 2);
       } finally {
         await second.close();

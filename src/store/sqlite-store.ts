@@ -268,12 +268,6 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
       `select * from client_operations where ${UNFINISHED_OPERATIONS} and conversation_id = ? ` +
         "order by created_at, operation_id",
     ),
-    insertStreamDiagnostic: sql(
-      "insert into stream_diagnostics (call_id, at, kind, detail_json) values (?, ?, ?, ?)",
-    ),
-    listStreamDiagnostics: sql(
-      "select call_id, at, kind, detail_json from stream_diagnostics where call_id = ? order by id",
-    ),
     readRequestStream: sql(
       "select request_id, conversation_id, client_state, created_at from request_streams where request_id = ?",
     ),
@@ -423,18 +417,6 @@ function createSqliteBackend(db: DatabaseSync, location: string): Backend {
           ? statements.unfinishedOperations.all()
           : statements.unfinishedOperationsOf.all(conversationID);
       return rows.map(toClientOperationRow);
-    },
-
-    insertStreamDiagnostic(row) {
-      statements.insertStreamDiagnostic.run(row.callID, row.at, row.kind, row.detailJSON);
-    },
-    listStreamDiagnostics(callID) {
-      return statements.listStreamDiagnostics.all(callID).map((row) => ({
-        callID: text(row, "call_id"),
-        at: int(row, "at"),
-        kind: text(row, "kind"),
-        detailJSON: text(row, "detail_json"),
-      }));
     },
 
     readRequestStream(requestID) {

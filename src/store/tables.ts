@@ -68,13 +68,6 @@ export interface ClientOperationRow {
   readonly updatedAt: number;
 }
 
-export interface StreamDiagnosticRow {
-  readonly callID: string;
-  readonly at: number;
-  readonly kind: string;
-  readonly detailJSON: string;
-}
-
 export interface RequestStreamRow {
   readonly requestID: string;
   readonly conversationID: string;
@@ -193,10 +186,6 @@ export interface Tables {
   /** Calls `planned`/`streaming` and operations `planned`/`sent`, by `createdAt` then id. */
   listUnfinishedLLMCalls(conversationID: string | null): LLMCallRow[];
   listUnfinishedClientOperations(conversationID: string | null): ClientOperationRow[];
-
-  insertStreamDiagnostic(row: StreamDiagnosticRow): void;
-  /** In insertion order. */
-  listStreamDiagnostics(callID: string): StreamDiagnosticRow[];
 
   readRequestStream(requestID: string): RequestStreamRow | null;
   /** Inserts a new binding; the request id must not be bound yet. */

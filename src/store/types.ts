@@ -70,20 +70,6 @@ export interface ClientOperationRecord {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Diagnostics
-// ---------------------------------------------------------------------------------------------
-
-/** A note about a model stream (a retry, an upstream error, a raw event). Never history. */
-export interface StreamDiagnostic {
-  readonly callID: string;
-  /** Epoch milliseconds, chosen by the caller. */
-  readonly at: number;
-  readonly kind: string;
-  /** Plain JSON. */
-  readonly detail: unknown;
-}
-
-// ---------------------------------------------------------------------------------------------
 // Request streams
 // ---------------------------------------------------------------------------------------------
 
@@ -204,14 +190,6 @@ export interface LoadedConversation {
   readonly version: number;
 }
 
-/** Work a dead process left behind: model calls to retry, client operations to re-run. */
-export interface Unfinished {
-  /** Status `planned` or `streaming`, oldest first. */
-  readonly llmCalls: readonly LLMCallRecord[];
-  /** Status `planned` or `sent`, oldest first. */
-  readonly clientOperations: readonly ClientOperationRecord[];
-}
-
 // ---------------------------------------------------------------------------------------------
 // The store
 // ---------------------------------------------------------------------------------------------
@@ -271,14 +249,6 @@ export interface Store extends DashboardReads {
   ): Promise<ClientOperationRecord>;
 
   getClientOperation(operationID: string): Promise<ClientOperationRecord | null>;
-
-  /** Unfinished model calls and client operations, of one conversation or of all. */
-  listUnfinished(conversationID?: string): Promise<Unfinished>;
-
-  saveStreamDiagnostic(diagnostic: StreamDiagnostic): Promise<void>;
-
-  /** The diagnostics of one call, in the order they were saved. */
-  listStreamDiagnostics(callID: string): Promise<StreamDiagnostic[]>;
 
   /** The conversation a request id was bound to (a `request_stream` record), or `null`. */
   findRequestStream(requestID: string): Promise<RequestStream | null>;

@@ -25,6 +25,7 @@ import type {
   Store,
 } from "../types.ts";
 import { type ScriptedCommit, toScriptedCommits } from "./scripted-conversation.ts";
+import { listUnfinished } from "./unfinished.ts";
 
 export interface StoreFixture {
   readonly store: Store;
@@ -443,7 +444,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
         const commits = toScriptedCommits(CONVERSATION);
         const [first, second] = commits as [ScriptedCommit, ScriptedCommit];
         await commitScripted(store, first, 0, [{ type: "llm_call", call: toLLMCall(first) }]);
-        let unfinished = await store.listUnfinished();
+        let unfinished = await listUnfinished(store);
         assert.deepEqual(
           unfinished.llmCalls.map((call) => [call.callID, call.status]),
           [[toLLMCall(first).callID, "planned"]],
@@ -452,13 +453,13 @@ export function runStoreContract(name: string, open: OpenStore): void {
           { type: "llm_call_status", callID: toLLMCall(first).callID, status: "committed" },
           { type: "client_operation", operation: { ...toOperation(second), status: "sent" } },
         ]);
-        unfinished = await store.listUnfinished(CONVERSATION);
+        unfinished = await listUnfinished(store, CONVERSATION);
         assert.deepEqual(unfinished.llmCalls, []);
         assert.deepEqual(
           unfinished.clientOperations.map((operation) => [operation.operationID, operation.status]),
           [[toOperation(second).operationID, "sent"]],
         );
-        assert.deepEqual(await store.listUnfinished("other"), {
+        assert.deepEqual(await listUnfinished(store, "other"), {
           llmCalls: [],
           clientOperations: [],
         });
@@ -557,26 +558,6 @@ export function runStoreContract(name: string, open: OpenStore): void {
         });
         assert.equal(record.status, "canceled");
         assert.equal(record.result, null);
-      });
-    });
-
-    describe("stream diagnostics", () => {
-      it("diagnostics are kept per call, in order", async (store) => {
-        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
-        await commitScripted(store, first, 0);
-        const { callID } = await store.saveLLMCall(toLLMCall(first));
-        const notes = [
-          { callID, at: 1, kind: "retry", detail: { status: 429, attempt: 1 } },
-          { callID, at: 2, kind: "retry", detail: { status: 503, attempt: 2 } },
-        ];
-        for (const note of notes) await store.saveStreamDiagnostic(note);
-        assert.deepEqual(await store.listStreamDiagnostics(callID), notes);
-        assert.deepEqual(await store.listStreamDiagnostics("other"), []);
-        await assertStoreError(
-          store,
-          store.saveStreamDiagnostic({ callID: "nope", at: 1, kind: "x", detail: null }),
-          "not_found",
-        );
       });
     });
 
@@ -713,7 +694,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
     it("a closed store refuses every call", async (store) => {
       await store.close();
       await assertStoreError(store, store.load(CONVERSATION), "closed");
-      await assertStoreError(store, store.listUnfinished(), "closed");
+      await assertStoreError(store, listUnfinished(store), "closed");
       await assertStoreError(store, store.findRequestStream("req-1"), "closed");
     });
   });
@@ -809,7 +790,7 @@ async function assertStoreError(
 /** Everything the store says about a conversation (the test one by default), as one string. */
 async function snapshot(store: Store, conversationID = CONVERSATION): Promise<string> {
   const loaded = await store.load(conversationID);
-  const unfinished = await store.listUnfinished();
+  const unfinished = await listUnfinished(store);
   return toCanonicalJSON({ loaded, unfinished });
 }
 

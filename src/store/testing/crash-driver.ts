@@ -32,6 +32,7 @@ import {
   toStartInput,
   toToolResultInputID,
 } from "./scripted-conversation.ts";
+import { listUnfinished } from "./unfinished.ts";
 
 export const CRASH_CONVERSATION = "conv-crash";
 
@@ -140,7 +141,8 @@ function toPlannedCall(state: ConversationState): LLMCallInput {
 }
 
 async function main(): Promise<void> {
-  const store = withCheckpoints(openSqliteStore({ path: databasePath as string }));
+  const opened = openSqliteStore({ path: databasePath as string });
+  const store = withCheckpoints(opened);
   const runner = createOperationRunner(store);
   const loaded = await store.load(CRASH_CONVERSATION);
   let state: ConversationState = loaded?.state ?? createConversation(CRASH_CONVERSATION).committed;
@@ -175,7 +177,7 @@ async function main(): Promise<void> {
       case "waiting_llm": {
         const callID = state.call?.callID ?? "";
         // Recovery: an unfinished call is retried with its saved request; otherwise save it now.
-        const { llmCalls } = await store.listUnfinished(CRASH_CONVERSATION);
+        const { llmCalls } = await listUnfinished(opened, CRASH_CONVERSATION);
         const saved =
           llmCalls.find((call) => call.callID === callID) ??
           (await store.saveLLMCall(toPlannedCall(state)));

@@ -1,0 +1,46 @@
+/**
+ * A RunSSE that drops does not cancel the turn: the stream waits `reconnectGraceMs` for a new
+ * subscriber, and only then cancels the turn and ends (docs/design.md §10). A turn nobody ever
+ * subscribed to is canceled the same way.
+ */
+import { toProtocolError } from "../cursor/index.ts";
+import { createOneShotTimer } from "./one-shot-timer.ts";
+import { describe, type StreamState } from "./stream-state.ts";
+
+export interface ReconnectGrace {
+  /** Starts waiting for a subscriber, unless already waiting or the stream has ended. */
+  start(): void;
+  /** A subscriber came (or the stream ended): stop waiting. */
+  clear(): void;
+}
+
+export function createReconnectGrace(
+  stream: StreamState,
+  cancelTurn: (reason: string) => Promise<unknown>,
+): ReconnectGrace {
+  const { requestID, deps, outbound } = stream;
+  const { log } = deps;
+  const timer = createOneShotTimer();
+  return {
+    start() {
+      if (timer.armed || outbound.ended) return;
+      timer.arm(deps.options.reconnectGraceMs, () => {
+        if (outbound.subscribed || outbound.ended) return;
+        log.info(
+          { request: requestID, conversation: stream.conversationID },
+          "client gone; canceling the turn",
+        );
+        if (stream.conversationID === null) {
+          stream.end(toProtocolError({ type: "client_went_away" }));
+          return;
+        }
+        void cancelTurn("the client went away")
+          .catch((error: unknown) =>
+            log.error({ request: requestID, error: describe(error) }, "cancel failed"),
+          )
+          .finally(() => stream.end(toProtocolError({ type: "client_went_away" })));
+      });
+    },
+    clear: timer.clear,
+  };
+}

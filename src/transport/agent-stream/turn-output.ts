@@ -1,0 +1,57 @@
+/**
+ * The runner's `TurnOutput` for this stream's turn: the loop's events become Cursor messages
+ * through the dialect, tool calls go to tool-calls.ts, and the turn's end closes the stream and
+ * logs the turn's usage.
+ */
+import type { ConversationState } from "../../loop/index.ts";
+import type { TurnOutput } from "../../runner/types.ts";
+import { fromResponseEvent, redactSecrets, toTurnEnd } from "../cursor/index.ts";
+import { type StreamState, send } from "./stream-state.ts";
+import type { ToolCalls } from "./tool-calls.ts";
+
+export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOutput {
+  const { requestID, deps } = stream;
+  const { log, now } = deps;
+  return {
+    publish(events, state) {
+      if (stream.turn === null) return;
+      const callID = state.committed.call?.callID ?? "";
+      for (const event of events) {
+        const next = fromResponseEvent(stream.turn, event, { at: now(), callID });
+        stream.turn = next.state;
+        send(stream, next.messages);
+      }
+    },
+    runTool: tools.run,
+    settingsAfterTool: tools.settingsAfterTool,
+    end(outcome, state: ConversationState) {
+      if (stream.turn !== null) {
+        const ended = toTurnEnd(stream.turn, outcome, { at: now() });
+        stream.turn = ended.state;
+        send(stream, ended.messages);
+        stream.end(ended.error ?? undefined);
+      } else {
+        stream.end();
+      }
+      tools.rejectOpen(`the turn ended (${outcome.type})`);
+      const usage = stream.turn?.usage;
+      log.info(
+        {
+          conversation: state.conversationID,
+          request: requestID,
+          model: state.settings?.model,
+          outcome: outcome.type,
+          inputTokens: usage?.input ?? 0,
+          outputTokens: usage?.output ?? 0,
+          cacheReadTokens: usage?.cacheRead ?? 0,
+          cacheWriteTokens: usage?.cacheWrite ?? 0,
+          durationMs: stream.startedAt === null ? undefined : now() - stream.startedAt,
+          ...(outcome.type === "failed"
+            ? { error: redactSecrets(outcome.message.errorMessage ?? "unknown") }
+            : {}),
+        },
+        "turn ended",
+      );
+    },
+  };
+}

@@ -1,0 +1,170 @@
+/**
+ * How a stream comes to carry a turn: a run request starts one (`start`), a resume request or a
+ * restart picks up the one the conversation is in (`resume`). Both build the dialect's turn
+ * state first and then hand the turn to the runner with this stream's `TurnOutput`.
+ */
+import { toBinary } from "@bufbuild/protobuf";
+import type { Runner, TurnOutput } from "../../runner/types.ts";
+import {
+  type AgentRunRequest,
+  AgentRunRequestSchema,
+} from "../cursor/gen/agent/v1/run_request_pb.js";
+import {
+  type ClientEvent,
+  fromRunRequest,
+  toCheckpointMessage,
+  toConnectError,
+  toModelSelection,
+  toProtocolError,
+  toResumedTurnState,
+  toServerNotice,
+  toTurnEnded,
+} from "../cursor/index.ts";
+import { toImageNotice } from "../image-notice.ts";
+import { toWebOffer } from "../web-work.ts";
+import { describe, type StreamState, send } from "./stream-state.ts";
+
+export interface TurnStart {
+  /** A run request (append `seqno`): starts the turn; refused if the stream already has one. */
+  start(seqno: number, event: Extract<ClientEvent, { type: "run" }>): Promise<void>;
+  /**
+   * Continues the conversation's turn on this stream. With a `request` and no turn yet, the turn
+   * state is rebuilt from it, numbering execs from `firstID`; `turnID` makes the runner continue
+   * only that turn. When there is nothing to continue, the stream ends like a turn ends.
+   */
+  resume(request: AgentRunRequest | null, firstID?: number, turnID?: string): Promise<void>;
+}
+
+export function createTurnStart(
+  stream: StreamState,
+  output: TurnOutput,
+  startGrace: () => void,
+): TurnStart {
+  const { requestID, deps, outbound } = stream;
+  const { runner, log, now } = deps;
+
+  /** The model the client asked for, or the first configured one. */
+  const resolveModel = (request: AgentRunRequest) => {
+    const asked = toModelSelection(request)?.model ?? "";
+    const exact = deps.models.findModel(asked) ?? deps.models.findModel(asked.split(":")[0] ?? "");
+    const chosen = exact ?? deps.models.listModels()[0];
+    if (exact === undefined && chosen !== undefined) {
+      log.warn({ asked, using: chosen.name }, "unknown model requested; using the default model");
+    }
+    return chosen;
+  };
+
+  return {
+    async start(seqno, event) {
+      if (stream.turn !== null) {
+        throw toProtocolError({ type: "turn_already_started" });
+      }
+      const model = resolveModel(event.request);
+      if (model === undefined) throw toProtocolError({ type: "no_model" });
+      const started = fromRunRequest(event.request, event.action, {
+        at: now(),
+        inputID: `${requestID}:${seqno}`,
+        requestID,
+        contextWindow: model.contextWindow,
+        web: toWebOffer(deps.web),
+      });
+      if (!started.ok) {
+        // The stream ends with the error too, so a client reading RunSSE is not left waiting.
+        const error = toConnectError({ kind: "bad_input", detail: started.error.message });
+        stream.end(error);
+        throw error;
+      }
+      const { input, state } = started.value;
+      stream.turn = state;
+      const imageNotice = toImageNotice(model, input.userMessage);
+      if (imageNotice !== null) send(stream, [toServerNotice(imageNotice)]);
+      stream.startedAt = now();
+      stream.conversationID = state.conversationID;
+      log.info(
+        {
+          conversation: stream.conversationID,
+          request: requestID,
+          model: model.name,
+          mode: state.mode,
+        },
+        "turn started",
+      );
+      if (started.value.unusedContext.length > 0) {
+        log.debug(
+          { request: requestID, fields: started.value.unusedContext },
+          "attached context the model is not given",
+        );
+      }
+      let result: Awaited<ReturnType<Runner["submit"]>>;
+      try {
+        const commands = deps.userCommands?.take(state.conversationID) ?? [];
+        result = await runner.submit(
+          state.conversationID,
+          {
+            ...input,
+            context: [...input.context, ...commands],
+            settings: {
+              ...input.settings,
+              model: model.name,
+              ...(model.fallbacks.length === 0 ? {} : { fallbacks: model.fallbacks }),
+            },
+          },
+          output,
+          {
+            requestID,
+            clientState: Buffer.from(toBinary(AgentRunRequestSchema, event.request)).toString(
+              "base64",
+            ),
+          },
+        );
+      } catch (error) {
+        stream.end(toConnectError({ kind: "internal", detail: describe(error) }));
+        throw error;
+      }
+      // A turn nobody reads is canceled like one whose reader left.
+      if (!outbound.subscribed) startGrace();
+      if (result.type === "duplicate") {
+        // A replay of a run request already applied (a client retry): nothing new starts.
+        log.info(
+          { conversation: stream.conversationID, request: requestID },
+          "run request seen before",
+        );
+        stream.end();
+      } else if (result.rejected !== null) {
+        stream.end(
+          toConnectError({
+            kind: "bad_input",
+            detail: `the turn was not started: ${result.rejected}`,
+          }),
+        );
+      }
+    },
+
+    async resume(request, firstID = 1, turnID) {
+      if (stream.turn === null && request !== null) {
+        const model = resolveModel(request);
+        const resumed = toResumedTurnState(request, {
+          at: now(),
+          inputID: `${requestID}:resume`,
+          requestID,
+          contextWindow: model?.contextWindow ?? 0,
+          web: toWebOffer(deps.web),
+        });
+        if (!resumed.ok) throw toConnectError({ kind: "bad_input", detail: resumed.error.message });
+        stream.turn = { ...resumed.value, nextID: firstID };
+        stream.conversationID = resumed.value.conversationID;
+      }
+      if (stream.conversationID === null || stream.turn === null) return;
+      const waiting = await runner.resume(
+        stream.conversationID,
+        output,
+        turnID === undefined ? {} : { turnID },
+      );
+      if (!waiting) {
+        // Nothing to continue: the turn already ended. Close the stream the way a turn ends.
+        send(stream, [toCheckpointMessage(stream.turn), toTurnEnded(stream.turn)]);
+        stream.end();
+      }
+    },
+  };
+}

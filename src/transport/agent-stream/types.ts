@@ -1,0 +1,63 @@
+/**
+ * The agent stream's public shape (agent-stream.ts assembles it from the parts in this folder).
+ */
+import type { ConnectError } from "@connectrpc/connect";
+import type { LLM } from "../../llm/index.ts";
+import type { Runner } from "../../runner/types.ts";
+import type { AgentClientMessage, AgentServerMessage } from "../cursor/index.ts";
+import type { Log } from "../log.ts";
+import type { OutboundStream } from "../outbound-stream.ts";
+import type { UserCommands } from "../user-commands.ts";
+import type { WebTools } from "../web-work.ts";
+
+export interface AgentStreamOptions {
+  readonly heartbeatMs: number;
+  /** How long a dropped RunSSE may take to come back before the turn is canceled. */
+  readonly reconnectGraceMs: number;
+  /** How long an early append waits for the ones before it. */
+  readonly appendGapTimeoutMs: number;
+  /** How far ahead of the next expected seqno an append may be. */
+  readonly maxAppendsAhead: number;
+  /**
+   * After a restart, how long a tool call with effects whose outcome is unknown waits for the
+   * client's late result before the model is told the outcome is unknown (it is never re-run).
+   */
+  readonly lateResultGraceMs: number;
+}
+
+export interface AgentStreamDeps {
+  readonly runner: Runner;
+  readonly models: Pick<LLM, "listModels" | "findModel">;
+  readonly now: () => number;
+  readonly log: Log;
+  readonly options: AgentStreamOptions;
+  /** The web tools (web_search, web_fetch) the server runs itself; none when absent. */
+  readonly web?: WebTools;
+  /** Called once the stream has ended and no subscriber is attached (for cleanup). */
+  readonly onSettled?: (stream: AgentStream) => void;
+  /** Shell commands users ran themselves, handed to the conversation's next turn. */
+  readonly userCommands?: UserCommands;
+}
+
+export interface AgentStream {
+  readonly requestID: string;
+  readonly outbound: OutboundStream<AgentServerMessage>;
+  readonly conversationID: string | null;
+  /** Applies one client message that arrived with `seqno`; rejects with a `ConnectError`. */
+  append(seqno: number, message: AgentClientMessage): Promise<void>;
+  /** The server messages, from where the previous subscriber left off; see outbound-stream.ts. */
+  subscribe(signal: AbortSignal): AsyncGenerator<AgentServerMessage, void, undefined>;
+  /**
+   * Picks up the turn of a stream opened before a restart: rebuilds the protocol state from the
+   * saved run request and lets the runner continue what the conversation waits for, if that is
+   * still this stream's turn (`turnID`); otherwise the stream just ends.
+   */
+  restore(conversationID: string, turnID: string, runRequest: Uint8Array): Promise<void>;
+  /**
+   * The client will not come back for this stream (it reset an HTTP/2 `Run`, or a request of the
+   * stream failed for good): the turn is canceled and the stream ends with `error`.
+   */
+  abandon(error: ConnectError): Promise<void>;
+  /** Ends the stream now (server shutdown): the client sees a `canceled` end. */
+  close(reason: string): void;
+}
