@@ -7,10 +7,11 @@
  *   loop      → llm (types only)
  *   llm       → nothing of ours
  *   web       → nothing of ours (search providers and the guarded fetch; transport runs it)
+ *   errors    → nothing of ours; every module may import it (the text of a thrown value)
  *
  * plus: only `llm/` imports pi-ai; only `transport/` (and the composition root) imports protobuf
  * and Connect, so the runner cannot; the loop's production code uses no I/O module, clock or randomness; no import
- * cycles between files. Files outside the four modules form the composition root, which may
+ * cycles between files. Files outside these modules form the composition root, which may
  * import anything and which none of the modules may import.
  */
 import assert from "node:assert/strict";
@@ -19,7 +20,7 @@ import { dirname, join, relative, resolve, sep } from "node:path";
 import { describe, test } from "node:test";
 
 const SRC = resolve(import.meta.dirname);
-const MODULES = ["loop", "llm", "transport", "runner", "store", "web"] as const;
+const MODULES = ["loop", "llm", "transport", "runner", "store", "web", "errors"] as const;
 type Module = (typeof MODULES)[number] | "root";
 
 interface Import {
@@ -102,6 +103,8 @@ export function findViolations(files: ReadonlyMap<string, string>): string[] {
       if (!production || from === to || from === "root") continue;
       if (to === "root") {
         violations.push(`${where}: modules may not import the composition root`);
+      } else if (to === "errors") {
+        // the leaf every module may use
       } else if (from === "transport") {
         // transport may import runner, loop, llm, store and web
       } else if (from === "runner" && (to === "loop" || to === "llm" || to === "store")) {
@@ -188,6 +191,8 @@ describe("architecture", () => {
       ],
       ["store/t.ts", 'import { type A, type B } from "../loop/types.ts";'],
       ["web/w.ts", 'import type { Tool } from "../llm/types.ts";'],
+      ["web/x.ts", 'import { errorMessage } from "../errors/error-message.ts";'],
+      ["errors/f.ts", 'import type { Tool } from "../llm/types.ts";'],
       ["transport/c.ts", 'import { stream } from "@earendil-works/pi-ai";\nimport "../main.ts";'],
       [
         "runner/r.ts",
@@ -209,6 +214,7 @@ describe("architecture", () => {
       "llm/b.ts imports ../loop/types.ts: llm may not import loop",
       "store/s.ts imports ../loop/transition.ts: store may import loop types only (and its hashing files)",
       "web/w.ts imports ../llm/types.ts: web may not import llm",
+      "errors/f.ts imports ../llm/types.ts: errors may not import llm",
       "transport/c.ts imports @earendil-works/pi-ai: only src/llm may import pi-ai",
       "transport/c.ts imports ../main.ts: modules may not import the composition root",
       "runner/r.ts imports @connectrpc/connect: only src/transport may import protobuf or Connect",

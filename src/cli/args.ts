@@ -4,6 +4,7 @@
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { type ConfigOverrides, isPort, LOG_LEVELS, type LogLevel } from "../config/index.ts";
+import { errorMessage } from "../errors/error-message.ts";
 import { UsageError } from "./usage-error.ts";
 
 export const HELP_OPTION = { help: { type: "boolean", short: "h" } } as const;
@@ -37,7 +38,7 @@ export function parseFlags(
     });
     return { values: values as Values, positionals };
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(errorMessage(error));
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import { createServer } from "node:net";
 import { type Config, isLoopbackHost, toBindRefusal, toConnectHost } from "../config/index.ts";
+import { errorMessage } from "../errors/error-message.ts";
 import { openSqliteStore } from "../store/index.ts";
 
 export type CheckStatus = "ok" | "fail" | "skip";
@@ -228,7 +229,7 @@ export async function checkDatabase(config: Config): Promise<CheckResult> {
     return {
       status: "fail",
       name: "database",
-      detail: error instanceof Error ? error.message : String(error),
+      detail: errorMessage(error),
       hint: "check the directory's permissions and free space, or choose another with --data-dir or data.directory",
     };
   }

@@ -8,6 +8,7 @@
  */
 import type { Logger } from "pino";
 import { type Config, toBindRefusal, toConnectHost, toDefaultConfigPath } from "../config/index.ts";
+import { errorMessage } from "../errors/error-message.ts";
 import { startIdeProxy } from "../ide/ide-proxy.ts";
 import { readJournal, toIdeDirectory } from "../ide/journal.ts";
 import { toSettingsPath } from "../ide/settings-file.ts";
@@ -243,7 +244,7 @@ function toListenProblem(error: unknown, config: Config): string {
     case "ENOTFOUND":
       return `cannot listen on ${host}: it is not an address of this machine (server.host / --host).`;
     default:
-      return `could not start the server: ${error instanceof Error ? error.message : String(error)}`;
+      return `could not start the server: ${errorMessage(error)}`;
   }
 }
 

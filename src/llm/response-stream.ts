@@ -8,6 +8,7 @@
  * as close as possible to when the provider produced the events.
  */
 import type { AssistantMessage, AssistantMessageEvent } from "@earendil-works/pi-ai";
+import { errorMessage } from "../errors/error-message.ts";
 import { createSnapshotter } from "./snapshot.ts";
 import type { ExactRequest, LLMStream, RequestAttempt, ResponseEvent } from "./types.ts";
 
@@ -62,7 +63,7 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
       }
       if (!terminated) deliver(failure("the provider stream ended without a terminal event"));
     } catch (error) {
-      if (!terminated) deliver(failure(error instanceof Error ? error.message : String(error)));
+      if (!terminated) deliver(failure(errorMessage(error)));
     } finally {
       ended = true;
       for (const waiter of waiters.splice(0)) waiter(undefined);

@@ -5,8 +5,10 @@
 import type { RequestMessages, Tool } from "../llm/types.ts";
 import { toCallID } from "./ids.ts";
 import { callModel, chooseModel } from "./model-route.ts";
+import { toBatchEnd, toClientCommand, toReadOnlyTools } from "./tool-batch.ts";
 import type {
   CallClientCommand,
+  CallClientsCommand,
   CallLLMCommand,
   ConversationState,
   LLMCall,
@@ -87,21 +89,19 @@ function toCallLLMCommand(state: ConversationState, callID: string): CallLLMComm
 /**
  * What a runner must do to continue a turn a stopped process left unfinished: repeat the model
  * call the state waits for (same call id; the runner sends its saved request), or ask the client
- * again for the tool call it waits for. `null` when the state waits for nothing.
+ * again for the tool calls of the batch in flight that have no result yet (each operation's
+ * exactly-once rule then applies to it alone). `null` when the state waits for nothing.
  */
 export function toResumeCommand(
   state: ConversationState,
-): CallLLMCommand | CallClientCommand | null {
+): CallLLMCommand | CallClientCommand | CallClientsCommand | null {
   if (state.status === "waiting_llm" && state.call !== null) {
     return toCallLLMCommand(state, state.call.callID);
   }
   const waiting = state.waiting;
   if (state.status === "waiting_client" && waiting !== null) {
-    const toolCall = waiting.calls[waiting.answered];
-    const operationID = waiting.operationIDs[waiting.answered];
-    if (toolCall !== undefined && operationID !== undefined) {
-      return { type: "call_client", operationID, toolCall };
-    }
+    const end = toBatchEnd(waiting.calls, waiting.answered, toReadOnlyTools(state.settings));
+    return toClientCommand(waiting, waiting.answered, end);
   }
   return null;
 }

@@ -51,6 +51,28 @@ const cases: [string, ConversationState, Transition, StepRecord[]][] = [
     ],
   ],
   [
+    "a batch of tool calls to send: one planned operation per call, in order",
+    state("waiting_client"),
+    step(state("waiting_client"), {
+      type: "call_clients",
+      calls: [
+        { type: "call_client", operationID: "op-2", toolCall: toolCall("call-2", "read") },
+        { type: "call_client", operationID: "op-3", toolCall: toolCall("call-3", "read") },
+      ],
+    }),
+    ["op-2", "op-3"].map((operationID, i) => ({
+      type: "client_operation" as const,
+      operation: {
+        operationID,
+        conversationID: "conv-1",
+        turnID: "turn-1",
+        toolCallID: `call-${i + 2}`,
+        request: toolCall(`call-${i + 2}`, "read"),
+        status: "planned" as const,
+      },
+    })),
+  ],
+  [
     "the model call ends the turn: committed",
     state("waiting_llm", { call: CALL }),
     step(state("final"), WAIT),

@@ -2,7 +2,8 @@
  * Which records a committed step writes besides the state (docs/architecture.md, The runner), as
  * a function of the state before the step and the step itself:
  *
- * - a tool call about to be sent is saved as a planned client operation (before it is sent);
+ * - each tool call about to be sent (one, or a batch) is saved as a planned client operation
+ *   (before it is sent);
  * - a model call the step ended gets its final status: `canceled` or `failed` when the turn
  *   ended so, `committed` otherwise (its response is in history);
  * - a cancel while the client works cancels the tool calls not yet answered.
@@ -38,15 +39,21 @@ export type StepRecord =
 export function toStepRecords(before: ConversationState, step: Transition): StepRecord[] {
   const records: StepRecord[] = [];
   const after = step.state.committed;
-  if (step.command.type === "call_client") {
+  const sent =
+    step.command.type === "call_client"
+      ? [step.command]
+      : step.command.type === "call_clients"
+        ? step.command.calls
+        : [];
+  for (const command of sent) {
     records.push({
       type: "client_operation",
       operation: {
-        operationID: step.command.operationID,
+        operationID: command.operationID,
         conversationID: after.conversationID,
         turnID: after.turnID,
-        toolCallID: step.command.toolCall.id,
-        request: step.command.toolCall,
+        toolCallID: command.toolCall.id,
+        request: command.toolCall,
         status: "planned",
       },
     });

@@ -57,6 +57,24 @@ export const SETTINGS: TurnSettings = {
   tools: [READ_TOOL],
 };
 
+export const SHELL_TOOL: Tool = {
+  name: "shell",
+  description: "Run a command.",
+  parameters: {
+    type: "object",
+    properties: { command: { type: "string" } },
+    required: ["command"],
+  },
+};
+
+/** Settings where `read` is read-only (its calls run together) and `shell` has effects. */
+export const BATCH_SETTINGS: TurnSettings = {
+  model: "test-model",
+  systemPrompt: "You are a careful coding agent.",
+  tools: [READ_TOOL, SHELL_TOOL],
+  readOnlyTools: ["read"],
+};
+
 export function zeroUsage(): Usage {
   return {
     input: 0,
@@ -397,6 +415,11 @@ export interface Script {
   readonly run?: (call: ToolCall) => string;
   /** Answer all tool calls of a message at once, last first (out of order). */
   readonly reverseResults?: boolean;
+  /**
+   * The order the client answers the calls of a batch (`call_clients`) in: a permutation of
+   * `0..n-1` for a batch of `n`; content order when absent.
+   */
+  readonly batchOrder?: (size: number, batch: number) => readonly number[];
   /** Split deltas into pieces of this size. */
   readonly chunkSize?: number;
 }
@@ -427,6 +450,7 @@ export function drive(
   let current = state;
   let responseIndex = responseOffset;
   let outcome: Command = { type: "wait_input" };
+  let batches = 0;
   const run = script.run ?? ((call: ToolCall) => `output of ${call.name}`);
   while (queue.length > 0) {
     const next = queue.shift() as Input;
@@ -451,6 +475,16 @@ export function drive(
           queue.push(...pendingCalls.map((call) => result(call, run(call))));
         } else if (!script.reverseResults) {
           queue.push(result(step.command.toolCall, run(step.command.toolCall)));
+        }
+        break;
+      }
+      case "call_clients": {
+        const calls = step.command.calls;
+        const order = script.batchOrder?.(calls.length, batches) ?? calls.map((_, i) => i);
+        batches += 1;
+        for (const i of order) {
+          const call = (calls[i] as (typeof calls)[number]).toolCall;
+          queue.push(result(call, run(call)));
         }
         break;
       }

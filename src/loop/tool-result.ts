@@ -1,12 +1,15 @@
 /**
  * Tool results (docs/design.md §5, tool calls). Results are matched by tool-call id and appended in
  * the order of the assistant message's content, whatever order they arrive in. Calls are dispatched
- * one at a time; the next model call starts only when every call has its result.
+ * in batches (tool-batch.ts): consecutive read-only calls together, any other call alone; the next
+ * batch goes out when every call of the one in flight has its result, and the next model call
+ * starts when every call has its result.
  */
 import type { ToolCall, ToolResultMessage } from "../llm/types.ts";
 import { appendHashes } from "./history-hash.ts";
 import { startModelCall } from "./request.ts";
 import { toApplied, toRejected, WAIT_INPUT } from "./state.ts";
+import { toBatchEnd, toClientCommand, toReadOnlyTools } from "./tool-batch.ts";
 import type {
   ConversationState,
   RuntimeState,
@@ -38,16 +41,25 @@ export function applyToolResult(state: RuntimeState, input: ToolResultInput): Tr
     // Kept until the calls before it are answered; not yet history.
     return toApplied({ committed: received, pending: null }, WAIT_INPUT);
   }
-  return dispatchNextToolCall(received);
+  // The batch in flight was planned with the settings before this result (a mode switch runs
+  // alone, so its new settings only shape the batches after it).
+  const inFlightEnd = toBatchEnd(
+    waiting.calls,
+    waiting.answered,
+    toReadOnlyTools(committed.settings),
+  );
+  return dispatchNextToolCall(received, [], inFlightEnd);
 }
 
 /**
- * Appends every result that is next in order, then asks for the next unanswered tool call, or
- * calls the model when all are answered.
+ * Appends every result that is next in order; then, once the batch in flight (the calls before
+ * `inFlightEnd`) is answered, asks for the next batch, or calls the model when all are answered.
+ * Until then it waits for the rest of the batch.
  */
 export function dispatchNextToolCall(
   state: ConversationState & { waiting: WaitingClient },
   emit: Transition["emit"] = [],
+  inFlightEnd = state.waiting.answered,
 ): Transition {
   const { waiting } = state;
   const results: ToolResultMessage[] = [];
@@ -61,28 +73,28 @@ export function dispatchNextToolCall(
     messages: results.length > 0 ? [...state.messages, ...results] : state.messages,
     hashes: results.length > 0 ? appendHashes(state.hashes, results) : state.hashes,
   };
-  const call = waiting.calls[answered];
-  const operationID = waiting.operationIDs[answered];
-  if (call === undefined || operationID === undefined) {
+  if (answered >= waiting.calls.length) {
     const next = startModelCall(appended);
     return toApplied({ committed: next.state, pending: null }, next.command, emit);
   }
-  return toApplied(
-    {
-      committed: {
-        ...appended,
-        status: "waiting_client",
-        waiting: {
-          ...waiting,
-          answered,
-          early: waiting.early.map((result, i) => (i < answered ? null : result)),
-        },
-      },
-      pending: null,
-    },
-    { type: "call_client", operationID, toolCall: call },
-    emit,
-  );
+  const nextWaiting: WaitingClient = {
+    ...waiting,
+    answered,
+    early: waiting.early.map((result, i) => (i < answered ? null : result)),
+  };
+  const committed: ConversationState = {
+    ...appended,
+    status: "waiting_client",
+    waiting: nextWaiting,
+  };
+  if (answered < inFlightEnd) {
+    // Calls of the batch in flight are still running: their results come as inputs.
+    return toApplied({ committed, pending: null }, WAIT_INPUT, emit);
+  }
+  const end = toBatchEnd(waiting.calls, answered, toReadOnlyTools(state.settings));
+  // Never null: the call at `answered` has no result (else it would have been appended).
+  const command = toClientCommand(nextWaiting, answered, end) ?? WAIT_INPUT;
+  return toApplied({ committed, pending: null }, command, emit);
 }
 
 /** An error result for a tool call that was not run. */

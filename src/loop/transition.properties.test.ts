@@ -14,6 +14,7 @@ import { toCallID } from "./ids.ts";
 import { createConversation, isIdle } from "./state.ts";
 import {
   assistantMessage,
+  BATCH_SETTINGS,
   CONVERSATION_ID,
   cancel,
   checkedTransition,
@@ -224,6 +225,68 @@ describe("transition properties", () => {
         assert.ok(steps.every(([, step]) => step.rejected === null));
         assertWellFormed(state);
       }),
+      { numRuns: RUNS },
+    );
+  });
+
+  test("any arrival order of a batch's results gives the same history and the same requests", () => {
+    // Responses whose tool calls mix read-only calls (read) with calls with effects (shell).
+    const arbMixed = fc
+      .array(fc.constantFrom("read", "shell"), { minLength: 1, maxLength: 6 })
+      .map((names) =>
+        assistantMessage(names.map((name, i) => toolCall(`tc_${i}`, name, { n: i }))),
+      );
+    const arbOrders = fc.array(fc.array(fc.nat(), { minLength: 6, maxLength: 6 }), {
+      minLength: 8,
+      maxLength: 8,
+    });
+    fc.assert(
+      fc.property(
+        fc.array(arbMixed, { minLength: 1, maxLength: 3 }),
+        arbOrders,
+        (responses, seeds) => {
+          const script = {
+            responses: [...responses, assistantMessage([text("end")])],
+            run: (call: ToolCall) => `${call.name} ${call.id}`,
+          };
+          const initial = start("go", { settings: BATCH_SETTINGS });
+          const inOrder = drive(createConversation(CONVERSATION_ID), initial, script);
+          const shuffled = drive(createConversation(CONVERSATION_ID), initial, {
+            ...script,
+            // A permutation per batch, from the generated numbers (Fisher–Yates).
+            batchOrder: (size, batch) => {
+              const order = Array.from({ length: size }, (_, i) => i);
+              const seed = seeds[batch % seeds.length] as number[];
+              for (let i = size - 1; i > 0; i -= 1) {
+                const j = (seed[i % seed.length] as number) % (i + 1);
+                [order[i], order[j]] = [order[j] as number, order[i] as number];
+              }
+              return order;
+            },
+          });
+          assert.equal(shuffled.outcome.type, "final");
+          assert.equal(
+            toCanonicalJSON(shuffled.state.committed.messages),
+            toCanonicalJSON(inOrder.state.committed.messages),
+          );
+          assert.equal(toCanonicalJSON(shuffled.calls), toCanonicalJSON(inOrder.calls));
+          const steps = shuffled.inputs.map((input, i) => [input, shuffled.transitions[i]]);
+          assertPrefixRelation(steps as [Input, Transition][]);
+          assertWellFormed(shuffled.state);
+          // A call with effects is only ever sent when every call before it has its result,
+          // and a batch holds only read-only calls.
+          for (const step of shuffled.transitions) {
+            const { command } = step;
+            const waiting = step.state.committed.waiting;
+            if (command.type === "call_clients") {
+              assert.ok(command.calls.every((c) => c.toolCall.name === "read"));
+            } else if (command.type === "call_client" && command.toolCall.name === "shell") {
+              const index = waiting?.calls.findIndex((c) => c.id === command.toolCall.id);
+              assert.equal(index, waiting?.answered);
+            }
+          }
+        },
+      ),
       { numRuns: RUNS },
     );
   });

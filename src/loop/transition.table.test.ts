@@ -5,9 +5,11 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { toCallID, toOperationID } from "./ids.ts";
+import { toResumeCommand } from "./request.ts";
 import { toStepRecords } from "./step-records.ts";
 import {
   assistantMessage,
+  BATCH_SETTINGS,
   CONVERSATION_ID,
   cancel,
   followUp,
@@ -32,6 +34,17 @@ const readB = toolCall("tc-b", "read", { path: "b.ts" });
 const readC = toolCall("tc-c", "read", { path: "c.ts" });
 const answer = assistantMessage([text("Done.")]);
 const threeCalls = assistantMessage([text("Reading."), readA, readB, readC]);
+
+// A response mixing read-only calls (read) with one with effects (shell), under BATCH_SETTINGS.
+const readD = toolCall("tc-d", "read", { path: "d.ts" });
+const shellS = toolCall("tc-s", "shell", { command: "make" });
+const mixed = assistantMessage([readA, readB, shellS, readC, readD]);
+const waitingForMixed = [start("mixed", { settings: BATCH_SETTINGS }), ...streamed(call0, mixed)];
+const op = (call: typeof readA) => ({
+  type: "call_client" as const,
+  operationID: toOperationID(call0, call.id),
+  toolCall: call,
+});
 
 /** Events of `message` up to (not including) the terminal one. */
 function openStream(callID: string, message = answer): Input[] {
@@ -136,6 +149,23 @@ const rows: Record<string, () => void> = {
     assert.equal(outcome.transition.state.pending, null);
   },
   L10() {
+    // a leading run of read-only calls goes out together; the shell waits for it
+    given(start("mixed", { settings: BATCH_SETTINGS }), openStream(call0, mixed))
+      .when(llm(call0, { type: "done", reason: "toolUse", message: mixed }))
+      .thenExpect({
+        command: { type: "call_clients", calls: [op(readA), op(readB)] },
+        status: "waiting_client",
+      });
+    // a call with effects first goes alone, read-only or not what follows
+    const shellFirst = assistantMessage([shellS, readA, readB]);
+    given(start("s", { settings: BATCH_SETTINGS }), openStream(call0, shellFirst))
+      .when(llm(call0, { type: "done", reason: "toolUse", message: shellFirst }))
+      .thenExpect({ command: op(shellS) });
+    // a single read-only call is a plain call_client
+    const oneRead = assistantMessage([readA]);
+    given(start("r", { settings: BATCH_SETTINGS }), openStream(call0, oneRead))
+      .when(llm(call0, { type: "done", reason: "toolUse", message: oneRead }))
+      .thenExpect({ command: op(readA) });
     given(start("read"), openStream(call0, threeCalls))
       .when(streamed(call0, threeCalls).at(-1) as Input)
       .thenExpect({
@@ -281,6 +311,20 @@ const rows: Record<string, () => void> = {
         command: "call_llm",
         appended: [toolResultOf(readB, "b"), toolResultOf(readC, "c")],
       });
+    // the read batch answered (B first, then A): the shell goes alone
+    given(waitingForMixed, result(readB, "b"))
+      .when(result(readA, "a"))
+      .thenExpect({
+        command: op(shellS),
+        appended: [toolResultOf(readA, "a"), toolResultOf(readB, "b")],
+      });
+    // the shell answered: the reads after it go out together
+    given(waitingForMixed, result(readA, "a"), result(readB, "b"))
+      .when(result(shellS, "made"))
+      .thenExpect({
+        command: { type: "call_clients", calls: [op(readC), op(readD)] },
+        appended: [toolResultOf(shellS, "made")],
+      });
   },
   L22() {
     const outcome = given(waitingForTools, result(readA, "a"), result(readB, "b"))
@@ -297,6 +341,11 @@ const rows: Record<string, () => void> = {
     assert.equal(command.request.systemPrompt, SETTINGS.systemPrompt);
   },
   L23() {
+    // a later call of the batch in flight answered first: kept, not history
+    const batch = given(waitingForMixed)
+      .when(result(readB, "b"))
+      .thenExpect({ command: "wait_input", status: "waiting_client", appended: [] });
+    assert.deepEqual(batch.transition.state.committed.waiting?.early[1], toolResultOf(readB, "b"));
     const outcome = given(waitingForTools)
       .when(result(readC, "c"))
       .thenExpect({ command: "wait_input", status: "waiting_client", appended: [] });
@@ -327,6 +376,21 @@ const rows: Record<string, () => void> = {
     const [b, c] = appended;
     assert.ok(b?.role === "toolResult" && b.toolCallId === "tc-b" && b.isError);
     assert.deepEqual(c, toolResultOf(readC, "c"));
+    // a batch in flight: B arrived early and is kept; A and every later call are "not run"
+    const batch = given(waitingForMixed, result(readB, "b"))
+      .when(cancel())
+      .thenExpect({ command: "canceled", status: "canceled" });
+    const results = batch.transition.state.committed.messages.slice(2);
+    assert.deepEqual(
+      results.map((m) => (m.role === "toolResult" ? [m.toolCallId, m.isError] : m.role)),
+      [
+        ["tc-a", true],
+        ["tc-b", false],
+        ["tc-s", true],
+        ["tc-c", true],
+        ["tc-d", true],
+      ],
+    );
   },
   L27() {
     given().when(result(readA, "a")).thenRejected("not_waiting_for_tool");
@@ -337,6 +401,29 @@ const rows: Record<string, () => void> = {
     given(finishedTurn).when(cancel()).thenRejected("not_running");
   },
   L29() {
+    const outcome = given(waitingForMixed)
+      .when(result(readA, "a"))
+      .thenExpect({
+        command: "wait_input",
+        status: "waiting_client",
+        appended: [toolResultOf(readA, "a")],
+      });
+    const state = outcome.transition.state.committed;
+    assert.equal(state.waiting?.answered, 1);
+    // a restart now asks again only for the call of the batch without a result
+    assert.deepEqual(toResumeCommand(state), op(readB));
+    // and before any result, for the whole batch
+    const fresh = given(waitingForMixed).state.committed;
+    assert.deepEqual(toResumeCommand(fresh), {
+      type: "call_clients",
+      calls: [op(readA), op(readB)],
+    });
+    // the shell in flight: a result for a read after it is early, not a new batch
+    given(waitingForMixed, result(readA, "a"), result(readB, "b"))
+      .when(result(readC, "c"))
+      .thenExpect({ command: "wait_input", appended: [] });
+  },
+  L30() {
     for (const kind of FAILOVER) {
       const outcome = given(routedStart, llm(call0, toEvents(answer)[0] as ResponseEvent))
         .when(failed(call0, kind))
@@ -371,7 +458,7 @@ const rows: Record<string, () => void> = {
     assert.equal(third.transition.command.model, "backup-2");
     assert.deepEqual(third.transition.state.committed.call?.tried, ["test-model", "backup-1"]);
   },
-  L30() {
+  L31() {
     // Not a failover kind, or no kind at all.
     for (const input of [failed(call0, "other"), llm(call0, errorEvent())]) {
       given(routedStart).when(input).thenExpect({ command: "failed", status: "failed" });
@@ -393,7 +480,7 @@ const rows: Record<string, () => void> = {
       .when(failed(call0, "rate_limited"))
       .thenExpect({ command: "failed", status: "failed" });
   },
-  L31() {
+  L32() {
     const outcome = given(routedStart, failed(call0, "rate_limited"))
       .whenAll(streamed(call1, answer))
       .thenExpect({ command: "final", status: "final", appended: [answer] });
@@ -411,7 +498,7 @@ const rows: Record<string, () => void> = {
       .thenExpect({ command: "final" });
     assert.equal(back.transition.state.committed.route, undefined);
   },
-  L32() {
+  L33() {
     const stuck = given(routedStart, failed(call0, "rate_limited"), streamed(call1, answer));
     const next = stuck
       .when(start("again", { settings: ROUTED }))
@@ -426,7 +513,7 @@ const rows: Record<string, () => void> = {
     assert.ok(other.transition.command.type === "call_llm");
     assert.equal(other.transition.command.model, "other-model");
   },
-  L33() {
+  L34() {
     const outcome = given(routedStart, failed(call0, "rate_limited"), openStream(call1))
       .when(cancel())
       .thenExpect({ command: "canceled", status: "canceled", appended: [] });

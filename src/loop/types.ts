@@ -47,6 +47,11 @@ export interface TurnSettings {
   /** Byte-stable per agent mode, so the provider's cached prefix survives across turns. */
   readonly systemPrompt: string;
   readonly tools: readonly Tool[];
+  /**
+   * Names of the tools without effects (reads, searches): consecutive calls to them are sent to
+   * the client together (tool-batch.ts). Absent: every call runs alone. Not part of the request.
+   */
+  readonly readOnlyTools?: readonly string[];
 }
 
 /** Fields every external input carries: its idempotency key and the time it arrived. */
@@ -253,6 +258,16 @@ export interface CallClientCommand {
   readonly toolCall: ToolCall;
 }
 
+/**
+ * Ask the client to run several read-only tool calls at once (tool-batch.ts). Each call is its
+ * own operation, saved, sent and answered on its own; results are appended in `calls` order.
+ */
+export interface CallClientsCommand {
+  readonly type: "call_clients";
+  /** Two or more calls, in the assistant message's content order. */
+  readonly calls: readonly CallClientCommand[];
+}
+
 /** Nothing to do until the next external input. */
 export interface WaitInputCommand {
   readonly type: "wait_input";
@@ -280,6 +295,7 @@ export type Command =
   | ContinueLLMCommand
   | CallLLMCommand
   | CallClientCommand
+  | CallClientsCommand
   | WaitInputCommand
   | FinalCommand
   | FailedCommand

@@ -16,6 +16,8 @@
  * with compare-and-swap and retry (apply-input.ts), a model call (model-call.ts) and a tool call
  * (tool-call.ts).
  */
+
+import { errorMessage } from "../errors/error-message.ts";
 import { toErrorMessage } from "../llm/index.ts";
 import {
   type Command,
@@ -85,7 +87,7 @@ export function createRunner(options: RunnerOptions): Runner {
     try {
       return await applyInput(entry, input, inputID, extra);
     } catch (error) {
-      fail(entry, `the conversation could not be saved: ${describe(error)}`);
+      fail(entry, `the conversation could not be saved: ${errorMessage(error)}`);
       throw error;
     }
   }
@@ -103,6 +105,12 @@ export function createRunner(options: RunnerOptions): Runner {
         return;
       case "call_client":
         spawn(entry.conversationID, "tool call", () => callTool(entry, command));
+        return;
+      case "call_clients":
+        // A batch of read-only calls: each is its own operation, run and answered on its own.
+        for (const call of command.calls) {
+          spawn(entry.conversationID, "tool call", () => callTool(entry, call));
+        }
         return;
       case "final":
       case "failed":
@@ -183,10 +191,13 @@ export function createRunner(options: RunnerOptions): Runner {
         const command = toResumeCommand(state);
         if (command === null) return false;
         entry.output = output;
+        // A call already running is not started twice (`callTool` skips it too).
         const busy =
           command.type === "call_llm"
             ? entry.calling === command.callID
-            : entry.tools.has(command.operationID);
+            : command.type === "call_client"
+              ? entry.tools.has(command.operationID)
+              : command.calls.every((call) => entry.tools.has(call.operationID));
         if (!busy) execute(entry, command);
         return true;
       });
@@ -239,8 +250,4 @@ interface BoundStream {
 
 function applied(step: Transition): SubmitResult {
   return { type: "applied", rejected: step.rejected?.reason ?? null };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -9,6 +9,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+import { errorMessage } from "../errors/error-message.ts";
 import { StoreError } from "./errors.ts";
 
 export interface DatabaseLock {
@@ -28,7 +29,7 @@ export function lockDatabase(databasePath: string): DatabaseLock {
     throw new StoreError(
       "cannot_open",
       lockPath,
-      `Cannot open the lock file ${lockPath}: ${error instanceof Error ? error.message : String(error)}`,
+      `Cannot open the lock file ${lockPath}: ${errorMessage(error)}`,
       error,
     );
   }

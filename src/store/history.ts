@@ -11,6 +11,8 @@
  * A load re-hashes every stored message and its chain, so damaged bytes are reported instead of
  * being sent to a model.
  */
+
+import { errorMessage } from "../errors/error-message.ts";
 import {
   chainHash,
   EMPTY_CHAIN_HASH,
@@ -160,7 +162,7 @@ function toBytes(
       "invalid_argument",
       location,
       `Cannot write to ${location}: message ${seq} of conversation ${conversationID} is not ` +
-        `plain JSON (${error instanceof Error ? error.message : String(error)}). Nothing was ` +
+        `plain JSON (${errorMessage(error)}). Nothing was ` +
         "written.",
       error,
     );

@@ -3,6 +3,8 @@
  * serialisation, which rejects anything that is not plain JSON) and read back with `JSON.parse`,
  * so each read is a fresh copy that re-serialises to the stored bytes.
  */
+
+import { errorMessage } from "../errors/error-message.ts";
 import { toCanonicalJSON } from "../loop/canonical-json.ts";
 import { StoreError } from "./errors.ts";
 
@@ -18,7 +20,7 @@ export function toJSONText(value: unknown, what: string, location: string): stri
   try {
     return toCanonicalJSON(value);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     throw new StoreError(
       "invalid_argument",
       location,

@@ -3,6 +3,7 @@
  * a pino logger and tests pass `silentLog` or a recorder. Fields never carry keys or message
  * bodies.
  */
+import { errorMessage } from "../errors/error-message.ts";
 import type { ModelSwitch } from "../runner/types.ts";
 
 export interface Log {
@@ -49,11 +50,7 @@ export function createRecordingLog(): { readonly log: Log; readonly lines: LogLi
 export function logRunnerErrors(
   log: Log,
 ): (error: unknown, context: { conversationID: string; what: string }) => void {
-  return (error, context) =>
-    log.error(
-      { ...context, error: error instanceof Error ? error.message : String(error) },
-      "runner",
-    );
+  return (error, context) => log.error({ ...context, error: errorMessage(error) }, "runner");
 }
 
 /** Logs each model failover (runner `onModelSwitch`) as a warning with its reason. */

@@ -4,6 +4,7 @@
  * wrong becomes an `error` outcome the tool turns into a one-line result for the model.
  */
 
+import { errorMessage } from "../errors/error-message.ts";
 import type { WebFetch, WebSearch } from "../web/index.ts";
 import type { ServerWork, ServerWorkResult, WebOffer } from "./cursor/index.ts";
 
@@ -45,7 +46,7 @@ export async function runServerWork(
           outcome: await search.search(work.query, { count: work.count, signal }),
         };
       } catch (error) {
-        return { type: "web_search", outcome: { type: "error", message: describe(error) } };
+        return { type: "web_search", outcome: { type: "error", message: errorMessage(error) } };
       }
     }
     case "web_fetch": {
@@ -61,13 +62,9 @@ export async function runServerWork(
       } catch (error) {
         return {
           type: "web_fetch",
-          outcome: { type: "error", url: work.url, message: describe(error) },
+          outcome: { type: "error", url: work.url, message: errorMessage(error) },
         };
       }
     }
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

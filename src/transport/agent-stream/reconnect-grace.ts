@@ -3,9 +3,11 @@
  * subscriber, and only then cancels the turn and ends (docs/design.md §10). A turn nobody ever
  * subscribed to is canceled the same way.
  */
+
+import { errorMessage } from "../../errors/error-message.ts";
 import { toProtocolError } from "../cursor/index.ts";
 import { createOneShotTimer } from "./one-shot-timer.ts";
-import { describe, type StreamState } from "./stream-state.ts";
+import type { StreamState } from "./stream-state.ts";
 
 export interface ReconnectGrace {
   /** Starts waiting for a subscriber, unless already waiting or the stream has ended. */
@@ -36,7 +38,7 @@ export function createReconnectGrace(
         }
         void cancelTurn("the client went away")
           .catch((error: unknown) =>
-            log.error({ request: requestID, error: describe(error) }, "cancel failed"),
+            log.error({ request: requestID, error: errorMessage(error) }, "cancel failed"),
           )
           .finally(() => stream.end(toProtocolError({ type: "client_went_away" })));
       });

@@ -35,8 +35,3 @@ export function send(state: StreamState, messages: readonly AgentServerMessage[]
   if (state.outbound.ended) return;
   for (const message of messages) state.outbound.push(message);
 }
-
-/** The text of a thrown value, for logs and wire errors. */
-export function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

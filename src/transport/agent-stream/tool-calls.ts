@@ -1,13 +1,16 @@
 /**
- * The tool call the turn has open on this stream. The runner asks for one (`run`, the
+ * The tool calls the turn has open on this stream. The runner asks for each (`run`, the
  * `TurnOutput.runTool` of turn-output.ts) and waits for its result; the result comes from the
  * client's replies (`applyClientEvent`), from the server's own web work, or, for a call recovered
  * after a restart whose outcome is unknown, from the late-result timer that tells the model the
  * outcome is unknown (the call is never run again).
  *
- * State: `open` is the runner's wait (none, or one), `work` the web work running for it, `late`
- * the late-result timer, `modeAtStart` the mode when the last call started (a switch_mode call may
- * change it; read once by `settingsAfterTool`).
+ * Several calls may be open at once (a batch of read-only calls, src/loop/tool-batch.ts); the
+ * dialect says which call each reply advanced (`ToolStep.operationID`).
+ *
+ * State, by operation id: `open` the runner's waits, `works` the web work running for a call,
+ * `lates` the late-result timers; `modeAtStart` the mode when the last call started (a
+ * switch_mode call may change it, and runs alone; read once by `settingsAfterTool`).
  */
 import type { ConversationState, ToolResultMessage, TurnSettings } from "../../loop/index.ts";
 import type { TurnOutput } from "../../runner/types.ts";
@@ -15,6 +18,7 @@ import {
   type ClientEvent,
   continueToolCall,
   expireToolCall,
+  findOpen,
   finishServerWork,
   fromModeSettings,
   type Mode,
@@ -24,8 +28,9 @@ import {
   toModeSettings,
 } from "../cursor/index.ts";
 import { runServerWork } from "../web-work.ts";
-import { createOneShotTimer } from "./one-shot-timer.ts";
+import { createOneShotTimer, type OneShotTimer } from "./one-shot-timer.ts";
 import { type StreamState, send } from "./stream-state.ts";
+import type { AgentStreamOptions } from "./types.ts";
 
 export interface ToolCalls {
   /** `TurnOutput.runTool`: starts the call on the client (or the server) and waits for its result. */
@@ -34,32 +39,42 @@ export interface ToolCalls {
   applyClientEvent(seqno: number, event: ClientEvent): void;
   /** `TurnOutput.settingsAfterTool`: the mode the call switched to, if it did. */
   settingsAfterTool(settings: TurnSettings): TurnSettings | undefined;
-  /** The runner's wait for the open call, if any, fails with `reason`. */
+  /** The runner's waits for the open calls, if any, fail with `reason`. */
   rejectOpen(reason: string): void;
   /** Aborts the web work running, if any. */
   stopWork(): void;
+  /** Clears every late-result timer. */
   clearLateTimer(): void;
 }
 
 interface OpenToolCall {
-  readonly operationID: string;
   resolve(result: ToolResultMessage): void;
   reject(error: Error): void;
+}
+
+/** `settings` without batches of read-only calls when the server turned them off. */
+export function withBatches(options: AgentStreamOptions, settings: TurnSettings): TurnSettings {
+  return options.parallelTools === false ? { ...settings, readOnlyTools: [] } : settings;
 }
 
 export function createToolCalls(stream: StreamState): ToolCalls {
   const { requestID, deps } = stream;
   const { log, now } = deps;
-  let open: OpenToolCall | null = null;
-  let work: AbortController | null = null;
+  const open = new Map<string, OpenToolCall>();
+  const works = new Map<string, AbortController>();
+  const lates = new Map<string, OneShotTimer>();
   let modeAtStart: Mode | null = null;
-  const late = createOneShotTimer();
 
-  const finish = (message: ToolResultMessage | null): void => {
-    if (message !== null && open !== null) {
-      const finished = open;
-      open = null;
-      finished.resolve(message);
+  const clearLate = (operationID: string): void => {
+    lates.get(operationID)?.clear();
+    lates.delete(operationID);
+  };
+
+  const finish = (operationID: string, message: ToolResultMessage | null): void => {
+    const waiting = open.get(operationID);
+    if (message !== null && waiting !== undefined) {
+      open.delete(operationID);
+      waiting.resolve(message);
     }
   };
 
@@ -68,13 +83,16 @@ export function createToolCalls(stream: StreamState): ToolCalls {
    * result like a client reply. Ending the stream aborts it; a result that comes too late is
    * dropped.
    */
-  const startWork = (item: { readonly id: number; readonly work: ServerWork }): void => {
+  const startWork = (
+    operationID: string,
+    item: { readonly id: number; readonly work: ServerWork },
+  ): void => {
     const controller = new AbortController();
-    work?.abort();
-    work = controller;
+    works.get(operationID)?.abort();
+    works.set(operationID, controller);
     const began = now();
     void runServerWork(deps.web, item.work, controller.signal).then((result) => {
-      if (work === controller) work = null;
+      if (works.get(operationID) === controller) works.delete(operationID);
       log.info(
         {
           request: requestID,
@@ -84,8 +102,7 @@ export function createToolCalls(stream: StreamState): ToolCalls {
         },
         "web tool ran",
       );
-      if (controller.signal.aborted || stream.turn === null || open === null) return;
-      const operationID = open.operationID;
+      if (controller.signal.aborted || stream.turn === null || !open.has(operationID)) return;
       const step = finishServerWork(stream.turn, item.id, result, {
         at: now(),
         inputID: `result:${operationID}`,
@@ -96,15 +113,21 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       }
       stream.turn = step.state;
       send(stream, step.messages);
-      if (step.work !== null) startWork(step.work);
-      finish(step.input?.message ?? null);
+      if (step.work !== null) startWork(operationID, step.work);
+      finish(operationID, step.input?.message ?? null);
     });
   };
 
   const startLateTimer = (operationID: string): void => {
+    const late = lates.get(operationID) ?? createOneShotTimer();
+    lates.set(operationID, late);
     late.arm(deps.options.lateResultGraceMs, () => {
-      if (stream.turn === null || open?.operationID !== operationID) return;
-      const step = expireToolCall(stream.turn, { at: now(), inputID: `result:${operationID}` });
+      lates.delete(operationID);
+      if (stream.turn === null || !open.has(operationID)) return;
+      const step = expireToolCall(stream.turn, operationID, {
+        at: now(),
+        inputID: `result:${operationID}`,
+      });
       if (step.ignored !== null) return;
       stream.turn = step.state;
       send(stream, step.messages);
@@ -112,7 +135,7 @@ export function createToolCalls(stream: StreamState): ToolCalls {
         { request: requestID, conversation: stream.conversationID, operation: operationID },
         "no late result arrived: the model is told the tool's outcome is unknown",
       );
-      finish(step.input?.message ?? null);
+      finish(operationID, step.input?.message ?? null);
     });
   };
 
@@ -135,7 +158,7 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       send(stream, step.messages);
       if (step.input !== null) return Promise.resolve(step.input.message);
       if (attempt.outcomeUnknown) {
-        const waiting = stream.turn.open?.awaiting.type === "earlier";
+        const waiting = findOpen(stream.turn, command.operationID)?.awaiting.type === "earlier";
         log.warn(
           {
             request: requestID,
@@ -150,8 +173,8 @@ export function createToolCalls(stream: StreamState): ToolCalls {
         if (waiting) startLateTimer(command.operationID);
       }
       return new Promise((resolve, reject) => {
-        open = { operationID: command.operationID, resolve, reject };
-        if (step.work !== null) startWork(step.work);
+        open.set(command.operationID, { resolve, reject });
+        if (step.work !== null) startWork(command.operationID, step.work);
       });
     },
     applyClientEvent(seqno, event) {
@@ -169,26 +192,35 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       }
       stream.turn = step.state;
       send(stream, step.messages);
-      if (step.work !== null) startWork(step.work);
+      const operationID = step.operationID;
+      if (operationID === null) return;
+      if (step.work !== null) startWork(operationID, step.work);
       // A late reply arrived for a recovered call: its outcome is known now.
-      late.clear();
-      finish(step.input?.message ?? null);
+      clearLate(operationID);
+      finish(operationID, step.input?.message ?? null);
     },
     settingsAfterTool(settings) {
       const before = modeAtStart;
       modeAtStart = null;
       const turn = stream.turn;
       if (turn === null || before === null || turn.mode === before) return undefined;
-      return toModeSettings(settings, turn.mode, turn.mcpTools, turn.web);
+      return withBatches(
+        deps.options,
+        toModeSettings(settings, turn.mode, turn.mcpTools, turn.web),
+      );
     },
     rejectOpen(reason) {
-      open?.reject(new Error(reason));
-      open = null;
+      const waiting = [...open.values()];
+      open.clear();
+      for (const call of waiting) call.reject(new Error(reason));
     },
     stopWork() {
-      work?.abort();
-      work = null;
+      for (const controller of works.values()) controller.abort();
+      works.clear();
     },
-    clearLateTimer: late.clear,
+    clearLateTimer() {
+      for (const late of lates.values()) late.clear();
+      lates.clear();
+    },
   };
 }

@@ -4,6 +4,7 @@
  * state first and then hand the turn to the runner with this stream's `TurnOutput`.
  */
 import { toBinary } from "@bufbuild/protobuf";
+import { errorMessage } from "../../errors/error-message.ts";
 import type { Runner, TurnOutput } from "../../runner/types.ts";
 import {
   type AgentRunRequest,
@@ -22,7 +23,8 @@ import {
 } from "../cursor/index.ts";
 import { toImageNotice } from "../image-notice.ts";
 import { toWebOffer } from "../web-work.ts";
-import { describe, type StreamState, send } from "./stream-state.ts";
+import { type StreamState, send } from "./stream-state.ts";
+import { withBatches } from "./tool-calls.ts";
 
 export interface TurnStart {
   /** A run request (append `seqno`): starts the turn; refused if the stream already has one. */
@@ -103,11 +105,11 @@ export function createTurnStart(
           {
             ...input,
             context: [...input.context, ...commands],
-            settings: {
+            settings: withBatches(deps.options, {
               ...input.settings,
               model: model.name,
               ...(model.fallbacks.length === 0 ? {} : { fallbacks: model.fallbacks }),
-            },
+            }),
           },
           output,
           {
@@ -118,7 +120,7 @@ export function createTurnStart(
           },
         );
       } catch (error) {
-        stream.end(toConnectError({ kind: "internal", detail: describe(error) }));
+        stream.end(toConnectError({ kind: "internal", detail: errorMessage(error) }));
         throw error;
       }
       // A turn nobody reads is canceled like one whose reader left.

@@ -23,6 +23,11 @@ export interface AgentStreamOptions {
    * client's late result before the model is told the outcome is unknown (it is never re-run).
    */
   readonly lateResultGraceMs: number;
+  /**
+   * Whether consecutive read-only tool calls of one response run on the client at once
+   * (src/loop/tool-batch.ts); false runs every call alone. Default true.
+   */
+  readonly parallelTools?: boolean;
 }
 
 export interface AgentStreamDeps {

@@ -17,8 +17,8 @@ export type ForceBackground =
   | { readonly type: "ignored"; readonly why: string };
 
 export function toForceBackground(state: TurnState, toolCallID: string): ForceBackground {
-  const open = state.open;
-  if (open === null || open.toolCallID !== toolCallID) {
+  const open = state.open.find((call) => call.toolCallID === toolCallID);
+  if (open === undefined) {
     return { type: "ignored", why: `no running tool call ${toolCallID}` };
   }
   if (open.toolName !== "shell" || open.awaiting.type !== "exec") {

@@ -32,7 +32,7 @@ export function toCheckpoint(state: TurnState): ConversationStateStructure {
   // A copy: the state's value is never mutated.
   const checkpoint = clone(ConversationStateStructureSchema, state.previous);
   checkpoint.turns = [...state.previous.turns, toTurnBytes(state)];
-  checkpoint.pendingToolCalls = state.open === null ? [] : [toPendingToolCall(state.open)];
+  checkpoint.pendingToolCalls = state.open.map(toPendingToolCall);
   // A stale breakdown from an earlier checkpoint would contradict the new totals.
   checkpoint.tokenDetails = create(ConversationTokenDetailsSchema, {
     usedTokens: Math.min(state.contextTokens, UINT32_MAX),
@@ -64,8 +64,8 @@ export function toTurnBytes(state: TurnState): Uint8Array {
   return toBinary(ConversationTurnStructureSchema, turn);
 }
 
-/** The open tool call in the AI-SDK-style JSON peers send (one assistant message, one call). */
-function toPendingToolCall(open: NonNullable<TurnState["open"]>): string {
+/** An open tool call in the AI-SDK-style JSON peers send (one assistant message, one call). */
+function toPendingToolCall(open: TurnState["open"][number]): string {
   return JSON.stringify({
     id: open.toolCallID,
     role: "assistant",

@@ -155,7 +155,7 @@ test("random well-formed client messages are applied to a running tool without t
     at: T0,
     inputID: "i",
   }).state;
-  const exec = running.open?.awaiting;
+  const exec = running.open.at(-1)?.awaiting;
   assert.ok(exec?.type === "exec");
   const arbitraryReply = fc.oneof(
     fc.record({ data: fc.string() }).map(({ data }) =>

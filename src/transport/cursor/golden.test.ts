@@ -564,7 +564,7 @@ function squash(list: string[]): string[] {
 }
 
 const READ_REPLY = (state: TurnState) => {
-  const awaiting = state.open?.awaiting;
+  const awaiting = state.open.at(-1)?.awaiting;
   assert.ok(awaiting?.type === "exec");
   return client({
     case: "execClientMessage",
@@ -635,7 +635,7 @@ test("golden: a streamed shell call shows live output", () => {
   const reply =
     (event: { case: "stdout" | "stderr"; data: string } | { case: "exit"; code: number }) =>
     (state: TurnState) => {
-      const awaiting = state.open?.awaiting;
+      const awaiting = state.open.at(-1)?.awaiting;
       assert.ok(awaiting?.type === "exec");
       return client({
         case: "execClientMessage",
@@ -687,7 +687,7 @@ test("golden: a streamed shell call shows live output", () => {
 
 test("golden: an edit (read, then write) and an ask_question interaction", () => {
   const write = (state: TurnState) => {
-    const awaiting = state.open?.awaiting;
+    const awaiting = state.open.at(-1)?.awaiting;
     assert.ok(awaiting?.type === "exec");
     return client({
       case: "execClientMessage",
@@ -699,7 +699,7 @@ test("golden: an edit (read, then write) and an ask_question interaction", () =>
     });
   };
   const answer = (state: TurnState) => {
-    const awaiting = state.open?.awaiting;
+    const awaiting = state.open.at(-1)?.awaiting;
     assert.ok(awaiting?.type === "query");
     return client({
       case: "interactionResponse",

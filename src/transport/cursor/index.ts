@@ -40,6 +40,7 @@ export {
 export {
   continueToolCall,
   expireToolCall,
+  findOpen,
   finishServerWork,
   startToolCall,
   // For tests (e2e/crash-matrix.test.ts): the result text of a call whose outcome is unknown.

@@ -22,7 +22,7 @@ import {
 } from "./gen/agent/v1/user_message_pb.js";
 import { fromAgentMode, MODES, type Mode } from "./mode.ts";
 import { toSystemPrompt } from "./prompt.ts";
-import { toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
+import { toConcurrentToolNames, toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
 import type { McpToolRef } from "./tools/mcp.ts";
 import { NO_WEB, type WebOffer } from "./tools/server-work.ts";
 import { type TurnState, ZERO_USAGE } from "./turn-state.ts";
@@ -92,6 +92,7 @@ export function toModeSettings(
     ...(settings.fallbacks === undefined ? {} : { fallbacks: settings.fallbacks }),
     systemPrompt: toSystemPrompt(mode),
     tools: toToolDefinitions(mode, mcpTools, web),
+    readOnlyTools: toConcurrentToolNames(mode, mcpTools, web),
   };
 }
 
@@ -188,10 +189,10 @@ function toTurnState(
   const agentMode =
     turn.agentMode !== AgentMode.UNSPECIFIED ? turn.agentMode : (previous.mode ?? AgentMode.AGENT);
   const mode = fromAgentMode(agentMode);
-  const mcpTools = toMcpToolRefs([
-    ...(request.mcpTools?.mcpTools ?? []),
-    ...(turn.requestContext?.tools ?? []),
-  ]);
+  const mcpTools = toMcpToolRefs(
+    [...(request.mcpTools?.mcpTools ?? []), ...(turn.requestContext?.tools ?? [])],
+    request.mcpFileSystemOptions?.mcpDescriptors ?? [],
+  );
   const env = turn.requestContext?.env;
   const workspaceRoot =
     env?.workspacePaths[0] ||
@@ -214,7 +215,7 @@ function toTurnState(
     },
     contextWindow: options.contextWindow,
     nextID: 1,
-    open: null,
+    open: [],
     modelCallID: "",
     streaming: [],
     thinking: null,

@@ -156,7 +156,7 @@ export function execReply(
   state: TurnState,
   message: MessageInitShape<typeof ExecClientMessageSchema>["message"],
 ): AgentClientMessage {
-  const awaiting = state.open?.awaiting;
+  const awaiting = state.open.at(-1)?.awaiting;
   assert.ok(awaiting?.type === "exec", "a tool call waits on an exec");
   const exec: ExecClientMessage = create(ExecClientMessageSchema, {
     id: awaiting.id,
@@ -171,7 +171,7 @@ export function queryReply(
   state: TurnState,
   result: MessageInitShape<typeof InteractionResponseSchema>["result"],
 ): AgentClientMessage {
-  const awaiting = state.open?.awaiting;
+  const awaiting = state.open.at(-1)?.awaiting;
   assert.ok(awaiting?.type === "query", "a tool call waits on a query");
   return create(AgentClientMessageSchema, {
     message: { case: "interactionResponse", value: { id: awaiting.id, result } },

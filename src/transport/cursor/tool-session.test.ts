@@ -8,7 +8,7 @@ import {
 } from "./gen/agent/v1/agent_stream_pb.js";
 import { callClient, execReply, resultText, T0, turnState } from "./testing.ts";
 import {
-  abortToolCall,
+  abortToolCalls,
   continueToolCall,
   expireToolCall,
   startToolCall,
@@ -28,7 +28,7 @@ function kinds(messages: readonly AgentServerMessage[]): string[] {
 }
 
 function execIDOf(state: TurnState): number {
-  const awaiting = state.open?.awaiting;
+  const awaiting = state.open.at(-1)?.awaiting;
   return awaiting?.type === "exec" ? awaiting.id : -1;
 }
 
@@ -66,7 +66,7 @@ test("a client tool: started → checkpoint (pending) → exec; completed → ch
   const after = done.messages[1]?.message;
   assert.ok(after?.case === "conversationCheckpointUpdate");
   assert.deepEqual(after.value.pendingToolCalls, []);
-  assert.equal(done.state.open, null);
+  assert.deepEqual(done.state.open, []);
   assert.deepEqual(done.input, {
     type: "tool_result",
     inputID: "req:3",
@@ -123,7 +123,7 @@ test("a reply matches by exec_id, or by id when the client sent no exec_id", () 
   wrongExecID.message.value.execId = "exec-other";
   const ignored = continueToolCall(started.state, fromClientMessage(wrongExecID), CONTEXT);
   assert.equal(ignored.state, started.state, "state unchanged");
-  assert.match(ignored.ignored ?? "", /not the running one/);
+  assert.match(ignored.ignored ?? "", /not a running one/);
 });
 
 test("stream_close and heartbeats are not terminal; a throw is", () => {
@@ -162,12 +162,57 @@ test("replies when no call runs, or for a query while an exec runs, are ignored"
     CONTEXT,
   );
   assert.equal(query.state, started.state);
-  const again = startToolCall(
-    started.state,
-    callClient("read_file", { path: "b.ts" }, "toolu_02"),
-    CONTEXT,
+  const again = startToolCall(started.state, callClient("read_file", { path: "a.ts" }), CONTEXT);
+  assert.match(again.ignored ?? "", /already running/);
+});
+
+test("a batch: several calls open at once, each reply matched to its own call by exec id", () => {
+  const calls = ["a.ts", "b.ts", "c.ts"].map((path, i) =>
+    callClient("read_file", { path }, `toolu_0${i + 1}`),
   );
-  assert.match(again.ignored ?? "", /still running/);
+  let state = turnState();
+  const sent: { id: number; execID: string; operationID: string }[] = [];
+  for (const command of calls) {
+    const step = startToolCall(state, command, CONTEXT);
+    assert.equal(step.ignored, null);
+    assert.equal(step.operationID, command.operationID);
+    state = step.state;
+    const exec = step.messages.at(-1)?.message;
+    assert.ok(exec?.case === "execServerMessage");
+    sent.push({ id: exec.value.id, execID: exec.value.execId, operationID: command.operationID });
+  }
+  // distinct numeric ids and exec ids, every call pending in the checkpoint
+  assert.equal(new Set(sent.map((exec) => exec.id)).size, 3);
+  assert.equal(new Set(sent.map((exec) => exec.execID)).size, 3);
+  assert.equal(state.open.length, 3);
+  // replies in the order c, a, b complete c, a, b
+  for (const index of [2, 0, 1]) {
+    const exec = sent[index] ?? assert.fail();
+    const reply = create(AgentClientMessageSchema, {
+      message: {
+        case: "execClientMessage",
+        value: {
+          id: exec.id,
+          execId: exec.execID,
+          message: {
+            case: "readResult",
+            value: {
+              result: { case: "success", value: { output: { case: "content", value: "x\n" } } },
+            },
+          },
+        },
+      },
+    });
+    const step = continueToolCall(state, fromClientMessage(reply), CONTEXT);
+    assert.equal(step.operationID, exec.operationID);
+    assert.equal(step.input?.message.toolCallId, `toolu_0${index + 1}`);
+    const checkpoint = step.messages.at(-1)?.message;
+    assert.ok(checkpoint?.case === "conversationCheckpointUpdate");
+    assert.equal(checkpoint.value.pendingToolCalls.length, step.state.open.length);
+    state = step.state;
+  }
+  assert.deepEqual(state.open, []);
+  assert.equal(state.steps.length, 3);
 });
 
 test("unknown tools and invalid JSON arguments are isError results without UI or client traffic", () => {
@@ -193,14 +238,28 @@ test("unknown tools and invalid JSON arguments are isError results without UI or
 test("abort: exec abort for the running exec, the call closed in the UI and recorded", () => {
   const started = startToolCall(turnState(), callClient("read_file", { path: "a.ts" }), CONTEXT);
   const id = execIDOf(started.state);
-  const aborted = abortToolCall(started.state, T0 + 9, "canceled");
+  const aborted = abortToolCalls(started.state, T0 + 9, "canceled");
   assert.deepEqual(kinds(aborted.messages), ["execServerControlMessage", "toolCallCompleted"]);
   const abort = aborted.messages[0]?.message;
   assert.ok(abort?.case === "execServerControlMessage" && abort.value.message.case === "abort");
   assert.equal(abort.value.message.value.id, id);
-  assert.equal(aborted.state.open, null);
+  assert.deepEqual(aborted.state.open, []);
   assert.equal(aborted.state.steps.at(-1)?.message.case, "toolCall");
-  assert.deepEqual(abortToolCall(turnState(), T0, "x").messages, []);
+  assert.deepEqual(abortToolCalls(turnState(), T0, "x").messages, []);
+  // a batch: every running exec is aborted and every call closed
+  const second = startToolCall(
+    started.state,
+    callClient("read_file", { path: "b.ts" }, "toolu_02"),
+    CONTEXT,
+  );
+  const both = abortToolCalls(second.state, T0 + 9, "canceled");
+  assert.deepEqual(kinds(both.messages), [
+    "execServerControlMessage",
+    "toolCallCompleted",
+    "execServerControlMessage",
+    "toolCallCompleted",
+  ]);
+  assert.deepEqual(both.state.open, []);
 });
 
 test("the state passed in is never mutated", () => {
@@ -241,7 +300,7 @@ test("recovered, with effects: nothing is sent again; a late reply to the earlie
   const state = { ...turnState(), nextID: 2 ** 30 };
   const recovered = startToolCall(state, command, CONTEXT, { recovered: true });
   assert.deepEqual(kinds(recovered.messages), ["toolCallStarted", "conversationCheckpointUpdate"]);
-  assert.equal(recovered.state.open?.awaiting.type, "earlier");
+  assert.equal(recovered.state.open.at(-1)?.awaiting.type, "earlier");
   // Exec 2 of the previous process (its ids started at 1), whatever numbers this one uses.
   const late = continueToolCall(recovered.state, lateReply(command.operationID, 2, SHELL_EXIT), {
     ...CONTEXT,
@@ -251,26 +310,26 @@ test("recovered, with effects: nothing is sent again; a late reply to the earlie
   assert.equal(late.input?.message.isError, false);
   // A reply that is not for this operation, or of another kind, is still ignored.
   const foreign = continueToolCall(recovered.state, lateReply("other-op", 2, SHELL_EXIT), CONTEXT);
-  assert.match(foreign.ignored ?? "", /not the running one/);
+  assert.match(foreign.ignored ?? "", /not a running one/);
   const wrongKind = continueToolCall(
     recovered.state,
     lateReply(command.operationID, 2, { case: "writeResult", value: {} }),
     CONTEXT,
   );
-  assert.match(wrongKind.ignored ?? "", /not the running one/);
+  assert.match(wrongKind.ignored ?? "", /not a running one/);
 });
 
 test("recovered, with effects, no late reply: the model is told the outcome is unknown", () => {
   const write = callClient("write_file", { path: "a.txt", content: "x" });
   const recovered = startToolCall(turnState(), write, CONTEXT, { recovered: true });
-  const expired = expireToolCall(recovered.state, CONTEXT);
+  const expired = expireToolCall(recovered.state, write.operationID, CONTEXT);
   assert.equal(expired.input?.message.isError, true);
   assert.equal(resultText(expired.input?.message ?? assert.fail()), UNKNOWN_OUTCOME);
-  assert.equal(expired.state.open, null);
+  assert.deepEqual(expired.state.open, []);
   assert.deepEqual(kinds(expired.messages), ["toolCallCompleted", "conversationCheckpointUpdate"]);
   // Only a recovered call that still waits can expire.
   const live = startToolCall(turnState(), write, CONTEXT);
-  assert.notEqual(expireToolCall(live.state, CONTEXT).ignored, null);
+  assert.notEqual(expireToolCall(live.state, write.operationID, CONTEXT).ignored, null);
 });
 
 test("recovered, read-only: sent again at once, and a late reply to the earlier exec is accepted too", () => {
@@ -310,5 +369,5 @@ test("a call that was not recovered accepts no reply to another exec of its oper
     }),
     CONTEXT,
   );
-  assert.match(other.ignored ?? "", /not the running one/);
+  assert.match(other.ignored ?? "", /not a running one/);
 });

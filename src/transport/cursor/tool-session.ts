@@ -1,5 +1,6 @@
 /**
- * Runs one tool call of the loop (`call_client`) against the client: picks the catalogue tool,
+ * Runs the tool calls of the loop (`call_client`, each call of a `call_clients` batch) against the
+ * client: picks the catalogue tool,
  * checks the model's arguments, sends the exec or interaction query, matches the client's
  * replies to it, and produces the loop's `tool_result` input when the call is done. Multi-step
  * tools (edit = read → replace → write) and streamed ones (shell) stay one operation with one
@@ -10,6 +11,11 @@
  * Message order for a client tool: tool_call_started → checkpoint (call pending) → exec/query;
  * on completion: any final updates → tool_call_completed → checkpoint (nothing pending).
  * Bad arguments and unknown tools become isError results for the model, never exceptions.
+ *
+ * Several calls may be open at once (a batch of read-only calls). Each has its own exec ids and
+ * UI call id; a client reply is matched to its call by exec id (else the numeric id), the way
+ * public Cursor servers keep their pending execs keyed by exec id. Every step says which call it
+ * advanced (`operationID`).
  */
 import { createHash } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
@@ -46,6 +52,8 @@ export interface ToolContext {
 
 export interface ToolStep {
   readonly state: TurnState;
+  /** The operation of the tool call this step advanced; null when it was ignored. */
+  readonly operationID: string | null;
   readonly messages: readonly AgentServerMessage[];
   /** The loop input to apply next; set when the tool call finished. */
   readonly input: ToolResultInput | null;
@@ -70,13 +78,15 @@ export function startToolCall(
   context: ToolContext,
   options: StartOptions = { recovered: false },
 ): ToolStep {
-  if (state.open !== null)
-    return ignore(state, `tool call ${state.open.toolCallID} is still running`);
+  if (state.open.some((open) => open.operationID === command.operationID)) {
+    return ignore(state, `tool call ${command.toolCall.id} is already running`);
+  }
   const call = command.toolCall;
   const env = toEnv(state, call.id, context.at);
   const tool = findTool(call.name, state.mode, state.mcpTools, state.web);
   const withoutTool = (text: string): ToolStep => ({
     state,
+    operationID: command.operationID,
     messages: [],
     input: toResultInput(call.id, call.name, { text, isError: true, images: [] }, context),
     ignored: null,
@@ -118,23 +128,19 @@ export function startToolCall(
   const recovered = { resultCase: toResultCase(progress.request) };
   if (tool.repeatable) {
     const step = apply(state, tool, open, progress, context, [started]);
-    const sent = step.state.open;
-    return sent === null
-      ? step
-      : { ...step, state: { ...step.state, open: { ...sent, recovered } } };
+    const sent = findOpen(step.state, open.operationID);
+    return sent === null ? step : { ...step, state: withOpen(step.state, { ...sent, recovered }) };
   }
-  const waiting: TurnState = {
-    ...state,
-    open: {
-      ...open,
-      stage: progress.stage,
-      data: progress.data,
-      awaiting: { type: "earlier" },
-      recovered,
-    },
-  };
+  const waiting = withOpen(state, {
+    ...open,
+    stage: progress.stage,
+    data: progress.data,
+    awaiting: { type: "earlier" },
+    recovered,
+  });
   return {
     state: waiting,
+    operationID: open.operationID,
     messages: [started, toCheckpointMessage(waiting)],
     input: null,
     work: null,
@@ -147,12 +153,16 @@ export const UNKNOWN_OUTCOME =
   "The outcome of this tool call is unknown: the server restarted while the client was running it, and its result never arrived. It may or may not have taken effect. Check (for example, read the file or list the directory) before retrying.";
 
 /**
- * Ends a recovered call that is still waiting for a late reply to an earlier process's exec
- * (`awaiting.type === "earlier"`): the model gets an error result saying its outcome is unknown.
- * Ignored for any other call.
+ * Ends the recovered call `operationID` if it is still waiting for a late reply to an earlier
+ * process's exec (`awaiting.type === "earlier"`): the model gets an error result saying its
+ * outcome is unknown. Ignored for any other call.
  */
-export function expireToolCall(state: TurnState, context: ToolContext): ToolStep {
-  const open = state.open;
+export function expireToolCall(
+  state: TurnState,
+  operationID: string,
+  context: ToolContext,
+): ToolStep {
+  const open = findOpen(state, operationID);
   if (open === null || open.awaiting.type !== "earlier") {
     return ignore(state, "no recovered tool call waits for a late result");
   }
@@ -163,24 +173,20 @@ export function expireToolCall(state: TurnState, context: ToolContext): ToolStep
   return finish(state, open, { ...failed, text: UNKNOWN_OUTCOME, isError: true }, context, []);
 }
 
-/** Applies a client reply (or control message) to the running tool call. */
+/** Applies a client reply (or control message) to the running tool call it answers. */
 export function continueToolCall(
   state: TurnState,
   event: ClientEvent,
   context: ToolContext,
 ): ToolStep {
-  const open = state.open;
-  if (open === null) return ignore(state, `no tool call is running (${event.type})`);
+  if (state.open.length === 0) return ignore(state, `no tool call is running (${event.type})`);
+  const open = findAnswered(state, event);
+  if (open === null) return ignore(state, `${describeReply(event)}, not a running one`);
   const tool = findTool(open.toolName, state.mode, state.mcpTools, state.web);
   if (tool === null) return ignore(state, `tool ${open.toolName} is no longer offered`);
   const env = toEnv(state, open.toolCallID, context.at);
-  const awaiting = open.awaiting;
   switch (event.type) {
     case "exec_result": {
-      const late = isLateReply(open, event);
-      if (!late && (awaiting.type !== "exec" || !isSameExec(awaiting, event.id, event.execID))) {
-        return ignore(state, `result for exec ${event.id} "${event.execID}", not the running one`);
-      }
       const reply: ClientReply = { type: "exec", result: event.result };
       return apply(
         state,
@@ -192,9 +198,6 @@ export function continueToolCall(
       );
     }
     case "interaction_response": {
-      if (awaiting.type !== "query" || awaiting.id !== event.id) {
-        return ignore(state, `response to query ${event.id}, not the running one`);
-      }
       const reply: ClientReply = { type: "query", result: event.result };
       return apply(
         state,
@@ -206,34 +209,62 @@ export function continueToolCall(
       );
     }
     case "exec_throw": {
-      if (awaiting.type !== "exec" || awaiting.id !== event.id) {
-        return ignore(state, `throw for exec ${event.id}, not the running one`);
-      }
       const error = event.error.trim() === "" ? "unknown error" : event.error;
       return finish(state, open, tool.failed(open.args, error, env), context, []);
     }
-    case "exec_stream_close":
-      // Not terminal: for one-shot execs it may even arrive before the result.
-      return ignore(state, "stream_close is not terminal");
-    case "exec_heartbeat":
-      return ignore(state, "exec heartbeat");
     default:
       return ignore(state, `${event.type} is not a tool reply`);
   }
 }
 
-/** Applies the result of the server's own work (`ToolStep.work` number `id`) to the running call. */
+/** The open call `event` answers, or null (control messages and heartbeats answer none). */
+function findAnswered(state: TurnState, event: ClientEvent): OpenToolCall | null {
+  const found = (match: (open: OpenToolCall) => boolean) => state.open.find(match) ?? null;
+  switch (event.type) {
+    case "exec_result":
+      return found(
+        (open) =>
+          isLateReply(open, event) ||
+          (open.awaiting.type === "exec" && isSameExec(open.awaiting, event.id, event.execID)),
+      );
+    case "interaction_response":
+      return found((open) => open.awaiting.type === "query" && open.awaiting.id === event.id);
+    case "exec_throw":
+      return found((open) => open.awaiting.type === "exec" && open.awaiting.id === event.id);
+    default:
+      return null;
+  }
+}
+
+function describeReply(event: ClientEvent): string {
+  switch (event.type) {
+    case "exec_result":
+      return `result for exec ${event.id} "${event.execID}"`;
+    case "interaction_response":
+      return `response to query ${event.id}`;
+    case "exec_throw":
+      return `throw for exec ${event.id}`;
+    case "exec_stream_close":
+      // Not terminal: for one-shot execs it may even arrive before the result.
+      return "stream_close is not terminal";
+    case "exec_heartbeat":
+      return "exec heartbeat";
+    default:
+      return `${event.type} is not a tool reply`;
+  }
+}
+
+/** Applies the result of the server's own work (`ToolStep.work` number `id`) to its call. */
 export function finishServerWork(
   state: TurnState,
   id: number,
   result: ServerWorkResult,
   context: ToolContext,
 ): ToolStep {
-  const open = state.open;
-  if (open === null) return ignore(state, "no tool call is running (server work)");
-  if (open.awaiting.type !== "server" || open.awaiting.id !== id) {
-    return ignore(state, `result of server work ${id}, not the running one`);
-  }
+  if (state.open.length === 0) return ignore(state, "no tool call is running (server work)");
+  const open =
+    state.open.find((call) => call.awaiting.type === "server" && call.awaiting.id === id) ?? null;
+  if (open === null) return ignore(state, `result of server work ${id}, not a running one`);
   const tool = findTool(open.toolName, state.mode, state.mcpTools, state.web);
   if (tool === null) return ignore(state, `tool ${open.toolName} is no longer offered`);
   const env = toEnv(state, open.toolCallID, context.at);
@@ -249,16 +280,30 @@ export function finishServerWork(
 }
 
 /**
- * Stops the running tool call (cancel): asks the client to abort the exec, closes the call in
- * the UI as failed and records it as a step. The loop itself records the call as not run.
+ * Stops every running tool call (cancel): asks the client to abort each exec, closes each call
+ * in the UI as failed and records it as a step. The loop itself records the calls as not run.
  */
-export function abortToolCall(
+export function abortToolCalls(
   state: TurnState,
   at: number,
   reason: string,
 ): { state: TurnState; messages: AgentServerMessage[] } {
-  const open = state.open;
-  if (open === null) return { state, messages: [] };
+  let current = state;
+  const messages: AgentServerMessage[] = [];
+  for (const open of state.open) {
+    const aborted = abortOne(current, open, at, reason);
+    current = aborted.state;
+    messages.push(...aborted.messages);
+  }
+  return { state: current, messages };
+}
+
+function abortOne(
+  state: TurnState,
+  open: OpenToolCall,
+  at: number,
+  reason: string,
+): { state: TurnState; messages: AgentServerMessage[] } {
   const messages: AgentServerMessage[] = [];
   if (open.awaiting.type === "exec") {
     messages.push(
@@ -271,7 +316,7 @@ export function abortToolCall(
     );
   }
   const tool = findTool(open.toolName, state.mode, state.mcpTools, state.web);
-  if (tool === null) return { state: { ...state, open: null }, messages };
+  if (tool === null) return { state: withoutOpen(state, open.operationID), messages };
   const output = tool.failed(open.args, reason, toEnv(state, open.toolCallID, at));
   const toolCall = toUiToolCall(output.ui, open, at);
   messages.push(
@@ -281,7 +326,27 @@ export function abortToolCall(
     }),
   );
   const step = create(ConversationStepSchema, { message: { case: "toolCall", value: toolCall } });
-  return { state: { ...state, open: null, steps: [...state.steps, step] }, messages };
+  const closed = withoutOpen(state, open.operationID);
+  return { state: { ...closed, steps: [...closed.steps, step] }, messages };
+}
+
+/** The open call of `operationID`, or null. */
+export function findOpen(state: TurnState, operationID: string): OpenToolCall | null {
+  return state.open.find((open) => open.operationID === operationID) ?? null;
+}
+
+/** `state` with `open` replacing the call of its operation, or added after the others. */
+function withOpen(state: TurnState, open: OpenToolCall): TurnState {
+  const index = state.open.findIndex((call) => call.operationID === open.operationID);
+  return {
+    ...state,
+    open:
+      index < 0 ? [...state.open, open] : state.open.map((call, i) => (i === index ? open : call)),
+  };
+}
+
+function withoutOpen(state: TurnState, operationID: string): TurnState {
+  return { ...state, open: state.open.filter((call) => call.operationID !== operationID) };
 }
 
 function apply(
@@ -296,16 +361,16 @@ function apply(
     case "request": {
       const id = state.nextID;
       const awaiting = toAwaiting(progress.request, open.operationID, id);
-      const next: TurnState = {
-        ...state,
-        nextID: id + 1,
-        open: { ...open, stage: progress.stage, data: progress.data, awaiting, recovered: null },
-      };
-      const isFirst = state.open === null;
+      const next: TurnState = withOpen(
+        { ...state, nextID: id + 1 },
+        { ...open, stage: progress.stage, data: progress.data, awaiting, recovered: null },
+      );
+      const isFirst = findOpen(state, open.operationID) === null;
       const checkpoint = isFirst ? [toCheckpointMessage(next)] : [];
       if (progress.request.type === "server") {
         return {
           state: next,
+          operationID: open.operationID,
           messages: [...before, ...checkpoint],
           input: null,
           ignored: null,
@@ -314,6 +379,7 @@ function apply(
       }
       return {
         state: next,
+        operationID: open.operationID,
         messages: [...before, ...checkpoint, toRequestMessage(progress.request, awaiting)],
         input: null,
         ignored: null,
@@ -321,7 +387,7 @@ function apply(
       };
     }
     case "wait":
-      if (state.open === null) {
+      if (findOpen(state, open.operationID) === null) {
         // A handler must not wait before it asked for anything; treat it as a failed call.
         return finish(
           state,
@@ -336,7 +402,8 @@ function apply(
         );
       }
       return {
-        state: { ...state, open: { ...open, data: progress.data } },
+        state: withOpen(state, { ...open, data: progress.data }),
+        operationID: open.operationID,
         messages: [...before, ...progress.updates.map((update) => toUpdateMessage(update))],
         input: null,
         ignored: null,
@@ -357,8 +424,7 @@ function finish(
   const toolCall = toUiToolCall(output.ui, open, context.at);
   const step = create(ConversationStepSchema, { message: { case: "toolCall", value: toolCall } });
   const next: TurnState = {
-    ...state,
-    open: null,
+    ...withoutOpen(state, open.operationID),
     steps: [...state.steps, step],
     todos: output.todos ?? state.todos,
     ...(output.mode === undefined || output.mode === state.mode
@@ -371,6 +437,7 @@ function finish(
   });
   return {
     state: next,
+    operationID: open.operationID,
     messages: [
       ...before,
       ...output.updates.map((update) => toUpdateMessage(update)),
@@ -498,5 +565,5 @@ function toResultInput(
 }
 
 function ignore(state: TurnState, reason: string): ToolStep {
-  return { state, messages: [], input: null, ignored: reason, work: null };
+  return { state, operationID: null, messages: [], input: null, ignored: reason, work: null };
 }

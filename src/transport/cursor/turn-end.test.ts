@@ -70,7 +70,7 @@ test("canceled: abort the running exec, close the call, checkpoint, turn_ended, 
     "turnEnded",
   ]);
   assert.equal(end.error?.code, Code.Canceled);
-  assert.equal(end.state.open, null);
+  assert.deepEqual(end.state.open, []);
   const checkpoint = end.messages[2]?.message;
   assert.ok(checkpoint?.case === "conversationCheckpointUpdate");
   assert.deepEqual(checkpoint.value.pendingToolCalls, []);

@@ -17,7 +17,7 @@ import type { CanceledCommand, FailedCommand, FinalCommand } from "../../loop/ty
 import { toCheckpointMessage } from "./checkpoint.ts";
 import type { AgentServerMessage } from "./gen/agent/v1/agent_stream_pb.js";
 import { toUpdateMessage } from "./server-message.ts";
-import { abortToolCall } from "./tool-session.ts";
+import { abortToolCalls } from "./tool-session.ts";
 import type { TurnState } from "./turn-state.ts";
 import { classifyProviderError, toConnectError } from "./wire-error.ts";
 
@@ -45,7 +45,7 @@ export function toTurnEnd(
       };
     }
     case "canceled": {
-      const aborted = abortToolCall(state, context.at, "canceled by the user");
+      const aborted = abortToolCalls(state, context.at, "canceled by the user");
       return {
         state: aborted.state,
         messages: [

@@ -45,7 +45,10 @@ export type Awaiting =
    */
   | { readonly type: "earlier" };
 
-/** The tool call being run on the client (the loop runs one at a time). */
+/**
+ * A tool call being run on the client. Several may be open at once (a batch of read-only calls,
+ * src/loop/tool-batch.ts): each has its own exec ids, and replies are matched to it by them.
+ */
 export interface OpenToolCall {
   readonly operationID: string;
   readonly toolCallID: string;
@@ -93,7 +96,8 @@ export interface TurnState {
   readonly contextWindow: number;
   /** Next exec / interaction-query id (uint32, per stream). */
   readonly nextID: number;
-  readonly open: OpenToolCall | null;
+  /** The tool calls running, in the order they started (each has its own operation id). */
+  readonly open: readonly OpenToolCall[];
   /** The model call currently streaming ("" before the first). */
   readonly modelCallID: string;
   readonly streaming: readonly StreamingToolCall[];

@@ -14,6 +14,7 @@
 
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
+import { errorMessage } from "../../errors/error-message.ts";
 import type { Store } from "../../store/index.ts";
 import { createHostCheck } from "../http/host-check.ts";
 import { answerApi } from "./api.ts";
@@ -160,7 +161,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
               response,
               500,
               "internal",
-              `the dashboard could not read the store: ${error instanceof Error ? error.message : String(error)}`,
+              `the dashboard could not read the store: ${errorMessage(error)}`,
             ),
         );
         return;

@@ -6,6 +6,7 @@
 import { mkdir, readdir, readFile, stat, unlink, writeFile } from "node:fs/promises";
 import { dirname, extname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { create } from "@bufbuild/protobuf";
+import { errorMessage } from "../../errors/error-message.ts";
 import {
   type LsDirectoryTreeNode,
   LsDirectoryTreeNode_FileSchema,
@@ -296,8 +297,4 @@ export function toLines(text: string): string[] {
 export function errorCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === "string" ? code : undefined;
-}
-
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

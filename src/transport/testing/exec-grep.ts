@@ -10,6 +10,7 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { extname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { create } from "@bufbuild/protobuf";
+import { errorMessage } from "../../errors/error-message.ts";
 import {
   type GrepArgs,
   type GrepContentMatch,
@@ -21,7 +22,7 @@ import {
   type GrepUnionResult,
   GrepUnionResultSchema,
 } from "../cursor/gen/agent/v1/exec_files_pb.js";
-import { errorMessage, resolveInWorkspace, toLines } from "./exec-files.ts";
+import { resolveInWorkspace, toLines } from "./exec-files.ts";
 import { createGlobMatcher, type GlobMatcher } from "./glob-match.ts";
 
 /** Longer lines are cut (`content_truncated`). */

@@ -10,6 +10,7 @@
  * run are answered with `exec_client_control_message.throw`.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { errorMessage } from "../../errors/error-message.ts";
 import {
   type AgentClientMessage,
   AgentClientMessageSchema,
@@ -275,7 +276,7 @@ export function createExecRunner(options: ExecRunnerOptions): ExecRunner {
   return {
     run(exec) {
       const task = execute(exec).catch((error: unknown) => {
-        fail(exec, error instanceof Error ? error.message : String(error));
+        fail(exec, errorMessage(error));
       });
       inFlight.add(task);
       void task.finally(() => inFlight.delete(task));

@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { constants } from "node:os";
 import { StringDecoder } from "node:string_decoder";
 import { create } from "@bufbuild/protobuf";
+import { errorMessage } from "../../errors/error-message.ts";
 import {
   ShellAbortReason,
   type ShellArgs,
@@ -72,7 +73,7 @@ export function startShell(
       stdio: [options.stdin === true ? "pipe" : "ignore", "pipe", "pipe"],
     });
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     return {
       cwd,
       started: false,

@@ -13,6 +13,7 @@ import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
 import { isIP } from "node:net";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import { errorMessage } from "../../errors/error-message.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 
 export interface HttpGetLimits {
@@ -245,6 +246,6 @@ function describe(
     case "ERR_PADDING_1":
       return "the compressed body could not be decoded";
     default:
-      return `${url.host}: ${error instanceof Error ? error.message : String(error)}`;
+      return `${url.host}: ${errorMessage(error)}`;
   }
 }

@@ -7,6 +7,7 @@
  */
 import { constants, inflateSync } from "node:zlib";
 import { getDocumentProxy } from "unpdf";
+import { errorMessage } from "../../errors/error-message.ts";
 
 /** The most bytes all deflated streams of a PDF may inflate to. */
 export const MAX_INFLATED_BYTES = 64 * 1024 * 1024;
@@ -37,7 +38,7 @@ export async function pdfToText(body: Buffer, maxChars: number): Promise<PdfText
   try {
     document = await getDocumentProxy(new Uint8Array(body));
   } catch (error) {
-    return { type: "unreadable", message: `the PDF could not be read (${describe(error)})` };
+    return { type: "unreadable", message: `the PDF could not be read (${errorMessage(error)})` };
   }
   try {
     const parts: string[] = [];
@@ -66,7 +67,7 @@ export async function pdfToText(body: Buffer, maxChars: number): Promise<PdfText
       pages: document.numPages,
     };
   } catch (error) {
-    return { type: "unreadable", message: `the PDF could not be read (${describe(error)})` };
+    return { type: "unreadable", message: `the PDF could not be read (${errorMessage(error)})` };
   } finally {
     await document.destroy().catch(() => {});
   }
@@ -99,8 +100,4 @@ export function inflatesWithin(body: Buffer, budget: number): boolean {
     at = end;
   }
   return true;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

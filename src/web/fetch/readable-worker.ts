@@ -4,6 +4,7 @@
  * becomes an `unsupported` result, so the parent sees one message per job or the worker's death.
  */
 import { parentPort } from "node:worker_threads";
+import { errorMessage } from "../../errors/error-message.ts";
 import { type Readable, toReadable } from "./to-readable.ts";
 
 /** What the parent posts; `body` is transferred, not copied. */
@@ -20,7 +21,7 @@ parentPort?.on("message", async (job: WorkerJob) => {
     const body = Buffer.from(job.body.buffer, job.body.byteOffset, job.body.byteLength);
     result = await toReadable(body, job.contentType, job.url, job.maxChars);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     result = { type: "unsupported", message: `the page could not be converted (${reason})` };
   }
   parentPort?.postMessage(result);

@@ -3,6 +3,8 @@
  * the parsed body or a one-line reason the model can read (docs/design.md §5: a failed tool is a
  * tool result). The reason names the provider and the HTTP status and never contains the key.
  */
+
+import { errorMessage } from "../../errors/error-message.ts";
 import { oneLine, redact, stripCredentials } from "../text.ts";
 
 export interface JsonRequest {
@@ -115,7 +117,7 @@ function describeNetworkError(error: unknown): string {
   const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
   if (typeof cause?.code === "string") return cause.code;
   if (typeof cause?.message === "string") return cause.message;
-  return error instanceof Error ? error.message : String(error);
+  return errorMessage(error);
 }
 
 export function seconds(ms: number): string {

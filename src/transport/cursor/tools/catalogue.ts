@@ -6,7 +6,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, JsonValue, Tool } from "../../../llm/types.ts";
-import type { McpToolDefinition } from "../gen/agent/v1/mcp_pb.js";
+import type { McpDescriptor, McpToolDefinition } from "../gen/agent/v1/mcp_pb.js";
 import type { Mode } from "../mode.ts";
 import { askQuestion } from "./ask-question.ts";
 import { createPlan } from "./create-plan.ts";
@@ -48,6 +48,13 @@ export interface AnyTool {
    * with effects (shell, write, edit, delete, MCP), which must never run twice.
    */
   readonly repeatable: boolean;
+  /**
+   * Whether calls to it may run at the same time as other such calls of one response (the loop's
+   * `readOnlyTools`, src/loop/tool-batch.ts): tools that only read the workspace and change
+   * nothing the model or the user sees. Narrower than `repeatable`: questions to the user, mode
+   * switches, the todo list and the server's web work run alone.
+   */
+  readonly concurrent: boolean;
   parse(args: JsonObject, env: ToolEnv): ParseResult<unknown>;
   preview(): UiTool;
   started(args: unknown, env: ToolEnv): UiTool;
@@ -66,12 +73,17 @@ export interface AnyTool {
  * Erases a handler's types. Sound because the session only ever passes a handler the arguments
  * its own `parse` returned and the data its own `start`/`resume` returned.
  */
-function erase<A, D>(handler: ToolHandler<A, D>, effects: "read_only" | "effects"): AnyTool {
+function erase<A, D>(
+  handler: ToolHandler<A, D>,
+  effects: "read_only" | "effects",
+  concurrent: "concurrent" | "alone" = "alone",
+): AnyTool {
   return {
     name: handler.name,
     definition: handler.definition,
     modes: handler.modes,
     repeatable: effects === "read_only",
+    concurrent: concurrent === "concurrent",
     parse: (args, env) => handler.parse(args, env),
     preview: () => handler.preview(),
     started: (args, env) => handler.started(args as A, env),
@@ -83,16 +95,16 @@ function erase<A, D>(handler: ToolHandler<A, D>, effects: "read_only" | "effects
 }
 
 export const BUILT_IN_TOOLS: readonly AnyTool[] = [
-  erase(readFile, "read_only"),
+  erase(readFile, "read_only", "concurrent"),
   erase(editFile, "effects"),
   erase(writeFile, "effects"),
   erase(deleteFile, "effects"),
-  erase(listDir, "read_only"),
-  erase(grep, "read_only"),
-  erase(glob, "read_only"),
+  erase(listDir, "read_only", "concurrent"),
+  erase(grep, "read_only", "concurrent"),
+  erase(glob, "read_only", "concurrent"),
   erase(shell, "effects"),
   erase(writeShellStdin, "effects"),
-  erase(readLints, "read_only"),
+  erase(readLints, "read_only", "concurrent"),
   // Server-side and deterministic: running it again gives the same list.
   erase(todoWrite, "read_only"),
   // Questions to the user: asking again is harmless.
@@ -117,6 +129,20 @@ export function toToolDefinitions(
   return listTools(mode, mcp, web).map((tool) => tool.definition);
 }
 
+/**
+ * The names of the tools of `mode` whose calls may run together (`AnyTool.concurrent`), in
+ * catalogue order: the loop's `TurnSettings.readOnlyTools`.
+ */
+export function toConcurrentToolNames(
+  mode: Mode,
+  mcp: readonly McpToolRef[],
+  web: WebOffer = NO_WEB,
+): string[] {
+  return listTools(mode, mcp, web)
+    .filter((tool) => tool.concurrent)
+    .map((tool) => tool.name);
+}
+
 /** The tool `name` as offered in `mode`, or null when the mode does not offer it. */
 export function findTool(
   name: string,
@@ -129,13 +155,17 @@ export function findTool(
 
 /** Offered only when the client has MCP servers: their resources and state (reading only). */
 const MCP_HELPER_TOOLS: readonly AnyTool[] = [
-  erase(listMcpResources, "read_only"),
-  erase(readMcpResource, "read_only"),
-  erase(mcpState, "read_only"),
+  erase(listMcpResources, "read_only", "concurrent"),
+  erase(readMcpResource, "read_only", "concurrent"),
+  erase(mcpState, "read_only", "concurrent"),
 ];
 
 function listTools(mode: Mode, mcp: readonly McpToolRef[], web: WebOffer): AnyTool[] {
-  const mcpTools = mcp.map((ref) => erase(createMcpTool(ref), "effects"));
+  // An MCP tool the client marks read-only (`readOnlyHint`) may run with the reads; it is still
+  // never re-sent after a restart, since the hint is the server's word, not a guarantee.
+  const mcpTools = mcp.map((ref) =>
+    erase(createMcpTool(ref), "effects", ref.readOnly === true ? "concurrent" : "alone"),
+  );
   const helpers = mcp.length > 0 ? MCP_HELPER_TOOLS : [];
   return [...BUILT_IN_TOOLS, ...helpers, ...mcpTools].filter(
     (tool) =>
@@ -152,7 +182,11 @@ const MAX_NAME = 64;
  * (`^[A-Za-z0-9_-]{1,64}$`), unique, sorted by name. Duplicate definitions (same server and
  * tool, e.g. from both the run request and the request context) are kept once.
  */
-export function toMcpToolRefs(definitions: readonly McpToolDefinition[]): McpToolRef[] {
+export function toMcpToolRefs(
+  definitions: readonly McpToolDefinition[],
+  descriptors: readonly McpDescriptor[] = [],
+): McpToolRef[] {
+  const readOnly = toReadOnlyMcpTools(descriptors);
   const seen = new Set<string>();
   const unique = definitions.filter((definition) => {
     const key = `${definition.providerIdentifier}\u0000${definition.toolName || definition.name}`;
@@ -172,8 +206,35 @@ export function toMcpToolRefs(definitions: readonly McpToolDefinition[]): McpToo
       toolName: definition.toolName || definition.name,
       description: definition.description,
       parameters: toParameters(definition),
+      ...(readOnly.has(
+        `${definition.providerIdentifier}\u0000${definition.toolName || definition.name}`,
+      )
+        ? { readOnly: true }
+        : {}),
     };
   });
+}
+
+/**
+ * The MCP tools the client's descriptors mark read-only (`annotations_json` with
+ * `readOnlyHint: true`, the MCP tool annotation), as `<server identifier>\0<tool name>` keys.
+ */
+function toReadOnlyMcpTools(descriptors: readonly McpDescriptor[]): Set<string> {
+  const keys = new Set<string>();
+  for (const descriptor of descriptors) {
+    for (const tool of descriptor.tools) {
+      if (tool.annotationsJson === undefined) continue;
+      try {
+        const annotations = JSON.parse(tool.annotationsJson) as { readOnlyHint?: unknown } | null;
+        if (annotations?.readOnlyHint === true) {
+          keys.add(`${descriptor.serverIdentifier}\u0000${tool.toolName}`);
+        }
+      } catch {
+        // Unreadable annotations say nothing: the tool runs alone.
+      }
+    }
+  }
+  return keys;
 }
 
 function baseName(definition: McpToolDefinition): string {

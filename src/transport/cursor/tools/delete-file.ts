@@ -4,8 +4,9 @@ import type { DeleteResult } from "../gen/agent/v1/exec_files_pb.js";
 import { DeleteArgsSchema, DeleteResultSchema } from "../gen/agent/v1/exec_files_pb.js";
 import { DeleteToolCallSchema } from "../gen/agent/v1/tool_call_pb.js";
 import { parseArgs } from "./args.ts";
-import { toOutput, toUnexpectedReply } from "./output.ts";
+import { toOutput } from "./output.ts";
 import { resolvePath } from "./paths.ts";
+import { singleExec } from "./single-exec.ts";
 import type { ToolEnv, ToolHandler, ToolOutput } from "./types.ts";
 
 export interface DeleteFileArgs {
@@ -36,20 +37,14 @@ export const deleteFile: ToolHandler<DeleteFileArgs, null> = {
     case: "deleteToolCall",
     value: create(DeleteToolCallSchema, { args: toExecArgs(args, env) }),
   }),
-  start: (args, env) => ({
-    type: "request",
+  ...singleExec({
     stage: "delete",
-    data: null,
-    request: { type: "exec", exec: { case: "deleteArgs", value: toExecArgs(args, env) } },
+    exec: (args, env) => ({ case: "deleteArgs", value: toExecArgs(args, env) }),
+    result: "deleteResult",
+    fromResult: (args, result, env) => fromDeleteResult(args, env, result),
+    toFailure: (args, message, env) => toFailure(args, env, message),
+    couldNot: (args) => `The client could not delete ${args.path}`,
   }),
-  resume: (args, _stage, _data, reply, env) => {
-    if (reply.type !== "exec" || reply.result.case !== "deleteResult") {
-      return { type: "done", output: toFailure(args, env, toUnexpectedReply(reply)) };
-    }
-    return { type: "done", output: fromDeleteResult(args, env, reply.result.value) };
-  },
-  failed: (args, error, env) =>
-    toFailure(args, env, `The client could not delete ${args.path}: ${error}`),
 };
 
 function toExecArgs(args: DeleteFileArgs, env: ToolEnv) {

@@ -17,6 +17,7 @@ import { parseArgs } from "./args.ts";
 import { diffLines } from "./diff.ts";
 import { toOutput, toUnexpectedReply } from "./output.ts";
 import { resolvePath } from "./paths.ts";
+import { toExecResult } from "./single-exec.ts";
 import { plural } from "./text.ts";
 import type { ToolHandler, ToolOutput, ToolProgress } from "./types.ts";
 import { toEditFailure, toWriteFailure } from "./write-file.ts";
@@ -105,10 +106,11 @@ export const editFile: ToolHandler<EditFileArgs, EditData | null> = {
   },
   resume: (args, stage, data, reply, env) => {
     if (stage === "read") {
-      if (reply.type !== "exec" || reply.result.case !== "readResult") {
+      const readResult = toExecResult(reply, "readResult");
+      if (readResult === null) {
         return done(toEditFailure(args.path, undefined, toUnexpectedReply(reply)));
       }
-      const read = reply.result.value.result;
+      const read = readResult.result;
       switch (read.case) {
         case "success": {
           const success = read.value;
@@ -194,10 +196,11 @@ export const editFile: ToolHandler<EditFileArgs, EditData | null> = {
           );
       }
     }
-    if (reply.type !== "exec" || reply.result.case !== "writeResult" || data === null) {
+    const written = toExecResult(reply, "writeResult");
+    if (written === null || data === null) {
       return done(toEditFailure(args.path, undefined, toUnexpectedReply(reply)));
     }
-    const failure = toWriteFailure(args.path, reply.result.value);
+    const failure = toWriteFailure(args.path, written);
     if (failure !== null)
       return done(toEditFailure(args.path, undefined, failure.message, failure.kind));
     return done(toEdited(args, data));

@@ -14,8 +14,9 @@ import {
 } from "../gen/agent/v1/tool_call_pb.js";
 import { parseArgs } from "./args.ts";
 import { toUnionResults } from "./grep.ts";
-import { toOutput, toUnexpectedReply } from "./output.ts";
+import { toOutput } from "./output.ts";
 import { resolveOptionalPath } from "./paths.ts";
+import { singleExec } from "./single-exec.ts";
 import type { ToolHandler, ToolOutput } from "./types.ts";
 
 export interface GlobArgs {
@@ -55,31 +56,23 @@ export const glob: ToolHandler<GlobArgs, null> = {
     case: "globToolCall",
     value: create(GlobToolCallSchema, { args: toUiArgs(args) }),
   }),
-  start: (args, env) => ({
-    type: "request",
+  ...singleExec({
     stage: "glob",
-    data: null,
-    request: {
-      type: "exec",
-      exec: {
-        case: "grepArgs",
-        value: create(GrepArgsSchema, {
-          pattern: "",
-          glob: args.pattern,
-          path: args.path,
-          outputMode: "files_with_matches",
-          toolCallId: env.toolCallID,
-        }),
-      },
-    },
+    exec: (args, env) => ({
+      case: "grepArgs",
+      value: create(GrepArgsSchema, {
+        pattern: "",
+        glob: args.pattern,
+        path: args.path,
+        outputMode: "files_with_matches",
+        toolCallId: env.toolCallID,
+      }),
+    }),
+    result: "grepResult",
+    fromResult: fromGrepResult,
+    toFailure,
+    couldNot: () => "The client could not search for files",
   }),
-  resume: (args, _stage, _data, reply) => {
-    if (reply.type !== "exec" || reply.result.case !== "grepResult") {
-      return { type: "done", output: toFailure(args, toUnexpectedReply(reply)) };
-    }
-    return { type: "done", output: fromGrepResult(args, reply.result.value) };
-  },
-  failed: (args, error) => toFailure(args, `The client could not search for files: ${error}`),
 };
 
 function toUiArgs(args: GlobArgs) {

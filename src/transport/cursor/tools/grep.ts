@@ -4,8 +4,9 @@ import type { GrepResult, GrepSuccess, GrepUnionResult } from "../gen/agent/v1/e
 import { GrepArgsSchema, GrepResultSchema } from "../gen/agent/v1/exec_files_pb.js";
 import { GrepToolCallSchema } from "../gen/agent/v1/tool_call_pb.js";
 import { parseArgs } from "./args.ts";
-import { toOutput, toUnexpectedReply } from "./output.ts";
+import { toOutput } from "./output.ts";
 import { resolveOptionalPath } from "./paths.ts";
+import { singleExec } from "./single-exec.ts";
 import { truncateEnd } from "./text.ts";
 import type { ToolEnv, ToolHandler, ToolOutput } from "./types.ts";
 
@@ -83,20 +84,14 @@ export const grep: ToolHandler<GrepToolArgs, null> = {
     case: "grepToolCall",
     value: create(GrepToolCallSchema, { args: toExecArgs(args, env) }),
   }),
-  start: (args, env) => ({
-    type: "request",
+  ...singleExec({
     stage: "grep",
-    data: null,
-    request: { type: "exec", exec: { case: "grepArgs", value: toExecArgs(args, env) } },
+    exec: (args, env) => ({ case: "grepArgs", value: toExecArgs(args, env) }),
+    result: "grepResult",
+    fromResult: (args, result, env) => fromGrepResult(args, env, result),
+    toFailure: (args, message, env) => toFailure(args, env, message),
+    couldNot: () => "The client could not run the search",
   }),
-  resume: (args, _stage, _data, reply, env) => {
-    if (reply.type !== "exec" || reply.result.case !== "grepResult") {
-      return { type: "done", output: toFailure(args, env, toUnexpectedReply(reply)) };
-    }
-    return { type: "done", output: fromGrepResult(args, env, reply.result.value) };
-  },
-  failed: (args, error, env) =>
-    toFailure(args, env, `The client could not run the search: ${error}`),
 };
 
 function toExecArgs(args: GrepToolArgs, env: ToolEnv) {

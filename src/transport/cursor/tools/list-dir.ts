@@ -4,8 +4,9 @@ import type { LsResult } from "../gen/agent/v1/exec_files_pb.js";
 import { LsArgsSchema, LsResultSchema } from "../gen/agent/v1/exec_files_pb.js";
 import { LsToolCallSchema } from "../gen/agent/v1/tool_call_pb.js";
 import { parseArgs } from "./args.ts";
-import { toOutput, toUnexpectedReply } from "./output.ts";
+import { toOutput } from "./output.ts";
 import { resolvePath } from "./paths.ts";
+import { singleExec } from "./single-exec.ts";
 import { renderTree } from "./tree.ts";
 import type { ToolEnv, ToolHandler, ToolOutput } from "./types.ts";
 
@@ -50,20 +51,14 @@ export const listDir: ToolHandler<ListDirArgs, null> = {
     case: "lsToolCall",
     value: create(LsToolCallSchema, { args: toExecArgs(args, env) }),
   }),
-  start: (args, env) => ({
-    type: "request",
+  ...singleExec({
     stage: "ls",
-    data: null,
-    request: { type: "exec", exec: { case: "lsArgs", value: toExecArgs(args, env) } },
+    exec: (args, env) => ({ case: "lsArgs", value: toExecArgs(args, env) }),
+    result: "lsResult",
+    fromResult: (args, result, env) => fromLsResult(args, env, result),
+    toFailure: (args, message, env) => toFailure(args, env, message),
+    couldNot: (args) => `The client could not list ${args.path}`,
   }),
-  resume: (args, _stage, _data, reply, env) => {
-    if (reply.type !== "exec" || reply.result.case !== "lsResult") {
-      return { type: "done", output: toFailure(args, env, toUnexpectedReply(reply)) };
-    }
-    return { type: "done", output: fromLsResult(args, env, reply.result.value) };
-  },
-  failed: (args, error, env) =>
-    toFailure(args, env, `The client could not list ${args.path}: ${error}`),
 };
 
 function toExecArgs(args: ListDirArgs, env: ToolEnv) {

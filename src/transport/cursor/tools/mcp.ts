@@ -22,6 +22,8 @@ export interface McpToolRef {
   readonly description: string;
   /** The input JSON schema, keys sorted so the tool list is byte-stable. */
   readonly parameters: JsonObject;
+  /** The client's MCP descriptor marks the tool read-only (`annotations.readOnlyHint`). */
+  readonly readOnly?: boolean;
 }
 
 export interface McpCallArgs {

@@ -14,8 +14,9 @@ import {
 } from "../gen/agent/v1/tool_call_pb.js";
 import { sniffImageType } from "../user-message.ts";
 import { parseArgs } from "./args.ts";
-import { toOutput, toUnexpectedReply } from "./output.ts";
+import { toOutput } from "./output.ts";
 import { resolvePath } from "./paths.ts";
+import { singleExec } from "./single-exec.ts";
 import { toLines } from "./text.ts";
 import type { ToolHandler, ToolOutput, UiTool } from "./types.ts";
 
@@ -74,25 +75,17 @@ export const readFile: ToolHandler<ReadFileArgs, null> = {
     case: "readToolCall",
     value: create(ReadToolCallSchema, { args: toUiArgs(args) }),
   }),
-  start: (args, env) => ({
-    type: "request",
+  ...singleExec({
     stage: "read",
-    data: null,
-    request: {
-      type: "exec",
-      exec: {
-        case: "readArgs",
-        value: create(ReadArgsSchema, { path: args.path, toolCallId: env.toolCallID }),
-      },
-    },
+    exec: (args, env) => ({
+      case: "readArgs",
+      value: create(ReadArgsSchema, { path: args.path, toolCallId: env.toolCallID }),
+    }),
+    result: "readResult",
+    fromResult: fromReadResult,
+    toFailure,
+    couldNot: (args) => `The client could not read ${args.path}`,
   }),
-  resume: (args, _stage, _data, reply) => {
-    if (reply.type !== "exec" || reply.result.case !== "readResult") {
-      return { type: "done", output: toFailure(args, toUnexpectedReply(reply)) };
-    }
-    return { type: "done", output: fromReadResult(args, reply.result.value) };
-  },
-  failed: (args, error) => toFailure(args, `The client could not read ${args.path}: ${error}`),
 };
 
 function toUiArgs(args: ReadFileArgs) {

@@ -12,8 +12,9 @@ import {
   ReadLintsToolResultSchema,
 } from "../gen/agent/v1/tool_call_pb.js";
 import { parseArgs } from "./args.ts";
-import { toOutput, toUnexpectedReply } from "./output.ts";
+import { toOutput } from "./output.ts";
 import { resolvePath } from "./paths.ts";
+import { singleExec } from "./single-exec.ts";
 import { plural } from "./text.ts";
 import type { ToolHandler, ToolOutput } from "./types.ts";
 
@@ -51,26 +52,17 @@ export const readLints: ToolHandler<ReadLintsArgs, null> = {
       args: create(ReadLintsToolArgsSchema, { paths: [args.path] }),
     }),
   }),
-  start: (args, env) => ({
-    type: "request",
+  ...singleExec({
     stage: "diagnostics",
-    data: null,
-    request: {
-      type: "exec",
-      exec: {
-        case: "diagnosticsArgs",
-        value: create(DiagnosticsArgsSchema, { path: args.path, toolCallId: env.toolCallID }),
-      },
-    },
+    exec: (args, env) => ({
+      case: "diagnosticsArgs",
+      value: create(DiagnosticsArgsSchema, { path: args.path, toolCallId: env.toolCallID }),
+    }),
+    result: "diagnosticsResult",
+    fromResult: fromDiagnosticsResult,
+    toFailure,
+    couldNot: (args) => `The client could not get diagnostics for ${args.path}`,
   }),
-  resume: (args, _stage, _data, reply) => {
-    if (reply.type !== "exec" || reply.result.case !== "diagnosticsResult") {
-      return { type: "done", output: toFailure(args, toUnexpectedReply(reply)) };
-    }
-    return { type: "done", output: fromDiagnosticsResult(args, reply.result.value) };
-  },
-  failed: (args, error) =>
-    toFailure(args, `The client could not get diagnostics for ${args.path}: ${error}`),
 };
 
 const SEVERITY: Record<number, string> = {

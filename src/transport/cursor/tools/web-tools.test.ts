@@ -223,7 +223,7 @@ describe("web_search", () => {
       { type: "web_search", outcome: { type: "results", provider: "brave", hits: [] } },
       { at: T0 + 3, inputID: "x" },
     );
-    assert.match(stale.ignored ?? "", /not the running one/);
+    assert.match(stale.ignored ?? "", /not a running one/);
   });
 
   test("an empty query is an argument error", () => {

@@ -11,8 +11,9 @@ import {
   EditToolCallSchema,
 } from "../gen/agent/v1/tool_call_pb.js";
 import { parseArgs } from "./args.ts";
-import { toOutput, toUnexpectedReply } from "./output.ts";
+import { toOutput } from "./output.ts";
 import { resolvePath } from "./paths.ts";
+import { singleExec } from "./single-exec.ts";
 import { plural, toLines } from "./text.ts";
 import type { ToolHandler, ToolOutput } from "./types.ts";
 
@@ -50,33 +51,21 @@ export const writeFile: ToolHandler<WriteFileArgs, null> = {
     case: "editToolCall",
     value: create(EditToolCallSchema, { args: toUiArgs(args) }),
   }),
-  start: (args, env) => ({
-    type: "request",
+  ...singleExec({
     stage: "write",
-    data: null,
-    request: {
-      type: "exec",
-      exec: {
-        case: "writeArgs",
-        value: create(WriteArgsSchema, {
-          path: args.path,
-          fileText: args.content,
-          toolCallId: env.toolCallID,
-        }),
-      },
-    },
+    exec: (args, env) => ({
+      case: "writeArgs",
+      value: create(WriteArgsSchema, {
+        path: args.path,
+        fileText: args.content,
+        toolCallId: env.toolCallID,
+      }),
+    }),
+    result: "writeResult",
+    fromResult: fromWriteResult,
+    toFailure: (args, message) => toEditFailure(args.path, args.content, message),
+    couldNot: (args) => `The client could not write ${args.path}`,
   }),
-  resume: (args, _stage, _data, reply) => {
-    if (reply.type !== "exec" || reply.result.case !== "writeResult") {
-      return {
-        type: "done",
-        output: toEditFailure(args.path, args.content, toUnexpectedReply(reply)),
-      };
-    }
-    return { type: "done", output: fromWriteResult(args, reply.result.value) };
-  },
-  failed: (args, error) =>
-    toEditFailure(args.path, args.content, `The client could not write ${args.path}: ${error}`),
 };
 
 function toUiArgs(args: WriteFileArgs) {

@@ -11,7 +11,8 @@ import {
 } from "../gen/agent/v1/exec_shell_pb.js";
 import { WriteShellStdinToolCallSchema } from "../gen/agent/v1/tool_call_pb.js";
 import { parseArgs } from "./args.ts";
-import { toOutput, toUnexpectedReply } from "./output.ts";
+import { toOutput } from "./output.ts";
+import { singleExec } from "./single-exec.ts";
 import type { ToolEnv, ToolHandler, ToolOutput } from "./types.ts";
 
 export interface WriteShellStdinToolArgs {
@@ -50,19 +51,14 @@ export const writeShellStdin: ToolHandler<WriteShellStdinToolArgs, null> = {
     case: "writeShellStdinToolCall",
     value: create(WriteShellStdinToolCallSchema, { args: toExecArgs(args) }),
   }),
-  start: (args) => ({
-    type: "request",
+  ...singleExec({
     stage: "write",
-    data: null,
-    request: { type: "exec", exec: { case: "writeShellStdinArgs", value: toExecArgs(args) } },
+    exec: (args) => ({ case: "writeShellStdinArgs", value: toExecArgs(args) }),
+    result: "writeShellStdinResult",
+    fromResult,
+    toFailure,
+    couldNot: () => "The input could not be written",
   }),
-  resume: (args, _stage, _data, reply, env) => {
-    if (reply.type !== "exec" || reply.result.case !== "writeShellStdinResult") {
-      return { type: "done", output: toFailure(args, toUnexpectedReply(reply)) };
-    }
-    return { type: "done", output: fromResult(args, reply.result.value, env) };
-  },
-  failed: (args, error) => toFailure(args, `The input could not be written: ${error}`),
 };
 
 function toExecArgs(args: WriteShellStdinToolArgs): WriteShellStdinArgs {
