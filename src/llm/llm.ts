@@ -192,7 +192,10 @@ function streamProvider(
     callID: call.callID,
     model: config.name,
     baseFetch,
-    policy,
+    policy:
+      call.maxAttempts !== undefined && call.maxAttempts < policy.maxAttempts
+        ? { ...policy, maxAttempts: Math.max(1, Math.floor(call.maxAttempts)) }
+        : policy,
     signal: controller.signal,
     secrets,
     ...(call.replay === undefined ? {} : { replayBody: call.replay.body }),

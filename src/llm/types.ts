@@ -127,6 +127,11 @@ export interface LLMCall {
   readonly conversationID: string;
   /** Aborting it aborts the call, like `LLMStream.abort()`. */
   readonly signal?: AbortSignal;
+  /**
+   * At most this many send attempts, when fewer than the retry policy's: a call that has a
+   * fallback model gives up on its model sooner (loop/model-route.ts).
+   */
+  readonly maxAttempts?: number;
   /** A body saved by an earlier attempt of this call: it is sent byte for byte instead of a rebuilt one. */
   readonly replay?: { readonly body: string };
   /**

@@ -71,9 +71,17 @@ export function toFailoverModel(
   if (settings === null || call === null || kind === undefined || !FAILOVER_KINDS.has(kind)) {
     return null;
   }
-  if (hasTokens(pending)) return null;
+  if (hasTokens(pending) || !hasFallbackLeft(state)) return null;
   const tried = new Set([...(call.tried ?? []), callModel(state, call)]);
   return toCandidates(settings).find((model) => !tried.has(model)) ?? null;
+}
+
+/** True when the current call, failing before its first token, would move to another model. */
+export function hasFallbackLeft(state: ConversationState): boolean {
+  const { settings, call } = state;
+  if (settings === null || call === null) return false;
+  const tried = new Set([...(call.tried ?? []), callModel(state, call)]);
+  return toCandidates(settings).some((model) => !tried.has(model));
 }
 
 /** True once the call's response has a content block: its first token arrived. */

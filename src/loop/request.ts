@@ -4,7 +4,7 @@
  */
 import type { RequestMessages, Tool } from "../llm/types.ts";
 import { toCallID } from "./ids.ts";
-import { callModel, chooseModel } from "./model-route.ts";
+import { callModel, chooseModel, hasFallbackLeft } from "./model-route.ts";
 import { toBatchEnd, toClientCommand, toReadOnlyTools } from "./tool-batch.ts";
 import type {
   CallClientCommand,
@@ -83,6 +83,7 @@ function toCallLLMCommand(state: ConversationState, callID: string): CallLLMComm
     messagesHash: state.hashes.chainHash,
     messageCount: state.messages.length,
     lastMessageHash: state.hashes.lastMessageHash,
+    ...(hasFallbackLeft(state) ? { fallbackLeft: true } : {}),
   };
 }
 

@@ -456,6 +456,12 @@ const rows: Record<string, () => void> = {
       .thenExpect({ command: "call_llm", status: "waiting_llm" });
     assert.ok(third.transition.command.type === "call_llm");
     assert.equal(third.transition.command.model, "backup-2");
+    // The last candidate has no fallback left: the runner keeps its full retry policy.
+    assert.equal(third.transition.command.fallbackLeft, undefined);
+    const first = given().when(routedStart).transition.command;
+    assert.ok(first.type === "call_llm" && first.fallbackLeft === true);
+    const plain = given().when(start("hi")).transition.command;
+    assert.ok(plain.type === "call_llm" && plain.fallbackLeft === undefined);
     assert.deepEqual(third.transition.state.committed.call?.tried, ["test-model", "backup-1"]);
   },
   L31() {

@@ -240,6 +240,11 @@ export interface CallLLMCommand {
   readonly messageCount: number;
   readonly lastMessageHash: string;
   /**
+   * Present when a failure of this call before its first token would move the request to another
+   * model (a candidate not yet tried): the runner then retries the model less before giving up.
+   */
+  readonly fallbackLeft?: true;
+  /**
    * Present when this call repeats the previous one's request on another model because that
    * one failed before its first token: the model left and why (a `FailureKind` and the error).
    */

@@ -25,6 +25,9 @@ export interface ModelCallDeps {
   readonly onModelSwitch?: (info: ModelSwitch) => void;
 }
 
+/** Send attempts of a call that has a fallback model: the first and one retry. */
+export const FAILOVER_ATTEMPTS = 2;
+
 export type ModelCall = (entry: Live, command: CallLLMCommand) => Promise<void>;
 
 export function createModelCall(deps: ModelCallDeps): ModelCall {
@@ -61,6 +64,8 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       model: command.model,
       request: command.request,
       conversationID,
+      // With a fallback left, one quick retry and then the next model (README "Model routing").
+      ...(command.fallbackLeft === true ? { maxAttempts: FAILOVER_ATTEMPTS } : {}),
       ...(saved === null ? {} : { replay: { body: saved.request } }),
       beforeSend: async (exact) => {
         await store.saveLLMCall({

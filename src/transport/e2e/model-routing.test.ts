@@ -10,10 +10,13 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import { type FakeReply, readFixture } from "../../llm/testing/fake-provider.ts";
+import { FAILOVER_ATTEMPTS } from "../../runner/model-call.ts";
 import { API_KEY, type Harness, startHarness } from "./test-harness.ts";
 
 /** Attempts per call in the harness's retry policy. */
 const ATTEMPTS = 3;
+/** Attempts of a call with a fallback left (runner/model-call.ts). */
+const QUICK = FAILOVER_ATTEMPTS;
 
 function models(url: string) {
   const compatible = { api: "openai-compatible", baseUrl: url, apiKey: API_KEY };
@@ -73,15 +76,15 @@ describe("model routing end to end", () => {
   const failures: [string, FakeReply[], string][] = [
     [
       "429",
-      times(ATTEMPTS, { type: "status", status: 429, body: '{"error":"slow down"}' }),
+      times(QUICK, { type: "status", status: 429, body: '{"error":"slow down"}' }),
       "rate_limited",
     ],
-    ["500", times(ATTEMPTS, { type: "status", status: 500 }), "server_error"],
-    ["529", times(ATTEMPTS, { type: "status", status: 529 }), "overloaded"],
-    ["a reset connection", times(ATTEMPTS, { type: "reset" }), "connection"],
+    ["500", times(QUICK, { type: "status", status: 500 }), "server_error"],
+    ["529", times(QUICK, { type: "status", status: 529 }), "overloaded"],
+    ["a reset connection", times(QUICK, { type: "reset" }), "connection"],
   ];
   for (const [index, [name, replies, kind]] of failures.entries()) {
-    test(`${name} before the first token: the call moves to the fallback, and the switch is logged`, async () => {
+    test(`${name} before the first token: after one retry the call moves to the fallback, and the switch is logged`, async () => {
       const conversationId = `1000000${index}-0000-4000-8000-000000000000`;
       const first = harness.provider.requests.length;
       harness.provider.reply(...replies, answer("from the spare"));
@@ -89,7 +92,7 @@ describe("model routing end to end", () => {
         .done;
       assert.equal(turn.error, undefined);
       assert.equal(turn.view.text, "from the spare");
-      assert.deepEqual(upstreamModels(harness, first), [...times(ATTEMPTS, "main-up"), "spare-up"]);
+      assert.deepEqual(upstreamModels(harness, first), [...times(QUICK, "main-up"), "spare-up"]);
       assert.deepEqual(switches(harness, conversationId), [{ from: "main", to: "spare", kind }]);
       // The same request went to the fallback: the same messages.
       const [failed, succeeded] = [
@@ -108,7 +111,7 @@ describe("model routing end to end", () => {
     const client = harness.client();
     const first = harness.provider.requests.length;
     harness.provider.reply(
-      ...times(ATTEMPTS, { type: "status", status: 503 }),
+      ...times(QUICK, { type: "status", status: 503 }),
       answer("spare, turn 1"),
     );
     harness.provider.reply(answer("spare, turn 2"));
@@ -117,19 +120,16 @@ describe("model routing end to end", () => {
       assert.equal(turn.error, undefined);
     }
     assert.deepEqual(upstreamModels(harness, first), [
-      ...times(ATTEMPTS, "main-up"),
+      ...times(QUICK, "main-up"),
       "spare-up",
       "spare-up",
     ]);
     // The sticky model fails: the next candidate not yet tried is the model asked for.
     const before = harness.provider.requests.length;
-    harness.provider.reply(
-      ...times(ATTEMPTS, { type: "status", status: 500 }),
-      answer("main again"),
-    );
+    harness.provider.reply(...times(QUICK, { type: "status", status: 500 }), answer("main again"));
     const third = await client.startTurn({ conversationId, text: "three", modelId: "main" }).done;
     assert.equal(third.view.text, "main again");
-    assert.deepEqual(upstreamModels(harness, before), [...times(ATTEMPTS, "spare-up"), "main-up"]);
+    assert.deepEqual(upstreamModels(harness, before), [...times(QUICK, "spare-up"), "main-up"]);
     assert.deepEqual(switches(harness, conversationId), [
       { from: "main", to: "spare", kind: "overloaded" },
       { from: "spare", to: "main", kind: "server_error" },
@@ -139,13 +139,13 @@ describe("model routing end to end", () => {
   test("every candidate failing ends the turn with the last failure; a fallback of another API kind is tried too", async () => {
     const conversationId = "30000000-0000-4000-8000-000000000000";
     const first = harness.provider.requests.length;
-    harness.provider.reply(...times(ATTEMPTS * 3, { type: "status", status: 500 }));
+    harness.provider.reply(...times(QUICK * 2 + ATTEMPTS, { type: "status", status: 500 }));
     const turn = await harness.client().startTurn({ conversationId, text: "hi", modelId: "main" })
       .done;
     assert.ok(turn.error !== undefined || turn.view.turnEnded !== undefined);
     assert.deepEqual(upstreamModels(harness, first), [
-      ...times(ATTEMPTS, "main-up"),
-      ...times(ATTEMPTS, "spare-up"),
+      ...times(QUICK, "main-up"),
+      ...times(QUICK, "spare-up"),
       ...times(ATTEMPTS, "claude-sonnet-4-5"),
     ]);
     assert.equal(switches(harness, conversationId).length, 2);
@@ -200,7 +200,7 @@ describe("cool-down after repeated 429s", () => {
   before(async () => {
     harness = await startHarness({
       models,
-      health: { cooldownAfter429s: ATTEMPTS, cooldownMs: 3_600_000 },
+      health: { cooldownAfter429s: QUICK, cooldownMs: 3_600_000 },
     });
   });
   after(() => harness.close());
@@ -208,7 +208,7 @@ describe("cool-down after repeated 429s", () => {
   test("a model that got 429s in a row is skipped by later conversations without a request, and reported cooling down", async () => {
     const first = harness.provider.requests.length;
     harness.provider.reply(
-      ...times(ATTEMPTS, { type: "status", status: 429 }),
+      ...times(QUICK, { type: "status", status: 429 }),
       answer("spare 1"),
       answer("spare 2"),
     );
@@ -227,7 +227,7 @@ describe("cool-down after repeated 429s", () => {
       .done;
     assert.equal(two.view.text, "spare 2");
     assert.deepEqual(upstreamModels(harness, first), [
-      ...times(ATTEMPTS, "main-up"),
+      ...times(QUICK, "main-up"),
       "spare-up",
       "spare-up",
     ]);
