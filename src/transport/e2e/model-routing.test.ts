@@ -94,6 +94,10 @@ describe("model routing end to end", () => {
       assert.equal(turn.view.text, "from the spare");
       assert.deepEqual(upstreamModels(harness, first), [...times(QUICK, "main-up"), "spare-up"]);
       assert.deepEqual(switches(harness, conversationId), [{ from: "main", to: "spare", kind }]);
+      const ended = harness.logs.find(
+        (line) => line.message === "turn ended" && line.fields.conversation === conversationId,
+      );
+      assert.deepEqual([ended?.fields.model, ended?.fields.calledModel], ["main", "spare"]);
       // The same request went to the fallback: the same messages.
       const [failed, succeeded] = [
         harness.provider.requests[first],
