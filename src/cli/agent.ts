@@ -2,7 +2,7 @@
  * `cursor-byok agent -- <cursor-agent args>`: runs the installed Cursor CLI against this server.
  * It adds the endpoint flags (`--endpoint`, `--agent-endpoint`) and removes proxy variables
  * from the child's environment, because a proxy would carry loopback traffic elsewhere
- * (cursor-protocol.md §4.2). It exits with the CLI's exit code.
+ * (docs/protocol.md §4.2). It exits with the CLI's exit code.
  */
 import { spawn } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";

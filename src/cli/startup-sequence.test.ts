@@ -1,6 +1,6 @@
 /**
  * The start-up and in-session procedures of cursor-agent and of the IDE, as the public sources
- * describe them (protocol-coverage.md §5, cursor-protocol.md §6), replayed against a real
+ * describe them (docs/protocol-coverage.md §5, docs/protocol.md §6), replayed against a real
  * `cursor-byok serve` process: not one may be answered `unimplemented`, and the CLI gets the
  * install's path-encryption keys, the same after a restart.
  */
@@ -20,7 +20,7 @@ const DASHBOARD = "/aiserver.v1.DashboardService";
 const ANALYTICS = "/aiserver.v1.AnalyticsService";
 const AGENT = "/agent.v1.AgentService";
 
-/** cursor-agent 2026.07/08 in local mode (L240, GEN's local-mode notes, cursor-protocol.md §6). */
+/** cursor-agent 2026.07/08 in local mode (L240, GEN's local-mode notes, docs/protocol.md §6). */
 const CLI_SEQUENCE = [
   "/aiserver.v1.ServerConfigService/GetServerConfig",
   `${AI}/GetServerConfig`,
@@ -51,7 +51,7 @@ const CLI_SEQUENCE = [
   "/v1/traces",
 ];
 
-/** The desktop IDE (QZ phase-2 start-up capture, SAK/YAO's served routes; cursor-protocol.md §6). */
+/** The desktop IDE (QZ phase-2 start-up capture, SAK/YAO's served routes; docs/protocol.md §6). */
 const IDE_SEQUENCE = [
   "/aiserver.v1.ServerConfigService/GetServerConfig",
   `${AI}/AvailableModels`,

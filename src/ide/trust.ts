@@ -10,6 +10,10 @@
  *
  * Each step is plain data with the exact commands it runs, so `ide setup` can show them before
  * asking, the journal can record what was done, and tests can check the command lines.
+ *
+ * Why one file of about 430 lines: the three operating systems' steps as data, their add, remove
+ * and verify actions, and the one function that performs an action, side by side, so each system's
+ * add and remove can be read against each other.
  */
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";

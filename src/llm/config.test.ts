@@ -279,3 +279,54 @@ describe("createModelConfigs", () => {
     assert.equal(configError(() => createModelConfigs({})).field, "models");
   });
 });
+
+describe("model compaction settings", () => {
+  const base = { name: "m", api: "openai-chat", model: "gpt-4.1", apiKey: "sk-x" } as const;
+
+  test("defaults: automatic at 80% of the window, the model itself, 6 verbatim messages", () => {
+    assert.deepEqual(createModelConfig(base).compaction, {
+      auto: true,
+      threshold: 0.8,
+      summaryModel: null,
+      tailMessages: 6,
+      charsPerToken: 4,
+    });
+  });
+
+  test("configured per model, and the summary model must be configured", () => {
+    const configs = createModelConfigs([
+      {
+        ...base,
+        compaction: { auto: false, threshold: 0.5, summaryModel: "cheap", tailMessages: 2 },
+      },
+      { ...base, name: "cheap" },
+    ]);
+    assert.deepEqual(configs[0]?.compaction, {
+      auto: false,
+      threshold: 0.5,
+      summaryModel: "cheap",
+      tailMessages: 2,
+      charsPerToken: 4,
+    });
+    assert.throws(
+      () => createModelConfigs([{ ...base, compaction: { summaryModel: "nope" } }]),
+      (error: ConfigError) => error.field === "models[0].compaction.summaryModel",
+    );
+  });
+
+  test("wrong values name the field", () => {
+    for (const [compaction, field] of [
+      [{ threshold: 1.5 }, "model.compaction.threshold"],
+      [{ threshold: 0 }, "model.compaction.threshold"],
+      [{ tailMessages: -1 }, "model.compaction.tailMessages"],
+      [{ auto: "yes" }, "model.compaction.auto"],
+      [{ window: 3 }, "model.compaction.window"],
+      ["on", "model.compaction"],
+    ] as const) {
+      assert.throws(
+        () => createModelConfig({ ...base, compaction }),
+        (error: ConfigError) => error instanceof ConfigError && error.field === field,
+      );
+    }
+  });
+});

@@ -9,9 +9,18 @@
  * the provider's defaults (base URL, API key variable). A provider's usual key variable (e.g.
  * `ANTHROPIC_API_KEY`) is only assumed when the base URL is not configured, so a key never goes
  * to an endpoint the configuration did not name it for.
+ *
+ * Why one file of about 440 lines: one validation of one shape (a model's configuration), field by
+ * field, with the defaults it applies; the small field readers are private to it.
  */
 import type { Api, Model } from "@earendil-works/pi-ai";
 import { findCatalogueModel } from "./catalogue.ts";
+import {
+  CompactionConfigError,
+  type ModelCompaction,
+  type ModelCompactionInput,
+  toModelCompaction,
+} from "./compaction-config.ts";
 import { createSecret, type Secret } from "./secret.ts";
 
 /** The wire APIs we speak, each backed by one pi-ai API implementation. */
@@ -71,6 +80,8 @@ export interface ModelConfig {
   readonly contextWindow: number;
   readonly maxOutput: number;
   readonly prices: ModelPrices;
+  /** Context compaction for conversations on this model (compaction-config.ts). */
+  readonly compaction: ModelCompaction;
   /** Whether pi-ai's catalogue knew this model (its defaults were used). */
   readonly catalogued: boolean;
   /** Dialect overrides handed to pi-ai as the model's `compat` (e.g. `supportsDeveloperRole`). */
@@ -106,6 +117,7 @@ export interface ModelConfigInput {
   readonly compat?: Readonly<Record<string, unknown>>;
   readonly fallbacks?: readonly string[];
   readonly maxConcurrent?: number;
+  readonly compaction?: ModelCompactionInput;
 }
 
 /** A configuration value that is missing or wrong. `field` is a path such as `models[2].baseUrl`. */
@@ -197,6 +209,7 @@ const INPUT_FIELDS = new Set([
   "compat",
   "fallbacks",
   "maxConcurrent",
+  "compaction",
 ]);
 
 /**
@@ -275,6 +288,7 @@ export function createModelConfig(input: unknown, path = "model"): ModelConfig {
     contextWindow,
     maxOutput,
     prices: toPrices(entry.prices, at("prices"), catalogue),
+    compaction: toCompaction(entry.compaction, at("compaction"), api),
     catalogued: catalogue !== undefined,
     compat: {
       ...(catalogue?.api === kind.piApi ? (catalogue.compat ?? {}) : {}),
@@ -309,6 +323,15 @@ export function createModelConfigs(input: unknown, path = "models"): readonly Mo
       }
     }
   }
+  configs.forEach((config, index) => {
+    const summaryModel = config.compaction.summaryModel;
+    if (summaryModel !== null && !seen.has(summaryModel)) {
+      throw new ConfigError(
+        `${path}[${index}].compaction.summaryModel`,
+        "must name a configured model",
+      );
+    }
+  });
   return configs;
 }
 
@@ -323,6 +346,15 @@ function toFallbacks(value: unknown, field: string, name: string): readonly stri
       throw new ConfigError(`${field}[${index}]`, "is listed twice");
   }
   return names;
+}
+
+function toCompaction(value: unknown, field: string, api: ApiKind): ModelCompaction {
+  try {
+    return toModelCompaction(value, field, api);
+  } catch (error) {
+    if (error instanceof CompactionConfigError) throw new ConfigError(error.field, error.problem);
+    throw error;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,4 +1,9 @@
 export {
+  CHARS_PER_TOKEN,
+  type ModelCompaction,
+  type ModelCompactionInput,
+} from "./compaction-config.ts";
+export {
   API_KINDS,
   type ApiKeySource,
   type ApiKind,
@@ -12,6 +17,7 @@ export {
   THINKING_LEVELS,
   type ThinkingLevel,
 } from "./config.ts";
+export { isContextOverflow } from "./context-overflow.ts";
 export { DEFAULT_DEMO_HELP, DEMO_MODEL_NAME, type DemoOptions } from "./demo.ts";
 export { type ErrorMessageFields, toErrorMessage } from "./error-message.ts";
 export { hashBody } from "./exact-fetch.ts";

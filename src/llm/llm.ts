@@ -18,6 +18,7 @@ import { anthropicMessagesApi } from "@earendil-works/pi-ai/api/anthropic-messag
 import { googleGenerativeAIApi } from "@earendil-works/pi-ai/api/google-generative-ai.lazy";
 import { openAICompletionsApi } from "@earendil-works/pi-ai/api/openai-completions.lazy";
 import { openAIResponsesApi } from "@earendil-works/pi-ai/api/openai-responses.lazy";
+import { type ModelCompaction, toModelCompaction } from "./compaction-config.ts";
 import type {
   ApiKeySource,
   ApiKind,
@@ -56,6 +57,7 @@ export interface ModelInfo {
   readonly input: readonly InputModality[];
   /** USD per million tokens. */
   readonly prices: ModelPrices;
+  readonly compaction: ModelCompaction;
   readonly demo: boolean;
   /** Configured models a call moves to when this one fails before its first token. */
   readonly fallbacks: readonly string[];
@@ -413,6 +415,7 @@ function toModelInfo(config: ModelConfig): ModelInfo {
     thinking: config.thinking,
     input: config.input,
     prices: config.prices,
+    compaction: config.compaction,
     demo: false,
     fallbacks: config.fallbacks ?? [],
     maxConcurrent: config.maxConcurrent ?? null,
@@ -431,6 +434,8 @@ function toDemoInfo(demo: DemoModel): ModelInfo {
     thinking: "off",
     input: ["text"],
     prices: demo.prices,
+    // The demo model answers from a script: it cannot write summaries.
+    compaction: { ...toModelCompaction(undefined, "demo", "openai-chat"), auto: false },
     demo: true,
     fallbacks: [],
     maxConcurrent: null,

@@ -18,7 +18,9 @@ export function applyCancel(state: RuntimeState, input: CancelInput): Transition
   const command = { type: "canceled", reason: input.reason } as const;
   // A response cut short after its first token still moves the conversation to its model.
   const streamed =
-    committed.status === "waiting_llm" && hasTokens(state.pending)
+    committed.status === "waiting_llm" &&
+    committed.call?.summary === undefined &&
+    hasTokens(state.pending)
       ? withStickyModel(committed, callModel(committed, committed.call))
       : committed;
   const canceled: ConversationState = {

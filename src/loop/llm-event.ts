@@ -9,6 +9,7 @@ import { callModel, hasTokens, toFailoverModel, withStickyModel } from "./model-
 import { applyBlockEvent, createPendingResponse } from "./pending-response.ts";
 import { startModelCall } from "./request.ts";
 import { CONTINUE_LLM, toApplied, toRejected } from "./state.ts";
+import { applySummaryDone, applySummaryError, compactAfterOverflow } from "./summary-call.ts";
 import { dispatchNextToolCall, toNotRunResult } from "./tool-result.ts";
 import type {
   ConversationState,
@@ -34,15 +35,20 @@ export function applyLLMEvent(state: RuntimeState, input: LLMEventInput): Transi
     );
   }
   const event = input.event;
+  // A summary call's stream is not the assistant's answer: nothing of it is emitted.
+  const shown = (events: ResponseEvent[]) => (current.summary === undefined ? events : []);
   switch (event.type) {
     case "start":
       if (pending !== null) return toRejected(state, "out_of_order", "second start", CONTINUE_LLM);
       return toApplied(
         { committed, pending: createPendingResponse(input.callID, event) },
         CONTINUE_LLM,
-        [event],
+        shown([event]),
       );
     case "done":
+      if (current.summary !== undefined) {
+        return applySummaryDone(committed, input.callID, current.summary, event);
+      }
       // A response came: its model is the conversation's from now on (model-route.ts).
       return applyDone(
         withStickyModel(committed, callModel(committed, current)),
@@ -50,6 +56,11 @@ export function applyLLMEvent(state: RuntimeState, input: LLMEventInput): Transi
         event,
       );
     case "error":
+      if (current.summary !== undefined) return applySummaryError(committed, input.callID, event);
+      if (input.contextOverflow === true && event.reason === "error") {
+        const compacting = compactAfterOverflow(committed, current);
+        if (compacting !== null) return compacting;
+      }
       return applyError(committed, pending, input.callID, event, input.failure);
     default: {
       if (pending === null) {
@@ -57,7 +68,7 @@ export function applyLLMEvent(state: RuntimeState, input: LLMEventInput): Transi
       }
       const next = applyBlockEvent(pending, event);
       if (typeof next === "string") return toRejected(state, "out_of_order", next, CONTINUE_LLM);
-      return toApplied({ committed, pending: next }, CONTINUE_LLM, [event]);
+      return toApplied({ committed, pending: next }, CONTINUE_LLM, shown([event]));
     }
   }
 }

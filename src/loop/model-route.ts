@@ -79,7 +79,8 @@ export function toFailoverModel(
 /** True when the current call, failing before its first token, would move to another model. */
 export function hasFallbackLeft(state: ConversationState): boolean {
   const { settings, call } = state;
-  if (settings === null || call === null) return false;
+  // A summary call (compaction.ts) goes to the compaction's model: no routing.
+  if (settings === null || call === null || call.summary !== undefined) return false;
   const tried = new Set([...(call.tried ?? []), callModel(state, call)]);
   return toCandidates(settings).some((model) => !tried.has(model));
 }

@@ -1,15 +1,26 @@
 /**
  * Building the next model request. The system prompt and tools come from the turn's settings
- * (data that entered on the `start` input); the messages are the history, unchanged.
+ * (data that entered on the `start` input); the messages are the history, unchanged — or, after a
+ * compaction, the summary followed by the history from the compaction's point (compaction.ts).
  */
 import type { RequestMessages, Tool } from "../llm/types.ts";
+import {
+  chooseCut,
+  compactionSettingsOf,
+  isOverThreshold,
+  lastCompaction,
+  toRequestMessages,
+} from "./compaction.ts";
+import { hashHistory } from "./history-hash.ts";
 import { toCallID } from "./ids.ts";
 import { callModel, chooseModel, hasFallbackLeft } from "./model-route.ts";
+import { buildSummaryRequest } from "./summary-request.ts";
 import { toBatchEnd, toClientCommand, toReadOnlyTools } from "./tool-batch.ts";
 import type {
   CallClientCommand,
   CallClientsCommand,
   CallLLMCommand,
+  CompactionTrigger,
   ConversationState,
   LLMCall,
   TurnSettings,
@@ -28,35 +39,73 @@ export function buildTools(state: ConversationState): Tool[] {
 export function buildRequest(state: ConversationState): RequestMessages {
   return {
     systemPrompt: buildPrompt(state),
-    messages: [...state.messages],
+    messages: toRequestMessages(state),
     tools: buildTools(state),
   };
 }
 
-/**
- * Starts the next model call of the turn: the state waits for it and the command carries the
- * complete request with its history hashes. The call goes to the conversation's sticky model
- * (model-route.ts), or to `failover.model` when it repeats a call that failed before its first
- * token.
- */
-export function startModelCall(
-  state: ConversationState,
-  failover?: {
-    readonly model: string;
-    readonly tried: readonly string[];
-    readonly reason: NonNullable<CallLLMCommand["failover"]>;
-  },
-): {
+interface StartedCall {
   state: ConversationState;
   command: CallLLMCommand;
-} {
+}
+
+/** A call that repeats a failed call's request on another model (model-route.ts). */
+export interface Failover {
+  readonly model: string;
+  readonly tried: readonly string[];
+  readonly reason: NonNullable<CallLLMCommand["failover"]>;
+}
+
+/**
+ * Starts the next model call of the turn: the state waits for it and the command carries the
+ * complete request with its history hashes. When automatic compaction is on and the estimated
+ * request exceeds the threshold, a summary call comes first (its `done` then starts this call).
+ * The call goes to the conversation's sticky model (model-route.ts), or to `failover.model` when
+ * it repeats a call that failed before its first token (the same request: no compaction check).
+ */
+export function startModelCall(state: ConversationState, failover?: Failover): StartedCall {
+  if (failover !== undefined) return startCall(state, {}, failover);
+  const compaction = state.settings?.compaction;
+  if (compaction?.auto === true && isOverThreshold(state, compaction)) {
+    const summary = startSummaryCall(state, "threshold");
+    if (summary !== null) return summary;
+  }
+  return startCall(state, {});
+}
+
+/** Starts the model call that follows a compaction: a context-length error on it is final. */
+export function startModelCallAfterCompaction(state: ConversationState): StartedCall {
+  return startCall(state, { afterCompaction: true });
+}
+
+/**
+ * Starts a summary call that compacts the history up to the chosen cut, or null when there is
+ * nothing new to compact.
+ */
+export function startSummaryCall(
+  state: ConversationState,
+  trigger: CompactionTrigger,
+): StartedCall | null {
+  if (state.settings === null) return null;
+  const upTo = chooseCut(state, compactionSettingsOf(state.settings));
+  if (upTo === null) return null;
+  return startCall(state, { summary: { upTo, trigger } });
+}
+
+function startCall(
+  state: ConversationState,
+  kind: { summary?: NonNullable<ConversationState["call"]>["summary"]; afterCompaction?: true },
+  failover?: Failover,
+): StartedCall {
   const step = state.stepCount;
   const callID = toCallID(state.conversationID, state.turnID, step);
-  const model = failover?.model ?? chooseModel(state);
+  // Summary calls go to the compaction's model; routing applies to the turn's own calls.
+  const model = kind.summary === undefined ? (failover?.model ?? chooseModel(state)) : undefined;
   const call: LLMCall = {
     callID,
     step,
-    ...(model === state.settings?.model ? {} : { model }),
+    ...kind,
+    ...(model === undefined || model === state.settings?.model ? {} : { model }),
     ...(failover === undefined ? {} : { tried: failover.tried }),
   };
   const next: ConversationState = {
@@ -73,16 +122,32 @@ export function startModelCall(
   };
 }
 
-/** The command for model call `callID` from the state that waits for it. */
+/**
+ * The command for model call `callID` from the state that waits for it. Its hashes describe the
+ * messages it sends: the history's own (kept incrementally) when nothing was compacted, otherwise
+ * those of the compacted request, so the prefix relation between two requests stays a hash
+ * comparison.
+ */
 function toCallLLMCommand(state: ConversationState, callID: string): CallLLMCommand {
+  const summary = state.call?.summary;
+  const settings = state.settings ?? NO_SETTINGS;
+  const compaction = compactionSettingsOf(settings);
+  const request =
+    summary === undefined
+      ? buildRequest(state)
+      : buildSummaryRequest(state, summary.upTo, compaction);
+  const hashes =
+    summary === undefined && lastCompaction(state) === null
+      ? state.hashes
+      : hashHistory(request.messages);
   return {
     type: "call_llm",
     callID,
-    model: callModel(state, state.call),
-    request: buildRequest(state),
-    messagesHash: state.hashes.chainHash,
-    messageCount: state.messages.length,
-    lastMessageHash: state.hashes.lastMessageHash,
+    model: summary === undefined ? callModel(state, state.call) : compaction.summaryModel,
+    request,
+    messagesHash: hashes.chainHash,
+    messageCount: request.messages.length,
+    lastMessageHash: hashes.lastMessageHash,
     ...(hasFallbackLeft(state) ? { fallbackLeft: true } : {}),
   };
 }

@@ -5,7 +5,8 @@
  * - each tool call about to be sent (one, or a batch) is saved as a planned client operation
  *   (before it is sent);
  * - a model call the step ended gets its final status: `canceled` or `failed` when the turn
- *   ended so, `committed` otherwise (its response is in history);
+ *   ended so, `failed` when a context-length error made way for a summary call, `committed`
+ *   otherwise (its response is in history, or for a summary call in the compaction record);
  * - a cancel while the client works cancels the tool calls not yet answered.
  *
  * Status records name rows the store may not have (a call or operation from before they were
@@ -58,13 +59,19 @@ export function toStepRecords(before: ConversationState, step: Transition): Step
       },
     });
   }
-  const callEnded = after.status !== "waiting_llm" || after.call?.callID !== before.call?.callID;
-  if (before.status === "waiting_llm" && callEnded && before.call !== null) {
-    // Still waiting for the model, on another call: this one failed over (model-route.ts).
+  // A call ends when the state stops waiting for it: the turn moved on, or another call replaced
+  // it (a summary call's compaction, a context-length error that starts one, or a failover to
+  // another model, loop/model-route.ts).
+  const ended =
+    before.status === "waiting_llm" &&
+    before.call !== null &&
+    (after.status !== "waiting_llm" || after.call?.callID !== before.call.callID);
+  if (ended && before.call !== null) {
+    const replacedAfterError = after.status === "waiting_llm" && before.call.summary === undefined;
     const status =
       after.status === "canceled"
         ? "canceled"
-        : after.status === "failed" || after.status === "waiting_llm"
+        : after.status === "failed" || replacedAfterError
           ? "failed"
           : "committed";
     records.push({ type: "llm_call_status", callID: before.call.callID, status });

@@ -6,6 +6,9 @@
  * status and the messages appended. Every `when` also checks the loop's invariants: the
  * transition is deterministic over serialised bytes, it does not mutate its arguments, history
  * only grows, and a rejected input changes nothing.
+ *
+ * Why one file of about 500 lines: the loop's test vocabulary (builders and the given/when/then
+ * specification with its invariant checks) is imported as one module by every loop test.
  */
 import assert from "node:assert/strict";
 import type {
@@ -493,4 +496,51 @@ export function drive(
     }
   }
   return { state: current, transitions, inputs, calls, outcome };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compaction
+// ---------------------------------------------------------------------------------------------
+
+/** Settings with automatic compaction in a small window: 800 input tokens, compact above 400. */
+export const COMPACTING: TurnSettings = {
+  ...SETTINGS,
+  compaction: {
+    auto: true,
+    contextWindow: 1_000,
+    outputReserve: 200,
+    threshold: 0.5,
+    summaryModel: "summary-model",
+    tailMessages: 2,
+    charsPerToken: 4,
+  },
+};
+
+/** An assistant message whose usage report says the request held `tokens` tokens. */
+export function assistantWithUsage(
+  content: AssistantMessage["content"],
+  tokens: number,
+  at = T0,
+): AssistantMessage {
+  const message = assistantMessage(content, undefined, at);
+  return { ...message, usage: { ...message.usage, input: tokens, totalTokens: tokens + 5 } };
+}
+
+/** A compact request (the client's summarize action). */
+export function compact(inputID = "compact:1"): Input {
+  return { type: "compact", inputID, at: T0 };
+}
+
+/** A context-length error of call `callID`, classified as such by the runner. */
+export function overflow(
+  callID: string,
+  message = "prompt is too long: 1200 tokens > 1000",
+): Input {
+  const error = { ...assistantMessage([], "error"), errorMessage: message };
+  return {
+    type: "llm_event",
+    callID,
+    event: { type: "error", reason: "error", error },
+    contextOverflow: true,
+  };
 }

@@ -4,17 +4,22 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
+import { SUMMARY_PREFIX } from "./compaction.ts";
 import { toCallID, toOperationID } from "./ids.ts";
 import { toResumeCommand } from "./request.ts";
 import { toStepRecords } from "./step-records.ts";
 import {
   assistantMessage,
+  assistantWithUsage,
   BATCH_SETTINGS,
+  COMPACTING,
   CONVERSATION_ID,
   cancel,
+  compact,
   followUp,
   given,
   llm,
+  overflow,
   result,
   SETTINGS,
   start,
@@ -55,6 +60,20 @@ function openStream(callID: string, message = answer): Input[] {
 const finishedTurn = [start("hello"), ...streamed(call0, answer)];
 /** A first turn waiting for the results of three tool calls. */
 const waitingForTools = [start("read three files"), ...streamed(call0, threeCalls)];
+
+const t2c0 = toCallID(CONVERSATION_ID, "t2", 0);
+const t3c0 = toCallID(CONVERSATION_ID, "t3", 0);
+const summaryAnswer = assistantMessage([text("The user said hi.")]);
+/** Two finished turns with automatic compaction in a small window (4 messages). */
+const twoTurns = [
+  start("one", { settings: COMPACTING }),
+  ...streamed(call0, answer),
+  followUp("two"),
+  ...streamed(t2c0, answer),
+];
+/** A first turn whose answer reports a request of 500 tokens: the next call is over 400. */
+const heavyAnswer = assistantWithUsage([text("Done.")], 500);
+const heavyTurn = [start("hi", { settings: COMPACTING }), ...streamed(call0, heavyAnswer)];
 
 const rows: Record<string, () => void> = {
   L1() {
@@ -424,6 +443,143 @@ const rows: Record<string, () => void> = {
       .thenExpect({ command: "wait_input", appended: [] });
   },
   L30() {
+    const outcome = given(twoTurns)
+      .when(compact())
+      .thenExpect({ command: "call_llm", status: "waiting_llm", appended: [] });
+    const command = outcome.transition.command;
+    assert.equal(command.type === "call_llm" && command.model, "summary-model");
+    assert.equal(command.type === "call_llm" && command.callID, toCallID(CONVERSATION_ID, "t3", 0));
+    assert.deepEqual(outcome.transition.state.committed.call?.summary, {
+      upTo: 2,
+      trigger: "request",
+    });
+    assert.equal(command.type === "call_llm" && command.request.tools.length, 0);
+  },
+  L31() {
+    given().when(compact()).thenRejected("no_settings");
+  },
+  L32() {
+    given(start("hi", { settings: COMPACTING }), streamed(call0, answer))
+      .when(compact())
+      .thenRejected("nothing_to_compact");
+    given(twoTurns, compact(), streamed(t3c0, summaryAnswer))
+      .when(compact("compact:2"))
+      .thenRejected("nothing_to_compact");
+  },
+  L33() {
+    given(start("one")).when(compact()).thenRejected("turn_in_progress");
+    given(waitingForTools).when(compact()).thenRejected("turn_in_progress");
+  },
+  L34() {
+    const outcome = given(heavyTurn)
+      .when(followUp("next"))
+      .thenExpect({ command: "call_llm", status: "waiting_llm", appended: [userMessage("next")] });
+    const command = outcome.transition.command;
+    assert.equal(command.type === "call_llm" && command.model, "summary-model");
+    assert.deepEqual(outcome.transition.state.committed.call?.summary, {
+      upTo: 1,
+      trigger: "threshold",
+    });
+    // under the threshold, or with automatic compaction off: the model call itself
+    for (const before of [
+      [start("hi", { settings: COMPACTING }), ...streamed(call0, answer)],
+      [start("hi"), ...streamed(call0, heavyAnswer)],
+    ]) {
+      const plain = given(before).when(followUp("next")).thenExpect({ command: "call_llm" });
+      const call = plain.transition.command;
+      assert.equal(call.type === "call_llm" && call.model, "test-model");
+      assert.equal(call.type === "call_llm" && call.request.messages.length, 3);
+    }
+  },
+  L35() {
+    const events = streamed(t2c0, summaryAnswer).slice(0, -1);
+    const outcome = given(heavyTurn, followUp("next")).whenAll(events);
+    outcome.thenExpect({ command: "continue_llm", emit: [], appended: [] });
+    assert.equal(outcome.transition.state.pending?.callID, t2c0);
+  },
+  L36() {
+    const outcome = given(heavyTurn, followUp("next"))
+      .whenAll(streamed(t2c0, summaryAnswer))
+      .thenExpect({ command: "call_llm", status: "waiting_llm", emit: [], appended: [] });
+    const after = outcome.transition.state.committed;
+    assert.deepEqual(after.compactions, [
+      { callID: t2c0, upTo: 1, trigger: "threshold", summary: "The user said hi.", at: T0 },
+    ]);
+    assert.equal(after.call?.afterCompaction, true);
+    const command = outcome.transition.command;
+    assert.ok(command.type === "call_llm");
+    assert.equal(command.model, "test-model");
+    assert.equal(command.callID, toCallID(CONVERSATION_ID, "t2", 1));
+    assert.deepEqual(command.request.messages, [
+      {
+        role: "user",
+        content: [text(`${SUMMARY_PREFIX}The user said hi.`)],
+        timestamp: T0,
+      },
+      heavyAnswer,
+      userMessage("next"),
+    ]);
+    // the summarize action's turn ends with the compaction
+    given(twoTurns, compact())
+      .whenAll(streamed(t3c0, summaryAnswer))
+      .thenExpect({ command: { type: "final", message: summaryAnswer }, status: "final" });
+  },
+  L37() {
+    const empty = assistantMessage([]);
+    const failedDone = given(heavyTurn, followUp("next"))
+      .whenAll(streamed(t2c0, empty))
+      .thenExpect({ command: "failed", status: "failed", appended: [] });
+    assert.equal(failedDone.transition.state.committed.compactions, undefined);
+    const error = { ...assistantMessage([], "error"), errorMessage: "upstream 500" };
+    const failedError = given(heavyTurn, followUp("next"))
+      .when(llm(t2c0, { type: "error", reason: "error", error }))
+      .thenExpect({ command: "failed", status: "failed", emit: ["error"], appended: [] });
+    assert.match(
+      failedError.transition.state.committed.failure?.message ?? "",
+      /could not be summarised: upstream 500\. Nothing was lost/,
+    );
+  },
+  L38() {
+    const aborted = { ...assistantMessage([], "aborted"), errorMessage: "Request was aborted" };
+    given(heavyTurn, followUp("next"))
+      .when(llm(t2c0, { type: "error", reason: "aborted", error: aborted }))
+      .thenExpect({ command: "canceled", status: "canceled", appended: [] });
+  },
+  L39() {
+    const outcome = given(twoTurns, followUp("three"))
+      .when(overflow(t3c0))
+      .thenExpect({ command: "call_llm", status: "waiting_llm", emit: [], appended: [] });
+    assert.deepEqual(outcome.transition.state.committed.call?.summary, {
+      upTo: 3,
+      trigger: "overflow",
+    });
+    assert.deepEqual(toStepRecords(outcome.before.committed, outcome.transition), [
+      { type: "llm_call_status", callID: t3c0, status: "failed" },
+    ]);
+    // the summary's done repeats the request, compacted
+    const repeated = given(twoTurns, followUp("three"), overflow(t3c0))
+      .whenAll(streamed(toCallID(CONVERSATION_ID, "t3", 1), summaryAnswer))
+      .thenExpect({ command: "call_llm" });
+    const command = repeated.transition.command;
+    assert.equal(command.type === "call_llm" && command.model, "test-model");
+    assert.equal(command.type === "call_llm" && command.request.messages.length, 3);
+  },
+  L40() {
+    const t3c1 = toCallID(CONVERSATION_ID, "t3", 1);
+    const t3c2 = toCallID(CONVERSATION_ID, "t3", 2);
+    given(twoTurns, followUp("three"), overflow(t3c0), streamed(t3c1, summaryAnswer))
+      .when(overflow(t3c2))
+      .thenExpect({ command: "failed", status: "failed", emit: ["error"] });
+    // automatic compaction off
+    given(start("one"), streamed(call0, answer), followUp("two"))
+      .when(overflow(toCallID(CONVERSATION_ID, "t2", 0)))
+      .thenExpect({ command: "failed", status: "failed" });
+    // nothing to compact
+    given(start("one", { settings: COMPACTING }))
+      .when(overflow(call0))
+      .thenExpect({ command: "failed", status: "failed" });
+  },
+  L41() {
     for (const kind of FAILOVER) {
       const outcome = given(routedStart, llm(call0, toEvents(answer)[0] as ResponseEvent))
         .when(failed(call0, kind))
@@ -464,7 +620,7 @@ const rows: Record<string, () => void> = {
     assert.ok(plain.type === "call_llm" && plain.fallbackLeft === undefined);
     assert.deepEqual(third.transition.state.committed.call?.tried, ["test-model", "backup-1"]);
   },
-  L31() {
+  L42() {
     // Not a failover kind, or no kind at all.
     for (const input of [failed(call0, "other"), llm(call0, errorEvent())]) {
       given(routedStart).when(input).thenExpect({ command: "failed", status: "failed" });
@@ -486,7 +642,7 @@ const rows: Record<string, () => void> = {
       .when(failed(call0, "rate_limited"))
       .thenExpect({ command: "failed", status: "failed" });
   },
-  L32() {
+  L43() {
     const outcome = given(routedStart, failed(call0, "rate_limited"))
       .whenAll(streamed(call1, answer))
       .thenExpect({ command: "final", status: "final", appended: [answer] });
@@ -504,7 +660,7 @@ const rows: Record<string, () => void> = {
       .thenExpect({ command: "final" });
     assert.equal(back.transition.state.committed.route, undefined);
   },
-  L33() {
+  L44() {
     const stuck = given(routedStart, failed(call0, "rate_limited"), streamed(call1, answer));
     const next = stuck
       .when(start("again", { settings: ROUTED }))
@@ -519,7 +675,7 @@ const rows: Record<string, () => void> = {
     assert.ok(other.transition.command.type === "call_llm");
     assert.equal(other.transition.command.model, "other-model");
   },
-  L34() {
+  L45() {
     const outcome = given(routedStart, failed(call0, "rate_limited"), openStream(call1))
       .when(cancel())
       .thenExpect({ command: "canceled", status: "canceled", appended: [] });

@@ -8,6 +8,7 @@
  * every (status, input) pair is the table in README.md.
  */
 import { applyCancel } from "./cancel.ts";
+import { applyCompact } from "./compact-input.ts";
 import { applyLLMEvent } from "./llm-event.ts";
 import { applyStart, applyUserMessage } from "./start-turn.ts";
 import { toRejected } from "./state.ts";
@@ -26,6 +27,8 @@ export function transition(state: RuntimeState, input: Input): Transition {
       return applyToolResult(state, input);
     case "cancel":
       return applyCancel(state, input);
+    case "compact":
+      return applyCompact(state, input);
     default: {
       const unknown: never = input;
       return toRejected(

@@ -47,11 +47,34 @@ export interface TurnSettings {
   /** Byte-stable per agent mode, so the provider's cached prefix survives across turns. */
   readonly systemPrompt: string;
   readonly tools: readonly Tool[];
+  /** How the conversation is compacted when it outgrows the model's window; absent: never automatically. */
+  readonly compaction?: CompactionSettings;
   /**
    * Names of the tools without effects (reads, searches): consecutive calls to them are sent to
    * the client together (tool-batch.ts). Absent: every call runs alone. Not part of the request.
    */
   readonly readOnlyTools?: readonly string[];
+}
+
+/**
+ * When and how to compact (docs/compaction.md). Built outside the loop from the model's
+ * configuration; all sizes are tokens.
+ */
+export interface CompactionSettings {
+  /** Compact before a model call on an estimate (and after a context-length error). */
+  readonly auto: boolean;
+  /** The model's context window. */
+  readonly contextWindow: number;
+  /** Tokens kept free for the response (the model's output limit). */
+  readonly outputReserve: number;
+  /** Compact when the estimated input exceeds this fraction of `contextWindow - outputReserve`. */
+  readonly threshold: number;
+  /** The configured model name the summary call goes to. */
+  readonly summaryModel: string;
+  /** How many of the last messages stay verbatim after the summary (at least; never a split tool exchange). */
+  readonly tailMessages: number;
+  /** Characters per token of the tokenizer-free estimate, calibrated per provider kind. */
+  readonly charsPerToken: number;
 }
 
 /** Fields every external input carries: its idempotency key and the time it arrived. */
@@ -83,6 +106,11 @@ export interface LLMEventInput {
   readonly event: ResponseEvent;
   /** With an `error` event: why the call failed. Absent: `other` (no failover). */
   readonly failure?: FailureKind;
+  /**
+   * Set by the runner on an `error` event the LLM layer classified as the provider's
+   * context-length error (`isContextOverflow`): the loop may compact and retry once.
+   */
+  readonly contextOverflow?: boolean;
 }
 
 /** The result of a tool call, matched to the call by `message.toolCallId`. */
@@ -103,7 +131,18 @@ export interface CancelInput extends ExternalInput {
   readonly reason: string;
 }
 
-export type Input = StartInput | UserMessageInput | LLMEventInput | ToolResultInput | CancelInput;
+/** Compact the conversation now (the client's `summarize` action); runs as a turn of its own. */
+export interface CompactInput extends ExternalInput {
+  readonly type: "compact";
+}
+
+export type Input =
+  | StartInput
+  | UserMessageInput
+  | LLMEventInput
+  | ToolResultInput
+  | CancelInput
+  | CompactInput;
 
 // ---------------------------------------------------------------------------------------------
 // State
@@ -120,6 +159,10 @@ export interface LLMCall {
   readonly model?: string;
   /** Models that already failed before their first token for this request (failover). */
   readonly tried?: readonly string[];
+  /** Present on a summary call: it compacts the history before `summary.upTo`. */
+  readonly summary?: SummaryCall;
+  /** True on a model call started right after a compaction: a context-length error then fails the turn. */
+  readonly afterCompaction?: boolean;
 }
 
 /**
@@ -129,6 +172,30 @@ export interface LLMCall {
 export interface ModelRoute {
   readonly requested: string;
   readonly model: string;
+}
+
+/** Why a compaction was started. */
+export type CompactionTrigger = "threshold" | "overflow" | "request";
+
+export interface SummaryCall {
+  /** The compaction will cover `messages[0 .. upTo)`; the messages from `upTo` stay verbatim. */
+  readonly upTo: number;
+  readonly trigger: CompactionTrigger;
+}
+
+/**
+ * An appended compaction record: requests after it send `[summary] + messages[upTo ..]`. The
+ * history itself is never edited; records are only appended, and only once the summary call
+ * completed (a failed one leaves none).
+ */
+export interface Compaction {
+  /** The summary call that wrote it. */
+  readonly callID: string;
+  readonly upTo: number;
+  readonly trigger: CompactionTrigger;
+  readonly summary: string;
+  /** When the summary call ended (its message's timestamp). */
+  readonly at: number;
 }
 
 /**
@@ -184,6 +251,8 @@ export interface ConversationState {
   readonly call: LLMCall | null;
   readonly waiting: WaitingClient | null;
   readonly context: readonly SeenContext[];
+  /** Compaction records, oldest first; the last one shapes the requests. Absent in states saved before compactions existed. */
+  readonly compactions?: readonly Compaction[];
   readonly failure: Failure | null;
   /** inputID of the last input that changed this state ("" when none). */
   readonly lastCommitID: string;
@@ -328,7 +397,9 @@ export type RejectionReason =
   /** A second result for a tool call. */
   | "duplicate_tool_result"
   /** A cancel while no turn runs. */
-  | "not_running";
+  | "not_running"
+  /** A compact request with nothing (new) to compact. */
+  | "nothing_to_compact";
 
 export interface Rejection {
   readonly reason: RejectionReason;

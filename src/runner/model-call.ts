@@ -5,7 +5,7 @@
  * can come between two of them. A cancel or shutdown that comes while the call is being prepared
  * wins: nothing is opened.
  */
-import { type LLM, toFailureKind } from "../llm/index.ts";
+import { isContextOverflow, type LLM, toFailureKind } from "../llm/index.ts";
 import type { CallLLMCommand } from "../loop/index.ts";
 import type { RecordWrite, Store } from "../store/index.ts";
 import type { ApplyInput } from "./apply-input.ts";
@@ -103,15 +103,19 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
         const step = await queue.run(conversationID, () =>
           apply(
             entry,
-            event.type === "error" && event.reason === "error"
-              ? {
-                  type: "llm_event",
-                  callID: command.callID,
-                  event,
-                  // Why it failed, for the loop's failover decision (loop/model-route.ts).
-                  failure: toFailureKind(stream.attempts, event.error.errorMessage),
-                }
-              : { type: "llm_event", callID: command.callID, event },
+            {
+              type: "llm_event",
+              callID: command.callID,
+              event,
+              // Why it failed, for the loop's failover decision (loop/model-route.ts).
+              ...(event.type === "error" && event.reason === "error"
+                ? { failure: toFailureKind(stream.attempts, event.error.errorMessage) }
+                : {}),
+              // The loop compacts and repeats the call once on a context-length error.
+              ...(event.type === "error" && isContextOverflow(event.error)
+                ? { contextOverflow: true }
+                : {}),
+            },
             command.callID,
             timing,
           ),

@@ -160,7 +160,9 @@ export function createRunner(options: RunnerOptions): Runner {
           const step = await applyOrEndTurn(entry, input, input.inputID);
           return step === null ? { type: "duplicate" } : applied(step);
         }
-        const cancel = toSupersedingCancel(entry.state.committed, input);
+        // A compaction asked for while a turn runs is refused by the loop, not superseding it.
+        const cancel =
+          input.type === "compact" ? null : toSupersedingCancel(entry.state.committed, input);
         if (cancel !== null) await applyOrEndTurn(entry, cancel, cancel.inputID);
         entry.output = output;
         const { requestID, clientState } = submitOptions;
@@ -171,10 +173,8 @@ export function createRunner(options: RunnerOptions): Runner {
                 {
                   type: "request_stream",
                   requestID,
-                  clientState: JSON.stringify({
-                    turnID: started.state.committed.turnID,
-                    client: clientState ?? null,
-                  } satisfies BoundStream),
+                  turnID: started.state.committed.turnID,
+                  ...(clientState === undefined ? {} : { clientState }),
                 },
               ],
         );
@@ -206,16 +206,11 @@ export function createRunner(options: RunnerOptions): Runner {
     async findStream(requestID) {
       const bound = await store.findRequestStream(requestID);
       if (bound === null) return null;
-      let saved: BoundStream = { turnID: "", client: null };
-      try {
-        saved = JSON.parse(bound.clientState ?? "null") ?? saved;
-      } catch {
-        // A binding written without our wrapper: no turn to match, so nothing to resume.
-      }
+      // A binding saved without a turn has no turn to match, so nothing to resume.
       return {
         conversationID: bound.conversationID,
-        turnID: saved.turnID,
-        clientState: saved.client,
+        turnID: bound.turnID ?? "",
+        clientState: bound.clientState,
       };
     },
 
@@ -240,12 +235,6 @@ export function createRunner(options: RunnerOptions): Runner {
       while (background.size > 0) await Promise.allSettled([...background]);
     },
   };
-}
-
-/** What the runner saves with a stream binding: the turn it started and the client's state. */
-interface BoundStream {
-  readonly turnID: string;
-  readonly client: string | null;
 }
 
 function applied(step: Transition): SubmitResult {

@@ -7,6 +7,7 @@ import type {
   CallClientCommand,
   CanceledCommand,
   CancelInput,
+  CompactInput,
   ConversationState,
   FailedCommand,
   FinalCommand,
@@ -55,13 +56,16 @@ export interface TurnOutput {
 }
 
 /** Inputs from outside: the runner creates model events and tool results itself. */
-export type ExternalInput = StartInput | UserMessageInput | CancelInput;
+export type ExternalInput = StartInput | UserMessageInput | CancelInput | CompactInput;
 
 export interface SubmitOptions {
   /** Persistently binds a client stream id (e.g. Cursor's request id) to the conversation. */
   readonly requestID?: string;
-  /** Saved with the binding, for picking the stream up again after a restart. */
-  readonly clientState?: string;
+  /**
+   * Saved with the binding (with the turn the input started), for picking the stream up again
+   * after a restart: opaque bytes of the client protocol.
+   */
+  readonly clientState?: Uint8Array;
 }
 
 export type SubmitResult =
@@ -103,7 +107,7 @@ export interface Runner {
    */
   findStream(
     requestID: string,
-  ): Promise<{ conversationID: string; turnID: string; clientState: string | null } | null>;
+  ): Promise<{ conversationID: string; turnID: string; clientState: Uint8Array | null } | null>;
   /** Detaches `output` if it is still the conversation's output. */
   detach(conversationID: string, output: TurnOutput): void;
   /**

@@ -78,7 +78,7 @@ export function applyRecordWrite(
       setClientOperationStatusRow(tables, write.operationID, write.status, write.result, context);
       return null;
     case "request_stream":
-      bindRequestStreamRow(tables, write.requestID, write.clientState, context);
+      bindRequestStreamRow(tables, write.requestID, write, context);
       return null;
     case "llm_call_first_event":
       // Timing only: a call the store never saw is nothing to time (dashboard-types.ts).

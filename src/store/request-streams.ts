@@ -13,9 +13,10 @@ import type { RequestStream } from "./types.ts";
 export function bindRequestStreamRow(
   tables: Tables,
   requestID: string,
-  clientState: string | undefined,
+  saved: { readonly turnID?: string | undefined; readonly clientState?: Uint8Array | undefined },
   context: WriteContext,
 ): void {
+  const { turnID, clientState } = saved;
   const { conversationID, location } = context;
   if (conversationID === null) {
     throw new StoreError(
@@ -24,11 +25,18 @@ export function bindRequestStreamRow(
       `A request stream is bound only inside a commit (${location}); nothing was written.`,
     );
   }
-  if (clientState !== undefined && typeof clientState !== "string") {
+  if (clientState !== undefined && !(clientState instanceof Uint8Array)) {
     throw new StoreError(
       "invalid_argument",
       location,
-      `A request stream's clientState must be text (${location}); nothing was written.`,
+      `A request stream's clientState must be bytes (${location}); nothing was written.`,
+    );
+  }
+  if (turnID !== undefined && typeof turnID !== "string") {
+    throw new StoreError(
+      "invalid_argument",
+      location,
+      `A request stream's turnID must be text (${location}); nothing was written.`,
     );
   }
   if (typeof requestID !== "string" || requestID === "") {
@@ -44,7 +52,8 @@ export function bindRequestStreamRow(
     tables.insertRequestStream({
       requestID,
       conversationID,
-      clientState: clientState ?? null,
+      turnID: turnID ?? null,
+      clientState: clientState === undefined ? null : new Uint8Array(clientState),
       createdAt: context.now,
     });
     return;
@@ -62,7 +71,8 @@ export function bindRequestStreamRow(
 export function toRequestStream(row: RequestStreamRow): RequestStream {
   return {
     conversationID: row.conversationID,
-    clientState: row.clientState,
+    turnID: row.turnID,
+    clientState: row.clientState === null ? null : new Uint8Array(row.clientState),
     createdAt: row.createdAt,
   };
 }

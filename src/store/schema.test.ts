@@ -111,6 +111,25 @@ function seedVersion2(db: DatabaseSync, commit: ScriptedCommit): LLMCallInput {
   return call;
 }
 
+/** Every byte value, as a version-4 runner saved a client state: base64 inside JSON text. */
+const SAVED_BYTES = Uint8Array.from({ length: 256 }, (_, index) => index);
+
+/**
+ * Adds request-stream bindings as schema versions 3 and 4 kept them: one JSON text holding the
+ * turn and the base64 client state, or no text, or a text that is not that JSON.
+ */
+function seedVersion3(db: DatabaseSync): void {
+  const insert = db.prepare("insert into request_streams values (?, ?, ?, 12)");
+  const json = JSON.stringify({
+    turnID: "turn-a",
+    client: Buffer.from(SAVED_BYTES).toString("base64"),
+  });
+  insert.run("req-saved", CONVERSATION, json);
+  insert.run("req-no-client", CONVERSATION, JSON.stringify({ turnID: "turn-b", client: null }));
+  insert.run("req-nothing", CONVERSATION, null);
+  insert.run("req-other-text", CONVERSATION, "opened-by:run-request");
+}
+
 /** The dashboard's figures of a store, without the store-clock times. */
 async function toFigures(store: Store): Promise<unknown> {
   const page = await store.listConversations();
@@ -210,16 +229,24 @@ describe("schema migrations", () => {
       assert.equal((await live.listConversations({ search: "zürich" })).total, 1);
       await live.close();
 
-      // The same file as schema version 3 had it: history only.
-      const db = new DatabaseSync(path);
-      db.exec(
-        "drop table conversation_summaries; drop table call_usage; drop table daily_usage; " +
-          "drop table llm_call_first_events; drop index llm_calls_conversation; " +
-          "drop index client_operations_conversation; pragma user_version = 3",
-      );
+      // The same history in a file at schema version 3 (its tables have not changed since).
+      const old = join(directory.path, "old.db");
+      const db = new DatabaseSync(old);
+      migrate(db, 3);
+      db.exec(`attach database '${path}' as live`);
+      for (const table of [
+        "conversations",
+        "messages",
+        "input_commits",
+        "llm_calls",
+        "client_operations",
+      ]) {
+        db.exec(`insert into main.${table} select * from live.${table}`);
+      }
+      db.exec("detach database live");
       db.close();
 
-      const upgraded = openSqliteStore(options);
+      const upgraded = openSqliteStore({ ...options, path: old });
       try {
         assert.deepEqual(await toFigures(upgraded), expected);
         assert.equal((await upgraded.listConversations({ search: "zürich" })).total, 1);
@@ -245,6 +272,7 @@ describe("schema migrations", () => {
         migrate(db, version);
         if (version >= 1) seedVersion1(db, commits.slice(0, 2));
         const call = version >= 2 ? seedVersion2(db, commits[0] as ScriptedCommit) : null;
+        if (version >= 3) seedVersion3(db);
         db.close();
         assert.equal(readPragma(old, "user_version"), version);
 
@@ -259,6 +287,22 @@ describe("schema migrations", () => {
           }
           if (call !== null) {
             assert.equal((await store.getLLMCall(call.callID))?.request, call.request);
+          }
+          if (version >= 3) {
+            // Migration 5 moved each binding's turn and client state into typed columns.
+            const bound = (turnID: string | null, clientState: Uint8Array | null) => ({
+              conversationID: CONVERSATION,
+              turnID,
+              clientState,
+              createdAt: 12,
+            });
+            assert.deepEqual(
+              await store.findRequestStream("req-saved"),
+              bound("turn-a", SAVED_BYTES),
+            );
+            assert.deepEqual(await store.findRequestStream("req-no-client"), bound("turn-b", null));
+            assert.deepEqual(await store.findRequestStream("req-nothing"), bound(null, null));
+            assert.deepEqual(await store.findRequestStream("req-other-text"), bound(null, null));
           }
           // The upgraded file takes new commits.
           const base = version >= 1 ? 2 : 0;

@@ -6,6 +6,7 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { backfillDashboard } from "./dashboard-backfill.ts";
+import { backfillRequestStreams } from "./request-streams-backfill.ts";
 
 /** "cbyk": the SQLite `application_id` of a cursor-byok database. */
 export const APPLICATION_ID = 0x6362796b;
@@ -220,6 +221,34 @@ export const MIGRATIONS: readonly Migration[] = [
         call_id text primary key references llm_calls (call_id),
         at integer not null
       ) strict;
+    `,
+  },
+  {
+    version: 5,
+    name: "request streams keep the turn and the client state in typed columns; no stream diagnostics",
+    backfill: backfillRequestStreams,
+    // The old table is renamed and its rows moved over by the backfill (the JSON text with a
+    // base64 client state becomes `turn_id` and BLOB `client_state`), which then drops it with
+    // its index and trigger. Nothing wrote or read stream diagnostics any more.
+    sql: `
+      drop table stream_diagnostics;
+
+      alter table request_streams rename to request_streams_v4;
+
+      create table request_streams (
+        request_id text primary key,
+        conversation_id text not null references conversations (conversation_id),
+        turn_id text,
+        client_state blob,
+        created_at integer not null
+      ) strict;
+
+      create index request_streams_by_conversation on request_streams (conversation_id);
+
+      create trigger request_streams_bound before update on request_streams
+      begin
+        select raise(abort, 'a request stream stays bound to its conversation');
+      end;
     `,
   },
 ];

@@ -165,14 +165,26 @@ describe("SQLite store", () => {
         expectedVersion: 0,
         state: first.state,
         result: null,
-        records: [{ type: "request_stream", requestID: "req-1", clientState: "state-text" }],
+        records: [
+          {
+            type: "request_stream",
+            requestID: "req-1",
+            turnID: "turn-1",
+            clientState: Uint8Array.of(0, 1, 254, 255),
+          },
+        ],
       });
       assert.equal(result.type, "committed");
       await before.close();
 
       const after = openSqliteStore({ path });
       try {
-        const bound = { conversationID: CONVERSATION, clientState: "state-text", createdAt: 1234 };
+        const bound = {
+          conversationID: CONVERSATION,
+          turnID: "turn-1",
+          clientState: Uint8Array.of(0, 1, 254, 255),
+          createdAt: 1234,
+        };
         assert.deepEqual(await after.findRequestStream("req-1"), bound);
         const [elsewhere] = toScriptedCommits("conv-elsewhere") as [ScriptedCommit];
         await assert.rejects(
@@ -211,8 +223,8 @@ describe("SQLite store", () => {
         assert.throws(
           () =>
             raw
-              .prepare("insert into request_streams values (?, ?, ?, ?)")
-              .run("req-2", "conv-missing", null, 1),
+              .prepare("insert into request_streams values (?, ?, ?, ?, ?)")
+              .run("req-2", "conv-missing", null, null, 1),
           /FOREIGN KEY/,
         );
       } finally {

@@ -71,7 +71,9 @@ export interface ClientOperationRow {
 export interface RequestStreamRow {
   readonly requestID: string;
   readonly conversationID: string;
-  readonly clientState: string | null;
+  readonly turnID: string | null;
+  /** Bytes (a BLOB column); backends store and return copies. */
+  readonly clientState: Uint8Array | null;
   readonly createdAt: number;
 }
 

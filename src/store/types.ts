@@ -80,11 +80,13 @@ export interface ClientOperationRecord {
  */
 export interface RequestStream {
   readonly conversationID: string;
+  /** The turn the stream started, as saved with the binding; `null` when none was saved. */
+  readonly turnID: string | null;
   /**
-   * What the transport saved with the binding to pick the stream up again (opaque text, e.g. the
-   * encoded request that opened it); `null` when nothing was saved.
+   * What the client protocol saved with the binding to pick the stream up again: opaque bytes
+   * (the Cursor transport's encoded run request); `null` when nothing was saved.
    */
-  readonly clientState: string | null;
+  readonly clientState: Uint8Array | null;
   /** Epoch milliseconds, from the store's clock, of the commit that bound it. */
   readonly createdAt: number;
 }
@@ -120,8 +122,10 @@ export type RecordWrite =
   | {
       readonly type: "request_stream";
       readonly requestID: string;
-      /** Saved with the first binding; a re-bind keeps the first one. */
-      readonly clientState?: string;
+      /** Saved with the first binding, as `clientState`; a re-bind keeps the first ones. */
+      readonly turnID?: string;
+      /** Saved with the first binding (a copy); a re-bind keeps the first one. */
+      readonly clientState?: Uint8Array;
     };
 
 /** One applied input, committed atomically (docs/design.md §7, step 2). */

@@ -17,20 +17,16 @@
  * holds the stream's own lifecycle (end, settle, restore, abandon, close).
  */
 import { randomInt } from "node:crypto";
-import { fromBinary } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import { createClientMessages } from "./agent-stream/client-messages.ts";
 import { createReconnectGrace } from "./agent-stream/reconnect-grace.ts";
+import { fromSavedRunRequest } from "./agent-stream/saved-run-request.ts";
 import type { StreamState } from "./agent-stream/stream-state.ts";
 import { createToolCalls } from "./agent-stream/tool-calls.ts";
 import { createTurnOutput } from "./agent-stream/turn-output.ts";
 import { createTurnStart } from "./agent-stream/turn-start.ts";
 import type { AgentStream, AgentStreamDeps } from "./agent-stream/types.ts";
 import { createAppendSequencer, SequenceGapError } from "./append-sequencer.ts";
-import {
-  type AgentRunRequest,
-  AgentRunRequestSchema,
-} from "./cursor/gen/agent/v1/run_request_pb.js";
 import { type AgentServerMessage, toHeartbeatMessage, toProtocolError } from "./cursor/index.ts";
 import { createOutboundStream } from "./outbound-stream.ts";
 
@@ -111,12 +107,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       }
     },
     async restore(conversation, turnID, runRequestBytes) {
-      let request: AgentRunRequest;
-      try {
-        request = fromBinary(AgentRunRequestSchema, runRequestBytes);
-      } catch {
-        throw toProtocolError({ type: "saved_request_unreadable" });
-      }
+      const request = fromSavedRunRequest(runRequestBytes);
+      if (request === null) throw toProtocolError({ type: "saved_request_unreadable" });
       state.conversationID = conversation;
       // The client's earlier appends and exec ids belonged to the previous process: take its next
       // seqno as it comes, and number new execs far from the ones it may still remember.

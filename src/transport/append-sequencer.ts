@@ -1,5 +1,5 @@
 /**
- * Orders the BidiAppends of one request id by `append_seqno` (cursor-protocol.md §1.4): seqnos
+ * Orders the BidiAppends of one request id by `append_seqno` (docs/protocol.md §1.4): seqnos
  * start at 0 and grow by one; appends are applied strictly in that order, one at a time.
  *
  * - An append whose seqno is next is applied at once.

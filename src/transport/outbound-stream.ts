@@ -1,7 +1,7 @@
 /**
  * The ordered outbound messages of one agent stream (one request id), kept as a backlog so that a
  * RunSSE that connects late or reconnects resumes where the previous connection left off
- * (docs/design.md §6, cursor-protocol.md §1.4).
+ * (docs/design.md §6, docs/protocol.md §1.4).
  *
  * - Everything the server sends for the stream goes through `push`, in order; one writer.
  * - One subscriber at a time: a new `subscribe` takes over from the previous one, which ends.

@@ -1,6 +1,6 @@
 /**
  * The install's path-encryption keys (GetServerConfig `indexing_config` 9/10,
- * protocol-coverage.md §5): made once, kept in the data directory, the same on every start and
+ * docs/protocol-coverage.md §5): made once, kept in the data directory, the same on every start and
  * for every server process that shares the directory.
  */
 import { randomBytes } from "node:crypto";

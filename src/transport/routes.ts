@@ -1,5 +1,5 @@
 /**
- * The Connect services the server implements (cursor-protocol.md §1.1, §6): the agent stream
+ * The Connect services the server implements (docs/protocol.md §1.1, §6): the agent stream
  * (RunSSE + BidiAppend over HTTP/1.1, bidi Run over HTTP/2) and the start-up RPCs built from the
  * configured models.
  */

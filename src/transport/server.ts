@@ -4,13 +4,18 @@
  *
  * - BidiAppend is also answered under `agent.v1.AgentService` (one client file uses that path);
  * - the RunSSE response can carry `content-type: text/event-stream` over its binary Connect
- *   envelopes, as the working IDE-facing peer does (cursor-protocol.md §1.3) — a setting;
+ *   envelopes, as the working IDE-facing peer does (docs/protocol.md §1.3) — a setting;
  * - start-up and session calls whose correct answer is "nothing" (identity, team, plugins,
  *   analytics sinks, network probe: startup-procedures.ts) get an empty message, which is a valid
  *   message of any type; OTLP trace uploads are accepted and dropped;
  * - anything else is Connect `unimplemented`, logged once per procedure (the IDE's
  *   managed-local `InferenceService` at warn, since it means the agent cannot work);
  * - with an access token configured, every request must present it as a bearer token.
+ *
+ * Why one file of about 450 lines: it is the HTTP assembly. `startServer` wires the listener,
+ * Connect, the dashboard and the plain handlers in one place, so the path of a request reads top
+ * to bottom; the helpers below it are small and used only here. The agent stream, the routes and
+ * the start-up lists have their own files.
  */
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";

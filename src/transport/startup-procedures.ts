@@ -2,7 +2,7 @@
  * Procedures outside the agent stream that the IDE and the CLI call at start-up or during a
  * session, whose correct answer here is an empty message (a valid message of every type: no
  * team, no team repositories, no marketplaces, plugins, managed skills or global commands, no
- * nudge, nothing to report). Sources: protocol-coverage.md §5, cursor-protocol.md §6.
+ * nudge, nothing to report). Sources: docs/protocol-coverage.md §5, docs/protocol.md §6.
  */
 
 export const EMPTY_REPLIES: ReadonlySet<string> = new Set([
@@ -55,7 +55,7 @@ export const TELEMETRY_SINKS: ReadonlySet<string> = new Set(["/v1/traces"]);
 /**
  * One public note says 3.18.x IDE builds may run the agent locally and call this service for
  * inference instead of `AgentService/Run`, behind a feature gate; no public schema shows its
- * messages (cursor-protocol.md §5). It is answered `unimplemented` and reported at warn.
+ * messages (docs/protocol.md §5). It is answered `unimplemented` and reported at warn.
  */
 export const INFERENCE_SERVICE_PREFIX = "/aiserver.v1.InferenceService/";
 

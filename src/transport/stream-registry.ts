@@ -1,7 +1,7 @@
 /**
  * The stream registry: the agent streams of this process, by request id. A stream is created by
  * whichever arrives first, its RunSSE or its first BidiAppend (either order happens,
- * cursor-protocol.md §1.4). A request id this process has not seen may belong to a stream opened
+ * docs/protocol.md §1.4). A request id this process has not seen may belong to a stream opened
  * before a restart: the runner's binding finds its conversation and turn, and the stream is
  * restored (or, if its turn is over, ended) before any append is applied.
  *
@@ -105,11 +105,7 @@ export function createStreamRegistry(
         { request: requestID, conversation: bound.conversationID, turn: bound.turnID },
         "picking up a stream opened before a restart",
       );
-      await stream.restore(
-        bound.conversationID,
-        bound.turnID,
-        Buffer.from(bound.clientState, "base64"),
-      );
+      await stream.restore(bound.conversationID, bound.turnID, bound.clientState);
     }
     return stream;
   };

@@ -2,6 +2,9 @@
  * The behaviour matrix of README.md, written once and run for every provider: each function
  * starts a fake provider on 127.0.0.1 replaying the provider's recorded transcripts, runs model
  * calls through `createLLM`, and checks events, request bodies and retries.
+ *
+ * Why one file of about 640 lines: the behaviour matrix is one suite run for every provider;
+ * splitting it would let providers drift apart.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";

@@ -1,6 +1,9 @@
 /**
  * The store contract: one suite, written as a function of a store factory, run against every
  * store (memory-store.test.ts, sqlite-store.test.ts), so no store can drift from the others.
+ *
+ * Why one file of about 870 lines: it is one suite, a function of a store factory, so every
+ * backend runs exactly the same tests; its helpers are the suite's own.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -573,23 +576,49 @@ export function runStoreContract(name: string, open: OpenStore): void {
         assert.ok(result.type === "committed");
         assert.deepEqual(await store.findRequestStream("req-1"), {
           conversationID: CONVERSATION,
+          turnID: null,
           clientState: null,
           createdAt: result.commit.committedAt,
         });
       });
 
-      it("a binding keeps the client state saved with it, and a re-bind keeps the first", async (store) => {
+      it("a binding keeps the turn and the client state (bytes) saved with it, and a re-bind keeps the first", async (store) => {
         const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+        // Every byte value, including a zero byte and bytes that are not UTF-8.
+        const saved = Uint8Array.from({ length: 256 }, (_, index) => index);
         await commitScripted(store, first, 0, [
-          { type: "request_stream", requestID: "req-1", clientState: "opened-by:run-request" },
+          { type: "request_stream", requestID: "req-1", turnID: "turn-1", clientState: saved },
         ]);
+        saved[0] = 255; // the store kept a copy
         await commitScripted(store, second, 1, [
-          { type: "request_stream", requestID: "req-1", clientState: "something else" },
+          {
+            type: "request_stream",
+            requestID: "req-1",
+            turnID: "turn-2",
+            clientState: Uint8Array.of(1, 2, 3),
+          },
         ]);
-        assert.equal(
-          (await store.findRequestStream("req-1"))?.clientState,
-          "opened-by:run-request",
+        const bound = await store.findRequestStream("req-1");
+        assert.equal(bound?.turnID, "turn-1");
+        assert.ok(bound?.clientState instanceof Uint8Array);
+        assert.deepEqual(
+          [...bound.clientState],
+          Array.from({ length: 256 }, (_, index) => index),
         );
+        // What a caller does with the bytes it got does not reach the store either.
+        bound.clientState[1] = 0;
+        assert.equal((await store.findRequestStream("req-1"))?.clientState?.[1], 1);
+      });
+
+      it("client state that is not bytes is refused and nothing is written", async (store) => {
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        const write = { type: "request_stream", requestID: "req-1", clientState: "text" };
+        await assertStoreError(
+          store,
+          commitScripted(store, first, 0, [write as unknown as RecordWrite]),
+          "invalid_argument",
+        );
+        assert.equal(await store.load(CONVERSATION), null);
       });
 
       it("an unknown request id is not found", async (store) => {
@@ -612,6 +641,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
           await commitScripted(store, first, 0, [bind("req-1")]);
           assert.deepEqual(await store.findRequestStream("req-1"), {
             conversationID: CONVERSATION,
+            turnID: null,
             clientState: null,
             createdAt: 1000,
           });
@@ -621,6 +651,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
           assert.equal(again.commit.committedAt, 2000);
           assert.deepEqual(await store.findRequestStream("req-1"), {
             conversationID: CONVERSATION,
+            turnID: null,
             clientState: null,
             createdAt: 1000,
           });

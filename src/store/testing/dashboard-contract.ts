@@ -2,6 +2,8 @@
  * The dashboard reads' contract (dashboard-types.ts), run against every store like the main
  * contract: conversations are driven through the real loop, committed as a runner commits them,
  * and every figure the dashboard shows is checked against the history the store holds.
+ *
+ * Why one file of about 580 lines: one suite run against every store, like the main contract.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";

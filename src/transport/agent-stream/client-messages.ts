@@ -9,10 +9,8 @@ import {
   type AgentClientMessage,
   type ClientEvent,
   fromClientMessage,
-  SUMMARIZE_NOT_SUPPORTED,
   toConnectError,
   toForceBackground,
-  toNotSupportedError,
   toProtocolError,
 } from "../cursor/index.ts";
 import { type StreamState, send } from "./stream-state.ts";
@@ -62,15 +60,19 @@ export function createClientMessages(
   };
 
   /**
-   * `/summarize` needs compaction, which is not built: a stream opened for it ends at once with an
-   * error the client shows. Sent on a stream whose turn is running, it leaves that turn alone.
+   * `/summarize`: on a run request, a turn that compacts the conversation (turn-start.ts). Sent on
+   * a stream whose turn is running, it leaves that turn alone (the turn compacts by itself when
+   * it needs to).
    */
-  const refuseSummarize = (): void => {
-    log.info(
-      { request: requestID, conversation: stream.conversationID },
-      "summarize is not supported",
-    );
-    if (stream.turn === null) stream.end(toNotSupportedError(SUMMARIZE_NOT_SUPPORTED));
+  const summarize = async (
+    seqno: number,
+    event: Extract<ClientEvent, { type: "summarize" }>,
+  ): Promise<void> => {
+    if (stream.turn !== null || event.request === null) {
+      log.info({ request: requestID }, "summarize during a turn; ignored");
+      return;
+    }
+    await turns.compact(seqno, event.request);
   };
 
   /** "Move to background" on the running command of a tool call (cursor/background-shell.ts). */
@@ -138,8 +140,7 @@ export function createClientMessages(
         tools.applyClientEvent(seqno, event);
         return;
       case "summarize":
-        refuseSummarize();
-        return;
+        return summarize(seqno, event);
       case "shell_command":
         recordUserCommand(event);
         return;

@@ -5,16 +5,28 @@
  */
 import type { ConversationState } from "../../loop/index.ts";
 import type { TurnOutput } from "../../runner/types.ts";
-import { fromResponseEvent, redactSecrets, toTurnEnd } from "../cursor/index.ts";
+import {
+  fromResponseEvent,
+  redactSecrets,
+  type SummaryView,
+  toSummaryUpdates,
+  toSummaryView,
+  toTurnEnd,
+} from "../cursor/index.ts";
 import { type StreamState, send } from "./stream-state.ts";
 import type { ToolCalls } from "./tool-calls.ts";
 
 export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOutput {
   const { requestID, deps } = stream;
   const { log, now } = deps;
+  // What the client has been shown of compactions (cursor/summary-updates.ts).
+  let summaries: SummaryView | null = null;
   return {
     publish(events, state) {
       if (stream.turn === null) return;
+      const shown = toSummaryUpdates(summaries ?? toSummaryView(state.committed), state.committed);
+      summaries = shown.view;
+      send(stream, shown.messages);
       const callID = state.committed.call?.callID ?? "";
       for (const event of events) {
         const next = fromResponseEvent(stream.turn, event, { at: now(), callID });

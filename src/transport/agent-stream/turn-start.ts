@@ -3,13 +3,10 @@
  * restart picks up the one the conversation is in (`resume`). Both build the dialect's turn
  * state first and then hand the turn to the runner with this stream's `TurnOutput`.
  */
-import { toBinary } from "@bufbuild/protobuf";
 import { errorMessage } from "../../errors/error-message.ts";
 import type { Runner, TurnOutput } from "../../runner/types.ts";
-import {
-  type AgentRunRequest,
-  AgentRunRequestSchema,
-} from "../cursor/gen/agent/v1/run_request_pb.js";
+import { toCompactionSettings } from "../compaction-settings.ts";
+import type { AgentRunRequest } from "../cursor/gen/agent/v1/run_request_pb.js";
 import {
   type ClientEvent,
   fromRunRequest,
@@ -23,6 +20,7 @@ import {
 } from "../cursor/index.ts";
 import { toImageNotice } from "../image-notice.ts";
 import { toWebOffer } from "../web-work.ts";
+import { toSavedRunRequest } from "./saved-run-request.ts";
 import { type StreamState, send } from "./stream-state.ts";
 import { withBatches } from "./tool-calls.ts";
 
@@ -35,6 +33,11 @@ export interface TurnStart {
    * only that turn. When there is nothing to continue, the stream ends like a turn ends.
    */
   resume(request: AgentRunRequest | null, firstID?: number, turnID?: string): Promise<void>;
+  /**
+   * The `summarize` action (`/summarize`) on a run request: a turn that compacts the conversation
+   * (docs/compaction.md). Ends with an error when there is nothing to compact.
+   */
+  compact(seqno: number, request: AgentRunRequest): Promise<void>;
 }
 
 export function createTurnStart(
@@ -109,14 +112,13 @@ export function createTurnStart(
               ...input.settings,
               model: model.name,
               ...(model.fallbacks.length === 0 ? {} : { fallbacks: model.fallbacks }),
+              compaction: toCompactionSettings(model),
             }),
           },
           output,
           {
             requestID,
-            clientState: Buffer.from(toBinary(AgentRunRequestSchema, event.request)).toString(
-              "base64",
-            ),
+            clientState: toSavedRunRequest(event.request),
           },
         );
       } catch (error) {
@@ -137,6 +139,50 @@ export function createTurnStart(
           toConnectError({
             kind: "bad_input",
             detail: `the turn was not started: ${result.rejected}`,
+          }),
+        );
+      }
+    },
+
+    async compact(seqno, request) {
+      if (stream.turn !== null) throw toProtocolError({ type: "turn_already_started" });
+      const model = resolveModel(request);
+      const resumed = toResumedTurnState(request, {
+        at: now(),
+        inputID: `${requestID}:${seqno}`,
+        requestID,
+        contextWindow: model?.contextWindow ?? 0,
+        web: toWebOffer(deps.web),
+      });
+      if (!resumed.ok) throw toConnectError({ kind: "bad_input", detail: resumed.error.message });
+      stream.turn = resumed.value;
+      stream.startedAt = now();
+      stream.conversationID = resumed.value.conversationID;
+      log.info({ conversation: stream.conversationID, request: requestID }, "summarize requested");
+      const result = await runner.submit(
+        stream.conversationID,
+        { type: "compact", inputID: `${requestID}:${seqno}`, at: now() },
+        output,
+        {
+          requestID,
+          // Saved with the binding, so a client reconnecting after a restart resumes this turn.
+          clientState: toSavedRunRequest(request),
+        },
+      );
+      if (!outbound.subscribed) startGrace();
+      if (result.type === "duplicate") {
+        stream.end();
+      } else if (result.rejected !== null) {
+        const why: Record<string, string> = {
+          no_settings: "this conversation has no messages yet",
+          nothing_to_compact:
+            "the conversation is already as short as it gets (only its most recent messages since the last summary)",
+          turn_in_progress: "a turn is running; summarize when it has finished",
+        };
+        stream.end(
+          toConnectError({
+            kind: "bad_input",
+            detail: `nothing to summarize: ${why[result.rejected] ?? result.rejected}`,
           }),
         );
       }

@@ -1,6 +1,6 @@
 /**
  * Inbound half of the HTTP/1.1 bidi emulation: a `BidiAppend` body → the `AgentClientMessage`
- * it carries, with its request id and sequence number (cursor-protocol.md §1.3–1.4).
+ * it carries, with its request id and sequence number (docs/protocol.md §1.3–1.4).
  *
  * The body may be gzip-compressed (`content-encoding: gzip`) and is binary protobuf or Connect
  * JSON. The message travels as raw bytes in `data_binary` (preferred when non-empty) or as

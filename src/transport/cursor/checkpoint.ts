@@ -3,7 +3,7 @@
  * the next run request. Built from the checkpoint the client sent (so fields this server does
  * not manage, and unknown fields, survive unchanged) plus this turn, in the inline form: each
  * turn is a serialized ConversationTurnStructure whose user message and steps are serialized
- * bytes too (cursor-protocol.md §2.10). Blob-backed turns (`set_blob_args`, needed for forking a
+ * bytes too (docs/protocol.md §2.10). Blob-backed turns (`set_blob_args`, needed for forking a
  * chat) are not produced yet.
  */
 import { clone, create, toBinary } from "@bufbuild/protobuf";

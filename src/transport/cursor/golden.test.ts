@@ -94,7 +94,7 @@ import {
 import { continueToolCall, startToolCall } from "./tool-session.ts";
 import { toTurnEnd } from "./turn-end.ts";
 import type { TurnState } from "./turn-state.ts";
-import { SUMMARIZE_NOT_SUPPORTED, toNotSupportedError } from "./wire-error.ts";
+import { toNotSupportedError } from "./wire-error.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Inbound
@@ -1193,7 +1193,14 @@ test("golden: summarize and shell_command run requests; the not-supported end", 
   assert.ok(event.type === "shell_command");
   assert.deepEqual([event.command, event.execID], ["npm test", "user-exec-1"]);
 
-  const json = errorToJson(toNotSupportedError(SUMMARIZE_NOT_SUPPORTED), undefined);
+  // The wire shape of a refusal, pinned with the text of the former /summarize refusal.
+  const json = errorToJson(
+    toNotSupportedError(
+      "Summarizing a conversation (compaction) is not supported yet. When a chat grows too long " +
+        "for the model, start a new chat.",
+    ),
+    undefined,
+  );
   assertGolden("out-end-not-supported", new TextEncoder().encode(JSON.stringify(json)));
   const stored = JSON.parse(new TextDecoder().decode(readGolden("out-end-not-supported")));
   assert.equal(stored.code, "unimplemented");

@@ -37,6 +37,7 @@ export {
   toServerTimeResponse,
   toUsableModelsResponse,
 } from "./startup-rpcs.ts";
+export { type SummaryView, toSummaryUpdates, toSummaryView } from "./summary-updates.ts";
 export {
   continueToolCall,
   expireToolCall,
@@ -51,7 +52,6 @@ export { toTurnEnd, toTurnEnded } from "./turn-end.ts";
 export type { TurnState } from "./turn-state.ts";
 export {
   redactSecrets,
-  SUMMARIZE_NOT_SUPPORTED,
   toConnectError,
   toNotSupportedError,
   toProtocolError,

@@ -1,5 +1,5 @@
 /**
- * Responses to the start-up RPCs the agent needs (cursor-protocol.md §6): the server config that
+ * Responses to the start-up RPCs the agent needs (docs/protocol.md §6): the server config that
  * keeps the client on protocols we serve, the model lists for the IDE picker and the CLI, and
  * the server time. Pure builders; the transport serves them as Connect unary responses.
  */

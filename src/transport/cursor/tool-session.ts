@@ -16,6 +16,11 @@
  * UI call id; a client reply is matched to its call by exec id (else the numeric id), the way
  * public Cursor servers keep their pending execs keyed by exec id. Every step says which call it
  * advanced (`operationID`).
+ *
+ * Why one file of about 570 lines: it is one state machine over the turn's open tool calls (start,
+ * continue, expire, finish server work, abort). Its private helpers (`apply`, `finish`, the
+ * builders of what is awaited and sent) serve every entry point; splitting them off would only
+ * export them for one caller.
  */
 import { createHash } from "node:crypto";
 import { create } from "@bufbuild/protobuf";

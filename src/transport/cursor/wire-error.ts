@@ -151,11 +151,6 @@ export function toProtocolError(error: ProtocolError): ConnectError {
 
 export const NOT_SUPPORTED_TITLE = "Not supported by cursor-byok yet";
 
-/** The `/summarize` action (compaction): protocol-coverage.md §6. */
-export const SUMMARIZE_NOT_SUPPORTED =
-  "Summarizing a conversation (compaction) is not supported yet. When a chat grows too long " +
-  "for the model, start a new chat.";
-
 /**
  * A request the client may make that this server does not carry out yet, answered with an error
  * the client shows instead of silence. Not retryable: asking again cannot succeed.

@@ -1,8 +1,9 @@
 /**
- * Field numbers of the schema against cursor-protocol.md §2, written out independently of the
- * .proto files: every field of each message listed here must carry exactly the number below,
- * and the message may have no field that is not listed. A typo in a .proto (a wrong number, a
- * field in the wrong oneof) fails here instead of silently breaking the real client.
+ * Field numbers of the schema (docs/protocol.md §2), transcribed from the public schema
+ * extractions independently of the .proto files: every field of each message listed here must
+ * carry exactly the number below, and the message may have no field that is not listed. A typo
+ * in a .proto (a wrong number, a field in the wrong oneof) fails here instead of silently
+ * breaking the real client.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -32,7 +33,7 @@ import * as gitText from "./gen/aiserver/v1/git_text_pb.js";
 import * as config from "./gen/aiserver/v1/server_config_pb.js";
 import * as time from "./gen/aiserver/v1/server_time_pb.js";
 
-/** message → { proto field name: number }, transcribed from cursor-protocol.md §2 (and §1.6, §6). */
+/** message → { proto field name: number } (the messages of docs/protocol.md §1.6, §2 and §6). */
 const EXPECTED: [DescMessage, Record<string, number>][] = [
   // §2.1
   [bidi.BidiRequestIdSchema, { request_id: 1 }],
@@ -1052,7 +1053,7 @@ const EXPECTED: [DescMessage, Record<string, number>][] = [
     },
   ],
   [shell.ForceBackgroundShellResultSchema, { status: 1, shell_result: 2 }],
-  // Attached context and what the request context offers (protocol-coverage.md §6).
+  // Attached context and what the request context offers (docs/protocol-coverage.md §6).
   [
     user.SelectedContextSchema,
     {

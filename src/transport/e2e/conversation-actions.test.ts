@@ -1,6 +1,7 @@
 /**
  * Conversation actions and mode changes beyond a plain user message, through the real server:
- * `/summarize` (answered with a clear "not supported yet" while compaction is not built) and a
+ * `/summarize` (a compaction turn: summary interaction updates, and later requests carry the
+ * summary instead of the early messages; a clear error when there is nothing to summarize) and a
  * switch from ask to agent mode that the rest of the turn follows.
  */
 import assert from "node:assert/strict";
@@ -10,7 +11,6 @@ import { afterEach, describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
-import { ErrorDetailsSchema } from "../cursor/gen/aiserver/v1/error_details_pb.js";
 import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
 const CONVERSATION = "3c2b1a0f-5555-4a5b-8c6d-7e8f9a0b1c2d";
@@ -21,7 +21,7 @@ describe("conversation actions end to end", () => {
     await harness.close();
   });
 
-  test("summarize ends at once with an error saying it is not supported yet", async () => {
+  test("summarize on a conversation without messages ends at once with a clear error", async () => {
     harness = await startHarness();
     const client = harness.client();
     const request = client.runRequest({ conversationId: CONVERSATION, text: "", modelId: MODEL });
@@ -29,15 +29,71 @@ describe("conversation actions end to end", () => {
       action: { case: "summarizeAction", value: {} },
     });
     const result = await client.startTurn(request).done;
-    assert.equal(result.error?.code, Code.Unimplemented);
-    const [details] = result.error?.findDetails(ErrorDetailsSchema) ?? [];
-    assert.equal(details?.details?.title, "Not supported by cursor-byok yet");
+    assert.equal(result.error?.code, Code.InvalidArgument);
     assert.match(
-      details?.details?.detail ?? "",
-      /Summarizing a conversation \(compaction\) is not supported yet/,
+      result.error?.message ?? "",
+      /nothing to summarize: this conversation has no messages yet/,
     );
-    assert.equal(details?.details?.isRetryable, false);
     assert.equal(harness.provider.requests.length, 0);
+  });
+
+  test("summarize compacts: the client sees the summary, the next request carries it", async () => {
+    harness = await startHarness();
+    const client = harness.client();
+    for (const [i, text] of [
+      "first question",
+      "second question",
+      "third question",
+      "fourth question",
+    ].entries()) {
+      harness.reply({ text: `answer ${i}` });
+      const turn = await client.startTurn({ conversationId: CONVERSATION, text, modelId: MODEL })
+        .done;
+      assert.equal(turn.error, undefined);
+    }
+    harness.reply({ text: "Goals: answer four questions. Decisions: none. To-dos: none." });
+    const request = client.runRequest({ conversationId: CONVERSATION, text: "", modelId: MODEL });
+    request.action = create(ConversationActionSchema, {
+      action: { case: "summarizeAction", value: {} },
+    });
+    const result = await client.startTurn(request).done;
+    assert.equal(result.error, undefined);
+    const updates = result.messages.flatMap((m) =>
+      m.message.case === "interactionUpdate" ? [m.message.value.message] : [],
+    );
+    const cases = updates.map((u) => u.case);
+    const started = cases.indexOf("summaryStarted");
+    assert.ok(started >= 0, `no summary_started in ${cases.join(",")}`);
+    assert.deepEqual(cases.slice(started, started + 3), [
+      "summaryStarted",
+      "summary",
+      "summaryCompleted",
+    ]);
+    const summary = updates.find((u) => u.case === "summary");
+    assert.match(summary?.case === "summary" ? summary.value.summary : "", /Goals: answer four/);
+    // the summary call: a transcript of the compacted messages, no tools
+    const summaryBody = JSON.parse(harness.provider.requests[4]?.body ?? "{}") as {
+      messages: { role: string; content: string }[];
+      tools?: unknown[];
+    };
+    assert.match(JSON.stringify(summaryBody.messages), /first question/);
+    assert.equal(summaryBody.tools, undefined);
+
+    harness.reply({ text: "answer 4" });
+    const next = await client.startTurn({
+      conversationId: CONVERSATION,
+      text: "fifth question",
+      modelId: MODEL,
+    }).done;
+    assert.equal(next.error, undefined);
+    const body = harness.provider.requests[5]?.body ?? "";
+    assert.match(body, /summarised to fit the model's context window/);
+    assert.match(body, /Goals: answer four questions/);
+    assert.doesNotMatch(body, /first question/, "the compacted messages are not sent");
+    assert.match(body, /fourth question/, "the verbatim tail is sent");
+    assert.match(body, /fifth question/);
+    const stored = await harness.store.load(CONVERSATION);
+    assert.equal(stored?.state.messages.length, 10, "the stored history stays complete");
   });
 
   test("switch_mode: after the user approves, the rest of the turn runs in agent mode", async () => {

@@ -22,14 +22,14 @@ describe("no client is left waiting", () => {
   let harness: Harness;
   afterEach(async () => harness.close());
 
-  // Summarize has its own answer (not supported yet, Connect `unimplemented`); every action the
-  // server does not serve gets the generic refusal (`invalid_argument`).
+  // Summarize on a conversation without messages has its own answer (nothing to summarize); every
+  // action the server does not serve gets the generic refusal (`invalid_argument`).
   for (const [name, action, code, message] of [
     [
       "summarize",
       create(ConversationActionSchema, { action: { case: "summarizeAction", value: {} } }),
-      Code.Unimplemented,
-      /not supported yet/,
+      Code.InvalidArgument,
+      /nothing to summarize/,
     ],
     [
       "cancel subagent",

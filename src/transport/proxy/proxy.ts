@@ -10,6 +10,9 @@
  *
  * Bounded: connections, header size and time, TLS handshake time, connect time upstream; a
  * CONNECT to a port outside the allowed list is refused; the proxy listens on loopback only.
+ *
+ * Why one file of about 410 lines: one listener whose three paths (intercepted CONNECT, tunnelled
+ * CONNECT, plain forwarding) share its limits and connection bookkeeping.
  */
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import http2, { type Http2ServerRequest, type Http2ServerResponse } from "node:http2";

@@ -1,7 +1,7 @@
 /**
  * The test client's background shells, as the IDE keeps them: numbered per client, alive across
  * turns until killed or the client closes, each writing its output to
- * `<terminals folder>/<shell id>.txt` (cursor-protocol.md §2.7; the folder is the run request's
+ * `<terminals folder>/<shell id>.txt` (docs/protocol.md §2.7; the folder is the run request's
  * `env.terminals_folder`). A shell gets there by `background_shell_spawn_args` (stdin open for
  * `write_shell_stdin_args`) or from the foreground: at its time-out under
  * `timeout_behavior = BACKGROUND`, or by `force_background_shell_args`.

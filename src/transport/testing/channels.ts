@@ -1,5 +1,5 @@
 /**
- * The two ways the IDE carries one agent stream (cursor-protocol.md §1.1–1.4):
+ * The two ways the IDE carries one agent stream (docs/protocol.md §1.1–1.4):
  * - HTTP/1.1: server messages come down `AgentService/RunSSE` (one connection at a time, can
  *   be dropped and reopened with the same request id); every client message goes up as its own
  *   unary `BidiService/BidiAppend` with `append_seqno` (0 is absent on the wire, as in proto3)

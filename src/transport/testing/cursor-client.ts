@@ -203,7 +203,7 @@ const MAX_BYTES = 0xffffffff;
 /**
  * The Connect transport (binary, as the IDE's) and its connection pool (an HTTP/1.1 agent or an
  * HTTP/2 session). A RunSSE response typed `text/event-stream` (binary Connect envelopes all the
- * same, the form cursor-protocol.md §1.3 reports the IDE accepting) is read as Connect
+ * same, the form docs/protocol.md §1.3 reports the IDE accepting) is read as Connect
  * streaming; `onRunSseType` gets each RunSSE response's content type as the server sent it.
  */
 function createTransport(

@@ -1,6 +1,6 @@
 /**
  * The test client's file-system execs, run for real on the workspace directory: read, write,
- * delete, ls and diagnostics (cursor-protocol.md §2.7). Each takes the exec's args and returns
+ * delete, ls and diagnostics (docs/protocol.md §2.7). Each takes the exec's args and returns
  * the result message the IDE would send; failures are result variants, never exceptions.
  */
 import { mkdir, readdir, readFile, stat, unlink, writeFile } from "node:fs/promises";

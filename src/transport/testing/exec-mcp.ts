@@ -1,7 +1,7 @@
 /**
  * The test client's MCP servers, as far as the server can see them without calling a tool:
  * their resources (exec 17 list, 18 read) and their state (exec 36). Plain data given to the
- * client (`mcpServers`); answered the way the IDE reports them (cursor-protocol.md §2.7).
+ * client (`mcpServers`); answered the way the IDE reports them (docs/protocol.md §2.7).
  */
 import { create } from "@bufbuild/protobuf";
 import {

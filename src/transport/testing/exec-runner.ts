@@ -1,5 +1,5 @@
 /**
- * Runs the server's exec requests the way the IDE does (cursor-protocol.md §2.7–2.8, §3 step
+ * Runs the server's exec requests the way the IDE does (docs/protocol.md §2.7–2.8, §3 step
  * 4): for real, in the workspace; each reply echoes the exec's `id` and `exec_id`; after a
  * result comes `exec_client_control_message.stream_close{id}` (before it, for non-streamed
  * execs, when `streamCloseBeforeResult` is set). A streamed shell sends `start`, its output

@@ -1,5 +1,5 @@
 /**
- * Answers to the server's interaction queries (cursor-protocol.md §2.11) as a user clicking
+ * Answers to the server's interaction queries (docs/protocol.md §2.11) as a user clicking
  * through the IDE's prompts would give them. The default: every question gets its first option
  * (or a free-form "yes" when it has none), plans and approvals are accepted.
  */

@@ -1,7 +1,7 @@
 /**
  * Builds the `AgentRunRequest` that starts a turn, the way the IDE (`harness = "cursor-ide"`,
  * model in `requested_model` and `model_details`) or the CLI (no harness, model in
- * `model_details`) sends it (cursor-protocol.md §2.3–2.4, §3 step 1 and 8).
+ * `model_details`) sends it (docs/protocol.md §2.3–2.4, §3 step 1 and 8).
  */
 import { randomUUID } from "node:crypto";
 import { platform, release } from "node:os";

@@ -1,10 +1,13 @@
 /**
- * One agent turn as the IDE plays it (cursor-protocol.md §3): the run request goes up at append
+ * One agent turn as the IDE plays it (docs/protocol.md §3): the run request goes up at append
  * seqno 0 while the downlink opens (neither waits for the other); every server message is
  * recorded in order and answered (execs run for real, interaction queries answered, blobs
  * stored, checkpoints kept); every further client message goes up in order, each awaited
  * before the next. The turn ends when the server ends the stream; `done` then resolves with
  * the end-of-stream error, if any. Everything is bounded by the turn's timeout.
+ *
+ * Why one file of about 500 lines: one turn as the IDE plays it, a single loop over the server's
+ * messages with the answer to each kind beside it.
  */
 import { create, isMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";

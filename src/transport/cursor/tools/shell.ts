@@ -9,6 +9,10 @@
  * there at once (`background_shell_spawn_args`). Either way the model learns the shell id, the
  * pid and the terminal file the output goes to, to read it later, type into it
  * (write_shell_stdin) or stop it.
+ *
+ * Why one file of about 450 lines: one tool with three ways to run (streamed, a one-shot result,
+ * spawned in the background) that share the arguments, the rendering of the result and the
+ * background hint.
  */
 import { create } from "@bufbuild/protobuf";
 import {

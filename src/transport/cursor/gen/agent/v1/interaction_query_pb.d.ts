@@ -599,7 +599,7 @@ export declare const WebFetchRequestQuerySchema: GenMessage<WebFetchRequestQuery
 
 /**
  * Branches 8 and 10-14 (VM setup, PR management, MCP auth, image generation, env replacement,
- * SCM connection) are not modelled. 5 and 6 are unknown (cursor-protocol.md §2.11).
+ * SCM connection) are not modelled. 5 and 6 are unknown (docs/protocol.md §2.11).
  *
  * @generated from message agent.v1.InteractionQuery
  */

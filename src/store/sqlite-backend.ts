@@ -1,0 +1,355 @@
+/**
+ * The SQLite backend (tables.ts's `Backend`) over an open database: the prepared statements, row
+ * mapping, and one transaction per `read`/`write`. A write first checks that the path still names
+ * the file this connection opened. Opening the file safely is sqlite-store.ts.
+ */
+import { statSync } from "node:fs";
+import type { DatabaseSync, SQLOutputValue, StatementSync } from "node:sqlite";
+import { StoreError } from "./errors.ts";
+import { createDashboardTables, prepareDashboardStatements } from "./sqlite-dashboard.ts";
+import { fromSQLiteError } from "./sqlite-errors.ts";
+import type {
+  Backend,
+  ClientOperationRow,
+  ConversationRow,
+  LLMCallRow,
+  MessageRow,
+  Tables,
+} from "./tables.ts";
+import type { ClientOperationStatus, LLMCallStatus } from "./types.ts";
+
+type Row = Record<string, SQLOutputValue>;
+
+const text = (row: Row, column: string): string => String(row[column]);
+const int = (row: Row, column: string): number => Number(row[column]);
+
+const UNFINISHED_CALLS = "status in ('planned', 'streaming')";
+const UNFINISHED_OPERATIONS = "status in ('planned', 'sent')";
+
+export function createSqliteBackend(db: DatabaseSync, location: string): Backend {
+  const sql = (source: string): StatementSync => db.prepare(source);
+  const statements = {
+    readHead: sql(
+      "select version, message_count, chain_hash, last_message_hash from conversations " +
+        "where conversation_id = ?",
+    ),
+    readConversation: sql("select * from conversations where conversation_id = ?"),
+    readMessages: sql(
+      "select seq, json, hash, chain_hash from messages where conversation_id = ? order by seq",
+    ),
+    insertConversation: sql(
+      "insert into conversations (conversation_id, version, message_count, chain_hash, " +
+        "last_message_hash, state_json, created_at, updated_at) values (?, 1, ?, ?, ?, ?, ?, ?) " +
+        "on conflict (conversation_id) do nothing",
+    ),
+    updateConversation: sql(
+      "update conversations set version = version + 1, message_count = ?, chain_hash = ?, " +
+        "last_message_hash = ?, state_json = ?, updated_at = ? " +
+        "where conversation_id = ? and version = ?",
+    ),
+    appendMessage: sql(
+      "insert into messages (conversation_id, seq, json, hash, chain_hash) values (?, ?, ?, ?, ?)",
+    ),
+    readInputCommit: sql("select * from input_commits where conversation_id = ? and input_id = ?"),
+    insertInputCommit: sql(
+      "insert into input_commits (conversation_id, input_id, version, message_count, " +
+        "chain_hash, result_json, committed_at) values (?, ?, ?, ?, ?, ?, ?)",
+    ),
+    readLLMCall: sql("select * from llm_calls where call_id = ?"),
+    insertLLMCall: sql(
+      "insert into llm_calls (call_id, conversation_id, turn_id, model, request, request_hash, " +
+        "messages_hash, message_count, last_message_hash, status, created_at, updated_at) " +
+        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    ),
+    updateLLMCallStatus: sql("update llm_calls set status = ?, updated_at = ? where call_id = ?"),
+    readClientOperation: sql("select * from client_operations where operation_id = ?"),
+    insertClientOperation: sql(
+      "insert into client_operations (operation_id, conversation_id, turn_id, tool_call_id, " +
+        "request_json, status, result_json, created_at, updated_at) " +
+        "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    ),
+    updateClientOperation: sql(
+      "update client_operations set status = ?, result_json = ?, updated_at = ? " +
+        "where operation_id = ?",
+    ),
+    unfinishedCalls: sql(
+      `select * from llm_calls where ${UNFINISHED_CALLS} order by created_at, call_id`,
+    ),
+    unfinishedCallsOf: sql(
+      `select * from llm_calls where ${UNFINISHED_CALLS} and conversation_id = ? ` +
+        "order by created_at, call_id",
+    ),
+    unfinishedOperations: sql(
+      `select * from client_operations where ${UNFINISHED_OPERATIONS} ` +
+        "order by created_at, operation_id",
+    ),
+    unfinishedOperationsOf: sql(
+      `select * from client_operations where ${UNFINISHED_OPERATIONS} and conversation_id = ? ` +
+        "order by created_at, operation_id",
+    ),
+    readRequestStream: sql(
+      "select request_id, conversation_id, turn_id, client_state, created_at from request_streams where request_id = ?",
+    ),
+    insertRequestStream: sql(
+      "insert into request_streams (request_id, conversation_id, turn_id, client_state, created_at) values (?, ?, ?, ?, ?)",
+    ),
+    ...prepareDashboardStatements(sql),
+  };
+
+  const tables: Tables = {
+    readHead(conversationID) {
+      const row = statements.readHead.get(conversationID);
+      return row === undefined
+        ? null
+        : {
+            version: int(row, "version"),
+            messageCount: int(row, "message_count"),
+            chainHash: text(row, "chain_hash"),
+            lastMessageHash: text(row, "last_message_hash"),
+          };
+    },
+    readConversation(conversationID) {
+      const row = statements.readConversation.get(conversationID);
+      return row === undefined ? null : toConversationRow(row);
+    },
+    readMessages(conversationID) {
+      return statements.readMessages.all(conversationID).map(
+        (row): MessageRow => ({
+          seq: int(row, "seq"),
+          json: text(row, "json"),
+          hash: text(row, "hash"),
+          chainHash: text(row, "chain_hash"),
+        }),
+      );
+    },
+    insertConversation(row) {
+      const { changes } = statements.insertConversation.run(
+        row.conversationID,
+        row.messageCount,
+        row.chainHash,
+        row.lastMessageHash,
+        row.stateJSON,
+        row.createdAt,
+        row.updatedAt,
+      );
+      return Number(changes) === 1;
+    },
+    updateConversation(row, expectedVersion) {
+      const { changes } = statements.updateConversation.run(
+        row.messageCount,
+        row.chainHash,
+        row.lastMessageHash,
+        row.stateJSON,
+        row.updatedAt,
+        row.conversationID,
+        expectedVersion,
+      );
+      return Number(changes) === 1;
+    },
+    appendMessages(conversationID, rows) {
+      for (const row of rows) {
+        statements.appendMessage.run(conversationID, row.seq, row.json, row.hash, row.chainHash);
+      }
+    },
+
+    readInputCommit(conversationID, inputID) {
+      const row = statements.readInputCommit.get(conversationID, inputID);
+      return row === undefined
+        ? null
+        : {
+            conversationID: text(row, "conversation_id"),
+            inputID: text(row, "input_id"),
+            version: int(row, "version"),
+            messageCount: int(row, "message_count"),
+            chainHash: text(row, "chain_hash"),
+            resultJSON: text(row, "result_json"),
+            committedAt: int(row, "committed_at"),
+          };
+    },
+    insertInputCommit(row) {
+      statements.insertInputCommit.run(
+        row.conversationID,
+        row.inputID,
+        row.version,
+        row.messageCount,
+        row.chainHash,
+        row.resultJSON,
+        row.committedAt,
+      );
+    },
+
+    readLLMCall(callID) {
+      const row = statements.readLLMCall.get(callID);
+      return row === undefined ? null : toLLMCallRow(row);
+    },
+    insertLLMCall(row) {
+      statements.insertLLMCall.run(
+        row.callID,
+        row.conversationID,
+        row.turnID,
+        row.model,
+        row.request,
+        row.requestHash,
+        row.messagesHash,
+        row.messageCount,
+        row.lastMessageHash,
+        row.status,
+        row.createdAt,
+        row.updatedAt,
+      );
+    },
+    updateLLMCallStatus(callID, status, updatedAt) {
+      statements.updateLLMCallStatus.run(status, updatedAt, callID);
+    },
+
+    readClientOperation(operationID) {
+      const row = statements.readClientOperation.get(operationID);
+      return row === undefined ? null : toClientOperationRow(row);
+    },
+    insertClientOperation(row) {
+      statements.insertClientOperation.run(
+        row.operationID,
+        row.conversationID,
+        row.turnID,
+        row.toolCallID,
+        row.requestJSON,
+        row.status,
+        row.resultJSON,
+        row.createdAt,
+        row.updatedAt,
+      );
+    },
+    updateClientOperation(operationID, status, resultJSON, updatedAt) {
+      statements.updateClientOperation.run(status, resultJSON, updatedAt, operationID);
+    },
+
+    listUnfinishedLLMCalls(conversationID) {
+      const rows =
+        conversationID === null
+          ? statements.unfinishedCalls.all()
+          : statements.unfinishedCallsOf.all(conversationID);
+      return rows.map(toLLMCallRow);
+    },
+    listUnfinishedClientOperations(conversationID) {
+      const rows =
+        conversationID === null
+          ? statements.unfinishedOperations.all()
+          : statements.unfinishedOperationsOf.all(conversationID);
+      return rows.map(toClientOperationRow);
+    },
+
+    readRequestStream(requestID) {
+      const row = statements.readRequestStream.get(requestID);
+      return row === undefined
+        ? null
+        : {
+            requestID: text(row, "request_id"),
+            conversationID: text(row, "conversation_id"),
+            turnID: row.turn_id === null ? null : text(row, "turn_id"),
+            clientState: row.client_state instanceof Uint8Array ? row.client_state : null,
+            createdAt: int(row, "created_at"),
+          };
+    },
+    insertRequestStream(row) {
+      statements.insertRequestStream.run(
+        row.requestID,
+        row.conversationID,
+        row.turnID,
+        row.clientState,
+        row.createdAt,
+      );
+    },
+    ...createDashboardTables(statements),
+  };
+
+  // The file this connection has open; a write first checks the path still names it.
+  const opened = identify(location);
+  const checkStillOpen = (): void => {
+    const now = identify(location);
+    if (opened !== null && now === opened) return;
+    throw new StoreError(
+      "file_replaced",
+      location,
+      `The database file ${location} was ${now === null ? "deleted" : "replaced"} while the ` +
+        "server was running, so nothing more is saved (it would be lost). Restart the server; " +
+        "if the file was removed by mistake, restore it from a backup first.",
+    );
+  };
+
+  const inTransaction = <T>(begin: string, work: (tables: Tables) => T): T => {
+    try {
+      db.exec(begin);
+      const result = work(tables);
+      db.exec("commit");
+      return result;
+    } catch (error) {
+      if (db.isOpen && db.isTransaction) db.exec("rollback");
+      throw fromSQLiteError(error, location);
+    }
+  };
+
+  return {
+    location,
+    write: (work) => {
+      checkStillOpen();
+      return inTransaction("begin immediate", work);
+    },
+    read: (work) => inTransaction("begin", work),
+    close: () => db.close(),
+  };
+}
+
+/** The file's identity (device and inode), or null when there is no file at `location`. */
+function identify(location: string): string | null {
+  try {
+    const stats = statSync(location, { bigint: true });
+    return `${stats.dev}:${stats.ino}`;
+  } catch {
+    return null;
+  }
+}
+
+function toConversationRow(row: Row): ConversationRow {
+  return {
+    conversationID: text(row, "conversation_id"),
+    version: int(row, "version"),
+    messageCount: int(row, "message_count"),
+    chainHash: text(row, "chain_hash"),
+    lastMessageHash: text(row, "last_message_hash"),
+    stateJSON: text(row, "state_json"),
+    createdAt: int(row, "created_at"),
+    updatedAt: int(row, "updated_at"),
+  };
+}
+
+function toLLMCallRow(row: Row): LLMCallRow {
+  return {
+    callID: text(row, "call_id"),
+    conversationID: text(row, "conversation_id"),
+    turnID: text(row, "turn_id"),
+    model: text(row, "model"),
+    request: text(row, "request"),
+    requestHash: text(row, "request_hash"),
+    messagesHash: text(row, "messages_hash"),
+    messageCount: int(row, "message_count"),
+    lastMessageHash: text(row, "last_message_hash"),
+    status: text(row, "status") as LLMCallStatus,
+    createdAt: int(row, "created_at"),
+    updatedAt: int(row, "updated_at"),
+  };
+}
+
+function toClientOperationRow(row: Row): ClientOperationRow {
+  const result = row.result_json;
+  return {
+    operationID: text(row, "operation_id"),
+    conversationID: text(row, "conversation_id"),
+    turnID: text(row, "turn_id"),
+    toolCallID: text(row, "tool_call_id"),
+    requestJSON: text(row, "request_json"),
+    status: text(row, "status") as ClientOperationStatus,
+    resultJSON: result === null || result === undefined ? null : String(result),
+    createdAt: int(row, "created_at"),
+    updatedAt: int(row, "updated_at"),
+  };
+}
