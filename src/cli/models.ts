@@ -77,6 +77,14 @@ export interface ModelRow {
   readonly maxOutput: number;
   readonly reasoning: boolean;
   readonly thinking: string;
+  /** The client's per-request options the model honours (thinking on/off, efforts, max mode). */
+  readonly options: {
+    readonly thinking: boolean;
+    readonly efforts: readonly string[];
+    readonly maxMode: boolean;
+    readonly maxModeContextWindow: number | null;
+    readonly parallelToolCalls: boolean;
+  };
   readonly input: readonly string[];
   readonly prices: { input: number; output: number; cacheRead: number; cacheWrite: number };
   /** Where the key comes from, e.g. `OPENAI_API_KEY (set)`. */
@@ -109,6 +117,13 @@ function toModelRow(
     maxOutput: info.maxOutput,
     reasoning: info.reasoning,
     thinking: info.thinking,
+    options: {
+      thinking: info.options.thinking,
+      efforts: info.options.efforts,
+      maxMode: info.options.maxMode,
+      maxModeContextWindow: info.options.maxMode ? info.maxModeContextWindow : null,
+      parallelToolCalls: info.options.parallelToolCalls,
+    },
     input: info.input,
     prices: {
       input: prices.input,
@@ -199,6 +214,20 @@ function toDuration(ms: number): string {
   return minutes < 120 ? `${minutes} min` : `${Math.round(minutes / 60)} h`;
 }
 
+/** What the model picker may change, e.g. `effort low-high, max 1M`; `-` for nothing. */
+function toOptionsText(options: ModelRow["options"]): string {
+  const parts: string[] = [];
+  const [lowest] = options.efforts;
+  const highest = options.efforts.at(-1);
+  if (lowest !== undefined && highest !== undefined) {
+    parts.push(lowest === highest ? `effort ${lowest}` : `effort ${lowest}-${highest}`);
+  }
+  if (options.maxModeContextWindow !== null) {
+    parts.push(`max ${toTokenCount(options.maxModeContextWindow)}`);
+  }
+  return parts.length === 0 ? "-" : parts.join(", ");
+}
+
 function toModelsText(
   rows: readonly ModelRow[],
   file: { readonly path: string; readonly exists: boolean },
@@ -217,6 +246,7 @@ function toModelsText(
       "UPSTREAM MODEL",
       "CONTEXT",
       "THINKING",
+      "OPTIONS",
       "PRICE $/M",
       "KEY",
       ...(withFallbacks ? ["FALLBACKS"] : []),
@@ -229,6 +259,7 @@ function toModelsText(
       row.upstreamModel,
       toTokenCount(row.contextWindow),
       row.thinking,
+      toOptionsText(row.options),
       toPriceText({ ...row.prices }),
       row.key,
       ...(withFallbacks ? [row.fallbacks.length === 0 ? "-" : row.fallbacks.join(", ")] : []),

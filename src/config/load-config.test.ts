@@ -122,6 +122,38 @@ describe("a valid file", () => {
     assert.deepEqual(config.missingKeys, []);
   });
 
+  test("compaction per model: threshold, summary model, verbatim tail, on/off", () => {
+    const { config } = load(
+      [
+        "models:",
+        "  - name: big",
+        "    api: anthropic",
+        "    model: claude-sonnet-4-5",
+        "    apiKeyEnv: K",
+        "    compaction:",
+        "      threshold: 0.7",
+        "      summaryModel: small",
+        "      tailMessages: 4",
+        "  - name: small",
+        "    api: anthropic",
+        "    model: claude-haiku-4-5",
+        "    apiKeyEnv: K",
+        "    compaction:",
+        "      auto: false",
+        "",
+      ].join("\n"),
+    );
+    const [big, small] = config.models.map((m) => m.config.compaction);
+    assert.deepEqual(big, {
+      auto: true,
+      threshold: 0.7,
+      summaryModel: "small",
+      tailMessages: 4,
+      charsPerToken: 3.5,
+    });
+    assert.equal(small?.auto, false);
+  });
+
   test("secrets are not in the configuration's serialised form", () => {
     const env = {
       BYOK_TOKEN: "token-value-123-of-32-characters-x",
@@ -260,6 +292,16 @@ describe("an invalid file names the file, line, column, field and problem", () =
       "a context window that is text",
       "models:\n  - name: a\n    api: anthropic\n    model: m\n    apiKeyEnv: K\n    contextWindow: big\n",
       "FILE:6:20: models[0].contextWindow: must be a positive integer",
+    ],
+    [
+      "a compaction threshold over 1",
+      "models:\n  - name: a\n    api: anthropic\n    model: m\n    apiKeyEnv: K\n    compaction:\n      threshold: 2\n",
+      "FILE:7:18: models[0].compaction.threshold: must be a number in (0, 1]",
+    ],
+    [
+      "a summary model that is not configured",
+      "models:\n  - name: a\n    api: anthropic\n    model: m\n    apiKeyEnv: K\n    compaction:\n      summaryModel: b\n",
+      "FILE:7:21: models[0].compaction.summaryModel: must name a configured model",
     ],
     [
       "an unknown API kind",

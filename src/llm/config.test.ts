@@ -103,6 +103,30 @@ describe("createModelConfig", () => {
     assert.equal(unknown.field, "model.apiKey");
   });
 
+  test("max mode: larger limits, each defaulting to the normal one; none when not configured", () => {
+    const base = { name: "m", api: "openai-compatible", model: "x", baseUrl: "http://h" } as const;
+    assert.equal(createModelConfig(base).maxMode, null);
+    assert.deepEqual(
+      createModelConfig({ ...base, maxMode: { contextWindow: 1_000_000 } }).maxMode,
+      {
+        contextWindow: 1_000_000,
+        maxOutput: 16_384,
+      },
+    );
+    const wrong: [unknown, string][] = [
+      [{ contextWindow: 1000 }, "model.maxMode.contextWindow"],
+      [{ maxOutput: 10 }, "model.maxMode.maxOutput"],
+      [{ contextWindow: 200_000, maxOutput: 300_000 }, "model.maxMode.maxOutput"],
+      [{ context: 1 }, "model.maxMode.context"],
+    ];
+    for (const [maxMode, field] of wrong) {
+      assert.throws(
+        () => createModelConfig({ ...base, maxMode }),
+        (error: unknown) => error instanceof ConfigError && error.field === field,
+      );
+    }
+  });
+
   test("a thinking level on an unknown model makes it a reasoning model", () => {
     const config = createModelConfig({
       name: "r",

@@ -87,6 +87,11 @@ export interface ModelConfig {
   /** Dialect overrides handed to pi-ai as the model's `compat` (e.g. `supportsDeveloperRole`). */
   readonly compat: Readonly<Record<string, unknown>>;
   /**
+   * The larger limits the model has in "max mode" (the client's model picker), e.g. a 1M-token
+   * context; null when it has none (max mode then changes nothing).
+   */
+  readonly maxMode: { readonly contextWindow: number; readonly maxOutput: number } | null;
+  /**
    * Configured model names a call moves to, in order, when this one fails before its first
    * token (429, 5xx, no connection, overloaded). Absent: none.
    */
@@ -118,6 +123,8 @@ export interface ModelConfigInput {
   readonly fallbacks?: readonly string[];
   readonly maxConcurrent?: number;
   readonly compaction?: ModelCompactionInput;
+  /** Larger limits for max mode; each defaults to the normal one. */
+  readonly maxMode?: { readonly contextWindow?: number; readonly maxOutput?: number };
 }
 
 /** A configuration value that is missing or wrong. `field` is a path such as `models[2].baseUrl`. */
@@ -210,6 +217,7 @@ const INPUT_FIELDS = new Set([
   "fallbacks",
   "maxConcurrent",
   "compaction",
+  "maxMode",
 ]);
 
 /**
@@ -272,6 +280,8 @@ export function createModelConfig(input: unknown, path = "model"): ModelConfig {
 
   const fallbacks = toFallbacks(entry.fallbacks, at("fallbacks"), name);
   const maxConcurrent = optionalPositiveInteger(entry.maxConcurrent, at("maxConcurrent"));
+  const maxMode = toMaxMode(entry.maxMode, at("maxMode"), contextWindow, maxOutput);
+
   return {
     ...(fallbacks === undefined ? {} : { fallbacks }),
     ...(maxConcurrent === undefined ? {} : { maxConcurrent }),
@@ -294,7 +304,42 @@ export function createModelConfig(input: unknown, path = "model"): ModelConfig {
       ...(catalogue?.api === kind.piApi ? (catalogue.compat ?? {}) : {}),
       ...toCompat(entry.compat, at("compat")),
     },
+    maxMode,
   };
+}
+
+/** The max-mode limits: at least the normal ones, output within the context. */
+function toMaxMode(
+  value: unknown,
+  path: string,
+  contextWindow: number,
+  maxOutput: number,
+): ModelConfig["maxMode"] {
+  if (value === undefined) return null;
+  const entry = toRecord(value, path);
+  for (const key of Object.keys(entry)) {
+    if (key !== "contextWindow" && key !== "maxOutput") {
+      throw new ConfigError(`${path}.${key}`, "unknown field");
+    }
+  }
+  const limits = {
+    contextWindow:
+      optionalPositiveInteger(entry.contextWindow, `${path}.contextWindow`) ?? contextWindow,
+    maxOutput: optionalPositiveInteger(entry.maxOutput, `${path}.maxOutput`) ?? maxOutput,
+  };
+  if (limits.contextWindow < contextWindow) {
+    throw new ConfigError(
+      `${path}.contextWindow`,
+      `must be at least contextWindow (${contextWindow})`,
+    );
+  }
+  if (limits.maxOutput < maxOutput) {
+    throw new ConfigError(`${path}.maxOutput`, `must be at least maxOutput (${maxOutput})`);
+  }
+  if (limits.maxOutput > limits.contextWindow) {
+    throw new ConfigError(`${path}.maxOutput`, `must not exceed the max-mode context window`);
+  }
+  return limits;
 }
 
 /**

@@ -35,6 +35,13 @@ export {
   type HealthState,
   type ModelHealthInfo,
 } from "./model-health.ts";
+export {
+  applyModelOptions,
+  type Effort,
+  type ModelOptionSupport,
+  type ModelOptions,
+  toModelOptionSupport,
+} from "./model-options.ts";
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
 export { createSecret, redactSecret, type Secret } from "./secret.ts";
 export type * from "./types.ts";

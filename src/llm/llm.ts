@@ -37,6 +37,11 @@ import {
   type ModelHealth,
   type ModelHealthInfo,
 } from "./model-health.ts";
+import {
+  applyModelOptions,
+  type ModelOptionSupport,
+  toModelOptionSupport,
+} from "./model-options.ts";
 import { toPiModel } from "./pi-model.ts";
 import { createResponseStream } from "./response-stream.ts";
 import { createRetryPolicy, type RetryPolicy } from "./retry.ts";
@@ -59,6 +64,10 @@ export interface ModelInfo {
   readonly prices: ModelPrices;
   readonly compaction: ModelCompaction;
   readonly demo: boolean;
+  /** Which of the client's per-request options (model-options.ts) the model honours. */
+  readonly options: ModelOptionSupport;
+  /** The context window in max mode (equal to `contextWindow` when it has no max mode). */
+  readonly maxModeContextWindow: number;
   /** Configured models a call moves to when this one fails before its first token. */
   readonly fallbacks: readonly string[];
   /** At most this many calls at once; null: no limit. */
@@ -178,13 +187,14 @@ function linkAbort(signal: AbortSignal | undefined): {
 }
 
 function streamProvider(
-  config: ModelConfig,
+  configured: ModelConfig,
   apiKey: string,
   call: LLMCall,
   controller: AbortController,
   release: () => void,
   { policy, baseFetch, timeoutMs, health }: Transport,
 ): LLMStream {
+  const config = applyModelOptions(configured, call.options);
   const model = toPiModel(config);
   const headers = Object.fromEntries(
     Object.entries(config.headers).map(([name, value]) => [name, value.reveal()]),
@@ -216,26 +226,16 @@ function streamProvider(
     disableContinuation: true,
     maxRetries: 0,
     identity: { userAgent: { custom: USER_AGENT } },
-    onPayload: (payload) => toStablePayload(model.api, payload),
+    onPayload: (payload) =>
+      withParallelToolCalls(config.api, toStablePayload(model.api, payload) ?? payload),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   };
-  const events = observeHealth(
-    health,
-    config.name,
-    startEvents(
-      () =>
-        API_IMPLEMENTATIONS[config.api].streamSimple(
-          model,
-          normalizeContext(call.request),
-          streamOptions,
-        ),
-      // Nothing is built or sent before the model has a free call slot.
-      () => health.acquire(config.name, controller.signal),
+  const events = startEvents(() =>
+    API_IMPLEMENTATIONS[config.api].streamSimple(
+      model,
+      normalizeContext(call.request),
+      streamOptions,
     ),
-    (error) => ({
-      message: finishError(error, exact.state, secrets).errorMessage ?? "",
-      attempts: exact.state.attempts,
-    }),
   );
   return createResponseStream({
     callID: call.callID,
@@ -253,8 +253,42 @@ function streamProvider(
     finishError: (error) => finishError(error, exact.state, secrets),
     exactRequest: () => exact.state.exact,
     attempts: () => exact.state.attempts,
+    // Nothing is built or sent before the model has a free call slot (model-health.ts).
+    gate: () => health.acquire(configured.name, controller.signal),
+    observe: healthObserver(health, configured.name, () => exact.state.attempts),
     onEnd: release,
   });
+}
+
+/** Reports a call's outcome to its model's health: its first token, or its failure. */
+function healthObserver(
+  health: ModelHealth,
+  model: string,
+  attempts: () => readonly RequestAttempt[],
+): (event: AssistantMessageEvent) => void {
+  let succeeded = false;
+  return (event) => {
+    switch (event.type) {
+      case "text_delta":
+      case "thinking_delta":
+      case "toolcall_delta":
+      case "done":
+        if (!succeeded) health.succeeded(model);
+        succeeded = true;
+        return;
+      case "error": {
+        if (event.reason !== "error") return;
+        // The delivered event: its message is already cleared of secrets (finishError).
+        const message = event.error.errorMessage ?? "";
+        const sent = attempts();
+        const rateLimits = sent.filter((attempt) => attempt.status === 429).length;
+        health.failed(model, toFailureKind(sent, message), message, rateLimits);
+        return;
+      }
+      default:
+        return;
+    }
+  };
 }
 
 function streamDemo(
@@ -313,49 +347,14 @@ function failedStream(
 }
 
 /**
- * pi-ai's stream, with a synchronous throw (a library bug or a missing key) turned into events;
- * started once `gate` grants a call slot, which is held until the stream ends.
+ * pi-ai's stream, started when it is first iterated, so that a synchronous throw (a library bug or
+ * a missing key) happens inside the reader's loop and becomes an event there. Its own iterator
+ * is handed out as is: no generator in between adds a hop per event.
  */
-async function* startEvents(
+function startEvents(
   start: () => AsyncIterable<AssistantMessageEvent>,
-  gate: () => Promise<() => void>,
 ): AsyncIterable<AssistantMessageEvent> {
-  const release = await gate();
-  try {
-    yield* start();
-  } finally {
-    release();
-  }
-}
-
-/** Reports the call's outcome to the model's health: its first token, or its failure. */
-async function* observeHealth(
-  health: ModelHealth,
-  model: string,
-  events: AsyncIterable<AssistantMessageEvent>,
-  describe: (error: AssistantMessage) => {
-    readonly message: string;
-    readonly attempts: readonly RequestAttempt[];
-  },
-): AsyncIterable<AssistantMessageEvent> {
-  let succeeded = false;
-  for await (const event of events) {
-    const token =
-      event.type === "text_delta" ||
-      event.type === "thinking_delta" ||
-      event.type === "toolcall_delta" ||
-      event.type === "done";
-    if (token && !succeeded) {
-      succeeded = true;
-      health.succeeded(model);
-    }
-    if (event.type === "error" && event.reason === "error") {
-      const { message, attempts } = describe(event.error);
-      const rateLimits = attempts.filter((attempt) => attempt.status === 429).length;
-      health.failed(model, toFailureKind(attempts, message), message, rateLimits);
-    }
-    yield event;
-  }
+  return { [Symbol.asyncIterator]: () => start()[Symbol.asyncIterator]() };
 }
 
 /** The terminal error as we hand it out: the real cause of a hook failure, and no secrets. */
@@ -417,6 +416,8 @@ function toModelInfo(config: ModelConfig): ModelInfo {
     prices: config.prices,
     compaction: config.compaction,
     demo: false,
+    options: toModelOptionSupport(config),
+    maxModeContextWindow: config.maxMode?.contextWindow ?? config.contextWindow,
     fallbacks: config.fallbacks ?? [],
     maxConcurrent: config.maxConcurrent ?? null,
   };
@@ -437,7 +438,23 @@ function toDemoInfo(demo: DemoModel): ModelInfo {
     // The demo model answers from a script: it cannot write summaries.
     compaction: { ...toModelCompaction(undefined, "demo", "openai-chat"), auto: false },
     demo: true,
+    options: { thinking: false, efforts: [], maxMode: false, parallelToolCalls: true },
+    maxModeContextWindow: demo.contextWindow,
     fallbacks: [],
     maxConcurrent: null,
   };
+}
+
+/**
+ * Asks OpenAI (Chat Completions and Responses) for several tool calls per response when the
+ * request offers tools: an agent reads several files in one step, and the loop runs read-only
+ * calls together (src/loop/tool-batch.ts). Anthropic and Gemini allow parallel calls by default;
+ * other OpenAI-compatible servers do not all accept the field, so they get none.
+ */
+function withParallelToolCalls(api: ApiKind, payload: unknown): unknown {
+  if (api !== "openai-chat" && api !== "openai-responses") return payload;
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) return payload;
+  const body = payload as Record<string, unknown>;
+  if (!Array.isArray(body.tools) || body.tools.length === 0) return payload;
+  return { ...body, parallel_tool_calls: true };
 }

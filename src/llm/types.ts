@@ -81,6 +81,11 @@ export type TerminalEvent = Extract<ResponseEvent, { type: "done" } | { type: "e
 export interface ResponseStream extends AsyncIterable<ResponseEvent> {
   /** The next event, or `undefined` once the terminal event has been handed out. */
   recv(): Promise<ResponseEvent | undefined>;
+  /**
+   * The next event if one has already arrived, without waiting; `undefined` otherwise (also
+   * after the terminal event). Lets a reader take a burst of events in one go (issue #19).
+   */
+  poll(): ResponseEvent | undefined;
   /** Aborts the upstream request; the stream then ends with `error(aborted)`. */
   abort(reason?: string): void;
   /** Fires when the stream is aborted. */
@@ -117,6 +122,10 @@ export interface RequestAttempt {
   readonly retryDelayMs?: number;
 }
 
+import type { ModelOptions } from "./model-options.ts";
+
+export type { ModelOptions };
+
 /** One model call as the runner starts it (from a loop `call_llm` command). */
 export interface LLMCall {
   readonly callID: string;
@@ -125,6 +134,8 @@ export interface LLMCall {
   readonly request: RequestMessages;
   /** Derives the provider prompt-cache key, stable across the conversation's calls. */
   readonly conversationID: string;
+  /** The client's choices for this call: thinking, effort, max mode (model-options.ts). */
+  readonly options?: ModelOptions;
   /** Aborting it aborts the call, like `LLMStream.abort()`. */
   readonly signal?: AbortSignal;
   /**

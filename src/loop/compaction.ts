@@ -111,16 +111,18 @@ function usageTokens(message: Message): number {
 }
 
 /**
- * The estimated input of the next request: the usage the provider last reported inside the
- * current request window (it counted system, tools and everything before it), plus the estimate
- * of what was appended since. Without such a report, the whole request is estimated.
+ * The estimated input of the next request: the usage the provider last reported for a request
+ * built like the next one (it counted system, tools and everything before it), plus the estimate
+ * of what was appended since. Reports from before the last compaction counted the uncompacted
+ * request and are not used. Without a usable report, the whole request is estimated.
  */
 export function estimateNextRequest(
   state: ConversationState,
   settings: CompactionSettings,
 ): number {
   const window = toRequestMessages(state);
-  const from = lastCompaction(state)?.upTo ?? 0;
+  const last = lastCompaction(state);
+  const from = last === null ? 0 : Math.max(last.upTo, last.historyLength);
   const offset = state.messages.length - window.length;
   for (let index = state.messages.length - 1; index >= from; index -= 1) {
     const message = state.messages[index] as Message;

@@ -140,10 +140,13 @@ function toCallLLMCommand(state: ConversationState, callID: string): CallLLMComm
     summary === undefined && lastCompaction(state) === null
       ? state.hashes
       : hashHistory(request.messages);
+  // The client's model options apply to the turn's own calls, not to a summary call.
+  const options = summary === undefined ? settings.modelOptions : undefined;
   return {
     type: "call_llm",
     callID,
     model: summary === undefined ? callModel(state, state.call) : compaction.summaryModel,
+    ...(options === undefined ? {} : { modelOptions: options }),
     request,
     messagesHash: hashes.chainHash,
     messageCount: request.messages.length,

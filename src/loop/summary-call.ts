@@ -45,6 +45,7 @@ export function applySummaryDone(
     trigger: call.trigger,
     summary,
     at: message.timestamp,
+    historyLength: committed.messages.length,
   };
   const compacted: ConversationState = {
     ...committed,

@@ -40,8 +40,10 @@ export function buildSummaryRequest(
   const previous = lastCompaction(state);
   const from = previous?.upTo ?? 0;
   const transcript = state.messages.slice(from, upTo).map(renderMessage).join("\n\n");
-  // Half the budget for the transcript leaves room for the prompt, the summary and estimate error.
-  const maxChars = Math.floor((inputBudget(settings) / 2) * settings.charsPerToken);
+  // Half the budget for the transcript leaves room for the prompt, the summary and estimate error;
+  // the budget is the smaller of this model's and the summary model's.
+  const budget = Math.min(inputBudget(settings), settings.summaryInputBudget ?? Infinity);
+  const maxChars = Math.floor((budget / 2) * settings.charsPerToken);
   const parts = [
     previous === null
       ? ""

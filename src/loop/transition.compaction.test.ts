@@ -9,15 +9,19 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import type { AssistantMessage, Message } from "../llm/types.ts";
 import { toCanonicalJSON } from "./canonical-json.ts";
-import { estimateMessages, inputBudget } from "./compaction.ts";
+import { estimateMessages, estimateNextRequest, inputBudget } from "./compaction.ts";
 import { hashHistory } from "./history-hash.ts";
+import { toCallID } from "./ids.ts";
 import { createConversation } from "./state.ts";
 import {
   assistantMessage,
+  assistantWithUsage,
   COMPACTING,
   CONVERSATION_ID,
   checkedTransition,
+  compact,
   followUp,
+  given,
   result,
   start,
   streamed,
@@ -256,5 +260,26 @@ describe("compaction", () => {
   test("the estimate is what the provider would count, within the calibration", () => {
     const messages = [assistantMessage([text("x".repeat(4_000))])];
     assert.equal(estimateMessages(messages, 4), 1_004);
+  });
+});
+
+describe("the estimate after a compaction", () => {
+  test("usage reported before a compaction is not used: no second compaction at once", () => {
+    const t2c0 = toCallID(CONVERSATION_ID, "t2", 0);
+    const t3c0 = toCallID(CONVERSATION_ID, "t3", 0);
+    const settings = COMPACTING.compaction as CompactionSettings;
+    const after = given(
+      start("one", { settings: COMPACTING }),
+      streamed(toCallID(CONVERSATION_ID, "t1", 0), assistantWithUsage([text("a")], 300)),
+      followUp("two"),
+      streamed(t2c0, assistantWithUsage([text("b")], 398)),
+      compact(),
+      streamed(t3c0, assistantMessage([text("Short summary.")])),
+    );
+    assert.equal(after.state.committed.compactions?.length, 1);
+    // The last answer reported 398 tokens for the uncompacted request; the compacted one is small.
+    assert.ok(estimateNextRequest(after.state.committed, settings) < 100);
+    const next = after.when(followUp("three")).thenExpect({ command: "call_llm" });
+    assert.equal(next.transition.state.committed.call?.summary, undefined, "no second compaction");
   });
 });

@@ -91,6 +91,15 @@ const rows: Record<string, () => void> = {
       .when(start("again"))
       .thenExpect({ command: "call_llm" });
     given(start("x"), cancel()).when(start("again")).thenExpect({ command: "call_llm" });
+    // the client's model options ride on the call; none when the settings carry none
+    const modelOptions = { thinking: true, effort: "high", maxMode: true } as const;
+    const withOptions = given()
+      .when(start("think", { settings: { ...SETTINGS, modelOptions } }))
+      .thenExpect({ command: "call_llm" }).transition.command;
+    assert.ok(withOptions.type === "call_llm");
+    assert.deepEqual(withOptions.modelOptions, modelOptions);
+    const plain = given().when(start("plain")).transition.command;
+    assert.ok(plain.type === "call_llm" && !("modelOptions" in plain));
   },
   L2() {
     given(finishedTurn)
@@ -503,7 +512,14 @@ const rows: Record<string, () => void> = {
       .thenExpect({ command: "call_llm", status: "waiting_llm", emit: [], appended: [] });
     const after = outcome.transition.state.committed;
     assert.deepEqual(after.compactions, [
-      { callID: t2c0, upTo: 1, trigger: "threshold", summary: "The user said hi.", at: T0 },
+      {
+        callID: t2c0,
+        upTo: 1,
+        trigger: "threshold",
+        summary: "The user said hi.",
+        at: T0,
+        historyLength: 3,
+      },
     ]);
     assert.equal(after.call?.afterCompaction, true);
     const command = outcome.transition.command;

@@ -6,6 +6,7 @@ import type {
   AssistantMessage,
   FailureKind,
   Message,
+  ModelOptions,
   RequestMessages,
   ResponseEvent,
   TextContent,
@@ -54,6 +55,11 @@ export interface TurnSettings {
    * the client together (tool-batch.ts). Absent: every call runs alone. Not part of the request.
    */
   readonly readOnlyTools?: readonly string[];
+  /**
+   * The client's per-request model options (thinking, effort, max mode): the model call carries
+   * them to the LLM layer. Absent: the model's configured defaults.
+   */
+  readonly modelOptions?: ModelOptions;
 }
 
 /**
@@ -71,6 +77,8 @@ export interface CompactionSettings {
   readonly threshold: number;
   /** The configured model name the summary call goes to. */
   readonly summaryModel: string;
+  /** The input the summary model can take (its window less its output); default: this model's. */
+  readonly summaryInputBudget?: number;
   /** How many of the last messages stay verbatim after the summary (at least; never a split tool exchange). */
   readonly tailMessages: number;
   /** Characters per token of the tokenizer-free estimate, calibrated per provider kind. */
@@ -196,6 +204,11 @@ export interface Compaction {
   readonly summary: string;
   /** When the summary call ended (its message's timestamp). */
   readonly at: number;
+  /**
+   * The history's length when the record was appended: usage reported by answers before it
+   * counted the uncompacted request, so the estimate does not use it.
+   */
+  readonly historyLength: number;
 }
 
 /**
@@ -303,6 +316,8 @@ export interface CallLLMCommand {
   readonly type: "call_llm";
   readonly callID: string;
   readonly model: string;
+  /** The client's options for the model (thinking, effort, max mode), when it chose any. */
+  readonly modelOptions?: ModelOptions;
   readonly request: RequestMessages;
   /** chain hash of `request.messages` (history-hash.ts). */
   readonly messagesHash: string;

@@ -21,7 +21,7 @@ import {
   UserMessageSchema,
 } from "./gen/agent/v1/user_message_pb.js";
 import { fromAgentMode, MODES, type Mode } from "./mode.ts";
-import { toSystemPrompt } from "./prompt.ts";
+import { toSystemPrompt } from "./prompt/index.ts";
 import { toConcurrentToolNames, toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
 import type { McpToolRef } from "./tools/mcp.ts";
 import { NO_WEB, type WebOffer } from "./tools/server-work.ts";

@@ -40,6 +40,7 @@ const compacted: ConversationState = {
       trigger: "request",
       summary: "Goals: fix the parser. Files: src/parse.ts (changed).",
       at: 1,
+      historyLength: 6,
     },
   ],
 };
