@@ -266,6 +266,38 @@ describe("createModelConfigs", () => {
     assert.match(error.problem, /duplicate/);
   });
 
+  test("fallbacks name other models of the list; maxConcurrent is a positive integer", () => {
+    const base = { api: "openai-compatible", model: "m", baseUrl: "http://127.0.0.1:1" };
+    const [main] = createModelConfigs([
+      { ...base, name: "main", fallbacks: ["spare"], maxConcurrent: 4 },
+      { ...base, name: "spare" },
+    ]);
+    assert.deepEqual(main?.fallbacks, ["spare"]);
+    assert.equal(main?.maxConcurrent, 4);
+    const problems: [unknown[], RegExp][] = [
+      [
+        [{ ...base, name: "a", fallbacks: ["ghost"] }],
+        /models\[0\]\.fallbacks\[0\]: no model is named "ghost"/,
+      ],
+      [
+        [{ ...base, name: "a", fallbacks: ["a"] }],
+        /fallbacks\[0\]: a model cannot fall back to itself/,
+      ],
+      [[{ ...base, name: "a", fallbacks: "b" }], /fallbacks: must be a list of model names/],
+      [
+        [
+          { ...base, name: "a", fallbacks: ["b", "b"] },
+          { ...base, name: "b" },
+        ],
+        /fallbacks\[1\]: is listed twice/,
+      ],
+      [[{ ...base, name: "a", maxConcurrent: 0 }], /models\[0\]\.maxConcurrent/],
+    ];
+    for (const [list, problem] of problems) {
+      assert.throws(() => createModelConfigs(list), problem);
+    }
+  });
+
   test("an empty list is valid (the demo model is served then)", () => {
     assert.deepEqual(createModelConfigs([]), []);
     assert.equal(configError(() => createModelConfigs({})).field, "models");

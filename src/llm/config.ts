@@ -91,6 +91,13 @@ export interface ModelConfig {
    * context; null when it has none (max mode then changes nothing).
    */
   readonly maxMode: { readonly contextWindow: number; readonly maxOutput: number } | null;
+  /**
+   * Configured model names a call moves to, in order, when this one fails before its first
+   * token (429, 5xx, no connection, overloaded). Absent: none.
+   */
+  readonly fallbacks?: readonly string[];
+  /** At most this many calls to the model at once; more wait for a free slot. Absent: no limit. */
+  readonly maxConcurrent?: number;
 }
 
 /** The plain-object form accepted by `createModelConfig` (e.g. one entry of a YAML file). */
@@ -113,6 +120,8 @@ export interface ModelConfigInput {
   readonly maxOutput?: number;
   readonly prices?: Partial<Pick<ModelPrices, "input" | "output" | "cacheRead" | "cacheWrite">>;
   readonly compat?: Readonly<Record<string, unknown>>;
+  readonly fallbacks?: readonly string[];
+  readonly maxConcurrent?: number;
   readonly compaction?: ModelCompactionInput;
   /** Larger limits for max mode; each defaults to the normal one. */
   readonly maxMode?: { readonly contextWindow?: number; readonly maxOutput?: number };
@@ -205,6 +214,8 @@ const INPUT_FIELDS = new Set([
   "maxOutput",
   "prices",
   "compat",
+  "fallbacks",
+  "maxConcurrent",
   "compaction",
   "maxMode",
 ]);
@@ -267,9 +278,13 @@ export function createModelConfig(input: unknown, path = "model"): ModelConfig {
     throw new ConfigError(at("maxOutput"), `must not exceed contextWindow (${contextWindow})`);
   }
 
+  const fallbacks = toFallbacks(entry.fallbacks, at("fallbacks"), name);
+  const maxConcurrent = optionalPositiveInteger(entry.maxConcurrent, at("maxConcurrent"));
   const maxMode = toMaxMode(entry.maxMode, at("maxMode"), contextWindow, maxOutput);
 
   return {
+    ...(fallbacks === undefined ? {} : { fallbacks }),
+    ...(maxConcurrent === undefined ? {} : { maxConcurrent }),
     name,
     provider,
     api,
@@ -328,7 +343,8 @@ function toMaxMode(
 }
 
 /**
- * Validates a list of model entries; names must be unique.
+ * Validates a list of model entries; names must be unique, and fallbacks must name models of
+ * the list.
  * @throws ConfigError naming the field, e.g. `models[1].name`.
  */
 export function createModelConfigs(input: unknown, path = "models"): readonly ModelConfig[] {
@@ -342,6 +358,16 @@ export function createModelConfigs(input: unknown, path = "models"): readonly Mo
     seen.add(config.name);
     return config;
   });
+  for (const [index, config] of configs.entries()) {
+    for (const [position, fallback] of (config.fallbacks ?? []).entries()) {
+      if (!seen.has(fallback)) {
+        throw new ConfigError(
+          `${path}[${index}].fallbacks[${position}]`,
+          `no model is named "${fallback}"; a fallback names another entry of ${path}`,
+        );
+      }
+    }
+  }
   configs.forEach((config, index) => {
     const summaryModel = config.compaction.summaryModel;
     if (summaryModel !== null && !seen.has(summaryModel)) {
@@ -352,6 +378,19 @@ export function createModelConfigs(input: unknown, path = "models"): readonly Mo
     }
   });
   return configs;
+}
+
+function toFallbacks(value: unknown, field: string, name: string): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) throw new ConfigError(field, "must be a list of model names");
+  const names = value.map((item, index) => requireString(item, `${field}[${index}]`));
+  for (const [index, item] of names.entries()) {
+    if (item === name)
+      throw new ConfigError(`${field}[${index}]`, "a model cannot fall back to itself");
+    if (names.indexOf(item) !== index)
+      throw new ConfigError(`${field}[${index}]`, "is listed twice");
+  }
+  return names;
 }
 
 function toCompaction(value: unknown, field: string, api: ApiKind): ModelCompaction {

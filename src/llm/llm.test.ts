@@ -253,6 +253,8 @@ describe("createLLM", { timeout: 10_000 }, () => {
           parallelToolCalls: true,
         },
         maxModeContextWindow: 1_000_000,
+        fallbacks: [],
+        maxConcurrent: null,
       },
       {
         name: "Local",
@@ -275,6 +277,8 @@ describe("createLLM", { timeout: 10_000 }, () => {
         demo: false,
         options: { thinking: false, efforts: [], maxMode: false, parallelToolCalls: true },
         maxModeContextWindow: 128_000,
+        fallbacks: [],
+        maxConcurrent: null,
       },
     ]);
     assert.equal(llm.findModel("Local")?.provider, "ollama");

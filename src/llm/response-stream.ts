@@ -24,6 +24,14 @@ export interface ResponseStreamOptions {
   readonly attempts?: () => readonly RequestAttempt[];
   /** Called once, after the terminal event was queued (e.g. to drop listeners). */
   readonly onEnd?: () => void;
+  /**
+   * Awaited before the source is read (e.g. a free call slot, model-health.ts); the function it
+   * resolves with is called once the stream has ended. An abort while waiting ends the stream
+   * with `error(aborted)`.
+   */
+  readonly gate?: () => Promise<() => void>;
+  /** Sees every event as it is handed out (terminal errors after `finishError`). */
+  readonly observe?: (event: ResponseEvent) => void;
 }
 
 export function createResponseStream(options: ResponseStreamOptions): LLMStream {
@@ -50,21 +58,31 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
     return { ...event, error: options.finishError(event.error) };
   };
 
+  const deliverFailure = (message: string): void => {
+    const event = failure(message);
+    options.observe?.(event);
+    deliver(event);
+  };
+
   const pump = async () => {
     let terminated = false;
+    let release: (() => void) | undefined;
     try {
+      release = await options.gate?.();
       for await (const event of options.events) {
         const snapshot = finish(snapshotter.toSnapshot(event));
+        options.observe?.(snapshot);
         deliver(snapshot);
         if (snapshot.type === "done" || snapshot.type === "error") {
           terminated = true;
           break;
         }
       }
-      if (!terminated) deliver(failure("the provider stream ended without a terminal event"));
+      if (!terminated) deliverFailure("the provider stream ended without a terminal event");
     } catch (error) {
-      if (!terminated) deliver(failure(errorMessage(error)));
+      if (!terminated) deliverFailure(errorMessage(error));
     } finally {
+      release?.();
       ended = true;
       for (const waiter of waiters.splice(0)) waiter(undefined);
       options.onEnd?.();

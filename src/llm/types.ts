@@ -53,6 +53,21 @@ export interface RequestMessages extends Context {
  */
 export type ResponseEvent = AssistantMessageEvent;
 
+/**
+ * Why a model call failed (failure-kind.ts): the provider's rate limit (429), overload (503, 529,
+ * `overloaded_error`), a server error (5xx), no connection, the model cooling down after
+ * repeated rate limits (model-health.ts), or anything else (a bad request, a refused key, a
+ * broken response). All but `other` may be model- or provider-specific, so another model may
+ * succeed (loop/model-route.ts).
+ */
+export type FailureKind =
+  | "rate_limited"
+  | "overloaded"
+  | "server_error"
+  | "connection"
+  | "cooling_down"
+  | "other";
+
 /** The terminal events of a response stream. */
 export type TerminalEvent = Extract<ResponseEvent, { type: "done" } | { type: "error" }>;
 
@@ -123,6 +138,11 @@ export interface LLMCall {
   readonly options?: ModelOptions;
   /** Aborting it aborts the call, like `LLMStream.abort()`. */
   readonly signal?: AbortSignal;
+  /**
+   * At most this many send attempts, when fewer than the retry policy's: a call that has a
+   * fallback model gives up on its model sooner (loop/model-route.ts).
+   */
+  readonly maxAttempts?: number;
   /** A body saved by an earlier attempt of this call: it is sent byte for byte instead of a rebuilt one. */
   readonly replay?: { readonly body: string };
   /**

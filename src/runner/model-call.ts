@@ -7,12 +7,13 @@
  * and a cancel can still come between two steps. A cancel or shutdown that comes while the call
  * is being prepared wins: nothing is opened.
  */
-import { isContextOverflow, type LLM, type ResponseEvent } from "../llm/index.ts";
+import { isContextOverflow, type LLM, type ResponseEvent, toFailureKind } from "../llm/index.ts";
 import type { CallLLMCommand, Transition } from "../loop/index.ts";
 import type { RecordWrite, Store } from "../store/index.ts";
 import type { ApplyInput } from "./apply-input.ts";
 import type { Live } from "./conversation-cache.ts";
 import type { SerialQueue } from "./serial-queue.ts";
+import type { ModelSwitch } from "./types.ts";
 
 export interface ModelCallDeps {
   readonly store: Pick<Store, "getLLMCall" | "saveLLMCall" | "setLLMCallStatus">;
@@ -22,7 +23,12 @@ export interface ModelCallDeps {
   readonly apply: ApplyInput;
   /** True once the runner shuts down: nothing more is opened or applied. */
   readonly isStopping: () => boolean;
+  /** Told before a call that repeats a failed call's request on another model is opened. */
+  readonly onModelSwitch?: (info: ModelSwitch) => void;
 }
+
+/** Send attempts of a call that has a fallback model: the first and one retry. */
+export const FAILOVER_ATTEMPTS = 2;
 
 /** The most events one queued step applies. */
 export const MAX_BURST = 256;
@@ -35,6 +41,18 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
     if (isStopping()) return;
     const conversationID = entry.conversationID;
     const turnID = entry.state.committed.turnID;
+    if (command.failover !== undefined) {
+      deps.onModelSwitch?.({
+        conversationID,
+        turnID,
+        callID: command.callID,
+        failedCallID: command.failover.failedCallID,
+        from: command.failover.from,
+        to: command.model,
+        kind: command.failover.kind,
+        reason: command.failover.message,
+      });
+    }
     const saved = await store.getLLMCall(command.callID);
     // A cancel or shutdown that came while the call was being prepared wins: open nothing.
     const current = entry.state.committed;
@@ -52,6 +70,8 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       request: command.request,
       conversationID,
       ...(command.modelOptions === undefined ? {} : { options: command.modelOptions }),
+      // With a fallback left, one quick retry and then the next model (README "Model routing").
+      ...(command.fallbackLeft === true ? { maxAttempts: FAILOVER_ATTEMPTS } : {}),
       ...(saved === null ? {} : { replay: { body: saved.request } }),
       beforeSend: async (exact) => {
         await store.saveLLMCall({
@@ -94,6 +114,10 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
             type: "llm_event",
             callID: command.callID,
             event,
+            // Why it failed, for the loop's failover decision (loop/model-route.ts).
+            ...(event.type === "error" && event.reason === "error"
+              ? { failure: toFailureKind(stream.attempts, event.error.errorMessage) }
+              : {}),
             // The loop compacts and repeats the call once on a context-length error.
             ...(event.type === "error" && isContextOverflow(event.error)
               ? { contextOverflow: true }

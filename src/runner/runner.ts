@@ -47,7 +47,15 @@ export function createRunner(options: RunnerOptions): Runner {
   let stopping = false;
   const isStopping = (): boolean => stopping;
   const applyInput = createApplyInput({ store, cache: live, execute });
-  const callModel = createModelCall({ store, llm, now, queue, apply: applyOrEndTurn, isStopping });
+  const callModel = createModelCall({
+    store,
+    llm,
+    now,
+    queue,
+    apply: applyOrEndTurn,
+    isStopping,
+    ...(options.onModelSwitch === undefined ? {} : { onModelSwitch: options.onModelSwitch }),
+  });
   const callTool = createToolCall({ operations, now, queue, apply: applyOrEndTurn, isStopping });
 
   /**

@@ -16,8 +16,10 @@ import {
   toModelSelection,
   toProtocolError,
   toResumedTurnState,
+  toServerNotice,
   toTurnEnded,
 } from "../cursor/index.ts";
+import { toImageNotice } from "../image-notice.ts";
 import { toWebOffer } from "../web-work.ts";
 import { toSavedRunRequest } from "./saved-run-request.ts";
 import { type StreamState, send } from "./stream-state.ts";
@@ -85,10 +87,15 @@ export function createTurnStart(
         web: toWebOffer(deps.web),
       });
       if (!started.ok) {
-        throw toConnectError({ kind: "bad_input", detail: started.error.message });
+        // The stream ends with the error too, so a client reading RunSSE is not left waiting.
+        const error = toConnectError({ kind: "bad_input", detail: started.error.message });
+        stream.end(error);
+        throw error;
       }
       const { input, state } = started.value;
       stream.turn = state;
+      const imageNotice = toImageNotice(model, input.userMessage);
+      if (imageNotice !== null) send(stream, [toServerNotice(imageNotice)]);
       stream.startedAt = now();
       stream.conversationID = state.conversationID;
       log.info(
@@ -118,6 +125,7 @@ export function createTurnStart(
             settings: withBatches(deps.options, {
               ...input.settings,
               model: model.name,
+              ...(model.fallbacks.length === 0 ? {} : { fallbacks: model.fallbacks }),
               compaction: toCompactionSettings(model, (name) => deps.models.findModel(name)),
               ...(Object.keys(options).length === 0 ? {} : { modelOptions: options }),
             }),

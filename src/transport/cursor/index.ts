@@ -28,7 +28,7 @@ export {
   toModeSettings,
   toResumedTurnState,
 } from "./run-request.ts";
-export { toHeartbeatMessage } from "./server-message.ts";
+export { toHeartbeatMessage, toServerNotice } from "./server-message.ts";
 export {
   type OfferedModel,
   type PathEncryptionKeys,
