@@ -258,8 +258,12 @@ describe("compaction", () => {
   });
 
   test("a state restored from JSON during a summary call continues byte for byte", () => {
-    const turns = Array.from({ length: 40 }, () => ({ tools: 1, output: 600 }));
-    const { inputs } = simulate({ turns, overflowAt: new Set() }, false);
+    const turns = Array.from({ length: 40 }, (_, i) => ({
+      tools: 1,
+      output: i % 2 === 0 ? 600 : 1_200,
+    }));
+    const { inputs, state } = simulate({ turns, overflowAt: new Set() }, false);
+    assert.ok((state.committed.elisions?.length ?? 0) > 0, "elisions too");
     let original = createConversation(CONVERSATION_ID);
     let restored = createConversation(CONVERSATION_ID);
     let summarySteps = 0;
