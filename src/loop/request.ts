@@ -5,11 +5,13 @@
  */
 import type { RequestMessages, Tool } from "../llm/types.ts";
 import {
+  activeElision,
   chooseCut,
   compactionSettingsOf,
   isOverThreshold,
   lastCompaction,
   toRequestMessages,
+  tryElision,
 } from "./compaction.ts";
 import { hashHistory } from "./history-hash.ts";
 import { toCallID } from "./ids.ts";
@@ -50,11 +52,17 @@ interface StartedCall {
 /**
  * Starts the next model call of the turn: the state waits for it and the command carries the
  * complete request with its history hashes. When automatic compaction is on and the estimated
- * request exceeds the threshold, a summary call comes first (its `done` then starts this call).
+ * request exceeds the threshold, the request first stops re-sending old large tool results when
+ * that is enough (an elision record), else a summary call comes first (its `done` then starts
+ * this call).
  */
 export function startModelCall(state: ConversationState): StartedCall {
   const compaction = state.settings?.compaction;
   if (compaction?.auto === true && isOverThreshold(state, compaction)) {
+    // The cheaper step first: stop re-sending old large tool results, when that is enough.
+    const cut = chooseCut(state, compaction);
+    const elided = cut === null ? null : tryElision(state, compaction, cut);
+    if (elided !== null) return startCall(elided, {});
     const summary = startSummaryCall(state, "threshold");
     if (summary !== null) return summary;
   }
@@ -111,7 +119,7 @@ function toCallLLMCommand(state: ConversationState, callID: string): CallLLMComm
       ? buildRequest(state)
       : buildSummaryRequest(state, summary.upTo, compaction);
   const hashes =
-    summary === undefined && lastCompaction(state) === null
+    summary === undefined && lastCompaction(state) === null && activeElision(state) === null
       ? state.hashes
       : hashHistory(request.messages);
   // The client's model options apply to the turn's own calls, not to a summary call.

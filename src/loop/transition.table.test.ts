@@ -595,6 +595,41 @@ const rows: Record<string, () => void> = {
       .when(overflow(call0))
       .thenExpect({ command: "failed", status: "failed" });
   },
+  L41() {
+    const big = toolCall("tc-big", "read", { path: "big.log" });
+    const reading = assistantWithUsage([text("Reading."), big], 100);
+    const before = [
+      start("read the log", { settings: COMPACTING }),
+      ...streamed(call0, reading),
+      result(big, "z".repeat(1_100)),
+      ...streamed(call1, assistantWithUsage([text("It is long.")], 480)),
+    ];
+    const outcome = given(before)
+      .when(followUp("and now?"))
+      .thenExpect({
+        command: "call_llm",
+        status: "waiting_llm",
+        appended: [userMessage("and now?")],
+      });
+    const after = outcome.transition.state.committed;
+    assert.equal(after.call?.summary, undefined, "no summary call");
+    assert.deepEqual(after.elisions, [{ upTo: 3, historyLength: 5, afterCompactions: 0 }]);
+    const command = outcome.transition.command;
+    assert.ok(command.type === "call_llm");
+    assert.equal(command.model, "test-model");
+    const sent = command.request.messages[2];
+    assert.ok(sent?.role === "toolResult");
+    assert.match(
+      JSON.stringify(sent.content),
+      /output of read \(1100 characters\) is no longer shown/,
+    );
+    assert.equal(after.messages[2], before.length > 0 ? after.messages[2] : undefined);
+    assert.equal(
+      JSON.stringify(after.messages[2]).includes("z".repeat(1_100)),
+      true,
+      "history keeps it",
+    );
+  },
 };
 
 function toolResultOf(call: typeof readA, output: string) {

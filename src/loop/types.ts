@@ -161,6 +161,19 @@ export interface LLMCall {
   readonly afterCompaction?: boolean;
 }
 
+/**
+ * The cheaper step at a compaction point (docs/compaction.md): from this record on, requests no
+ * longer re-send the bodies of large tool results before `upTo` (a short note stands in). No model
+ * call; history is unchanged. It applies until the next summary compaction.
+ */
+export interface Elision {
+  readonly upTo: number;
+  /** The history's length when it was appended (reports before it counted the full bodies). */
+  readonly historyLength: number;
+  /** How many summary compactions existed when it was appended; it applies while that holds. */
+  readonly afterCompactions: number;
+}
+
 /** Why a compaction was started. */
 export type CompactionTrigger = "threshold" | "overflow" | "request";
 
@@ -245,6 +258,8 @@ export interface ConversationState {
   readonly context: readonly SeenContext[];
   /** Compaction records, oldest first; the last one shapes the requests. Absent in states saved before compactions existed. */
   readonly compactions?: readonly Compaction[];
+  /** Elision records, oldest first (compaction.ts); absent when there were none. */
+  readonly elisions?: readonly Elision[];
   readonly failure: Failure | null;
   /** inputID of the last input that changed this state ("" when none). */
   readonly lastCommitID: string;
