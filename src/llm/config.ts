@@ -10,7 +10,7 @@
  * `ANTHROPIC_API_KEY`) is only assumed when the base URL is not configured, so a key never goes
  * to an endpoint the configuration did not name it for.
  *
- * Why one file of about 440 lines: one validation of one shape (a model's configuration), field by
+ * Why one file of about 520 lines: one validation of one shape (a model's configuration), field by
  * field, with the defaults it applies; the small field readers are private to it.
  */
 import type { Api, Model } from "@earendil-works/pi-ai";

@@ -2,7 +2,7 @@
  * Coalescing of adjacent streamed deltas (issue #19): when the client reads slower than the model
  * writes, the text deltas waiting for it are sent as one `text_delta` whose text is theirs
  * concatenated, and likewise thinking deltas. The client appends each delta to what it shows, so
- * one delta "ab" renders exactly like "a" then "b" (cursor-protocol.md, interaction updates).
+ * one delta "ab" renders exactly like "a" then "b" (docs/protocol.md §2.5, interaction updates).
  *
  * Only deltas of the same kind with the same other fields (`is_server_notice`, `thinking_style`)
  * are joined; anything else between them (a tool call, thinking completed, a heartbeat) ends the

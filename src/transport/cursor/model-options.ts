@@ -2,7 +2,7 @@
  * The client's model choice as the LLM layer's per-call options (src/llm/model-options.ts).
  *
  * What Cursor clients send (public Cursor servers and proxies agree on these; see
- * /work/shared/docs/cursor-protocol.md, RequestedModel):
+ * docs/protocol.md §2.3, RequestedModel):
  * - `requested_model.parameters[]` `{id, value}`: `thinking` (`true`/`false`), `effort` or
  *   `reasoning` (`low` … `xhigh`, `max`), `fast`, `context`;
  * - `requested_model.max_mode` (or `model_details.max_mode`);
