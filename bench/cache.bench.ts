@@ -1,10 +1,11 @@
 /**
  * `npm run bench:cache`: a 200-turn agent session (two tool calls of ~1.5 KB results per turn)
  * through the real runner, loop, store and LLM layer against a fake provider with a small context
- * window (docs/compaction.md). Prints, per provider kind and window, the number of compactions,
- * the largest request against the window, and the share of input tokens that were a cached
- * prefix of the previous request — computed from the request bodies as sent (bytes stand in for
- * tokens; the provider caches by prefix). Target: ≥ 90% cached overall. Printed, not asserted.
+ * window (docs/compaction.md). Prints, per provider kind and window, the number of compactions
+ * (summary calls, and elisions of old tool outputs), the largest request against the window, and
+ * the share of input tokens that were a cached prefix of the previous request — computed from the
+ * request bodies as sent (bytes stand in for tokens; the provider caches by prefix). Target: ≥ 90%
+ * cached overall. Printed, not asserted.
  */
 import type { ProviderID } from "../src/llm/testing/provider-specs.ts";
 import { cachedShare, runLongSession } from "../src/runner/testing/long-session.ts";
@@ -35,7 +36,8 @@ console.log(
     "provider".padEnd(18),
     "window".padStart(7),
     "requests".padStart(9),
-    "compactions".padStart(12),
+    "summaries".padStart(10),
+    "elisions".padStart(9),
     "max request".padStart(12),
     "failed turns".padStart(13),
     "cached (all)".padStart(13),
@@ -60,7 +62,8 @@ for (const c of CASES) {
       c.kind.padEnd(18),
       String(c.contextWindow).padStart(7),
       String(result.requests.length).padStart(9),
-      String(compactions).padStart(12),
+      String(compactions).padStart(10),
+      String(result.state?.elisions?.length ?? 0).padStart(9),
       `${maxTokens}/${c.contextWindow - c.maxOutput}`.padStart(12),
       String(failed).padStart(13),
       pct(cachedShare(result.requests)).padStart(13),
@@ -70,5 +73,6 @@ for (const c of CASES) {
 }
 console.log(
   "\ncached: Σ over requests of the bytes shared as a prefix with the previous request, / Σ bytes." +
-    "\n'agent calls' leaves the summary calls out of the sequence (they are one-off transcripts).",
+    "\n'agent calls' leaves the summary calls out of the sequence (they are one-off transcripts)." +
+    "\nelisions: compaction points where old tool outputs stopped being re-sent (no model call).",
 );

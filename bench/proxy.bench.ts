@@ -28,7 +28,7 @@ import { silentLog } from "../src/transport/log.ts";
 import { createProxyAgent } from "../src/transport/proxy/connect-through.ts";
 import { startProxy } from "../src/transport/proxy/proxy.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../src/transport/server.ts";
-import { indexOf, MODEL, percentile, runTurn, startBenchProvider } from "./turn-kit.ts";
+import { indexesOf, MODEL, percentile, runTurn, startBenchProvider } from "./turn-kit.ts";
 
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 400);
 const PACE_MS = 2;
@@ -166,7 +166,7 @@ async function main(): Promise<void> {
   const chunkDelays = async (transport: typeof directTurns): Promise<number[]> => {
     const received: number[] = [];
     await runTurn(transport, (text, at) => {
-      received[indexOf(text)] = at;
+      for (const index of indexesOf(text)) received[index] = at;
     });
     return provider.written.flatMap((at, i) => {
       const got = received[i];

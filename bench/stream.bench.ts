@@ -1,28 +1,58 @@
 /**
- * `npm run bench:stream`: what the server adds to a model stream, measured in one run against a
- * loopback fake provider (OpenAI-compatible SSE) and printed, never asserted.
+ * `npm run bench:stream`: what the server adds to a model stream, measured against a loopback
+ * fake provider (OpenAI-compatible SSE) and printed beside the targets of issue #19, never
+ * asserted. Sections (all by default; name some to run only those, e.g.
+ * `npm run bench:stream -- throughput latency`):
  *
- * (a) latency from the provider writing a chunk to the client receiving its text_delta on
- *     RunSSE, for a paced stream (p50/p99), against the same chunk read directly through the
- *     LLM layer (the baseline, same process);
- * (b) time to first text delta through the server minus the provider's own time to first byte;
- * (c) events per second through the server vs the same stream consumed directly with the LLM
- *     layer (pi-ai) in this process (ratio);
- * (d) 200 concurrent conversations on a server in its own process: heartbeat gaps while the
- *     model is silent, and the server's resident memory per open stream.
+ * The direct baseline is the same stream consumed with the LLM layer in this process, for the
+ * same request the server's model call made (Cursor's system prompt and tools).
+ *
+ * - throughput: text deltas per second (call to last delta) through the server ÷ directly, by
+ *   response length (1k … 100k unpaced deltas);
+ * - latency: provider writes a chunk → the client has its text, paced stream, p50/p99, through
+ *   the server minus directly;
+ * - ttft: time to the first text delta minus the provider's own, through the server minus
+ *   directly;
+ * - heap: live heap (after a full GC) per open, silent stream, in a server process of its own;
+ * - concurrency: 2,000 streaming conversations on a server process of its own (bounded in
+ *   time): chunk latency while they stream, the longest silence any stream saw.
+ *
+ * Environment: BENCH_LENGTHS (e.g. `1000,100000`), BENCH_CONCURRENCY (default 2000).
  */
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { createLLM, createModelConfigs } from "../src/llm/index.ts";
+import { createLLM, createModelConfigs, type LLM, type LLMCall } from "../src/llm/index.ts";
 import { createRunner } from "../src/runner/runner.ts";
 import { createMemoryStore } from "../src/store/index.ts";
 import { silentLog } from "../src/transport/log.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../src/transport/server.ts";
-import { indexOf, MODEL, ms, percentile, runTurn, startBenchProvider } from "./turn-kit.ts";
+import {
+  type BenchProvider,
+  indexesOf,
+  MODEL,
+  ms,
+  percentile,
+  runTurn,
+  stampsOf,
+  startBenchProvider,
+} from "./turn-kit.ts";
+
+const SECTIONS = ["throughput", "latency", "ttft", "heap", "concurrency"] as const;
+type Section = (typeof SECTIONS)[number];
+const asked = process.argv
+  .slice(2)
+  .filter((arg): arg is Section => SECTIONS.includes(arg as Section));
+const run = (section: Section) => asked.length === 0 || asked.includes(section);
+const LENGTHS = (process.env.BENCH_LENGTHS ?? "1000,10000,20000,100000").split(",").map(Number);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 2_000);
+
+const print = (line = "") => process.stdout.write(`${line}\n`);
+const median = (values: readonly number[]) => percentile(values, 50);
+const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
 
 async function main(): Promise<void> {
   const provider = await startBenchProvider();
@@ -35,103 +65,192 @@ async function main(): Promise<void> {
       apiKey: "k",
     },
   ]);
+  print("bench:stream — loopback fake provider; figure, then [target]");
+  if (run("throughput") || run("latency") || run("ttft")) {
+    await inProcess(provider, models);
+  }
+  if (run("heap")) {
+    await inServerProcess(provider, {
+      streams: 200,
+      script: { chunks: 1, paceMs: 0, stallAfter: 1 },
+      heartbeatMs: 250,
+      observeMs: 3_000,
+    });
+  }
+  if (run("concurrency")) {
+    await inServerProcess(provider, {
+      streams: CONCURRENCY,
+      script: { chunks: 1_000, paceMs: 1_000, stallAfter: 8, stamp: true },
+      heartbeatMs: 1_000,
+      observeMs: 14_000,
+    });
+  }
+  await provider.close();
+}
+
+/** throughput, latency, ttft: the server and the direct baseline in this process. */
+async function inProcess(
+  provider: BenchProvider,
+  models: ReturnType<typeof createModelConfigs>,
+): Promise<void> {
   const llm = createLLM({ models });
+  /** The request the server's last model call made: the direct baseline sends the same one. */
+  let serverRequest: LLMCall["request"] | undefined;
+  const recording: LLM = {
+    ...llm,
+    stream: (call) => {
+      serverRequest = call.request;
+      return llm.stream(call);
+    },
+  };
   const store = createMemoryStore();
   const server = await startServer(
-    { store, llm, runner: createRunner({ store, llm }), log: silentLog },
+    { store, llm: recording, runner: createRunner({ store, llm: recording }), log: silentLog },
     { ...DEFAULT_SERVER_OPTIONS, port: 0, runSseContentType: "connect" },
   );
-  const direct = async () => {
+  /** The stream consumed with the LLM layer directly: when each chunk's text arrived. */
+  const direct = async (): Promise<{ received: number[]; calledAt: number }> => {
     const received: number[] = [];
+    const calledAt = performance.now();
     const stream = createLLM({ models }).stream({
       callID: randomUUID(),
       model: MODEL,
       conversationID: "bench",
-      request: {
+      request: serverRequest ?? {
         systemPrompt: "s",
         tools: [],
         messages: [{ role: "user", content: "go", timestamp: 1 }],
       },
     });
-    let events = 0;
+    // Only the arrival time while reading; the texts are parsed afterwards, as for the server.
+    const texts: string[] = [];
+    const times: number[] = [];
     for await (const event of stream) {
-      events += 1;
-      if (event.type === "text_delta") received[indexOf(event.delta)] = performance.now();
+      if (event.type === "text_delta") {
+        texts.push(event.delta);
+        times.push(performance.now());
+      }
     }
-    return { received, events };
+    texts.forEach((text, i) => {
+      for (const index of indexesOf(text)) received[index] = times[i] as number;
+    });
+    return { received, calledAt };
   };
-
-  // (a) chunk → client latency, paced stream
-  provider.script = { chunks: 400, paceMs: 2 };
-  await runTurn(server.url, () => {}); // warm up
-  const throughServer: number[] = [];
-  for (let round = 0; round < 3; round += 1) {
+  const throughServer = async (): Promise<{ received: number[]; calledAt: number }> => {
     const received: number[] = [];
-    await runTurn(server.url, (text, at) => {
-      received[indexOf(text)] = at;
+    const texts: string[] = [];
+    const times: number[] = [];
+    const { sentAt } = await runTurn(server.url, (text, at) => {
+      texts.push(text);
+      times.push(at);
     });
-    provider.written.forEach((at, i) => {
-      const got = received[i];
-      if (got !== undefined) throughServer.push(got - at);
+    texts.forEach((text, i) => {
+      for (const index of indexesOf(text)) received[index] = times[i] as number;
     });
-  }
-  const baseline: number[] = [];
-  for (let round = 0; round < 3; round += 1) {
-    const { received } = await direct();
-    provider.written.forEach((at, i) => {
-      const got = received[i];
-      if (got !== undefined) baseline.push(got - at);
-    });
+    return { received, calledAt: sentAt };
+  };
+  /** Deltas per second from the call to the last chunk's arrival. */
+  const rate = ({ received, calledAt }: { received: number[]; calledAt: number }, n: number) =>
+    n / (((received[n - 1] ?? Number.NaN) - calledAt) / 1000);
+
+  provider.script = { chunks: 2_000, paceMs: 0 };
+  await throughServer(); // warm up
+  await direct();
+
+  if (run("throughput")) {
+    print();
+    print("throughput: unpaced text deltas, through the server ÷ directly (median of rounds)");
+    for (const n of LENGTHS) {
+      provider.script = { chunks: n, paceMs: 0 };
+      const ratios: number[] = [];
+      const server: number[] = [];
+      const base: number[] = [];
+      const rounds = n >= 100_000 ? 2 : n >= 20_000 ? 3 : 5;
+      for (let round = 0; round < rounds; round += 1) {
+        const through = rate(await throughServer(), n);
+        const directly = rate(await direct(), n);
+        server.push(through);
+        base.push(directly);
+        ratios.push(through / directly);
+      }
+      print(
+        `  ${String(n).padStart(6)} deltas: server ${median(server).toFixed(0).padStart(6)}/s (${(1e6 / median(server)).toFixed(1)} µs each)   direct ${median(base).toFixed(0).padStart(6)}/s (${(1e6 / median(base)).toFixed(1)} µs)   ratio ${median(ratios).toFixed(2)}   [≥ 0.80]`,
+      );
+    }
   }
 
-  // (b) time to first text delta through the server minus the provider's own
-  provider.script = { chunks: 5, paceMs: 0 };
-  const added: number[] = [];
-  for (let round = 0; round < 20; round += 1) {
-    let first = Number.NaN;
-    const { sentAt } = await runTurn(server.url, (_text, at) => {
-      if (Number.isNaN(first)) first = at;
-    });
-    const providerTtfb = (provider.written[0] ?? provider.requestAt) - provider.requestAt;
-    added.push(first - sentAt - providerTtfb);
+  if (run("latency")) {
+    provider.script = { chunks: 400, paceMs: 2 };
+    const server: number[] = [];
+    const base: number[] = [];
+    const delays = (received: readonly number[]) =>
+      provider.written.flatMap((at, i) => {
+        const got = received[i];
+        return got === undefined ? [] : [got - at];
+      });
+    for (let round = 0; round < 3; round += 1) {
+      server.push(...delays((await throughServer()).received));
+      base.push(...delays((await direct()).received));
+    }
+    print();
+    print(`latency: provider chunk → its text on the client, paced 2 ms (${server.length} chunks)`);
+    print(
+      `  through the server: p50 ${ms(percentile(server, 50))}   p99 ${ms(percentile(server, 99))}`,
+    );
+    print(
+      `  LLM layer directly: p50 ${ms(percentile(base, 50))}   p99 ${ms(percentile(base, 99))}`,
+    );
+    print(
+      `  added:              p50 ${ms(percentile(server, 50) - percentile(base, 50))} [≤ 0.150 ms]   p99 ${ms(percentile(server, 99) - percentile(base, 99))} [< 1.000 ms]`,
+    );
   }
 
-  const addedDirect: number[] = [];
-  for (let round = 0; round < 20; round += 1) {
-    const calledAt = performance.now();
-    const { received } = await direct();
-    const providerTtfb = (provider.written[0] ?? provider.requestAt) - provider.requestAt;
-    addedDirect.push((received[0] ?? Number.NaN) - calledAt - providerTtfb);
+  if (run("ttft")) {
+    provider.script = { chunks: 5, paceMs: 0 };
+    const server: number[] = [];
+    const base: number[] = [];
+    const firstAfter = ({ received, calledAt }: { received: number[]; calledAt: number }) =>
+      (received[0] ?? Number.NaN) - calledAt - ((provider.written[0] ?? 0) - provider.requestAt);
+    for (let round = 0; round < 30; round += 1) {
+      server.push(firstAfter(await throughServer()));
+      base.push(firstAfter(await direct()));
+    }
+    print();
+    print("ttft: time to the first text delta minus the provider's own, 30 turns");
+    print(
+      `  through the server: p50 ${ms(percentile(server, 50))}   p99 ${ms(percentile(server, 99))}`,
+    );
+    print(
+      `  LLM layer directly: p50 ${ms(percentile(base, 50))}   p99 ${ms(percentile(base, 99))}`,
+    );
+    print(
+      `  added:              p50 ${ms(percentile(server, 50) - percentile(base, 50))} [< 2.000 ms]`,
+    );
   }
-
-  // (c) events per second: through the server vs the LLM layer directly
-  const N = 20_000;
-  provider.script = { chunks: N, paceMs: 0 };
-  let start = 0;
-  let end = 0;
-  let deltas = 0;
-  await runTurn(server.url, (_text, at) => {
-    if (deltas === 0) start = at;
-    end = at;
-    deltas += 1;
-  });
-  const serverRate = (deltas - 1) / ((end - start) / 1000);
-  const t0 = performance.now();
-  const { events } = await direct();
-  const directRate = events / ((performance.now() - t0) / 1000);
-
   await server.close();
   await store.close();
+}
 
-  // (d) 200 concurrent conversations against a server process
-  const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 200);
-  const heartbeatMs = 250;
-  const observeMs = 3_000;
-  provider.script = { chunks: 1, paceMs: 0, stall: true };
+interface ServerProcessRun {
+  readonly streams: number;
+  readonly script: BenchProvider["script"];
+  readonly heartbeatMs: number;
+  /** How long the streams are watched once opening them began (longer if not all are open). */
+  readonly observeMs: number;
+}
+
+/**
+ * `streams` conversations at once against a server in its own process (SQLite store, run with
+ * --expose-gc so its memory reports follow a full collection). Bounded: the child is killed
+ * after `observeMs` plus a margin, whatever happens.
+ */
+async function inServerProcess(provider: BenchProvider, settings: ServerProcessRun): Promise<void> {
+  const { streams, heartbeatMs, observeMs } = settings;
   const dir = mkdtempSync(join(tmpdir(), "cursor-byok-bench-"));
   const child = spawn(
     process.execPath,
     [
+      "--expose-gc",
       join(import.meta.dirname, "..", "src", "transport", "e2e", "test-server-process.ts"),
       JSON.stringify({
         providerUrl: provider.url,
@@ -141,49 +260,62 @@ async function main(): Promise<void> {
         port: 0,
         heartbeatMs,
         runSseContentType: "connect",
+        reportMemoryMs: 500,
+        // Above the defaults (1,000 each): every conversation holds a RunSSE and a BidiAppend
+        // connection (HTTP/1.1) and one agent stream.
+        maxStreams: 2 * streams + 100,
+        maxConnections: 4 * streams + 100,
       }),
     ],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
-  const url = await new Promise<string>((resolve) => {
-    let out = "";
-    child.stdout.setEncoding("utf8");
-    child.stdout.on("data", (text: string) => {
-      out += text;
-      const match = /LISTENING (\S+)\n/.exec(out);
-      if (match?.[1] !== undefined) resolve(match[1]);
-    });
-  });
+  const bound = setTimeout(() => child.kill("SIGKILL"), observeMs + 120_000);
+  const memory = memoryReports(child);
+  const url = await memory.listening;
   const rss = () =>
     Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0) *
     1024;
-  await runTurn(url, () => {}, undefined, AbortSignal.timeout(1_000)).catch(() => {});
+
+  // One turn first (warm-up), ended once its first message arrived.
+  provider.script = { chunks: 1, paceMs: 0, stallAfter: 1 };
+  const warmUp = new AbortController();
+  await runTurn(
+    url,
+    () => {},
+    () => warmUp.abort(),
+    warmUp.signal,
+  ).catch(() => {});
+  const before = await memory.next();
   const rssBefore = rss();
+
+  provider.script = settings.script;
   const controller = new AbortController();
-  const gaps: number[] = [];
   const opened: Promise<unknown>[] = [];
-  let streamsOpen = 0;
+  const chunkDelays: number[] = [];
+  const gaps: number[] = [];
+  let open = 0;
   const failures: string[] = [];
-  for (let i = 0; i < concurrency; i += 1) {
+  const startedAt = performance.now();
+  let allOpenAt = Number.NaN;
+  for (let i = 0; i < streams; i += 1) {
+    // Opened 50 at a time, 20 ms apart (2,000 in 0.8 s), as the listen backlog would drop a
+    // burst of thousands of connections at once.
+    if (i > 0 && i % 50 === 0) await new Promise((resolve) => setTimeout(resolve, 20));
     let last = Number.NaN;
-    let counted = false;
     opened.push(
       runTurn(
         url,
-        () => {},
-        (message, at) => {
-          if (!counted) {
-            counted = true;
-            streamsOpen += 1;
-          }
-          const update =
-            message.message.case === "interactionUpdate" ? message.message.value.message.case : "";
-          if (update === "heartbeat") {
-            if (!Number.isNaN(last)) gaps.push(at - last);
-            last = at;
+        (text, at) => {
+          for (const stamp of stampsOf(text)) chunkDelays.push(at - stamp);
+        },
+        (_message, at) => {
+          if (Number.isNaN(last)) {
+            open += 1;
+            if (open === streams) allOpenAt = at;
           } else {
-            last = at;
+            gaps.push(at - last);
           }
+          last = at;
         },
         controller.signal,
       ).catch((error: unknown) => {
@@ -191,36 +323,85 @@ async function main(): Promise<void> {
       }),
     );
   }
-  await new Promise((resolve) => setTimeout(resolve, observeMs));
+  // Watch for `observeMs`, and at least until every stream is open (or 60 s have passed), then
+  // one more second so that nothing is in flight when memory is read.
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  while (
+    performance.now() - startedAt < observeMs ||
+    (open + failures.length < streams && performance.now() - startedAt < 60_000)
+  ) {
+    await sleep(100);
+  }
+  await sleep(1_000);
+  const after = await memory.next();
   const rssAfter = rss();
   controller.abort();
   await Promise.all(opened);
-  child.kill("SIGTERM");
-  await new Promise((resolve) => child.once("exit", resolve));
+  clearTimeout(bound);
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGKILL");
+  await exited;
   rmSync(dir, { recursive: true, force: true });
-  await provider.close();
 
-  process.stdout.write(
-    [
-      "bench:stream — loopback, one process for (a)–(c), a server process for (d)",
-      "",
-      `(a) provider chunk → text_delta on the client, paced stream (${throughServer.length} chunks)`,
-      `    through the server:      p50 ${ms(percentile(throughServer, 50))}   p90 ${ms(percentile(throughServer, 90))}   p99 ${ms(percentile(throughServer, 99))}`,
-      `    LLM layer directly:      p50 ${ms(percentile(baseline, 50))}   p90 ${ms(percentile(baseline, 90))}   p99 ${ms(percentile(baseline, 99))}`,
-      `    added by the server:     p50 ${ms(percentile(throughServer, 50) - percentile(baseline, 50))}`,
-      `(b) time to first text delta minus the provider's own, 20 turns`,
-      `    through the server:      p50 ${ms(percentile(added, 50))}   p99 ${ms(percentile(added, 99))}`,
-      `    LLM layer directly:      p50 ${ms(percentile(addedDirect, 50))}   p99 ${ms(percentile(addedDirect, 99))}`,
-      `    added by the server:     p50 ${ms(percentile(added, 50) - percentile(addedDirect, 50))}`,
-      `(c) events per second, ${N} text deltas unpaced`,
-      `    through the server: ${serverRate.toFixed(0)}/s   LLM layer directly: ${directRate.toFixed(0)}/s   ratio ${(serverRate / directRate).toFixed(2)}`,
-      `(d) ${concurrency} concurrent conversations, model silent, heartbeat every ${heartbeatMs} ms, observed ${observeMs} ms`,
-      `    streams seen: ${streamsOpen}   heartbeat gaps: ${gaps.length}   p50 ${ms(percentile(gaps, 50))}   p99 ${ms(percentile(gaps, 99))}   max ${ms(Math.max(...gaps))}`,
-      `    failed streams: ${failures.length}${failures[0] === undefined ? "" : ` (first: ${failures[0]})`}`,
-      `    server RSS: ${(rssBefore / 2 ** 20).toFixed(1)} MiB → ${(rssAfter / 2 ** 20).toFixed(1)} MiB, ${((rssAfter - rssBefore) / concurrency / 1024).toFixed(1)} KiB per open stream`,
-      "",
-    ].join("\n"),
+  print();
+  if (settings.script.stamp === true) {
+    print(
+      `concurrency: ${streams} conversations on a server process, ${settings.script.stallAfter} chunks 1 s apart each, then silent; heartbeat ${heartbeatMs} ms; watched ${observeMs / 1000} s`,
+    );
+    print(
+      `  streams open: ${open} (all after ${ms(allOpenAt - startedAt)})   failed: ${failures.length}${failures[0] === undefined ? "" : ` (first: ${failures[0]})`}`,
+    );
+    print(
+      `  chunk → client: p50 ${ms(percentile(chunkDelays, 50))}   p99 ${ms(percentile(chunkDelays, 99))} [< 50 ms]   (${chunkDelays.length} chunks)`,
+    );
+    print(
+      `  longest silence on a stream: ${ms(Math.max(...gaps))} [≤ 5,000 ms]   gaps p99 ${ms(percentile(gaps, 99))}`,
+    );
+  } else {
+    print(`heap: ${streams} open, silent conversations on a server process (after a full GC)`);
+  }
+  print(
+    `  live heap per open stream: ${kib((after.heapUsed - before.heapUsed) / Math.max(1, open))}${settings.script.stamp === true ? "" : " [≤ 48 KiB]"}   off-heap (external) per stream: ${kib((after.external - before.external) / Math.max(1, open))}   RSS per stream: ${kib((rssAfter - rssBefore) / Math.max(1, open))}   (heap ${(before.heapUsed / 2 ** 20).toFixed(1)} → ${(after.heapUsed / 2 ** 20).toFixed(1)} MiB, ${open} streams)`,
   );
+}
+
+interface Memory {
+  readonly heapUsed: number;
+  readonly rss: number;
+  /** Off the JS heap: ArrayBuffer contents (socket and body buffers) and other native memory. */
+  readonly external: number;
+}
+
+/** The child's `LISTENING` address and its `MEMORY` reports, each taken after a full GC. */
+function memoryReports(child: ChildProcess): {
+  readonly listening: Promise<string>;
+  next(): Promise<Memory>;
+} {
+  let out = "";
+  let resolveListening: (url: string) => void = () => {};
+  const listening = new Promise<string>((resolve) => {
+    resolveListening = resolve;
+  });
+  let waiting: ((memory: Memory) => void)[] = [];
+  child.stdout?.setEncoding("utf8");
+  child.stdout?.on("data", (text: string) => {
+    out += text;
+    for (let newline = out.indexOf("\n"); newline >= 0; newline = out.indexOf("\n")) {
+      const line = out.slice(0, newline);
+      out = out.slice(newline + 1);
+      const address = /^LISTENING (\S+)$/.exec(line)?.[1];
+      if (address !== undefined) resolveListening(address);
+      if (line.startsWith("MEMORY ")) {
+        const memory = JSON.parse(line.slice("MEMORY ".length)) as Memory;
+        const wake = waiting;
+        waiting = [];
+        for (const resolve of wake) resolve(memory);
+      }
+    }
+  });
+  // The report after the next one: the first may have been taken before the caller asked.
+  const one = () => new Promise<Memory>((resolve) => waiting.push(resolve));
+  return { listening, next: () => one().then(one) };
 }
 
 await main();

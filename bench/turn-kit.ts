@@ -28,6 +28,10 @@ export interface Script {
   readonly paceMs: number;
   /** Hang after the first chunk (for the concurrency test). */
   readonly stall?: boolean;
+  /** Go silent (hang) after this many chunks. */
+  readonly stallAfter?: number;
+  /** Each chunk's text is `t<performance.now() when written> ` instead of `e<i> `. */
+  readonly stamp?: boolean;
 }
 
 export interface BenchProvider {
@@ -71,12 +75,13 @@ export async function startBenchProvider(): Promise<BenchProvider> {
     req.on("end", async () => {
       provider.requestAt = performance.now();
       provider.written = [];
-      const { chunks, paceMs, stall } = provider.script;
+      const { chunks, paceMs, stall, stallAfter, stamp } = provider.script;
       res.writeHead(200, { "content-type": "text/event-stream" });
       for (let i = 0; i < chunks; i += 1) {
-        provider.written[i] = performance.now();
-        await write(res, chunk(`e${i} `));
-        if (stall) {
+        const now = performance.now();
+        provider.written[i] = now;
+        await write(res, chunk(stamp ? `t${now.toFixed(3)} ` : `e${i} `));
+        if (stall || stallAfter === i + 1) {
           res.on("close", () => res.destroy());
           return;
         }
@@ -137,6 +142,8 @@ export async function runTurn(
       }
     }
   })();
+  // Handled below; a failing append must not leave it rejected with no handler meanwhile.
+  reading.catch(() => {});
   await bidi.bidiAppend({ requestId: { requestId }, data }, { signal });
   await reading.catch((error: unknown) => {
     if (!signal?.aborted) throw error;
@@ -154,4 +161,17 @@ export const ms = (value: number) => `${value.toFixed(3)} ms`;
 /** The chunk index a text delta carries (`e<i> `). */
 export function indexOf(text: string): number {
   return Number(/^e(\d+) $/.exec(text)?.[1] ?? -1);
+}
+
+/**
+ * The chunk indexes a text delta carries: one `e<i> ` per chunk, several when the server joined
+ * adjacent deltas into one message.
+ */
+export function indexesOf(text: string): number[] {
+  return [...text.matchAll(/e(\d+) /g)].map((match) => Number(match[1]));
+}
+
+/** The write times (`t<ms> `, performance.now() of this process) a text delta carries. */
+export function stampsOf(text: string): number[] {
+  return [...text.matchAll(/t(\d+\.\d+) /g)].map((match) => Number(match[1]));
 }

@@ -93,10 +93,10 @@ describe("cursor-byok as a subprocess", { concurrency: true }, () => {
       assert.deepEqual(lines.slice(0, 6), [
         "Models Cursor will see (* = default), from environment variables (no config file):",
         "",
-        "   NAME           PROVIDER  UPSTREAM MODEL  CONTEXT  THINKING  PRICE $/M                       KEY",
-        "*  gpt-6.2-sol    openai    gpt-6.2-sol     272k     medium    in 2 / out 10 / cached 0.1      OPENAI_API_KEY (set)",
-        "   gpt-6.1-terra  openai    gpt-6.1-terra   272k     medium    in 1 / out 5 / cached 0.05      OPENAI_API_KEY (set)",
-        "   gpt-6-luna     openai    gpt-6-luna      272k     medium    in 0.1 / out 0.5 / cached 0.01  OPENAI_API_KEY (set)",
+        "   NAME           PROVIDER  UPSTREAM MODEL  CONTEXT  THINKING  OPTIONS         PRICE $/M                       KEY",
+        "*  gpt-6.2-sol    openai    gpt-6.2-sol     272k     medium    effort low-max  in 2 / out 10 / cached 0.1      OPENAI_API_KEY (set)",
+        "   gpt-6.1-terra  openai    gpt-6.1-terra   272k     medium    effort low-max  in 1 / out 5 / cached 0.05      OPENAI_API_KEY (set)",
+        "   gpt-6-luna     openai    gpt-6-luna      272k     medium    effort low-max  in 0.1 / out 0.5 / cached 0.01  OPENAI_API_KEY (set)",
       ]);
       assert.ok(!run.stdout.includes(secret) && !run.stderr.includes(secret));
     });

@@ -18,7 +18,7 @@ import { runCommand } from "../ide/trust.ts";
 import { createLLM, gateLLM } from "../llm/index.ts";
 import { createRunner } from "../runner/runner.ts";
 import { openClusterDirectory, type Store } from "../store/index.ts";
-import { logRunnerErrors } from "../transport/log.ts";
+import { logModelSwitches, logRunnerErrors } from "../transport/log.ts";
 import { loadPathEncryptionKeys } from "../transport/path-encryption-keys.ts";
 import type { IdeProxy } from "../transport/proxy/proxy.ts";
 import {
@@ -128,7 +128,12 @@ export const SERVE_COMMAND: Command = {
         {
           store,
           llm,
-          runner: createRunner({ store, llm, onError: logRunnerErrors(log) }),
+          runner: createRunner({
+            store,
+            llm,
+            onError: logRunnerErrors(log),
+            onModelSwitch: logModelSwitches(log),
+          }),
           log,
           pathEncryptionKeys: loadPathEncryptionKeys(config.dataDirectory),
           readSetup: toReadSetup(

@@ -103,6 +103,30 @@ describe("createModelConfig", () => {
     assert.equal(unknown.field, "model.apiKey");
   });
 
+  test("max mode: larger limits, each defaulting to the normal one; none when not configured", () => {
+    const base = { name: "m", api: "openai-compatible", model: "x", baseUrl: "http://h" } as const;
+    assert.equal(createModelConfig(base).maxMode, null);
+    assert.deepEqual(
+      createModelConfig({ ...base, maxMode: { contextWindow: 1_000_000 } }).maxMode,
+      {
+        contextWindow: 1_000_000,
+        maxOutput: 16_384,
+      },
+    );
+    const wrong: [unknown, string][] = [
+      [{ contextWindow: 1000 }, "model.maxMode.contextWindow"],
+      [{ maxOutput: 10 }, "model.maxMode.maxOutput"],
+      [{ contextWindow: 200_000, maxOutput: 300_000 }, "model.maxMode.maxOutput"],
+      [{ context: 1 }, "model.maxMode.context"],
+    ];
+    for (const [maxMode, field] of wrong) {
+      assert.throws(
+        () => createModelConfig({ ...base, maxMode }),
+        (error: unknown) => error instanceof ConfigError && error.field === field,
+      );
+    }
+  });
+
   test("a thinking level on an unknown model makes it a reasoning model", () => {
     const config = createModelConfig({
       name: "r",
@@ -240,6 +264,38 @@ describe("createModelConfigs", () => {
     );
     assert.equal(error.field, "models[1].name");
     assert.match(error.problem, /duplicate/);
+  });
+
+  test("fallbacks name other models of the list; maxConcurrent is a positive integer", () => {
+    const base = { api: "openai-compatible", model: "m", baseUrl: "http://127.0.0.1:1" };
+    const [main] = createModelConfigs([
+      { ...base, name: "main", fallbacks: ["spare"], maxConcurrent: 4 },
+      { ...base, name: "spare" },
+    ]);
+    assert.deepEqual(main?.fallbacks, ["spare"]);
+    assert.equal(main?.maxConcurrent, 4);
+    const problems: [unknown[], RegExp][] = [
+      [
+        [{ ...base, name: "a", fallbacks: ["ghost"] }],
+        /models\[0\]\.fallbacks\[0\]: no model is named "ghost"/,
+      ],
+      [
+        [{ ...base, name: "a", fallbacks: ["a"] }],
+        /fallbacks\[0\]: a model cannot fall back to itself/,
+      ],
+      [[{ ...base, name: "a", fallbacks: "b" }], /fallbacks: must be a list of model names/],
+      [
+        [
+          { ...base, name: "a", fallbacks: ["b", "b"] },
+          { ...base, name: "b" },
+        ],
+        /fallbacks\[1\]: is listed twice/,
+      ],
+      [[{ ...base, name: "a", maxConcurrent: 0 }], /models\[0\]\.maxConcurrent/],
+    ];
+    for (const [list, problem] of problems) {
+      assert.throws(() => createModelConfigs(list), problem);
+    }
   });
 
   test("an empty list is valid (the demo model is served then)", () => {

@@ -10,7 +10,7 @@
  * `ANTHROPIC_API_KEY`) is only assumed when the base URL is not configured, so a key never goes
  * to an endpoint the configuration did not name it for.
  *
- * Why one file of about 440 lines: one validation of one shape (a model's configuration), field by
+ * Why one file of about 520 lines: one validation of one shape (a model's configuration), field by
  * field, with the defaults it applies; the small field readers are private to it.
  */
 import type { Api, Model } from "@earendil-works/pi-ai";
@@ -86,6 +86,18 @@ export interface ModelConfig {
   readonly catalogued: boolean;
   /** Dialect overrides handed to pi-ai as the model's `compat` (e.g. `supportsDeveloperRole`). */
   readonly compat: Readonly<Record<string, unknown>>;
+  /**
+   * The larger limits the model has in "max mode" (the client's model picker), e.g. a 1M-token
+   * context; null when it has none (max mode then changes nothing).
+   */
+  readonly maxMode: { readonly contextWindow: number; readonly maxOutput: number } | null;
+  /**
+   * Configured model names a call moves to, in order, when this one fails before its first
+   * token (429, 5xx, no connection, overloaded). Absent: none.
+   */
+  readonly fallbacks?: readonly string[];
+  /** At most this many calls to the model at once; more wait for a free slot. Absent: no limit. */
+  readonly maxConcurrent?: number;
 }
 
 /** The plain-object form accepted by `createModelConfig` (e.g. one entry of a YAML file). */
@@ -108,7 +120,11 @@ export interface ModelConfigInput {
   readonly maxOutput?: number;
   readonly prices?: Partial<Pick<ModelPrices, "input" | "output" | "cacheRead" | "cacheWrite">>;
   readonly compat?: Readonly<Record<string, unknown>>;
+  readonly fallbacks?: readonly string[];
+  readonly maxConcurrent?: number;
   readonly compaction?: ModelCompactionInput;
+  /** Larger limits for max mode; each defaults to the normal one. */
+  readonly maxMode?: { readonly contextWindow?: number; readonly maxOutput?: number };
 }
 
 /** A configuration value that is missing or wrong. `field` is a path such as `models[2].baseUrl`. */
@@ -198,7 +214,10 @@ const INPUT_FIELDS = new Set([
   "maxOutput",
   "prices",
   "compat",
+  "fallbacks",
+  "maxConcurrent",
   "compaction",
+  "maxMode",
 ]);
 
 /**
@@ -259,7 +278,13 @@ export function createModelConfig(input: unknown, path = "model"): ModelConfig {
     throw new ConfigError(at("maxOutput"), `must not exceed contextWindow (${contextWindow})`);
   }
 
+  const fallbacks = toFallbacks(entry.fallbacks, at("fallbacks"), name);
+  const maxConcurrent = optionalPositiveInteger(entry.maxConcurrent, at("maxConcurrent"));
+  const maxMode = toMaxMode(entry.maxMode, at("maxMode"), contextWindow, maxOutput);
+
   return {
+    ...(fallbacks === undefined ? {} : { fallbacks }),
+    ...(maxConcurrent === undefined ? {} : { maxConcurrent }),
     name,
     provider,
     api,
@@ -279,11 +304,47 @@ export function createModelConfig(input: unknown, path = "model"): ModelConfig {
       ...(catalogue?.api === kind.piApi ? (catalogue.compat ?? {}) : {}),
       ...toCompat(entry.compat, at("compat")),
     },
+    maxMode,
   };
 }
 
+/** The max-mode limits: at least the normal ones, output within the context. */
+function toMaxMode(
+  value: unknown,
+  path: string,
+  contextWindow: number,
+  maxOutput: number,
+): ModelConfig["maxMode"] {
+  if (value === undefined) return null;
+  const entry = toRecord(value, path);
+  for (const key of Object.keys(entry)) {
+    if (key !== "contextWindow" && key !== "maxOutput") {
+      throw new ConfigError(`${path}.${key}`, "unknown field");
+    }
+  }
+  const limits = {
+    contextWindow:
+      optionalPositiveInteger(entry.contextWindow, `${path}.contextWindow`) ?? contextWindow,
+    maxOutput: optionalPositiveInteger(entry.maxOutput, `${path}.maxOutput`) ?? maxOutput,
+  };
+  if (limits.contextWindow < contextWindow) {
+    throw new ConfigError(
+      `${path}.contextWindow`,
+      `must be at least contextWindow (${contextWindow})`,
+    );
+  }
+  if (limits.maxOutput < maxOutput) {
+    throw new ConfigError(`${path}.maxOutput`, `must be at least maxOutput (${maxOutput})`);
+  }
+  if (limits.maxOutput > limits.contextWindow) {
+    throw new ConfigError(`${path}.maxOutput`, `must not exceed the max-mode context window`);
+  }
+  return limits;
+}
+
 /**
- * Validates a list of model entries; names must be unique.
+ * Validates a list of model entries; names must be unique, and fallbacks must name models of
+ * the list.
  * @throws ConfigError naming the field, e.g. `models[1].name`.
  */
 export function createModelConfigs(input: unknown, path = "models"): readonly ModelConfig[] {
@@ -297,6 +358,16 @@ export function createModelConfigs(input: unknown, path = "models"): readonly Mo
     seen.add(config.name);
     return config;
   });
+  for (const [index, config] of configs.entries()) {
+    for (const [position, fallback] of (config.fallbacks ?? []).entries()) {
+      if (!seen.has(fallback)) {
+        throw new ConfigError(
+          `${path}[${index}].fallbacks[${position}]`,
+          `no model is named "${fallback}"; a fallback names another entry of ${path}`,
+        );
+      }
+    }
+  }
   configs.forEach((config, index) => {
     const summaryModel = config.compaction.summaryModel;
     if (summaryModel !== null && !seen.has(summaryModel)) {
@@ -307,6 +378,19 @@ export function createModelConfigs(input: unknown, path = "models"): readonly Mo
     }
   });
   return configs;
+}
+
+function toFallbacks(value: unknown, field: string, name: string): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) throw new ConfigError(field, "must be a list of model names");
+  const names = value.map((item, index) => requireString(item, `${field}[${index}]`));
+  for (const [index, item] of names.entries()) {
+    if (item === name)
+      throw new ConfigError(`${field}[${index}]`, "a model cannot fall back to itself");
+    if (names.indexOf(item) !== index)
+      throw new ConfigError(`${field}[${index}]`, "is listed twice");
+  }
+  return names;
 }
 
 function toCompaction(value: unknown, field: string, api: ApiKind): ModelCompaction {

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { createExactFetch, type ExactFetchOptions, hashBody } from "./exact-fetch.ts";
 import { createRetryPolicy, DEFAULT_RETRY_POLICY } from "./retry.ts";
@@ -130,6 +132,25 @@ describe("exact fetch", { timeout: 10_000 }, () => {
     const { fetch: send, state } = exactFetch({ secrets: ["key-abcdef123"] });
     await send(`${fake.url}/v1/x?key=key-abcdef123`, post());
     assert.equal(state.exact?.url, `${fake.url}/v1/x?key=[redacted]`);
+  });
+
+  test("a redirect is not followed: the call fails at once, with nothing sent elsewhere", async () => {
+    const redirecting = createServer((request, response) => {
+      request.resume();
+      response.writeHead(307, { location: `${fake.url}/v1/elsewhere` }).end();
+    });
+    await new Promise<void>((resolve) => redirecting.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = redirecting.address() as AddressInfo;
+      const sentBefore = fake.requests.length;
+      const { fetch: send, state, delays } = exactFetch();
+      await assert.rejects(send(`http://127.0.0.1:${port}/v1/x`, post()), /redirect/);
+      assert.equal(fake.requests.length, sentBefore);
+      assert.equal(state.attempts.length, 1);
+      assert.deepEqual(delays, []);
+    } finally {
+      redirecting.close();
+    }
   });
 
   test("only string bodies are accepted", async () => {

@@ -10,6 +10,8 @@
  * - It retries on retryable statuses and connection failures (retry.ts) with the same body.
  *   Retrying here, before the SDK sees a response, is what makes "only before the first event"
  *   hold: pi-ai emits `start` only once it has a response. The SDKs' own retries are off.
+ * - Redirects are not followed (the body would go to an address nobody recorded); a redirect
+ *   fails the call with a message that says so, without retries.
  * - One call sends one request. A second request from the same call (a library fallback that
  *   rebuilds the body) is refused, so what was saved is what was sent.
  */
@@ -90,7 +92,10 @@ export function createExactFetch(options: ExactFetchOptions): {
     // The body may differ from the one the SDK measured (replay), so let fetch set the length.
     const headers = new Headers(init.headers);
     headers.delete("content-length");
-    const request: RequestInit = { ...init, headers, body, signal };
+    // Redirects are not followed: a followed redirect would send the body to an address nobody
+    // recorded. It also spares fetch its copy of the body kept for re-sending on a redirect,
+    // which otherwise lives as long as the response stream (issue #19).
+    const request: RequestInit = { ...init, headers, body, signal, redirect: "error" };
 
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) throw toAbortError(signal);
@@ -99,6 +104,12 @@ export function createExactFetch(options: ExactFetchOptions): {
         response = await options.baseFetch(input, request);
       } catch (error) {
         if (signal.aborted) throw toAbortError(signal);
+        if (isRedirect(error)) {
+          const failure =
+            "the provider answered with a redirect, which is not followed: set the model's baseUrl to the address it redirects to";
+          state.attempts.push({ attempt, error: failure });
+          throw new Error(failure);
+        }
         const decision = decideRetry(options.policy, attempt, { type: "connection_error" });
         const failure = describeError(error);
         if (decision.type === "stop") {
@@ -125,4 +136,10 @@ export function createExactFetch(options: ExactFetchOptions): {
   };
 
   return { fetch: exactFetch as typeof fetch, state };
+}
+
+/** Whether `fetch` failed because the response was a redirect (`redirect: "error"`). */
+function isRedirect(error: unknown): boolean {
+  const cause = error instanceof Error ? error.cause : undefined;
+  return cause instanceof Error && cause.message === "unexpected redirect";
 }

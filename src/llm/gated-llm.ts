@@ -19,6 +19,7 @@ export type AdmitCall = (call: LLMCall) => Promise<string | null>;
 export function gateLLM(llm: LLM, admit: AdmitCall): LLM {
   return {
     listModels: () => llm.listModels(),
+    health: () => llm.health(),
     findModel: (name) => llm.findModel(name),
     stream(call) {
       if (call.replay !== undefined) return llm.stream(call);
@@ -56,7 +57,9 @@ function deferredStream(call: LLMCall, llm: LLM, admit: AdmitCall): LLMStream {
   };
 
   let inner: LLMStream | undefined;
-  const ready: Promise<LLMStream> = admit(call).then(
+  /** The stream events come from, once admission decided (the inner call or the refusal). */
+  let settled: LLMStream | undefined;
+  const decided: Promise<LLMStream> = admit(call).then(
     (verdict) => {
       if (controller.signal.aborted) return refusal("Request was aborted");
       if (verdict !== null) return refusal(verdict);
@@ -71,6 +74,10 @@ function deferredStream(call: LLMCall, llm: LLM, admit: AdmitCall): LLMStream {
         }).`,
       ),
   );
+  const ready = decided.then((stream) => {
+    settled = stream;
+    return stream;
+  });
 
   return {
     callID: call.callID,
@@ -84,6 +91,7 @@ function deferredStream(call: LLMCall, llm: LLM, admit: AdmitCall): LLMStream {
     signal: controller.signal,
     abort: (reason) => controller.abort(reason),
     recv: async () => (await ready).recv(),
+    poll: () => settled?.poll(),
     async *[Symbol.asyncIterator](): AsyncIterator<ResponseEvent> {
       yield* await ready;
     },

@@ -21,6 +21,7 @@ export { isContextOverflow } from "./context-overflow.ts";
 export { DEFAULT_DEMO_HELP, DEMO_MODEL_NAME, type DemoOptions } from "./demo.ts";
 export { type ErrorMessageFields, toErrorMessage } from "./error-message.ts";
 export { hashBody } from "./exact-fetch.ts";
+export { COOLING_DOWN_PREFIX, toFailureKind } from "./failure-kind.ts";
 export { type AdmitCall, gateLLM } from "./gated-llm.ts";
 export {
   type CreateLLMOptions,
@@ -29,6 +30,19 @@ export {
   type ModelInfo,
   toPromptCacheKey,
 } from "./llm.ts";
+export {
+  DEFAULT_HEALTH_POLICY,
+  type HealthPolicy,
+  type HealthState,
+  type ModelHealthInfo,
+} from "./model-health.ts";
+export {
+  applyModelOptions,
+  type Effort,
+  type ModelOptionSupport,
+  type ModelOptions,
+  toModelOptionSupport,
+} from "./model-options.ts";
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
 export { createSecret, redactSecret, type Secret } from "./secret.ts";
 export type * from "./types.ts";

@@ -216,6 +216,7 @@ describe("createLLM", { timeout: 10_000 }, () => {
           api: "anthropic",
           model: "claude-sonnet-4-5",
           thinking: "high",
+          maxMode: { contextWindow: 1_000_000 },
         }),
         createModelConfig({
           name: "Local",
@@ -245,6 +246,15 @@ describe("createLLM", { timeout: 10_000 }, () => {
           charsPerToken: 3.5,
         },
         demo: false,
+        options: {
+          thinking: true,
+          efforts: ["minimal", "low", "medium", "high"],
+          maxMode: true,
+          parallelToolCalls: true,
+        },
+        maxModeContextWindow: 1_000_000,
+        fallbacks: [],
+        maxConcurrent: null,
       },
       {
         name: "Local",
@@ -265,6 +275,10 @@ describe("createLLM", { timeout: 10_000 }, () => {
           charsPerToken: 3.5,
         },
         demo: false,
+        options: { thinking: false, efforts: [], maxMode: false, parallelToolCalls: true },
+        maxModeContextWindow: 128_000,
+        fallbacks: [],
+        maxConcurrent: null,
       },
     ]);
     assert.equal(llm.findModel("Local")?.provider, "ollama");

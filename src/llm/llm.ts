@@ -30,12 +30,24 @@ import type {
 import { createDemoModel, DEMO_API, type DemoModel, type DemoOptions } from "./demo.ts";
 import { toErrorMessage } from "./error-message.ts";
 import { createExactFetch, type ExactFetchState, hashBody } from "./exact-fetch.ts";
+import { toFailureKind } from "./failure-kind.ts";
+import {
+  createModelHealth,
+  type HealthPolicy,
+  type ModelHealth,
+  type ModelHealthInfo,
+} from "./model-health.ts";
+import {
+  applyModelOptions,
+  type ModelOptionSupport,
+  toModelOptionSupport,
+} from "./model-options.ts";
 import { toPiModel } from "./pi-model.ts";
 import { createResponseStream } from "./response-stream.ts";
 import { createRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { redactSecret } from "./secret.ts";
 import { toStablePayload } from "./stable-payload.ts";
-import type { LLMCall, LLMStream } from "./types.ts";
+import type { LLMCall, LLMStream, RequestAttempt } from "./types.ts";
 
 /** What Cursor's model picker needs to know about a model. */
 export interface ModelInfo {
@@ -52,6 +64,14 @@ export interface ModelInfo {
   readonly prices: ModelPrices;
   readonly compaction: ModelCompaction;
   readonly demo: boolean;
+  /** Which of the client's per-request options (model-options.ts) the model honours. */
+  readonly options: ModelOptionSupport;
+  /** The context window in max mode (equal to `contextWindow` when it has no max mode). */
+  readonly maxModeContextWindow: number;
+  /** Configured models a call moves to when this one fails before its first token. */
+  readonly fallbacks: readonly string[];
+  /** At most this many calls at once; null: no limit. */
+  readonly maxConcurrent: number | null;
 }
 
 export interface CreateLLMOptions {
@@ -64,6 +84,8 @@ export interface CreateLLMOptions {
   readonly retry?: Partial<RetryPolicy>;
   /** The demo model, served when `models` is empty; `false` never serves it. */
   readonly demo?: DemoOptions | false;
+  /** Cool-down after repeated rate limits (model-health.ts); `now` is injectable for tests. */
+  readonly health?: Partial<HealthPolicy>;
   /** Per-request timeout of the provider SDKs, in milliseconds (their default is 10 minutes). */
   readonly timeoutMs?: number;
 }
@@ -74,6 +96,8 @@ export interface LLM {
   /** Every model that can be called, in configuration order (the demo model when none is configured). */
   listModels(): readonly ModelInfo[];
   findModel(name: string): ModelInfo | undefined;
+  /** Each configured model's health now: calls in flight, cool-down, last failure. */
+  health(): readonly ModelHealthInfo[];
 }
 
 const API_IMPLEMENTATIONS: Readonly<Record<ApiKind, ProviderStreams>> = {
@@ -99,6 +123,7 @@ export function createLLM(options: CreateLLMOptions): LLM {
   const baseFetch = options.fetch ?? globalThis.fetch;
 
   const infos: ModelInfo[] = options.models.map(toModelInfo);
+  const health = createModelHealth(options.models, options.health);
   if (demo !== undefined) infos.push(toDemoInfo(demo));
 
   const stream = (call: LLMCall): LLMStream => {
@@ -110,6 +135,8 @@ export function createLLM(options: CreateLLMOptions): LLM {
     if (config === undefined) {
       return failedStream(call, controller, release, `unknown model "${call.model}"`);
     }
+    const refusal = health.refusal(config.name);
+    if (refusal !== null) return failedStream(call, controller, release, refusal, config);
     const key = resolveApiKey(config.apiKey, env);
     if (key.type === "missing") {
       return failedStream(
@@ -124,6 +151,7 @@ export function createLLM(options: CreateLLMOptions): LLM {
       policy,
       baseFetch,
       timeoutMs: options.timeoutMs,
+      health,
     });
   };
 
@@ -131,6 +159,7 @@ export function createLLM(options: CreateLLMOptions): LLM {
     stream,
     listModels: () => infos,
     findModel: (name) => infos.find((info) => info.name === name),
+    health: () => health.snapshot(),
   };
 }
 
@@ -138,6 +167,7 @@ interface Transport {
   readonly policy: RetryPolicy;
   readonly baseFetch: typeof fetch;
   readonly timeoutMs: number | undefined;
+  readonly health: ModelHealth;
 }
 
 /** The call's own controller, aborted when the caller's signal is; `release` unlinks them. */
@@ -157,13 +187,14 @@ function linkAbort(signal: AbortSignal | undefined): {
 }
 
 function streamProvider(
-  config: ModelConfig,
+  configured: ModelConfig,
   apiKey: string,
   call: LLMCall,
   controller: AbortController,
   release: () => void,
-  { policy, baseFetch, timeoutMs }: Transport,
+  { policy, baseFetch, timeoutMs, health }: Transport,
 ): LLMStream {
+  const config = applyModelOptions(configured, call.options);
   const model = toPiModel(config);
   const headers = Object.fromEntries(
     Object.entries(config.headers).map(([name, value]) => [name, value.reveal()]),
@@ -173,7 +204,10 @@ function streamProvider(
     callID: call.callID,
     model: config.name,
     baseFetch,
-    policy,
+    policy:
+      call.maxAttempts !== undefined && call.maxAttempts < policy.maxAttempts
+        ? { ...policy, maxAttempts: Math.max(1, Math.floor(call.maxAttempts)) }
+        : policy,
     signal: controller.signal,
     secrets,
     ...(call.replay === undefined ? {} : { replayBody: call.replay.body }),
@@ -192,7 +226,8 @@ function streamProvider(
     disableContinuation: true,
     maxRetries: 0,
     identity: { userAgent: { custom: USER_AGENT } },
-    onPayload: (payload) => toStablePayload(model.api, payload),
+    onPayload: (payload) =>
+      withParallelToolCalls(config.api, toStablePayload(model.api, payload) ?? payload),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   };
   const events = startEvents(() =>
@@ -218,8 +253,42 @@ function streamProvider(
     finishError: (error) => finishError(error, exact.state, secrets),
     exactRequest: () => exact.state.exact,
     attempts: () => exact.state.attempts,
+    // Nothing is built or sent before the model has a free call slot (model-health.ts).
+    gate: () => health.acquire(configured.name, controller.signal),
+    observe: healthObserver(health, configured.name, () => exact.state.attempts),
     onEnd: release,
   });
+}
+
+/** Reports a call's outcome to its model's health: its first token, or its failure. */
+function healthObserver(
+  health: ModelHealth,
+  model: string,
+  attempts: () => readonly RequestAttempt[],
+): (event: AssistantMessageEvent) => void {
+  let succeeded = false;
+  return (event) => {
+    switch (event.type) {
+      case "text_delta":
+      case "thinking_delta":
+      case "toolcall_delta":
+      case "done":
+        if (!succeeded) health.succeeded(model);
+        succeeded = true;
+        return;
+      case "error": {
+        if (event.reason !== "error") return;
+        // The delivered event: its message is already cleared of secrets (finishError).
+        const message = event.error.errorMessage ?? "";
+        const sent = attempts();
+        const rateLimits = sent.filter((attempt) => attempt.status === 429).length;
+        health.failed(model, toFailureKind(sent, message), message, rateLimits);
+        return;
+      }
+      default:
+        return;
+    }
+  };
 }
 
 function streamDemo(
@@ -277,11 +346,15 @@ function failedStream(
   });
 }
 
-/** pi-ai's stream, with a synchronous throw (a library bug or a missing key) turned into events. */
-async function* startEvents(
+/**
+ * pi-ai's stream, started when it is first iterated, so that a synchronous throw (a library bug or
+ * a missing key) happens inside the reader's loop and becomes an event there. Its own iterator
+ * is handed out as is: no generator in between adds a hop per event.
+ */
+function startEvents(
   start: () => AsyncIterable<AssistantMessageEvent>,
 ): AsyncIterable<AssistantMessageEvent> {
-  yield* start();
+  return { [Symbol.asyncIterator]: () => start()[Symbol.asyncIterator]() };
 }
 
 /** The terminal error as we hand it out: the real cause of a hook failure, and no secrets. */
@@ -343,6 +416,10 @@ function toModelInfo(config: ModelConfig): ModelInfo {
     prices: config.prices,
     compaction: config.compaction,
     demo: false,
+    options: toModelOptionSupport(config),
+    maxModeContextWindow: config.maxMode?.contextWindow ?? config.contextWindow,
+    fallbacks: config.fallbacks ?? [],
+    maxConcurrent: config.maxConcurrent ?? null,
   };
 }
 
@@ -361,5 +438,23 @@ function toDemoInfo(demo: DemoModel): ModelInfo {
     // The demo model answers from a script: it cannot write summaries.
     compaction: { ...toModelCompaction(undefined, "demo", "openai-chat"), auto: false },
     demo: true,
+    options: { thinking: false, efforts: [], maxMode: false, parallelToolCalls: true },
+    maxModeContextWindow: demo.contextWindow,
+    fallbacks: [],
+    maxConcurrent: null,
   };
+}
+
+/**
+ * Asks OpenAI (Chat Completions and Responses) for several tool calls per response when the
+ * request offers tools: an agent reads several files in one step, and the loop runs read-only
+ * calls together (src/loop/tool-batch.ts). Anthropic and Gemini allow parallel calls by default;
+ * other OpenAI-compatible servers do not all accept the field, so they get none.
+ */
+function withParallelToolCalls(api: ApiKind, payload: unknown): unknown {
+  if (api !== "openai-chat" && api !== "openai-responses") return payload;
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) return payload;
+  const body = payload as Record<string, unknown>;
+  if (!Array.isArray(body.tools) || body.tools.length === 0) return payload;
+  return { ...body, parallel_tool_calls: true };
 }

@@ -24,6 +24,14 @@ export interface ResponseStreamOptions {
   readonly attempts?: () => readonly RequestAttempt[];
   /** Called once, after the terminal event was queued (e.g. to drop listeners). */
   readonly onEnd?: () => void;
+  /**
+   * Awaited before the source is read (e.g. a free call slot, model-health.ts); the function it
+   * resolves with is called once the stream has ended. An abort while waiting ends the stream
+   * with `error(aborted)`.
+   */
+  readonly gate?: () => Promise<() => void>;
+  /** Sees every event as it is handed out (terminal errors after `finishError`). */
+  readonly observe?: (event: ResponseEvent) => void;
 }
 
 export function createResponseStream(options: ResponseStreamOptions): LLMStream {
@@ -50,21 +58,31 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
     return { ...event, error: options.finishError(event.error) };
   };
 
+  const deliverFailure = (message: string): void => {
+    const event = failure(message);
+    options.observe?.(event);
+    deliver(event);
+  };
+
   const pump = async () => {
     let terminated = false;
+    let release: (() => void) | undefined;
     try {
+      release = await options.gate?.();
       for await (const event of options.events) {
         const snapshot = finish(snapshotter.toSnapshot(event));
+        options.observe?.(snapshot);
         deliver(snapshot);
         if (snapshot.type === "done" || snapshot.type === "error") {
           terminated = true;
           break;
         }
       }
-      if (!terminated) deliver(failure("the provider stream ended without a terminal event"));
+      if (!terminated) deliverFailure("the provider stream ended without a terminal event");
     } catch (error) {
-      if (!terminated) deliver(failure(errorMessage(error)));
+      if (!terminated) deliverFailure(errorMessage(error));
     } finally {
+      release?.();
       ended = true;
       for (const waiter of waiters.splice(0)) waiter(undefined);
       options.onEnd?.();
@@ -72,17 +90,20 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
   };
   void pump();
 
-  const recv = (): Promise<ResponseEvent | undefined> => {
-    if (head < queue.length) {
-      const event = queue[head] as ResponseEvent;
-      queue[head] = undefined as unknown as ResponseEvent;
-      head++;
-      if (head > 1024 && head * 2 > queue.length) {
-        queue.splice(0, head);
-        head = 0;
-      }
-      return Promise.resolve(event);
+  const poll = (): ResponseEvent | undefined => {
+    if (head >= queue.length) return undefined;
+    const event = queue[head] as ResponseEvent;
+    queue[head] = undefined as unknown as ResponseEvent;
+    head++;
+    if (head > 1024 && head * 2 > queue.length) {
+      queue.splice(0, head);
+      head = 0;
     }
+    return event;
+  };
+
+  const recv = (): Promise<ResponseEvent | undefined> => {
+    if (head < queue.length) return Promise.resolve(poll());
     if (ended) return Promise.resolve(undefined);
     return new Promise((resolve) => waiters.push(resolve));
   };
@@ -97,6 +118,7 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
       return Object.freeze([...(options.attempts?.() ?? [])]);
     },
     recv,
+    poll,
     abort: (reason?: string) => controller.abort(reason ?? "aborted by the caller"),
     toolCallArgumentsText: (contentIndex) => snapshotter.toolCallArgumentsText(contentIndex),
     async *[Symbol.asyncIterator]() {

@@ -9,8 +9,9 @@
  * said, even when pi-ai queued several events and mutated the live object ahead of them.
  * Message-level fields (usage, response id, stop reason) are copied from the live object when
  * the event is read. Unchanged blocks are shared between snapshots, so a delta costs time in
- * the size of what changed, not of the whole message. Snapshots, their content arrays and
- * their blocks are frozen.
+ * the size of what changed, not of the whole message; so are the content array and the usage
+ * while they do not change (issue #19: no copies per delta beyond the
+ * changed block). Snapshots, their content arrays and their blocks are frozen.
  */
 import {
   type AssistantMessage,
@@ -19,6 +20,24 @@ import {
 } from "@earendil-works/pi-ai";
 
 type Block = AssistantMessage["content"][number];
+type Usage = AssistantMessage["usage"];
+
+/** Whether two usages have the same own keys with identical values (`cost` compared likewise). */
+function sameUsage(a: Usage, b: Usage): boolean {
+  return sameShallow(a, b, "cost") && sameShallow(a.cost, b.cost);
+}
+
+function sameShallow(a: object, b: object, except?: string): boolean {
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  let count = 0;
+  for (const key in right) {
+    if (key !== except && left[key] !== right[key]) return false;
+    count++;
+  }
+  for (const _ in left) count--;
+  return count === 0;
+}
 
 export interface Snapshotter {
   /** The snapshot form of `event`. Events must be given in stream order. */
@@ -28,11 +47,16 @@ export interface Snapshotter {
 }
 
 export function createSnapshotter(): Snapshotter {
-  let content: Block[] = [];
+  /** The blocks so far; frozen, and replaced (never changed) by `setBlock`. */
+  let content: readonly Block[] = Object.freeze([]);
   const argumentStreams = new Map<number, ToolCallArgumentsStream>();
+  /** The last snapshot's usage, reused while the live message's usage stays the same. */
+  let lastUsage: Usage | undefined;
 
   const setBlock = (index: number, block: Block, live: AssistantMessage) => {
-    const next = content.slice();
+    // Copied by hand: `slice()` of a frozen array takes V8's slow path.
+    const next: Block[] = [];
+    for (let i = 0; i < content.length; i++) next.push(content[i] as Block);
     // A block announced out of order: fill the gap from the live message so indexes line up.
     for (let i = next.length; i < index; i++) {
       const gap = live.content[i];
@@ -41,24 +65,31 @@ export function createSnapshotter(): Snapshotter {
       );
     }
     next[index] = Object.freeze(block);
-    content = next;
+    content = Object.freeze(next);
   };
 
   const snapshot = (live: AssistantMessage): AssistantMessage => {
-    const { content: _live, usage, diagnostics, deferred, ...fields } = live;
-    return Object.freeze({
-      ...fields,
-      content: Object.freeze(content.slice()) as Block[],
-      usage: Object.freeze({ ...usage, cost: Object.freeze({ ...usage.cost }) }),
-      ...(diagnostics === undefined ? {} : { diagnostics: structuredClone(diagnostics) }),
-      ...(deferred === undefined ? {} : { deferred: structuredClone(deferred) }),
-    });
+    const { usage, diagnostics, deferred } = live;
+    if (lastUsage === undefined || !sameUsage(lastUsage, usage)) {
+      lastUsage = Object.freeze({ ...usage, cost: Object.freeze({ ...usage.cost }) });
+    }
+    // One spread of the live message (V8's fast object clone), then our own parts over it.
+    const message: AssistantMessage = {
+      ...live,
+      // Shared between snapshots until a block changes: it is frozen and never written.
+      content: content as Block[],
+      usage: lastUsage,
+    };
+    if (diagnostics !== undefined) message.diagnostics = structuredClone(diagnostics);
+    if (deferred !== undefined) message.deferred = structuredClone(deferred);
+    return Object.freeze(message);
   };
 
   const toSnapshot = (event: AssistantMessageEvent): AssistantMessageEvent => {
     switch (event.type) {
       case "start":
-        content = [];
+        content = Object.freeze([]);
+        lastUsage = undefined;
         argumentStreams.clear();
         return { type: "start", partial: snapshot(event.partial) };
       case "text_start":

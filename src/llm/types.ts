@@ -53,6 +53,21 @@ export interface RequestMessages extends Context {
  */
 export type ResponseEvent = AssistantMessageEvent;
 
+/**
+ * Why a model call failed (failure-kind.ts): the provider's rate limit (429), overload (503, 529,
+ * `overloaded_error`), a server error (5xx), no connection, the model cooling down after
+ * repeated rate limits (model-health.ts), or anything else (a bad request, a refused key, a
+ * broken response). All but `other` may be model- or provider-specific, so another model may
+ * succeed (loop/model-route.ts).
+ */
+export type FailureKind =
+  | "rate_limited"
+  | "overloaded"
+  | "server_error"
+  | "connection"
+  | "cooling_down"
+  | "other";
+
 /** The terminal events of a response stream. */
 export type TerminalEvent = Extract<ResponseEvent, { type: "done" } | { type: "error" }>;
 
@@ -66,6 +81,11 @@ export type TerminalEvent = Extract<ResponseEvent, { type: "done" } | { type: "e
 export interface ResponseStream extends AsyncIterable<ResponseEvent> {
   /** The next event, or `undefined` once the terminal event has been handed out. */
   recv(): Promise<ResponseEvent | undefined>;
+  /**
+   * The next event if one has already arrived, without waiting; `undefined` otherwise (also
+   * after the terminal event). Lets a reader take a burst of events in one go (issue #19).
+   */
+  poll(): ResponseEvent | undefined;
   /** Aborts the upstream request; the stream then ends with `error(aborted)`. */
   abort(reason?: string): void;
   /** Fires when the stream is aborted. */
@@ -102,6 +122,10 @@ export interface RequestAttempt {
   readonly retryDelayMs?: number;
 }
 
+import type { ModelOptions } from "./model-options.ts";
+
+export type { ModelOptions };
+
 /** One model call as the runner starts it (from a loop `call_llm` command). */
 export interface LLMCall {
   readonly callID: string;
@@ -110,8 +134,15 @@ export interface LLMCall {
   readonly request: RequestMessages;
   /** Derives the provider prompt-cache key, stable across the conversation's calls. */
   readonly conversationID: string;
+  /** The client's choices for this call: thinking, effort, max mode (model-options.ts). */
+  readonly options?: ModelOptions;
   /** Aborting it aborts the call, like `LLMStream.abort()`. */
   readonly signal?: AbortSignal;
+  /**
+   * At most this many send attempts, when fewer than the retry policy's: a call that has a
+   * fallback model gives up on its model sooner (loop/model-route.ts).
+   */
+  readonly maxAttempts?: number;
   /** A body saved by an earlier attempt of this call: it is sent byte for byte instead of a rebuilt one. */
   readonly replay?: { readonly body: string };
   /**

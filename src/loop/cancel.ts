@@ -5,6 +5,7 @@
  * holds a valid history.
  */
 import { appendHashes } from "./history-hash.ts";
+import { callModel, hasTokens, withStickyModel } from "./model-route.ts";
 import { isIdle, toApplied, toRejected } from "./state.ts";
 import { toNotRunResult } from "./tool-result.ts";
 import type { CancelInput, ConversationState, RuntimeState, Transition } from "./types.ts";
@@ -15,8 +16,15 @@ export function applyCancel(state: RuntimeState, input: CancelInput): Transition
     return toRejected(state, "not_running", `cancel while ${committed.status}`);
   }
   const command = { type: "canceled", reason: input.reason } as const;
+  // A response cut short after its first token still moves the conversation to its model.
+  const streamed =
+    committed.status === "waiting_llm" &&
+    committed.call?.summary === undefined &&
+    hasTokens(state.pending)
+      ? withStickyModel(committed, callModel(committed, committed.call))
+      : committed;
   const canceled: ConversationState = {
-    ...committed,
+    ...streamed,
     status: "canceled",
     waiting: null,
     lastCommitID: input.inputID,

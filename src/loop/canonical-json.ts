@@ -11,7 +11,42 @@
  * to the same bytes.
  */
 export function toCanonicalJSON(value: unknown): string {
+  // Fast path (issue #19: every commit serialises the state): check the value without building
+  // anything, then let `JSON.stringify` write it, which for a value that passes the check writes
+  // exactly what `write` below would. Only a value that fails goes through `write`, for the path
+  // in its error.
+  if (isPlainJSON(value)) return JSON.stringify(value);
   return write(value, "$");
+}
+
+/** Whether `write` would accept `value` (and so `JSON.stringify` writes the same text). */
+function isPlainJSON(value: unknown): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value);
+    case "object": {
+      if (value === null) return true;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) {
+          const item: unknown = value[i];
+          if (item === undefined || !isPlainJSON(item)) return false;
+        }
+        return true;
+      }
+      const prototype = Object.getPrototypeOf(value);
+      if (prototype !== Object.prototype && prototype !== null) return false;
+      for (const key of Object.keys(value)) {
+        const member: unknown = (value as Record<string, unknown>)[key];
+        if (member !== undefined && !isPlainJSON(member)) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
 }
 
 function write(value: unknown, path: string): string {

@@ -8,7 +8,13 @@
  * is broken once per compaction and stays warm otherwise.
  */
 import type { Message, UserMessage } from "../llm/types.ts";
-import type { Compaction, CompactionSettings, ConversationState, TurnSettings } from "./types.ts";
+import type {
+  Compaction,
+  CompactionSettings,
+  ConversationState,
+  Elision,
+  TurnSettings,
+} from "./types.ts";
 
 /** The text that introduces the summary in requests after a compaction. */
 export const SUMMARY_PREFIX =
@@ -49,8 +55,12 @@ export function compactionSettingsOf(settings: TurnSettings): CompactionSettings
  */
 export function toRequestMessages(state: ConversationState): Message[] {
   const compaction = lastCompaction(state);
-  if (compaction === null) return [...state.messages];
-  const tail = state.messages.slice(compaction.upTo);
+  const from = compaction?.upTo ?? 0;
+  const elidedUpTo = activeElision(state)?.upTo ?? 0;
+  const tail = state.messages
+    .slice(from)
+    .map((message, i) => (from + i < elidedUpTo ? toElided(message) : message));
+  if (compaction === null) return tail;
   const summary = { type: "text" as const, text: `${SUMMARY_PREFIX}${compaction.summary}` };
   const first = tail[0];
   if (first?.role === "user") {
@@ -67,6 +77,26 @@ export function toRequestMessages(state: ConversationState): Message[] {
     timestamp: compaction.at,
   };
   return [summaryMessage, ...tail];
+}
+
+/** Tool results longer than this are elided at a compaction point (characters of text). */
+export const ELIDE_MIN_CHARS = 1_000;
+
+/** The elision record in force: the last one, if no summary compaction came after it. */
+export function activeElision(state: ConversationState): Elision | null {
+  const last = state.elisions?.at(-1);
+  return last !== undefined && last.afterCompactions === compactionsOf(state).length ? last : null;
+}
+
+/** A tool result with its large text replaced by a note; other messages unchanged. */
+function toElided(message: Message): Message {
+  if (message.role !== "toolResult") return message;
+  const chars = messageChars(message) - message.toolName.length;
+  if (chars <= ELIDE_MIN_CHARS) return message;
+  const note =
+    `[The output of ${message.toolName} (${chars} characters) is no longer shown, to fit the ` +
+    "context window. Run the tool again if you need it.]";
+  return { ...message, content: [{ type: "text", text: note }] };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -122,7 +152,11 @@ export function estimateNextRequest(
 ): number {
   const window = toRequestMessages(state);
   const last = lastCompaction(state);
-  const from = last === null ? 0 : Math.max(last.upTo, last.historyLength);
+  const from = Math.max(
+    last?.upTo ?? 0,
+    last?.historyLength ?? 0,
+    activeElision(state)?.historyLength ?? 0,
+  );
   const offset = state.messages.length - window.length;
   for (let index = state.messages.length - 1; index >= from; index -= 1) {
     const message = state.messages[index] as Message;
@@ -173,4 +207,34 @@ export function chooseCut(state: ConversationState, settings: CompactionSettings
   while (cut > from && messages[cut]?.role === "toolResult") cut -= 1;
   while (cut < messages.length && (!fits(cut) || messages[cut]?.role === "toolResult")) cut += 1;
   return cut > from ? cut : null;
+}
+
+/**
+ * The cheaper step first: the state with an elision at `cut` (or earlier: never a tool result the
+ * model has not answered yet), when no longer re-sending the large tool results before it brings
+ * the estimate under half the threshold (so it is not needed again soon); null when it would not,
+ * or when it would elide nothing new.
+ */
+export function tryElision(
+  state: ConversationState,
+  settings: CompactionSettings,
+  cut: number,
+): ConversationState | null {
+  // Only what the model has already read: nothing after its last answer.
+  let lastAnswer = state.messages.length - 1;
+  while (lastAnswer >= 0 && state.messages[lastAnswer]?.role !== "assistant") lastAnswer -= 1;
+  const upTo = Math.min(cut, Math.max(0, lastAnswer));
+  const start = Math.max(lastCompaction(state)?.upTo ?? 0, activeElision(state)?.upTo ?? 0);
+  const newlyElided = state.messages
+    .slice(start, Math.max(start, upTo))
+    .some((message) => toElided(message) !== message);
+  if (!newlyElided) return null;
+  const elision: Elision = {
+    upTo,
+    historyLength: state.messages.length,
+    afterCompactions: compactionsOf(state).length,
+  };
+  const elided = { ...state, elisions: [...(state.elisions ?? []), elision] };
+  const limit = 0.5 * settings.threshold * inputBudget(settings);
+  return estimateNextRequest(elided, settings) <= limit ? elided : null;
 }

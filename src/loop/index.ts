@@ -10,6 +10,7 @@ export {
   toMessageBytes,
 } from "./history-hash.ts";
 export { toCallID, toOperationID, toTurnID } from "./ids.ts";
+export { chooseModel, FAILOVER_KINDS, toCandidates } from "./model-route.ts";
 export { buildPrompt, buildRequest, buildTools, toResumeCommand } from "./request.ts";
 export { createConversation, isIdle } from "./state.ts";
 export { type StepRecord, toStepRecords } from "./step-records.ts";

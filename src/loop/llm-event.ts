@@ -5,11 +5,20 @@
 import type { AssistantMessage, ResponseEvent, ToolCall } from "../llm/types.ts";
 import { appendHashes } from "./history-hash.ts";
 import { toOperationID } from "./ids.ts";
+import { callModel, hasTokens, toFailoverModel, withStickyModel } from "./model-route.ts";
 import { applyBlockEvent, createPendingResponse } from "./pending-response.ts";
+import { startModelCall } from "./request.ts";
 import { CONTINUE_LLM, toApplied, toRejected } from "./state.ts";
 import { applySummaryDone, applySummaryError, compactAfterOverflow } from "./summary-call.ts";
 import { dispatchNextToolCall, toNotRunResult } from "./tool-result.ts";
-import type { ConversationState, LLMEventInput, RuntimeState, Transition } from "./types.ts";
+import type {
+  ConversationState,
+  FailureKind,
+  LLMEventInput,
+  PendingResponse,
+  RuntimeState,
+  Transition,
+} from "./types.ts";
 
 type DoneEvent = Extract<ResponseEvent, { type: "done" }>;
 type ErrorEvent = Extract<ResponseEvent, { type: "error" }>;
@@ -40,14 +49,19 @@ export function applyLLMEvent(state: RuntimeState, input: LLMEventInput): Transi
       if (current.summary !== undefined) {
         return applySummaryDone(committed, input.callID, current.summary, event);
       }
-      return applyDone(committed, input.callID, event);
+      // A response came: its model is the conversation's from now on (model-route.ts).
+      return applyDone(
+        withStickyModel(committed, callModel(committed, current)),
+        input.callID,
+        event,
+      );
     case "error":
       if (current.summary !== undefined) return applySummaryError(committed, input.callID, event);
       if (input.contextOverflow === true && event.reason === "error") {
         const compacting = compactAfterOverflow(committed, current);
         if (compacting !== null) return compacting;
       }
-      return applyError(committed, input.callID, event);
+      return applyError(committed, pending, input.callID, event, input.failure);
     default: {
       if (pending === null) {
         return toRejected(state, "out_of_order", `${event.type} before start`, CONTINUE_LLM);
@@ -122,11 +136,34 @@ function applyDone(committed: ConversationState, callID: string, event: DoneEven
   );
 }
 
-function applyError(committed: ConversationState, callID: string, event: ErrorEvent): Transition {
+function applyError(
+  committed: ConversationState,
+  pending: PendingResponse | null,
+  callID: string,
+  event: ErrorEvent,
+  kind: FailureKind | undefined,
+): Transition {
   const aborted = event.reason === "aborted";
   const message = event.error.errorMessage ?? (aborted ? "aborted" : "model call failed");
+  const from = callModel(committed, committed.call);
+  const fallback = aborted ? null : toFailoverModel(committed, pending, kind);
+  if (fallback !== null && kind !== undefined) {
+    // Failed before its first token: the same request goes to the next model; the client sees
+    // nothing of the failed call but its `start`.
+    const { state, command } = startModelCall(
+      { ...committed, failure: { callID, reason: "error", message }, lastCommitID: callID },
+      {
+        model: fallback,
+        tried: [...(committed.call?.tried ?? []), from],
+        reason: { from, failedCallID: callID, kind, message },
+      },
+    );
+    return toApplied({ committed: state, pending: null }, command);
+  }
+  // Tokens had come: the conversation stays on this model.
+  const base = hasTokens(pending) ? withStickyModel(committed, from) : committed;
   const next: ConversationState = {
-    ...committed,
+    ...base,
     status: aborted ? "canceled" : "failed",
     failure: { callID, reason: aborted ? "aborted" : "error", message },
     lastCommitID: callID,

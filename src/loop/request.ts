@@ -5,14 +5,17 @@
  */
 import type { RequestMessages, Tool } from "../llm/types.ts";
 import {
+  activeElision,
   chooseCut,
   compactionSettingsOf,
   isOverThreshold,
   lastCompaction,
   toRequestMessages,
+  tryElision,
 } from "./compaction.ts";
 import { hashHistory } from "./history-hash.ts";
 import { toCallID } from "./ids.ts";
+import { callModel, chooseModel, hasFallbackLeft } from "./model-route.ts";
 import { buildSummaryRequest } from "./summary-request.ts";
 import { toBatchEnd, toClientCommand, toReadOnlyTools } from "./tool-batch.ts";
 import type {
@@ -21,6 +24,7 @@ import type {
   CallLLMCommand,
   CompactionTrigger,
   ConversationState,
+  LLMCall,
   TurnSettings,
 } from "./types.ts";
 
@@ -47,14 +51,30 @@ interface StartedCall {
   command: CallLLMCommand;
 }
 
+/** A call that repeats a failed call's request on another model (model-route.ts). */
+export interface Failover {
+  readonly model: string;
+  readonly tried: readonly string[];
+  readonly reason: NonNullable<CallLLMCommand["failover"]>;
+}
+
 /**
  * Starts the next model call of the turn: the state waits for it and the command carries the
  * complete request with its history hashes. When automatic compaction is on and the estimated
- * request exceeds the threshold, a summary call comes first (its `done` then starts this call).
+ * request exceeds the threshold, the request first stops re-sending old large tool results when
+ * that is enough (an elision record), else a summary call comes first (its `done` then starts
+ * this call). The call goes to the conversation's sticky model (model-route.ts), or to
+ * `failover.model` when it repeats a call that failed before its first token (the same request:
+ * no compaction check).
  */
-export function startModelCall(state: ConversationState): StartedCall {
+export function startModelCall(state: ConversationState, failover?: Failover): StartedCall {
+  if (failover !== undefined) return startCall(state, {}, failover);
   const compaction = state.settings?.compaction;
   if (compaction?.auto === true && isOverThreshold(state, compaction)) {
+    // The cheaper step first: stop re-sending old large tool results, when that is enough.
+    const cut = chooseCut(state, compaction);
+    const elided = cut === null ? null : tryElision(state, compaction, cut);
+    if (elided !== null) return startCall(elided, {});
     const summary = startSummaryCall(state, "threshold");
     if (summary !== null) return summary;
   }
@@ -83,17 +103,31 @@ export function startSummaryCall(
 function startCall(
   state: ConversationState,
   kind: { summary?: NonNullable<ConversationState["call"]>["summary"]; afterCompaction?: true },
+  failover?: Failover,
 ): StartedCall {
   const step = state.stepCount;
   const callID = toCallID(state.conversationID, state.turnID, step);
+  // Summary calls go to the compaction's model; routing applies to the turn's own calls.
+  const model = kind.summary === undefined ? (failover?.model ?? chooseModel(state)) : undefined;
+  const call: LLMCall = {
+    callID,
+    step,
+    ...kind,
+    ...(model === undefined || model === state.settings?.model ? {} : { model }),
+    ...(failover === undefined ? {} : { tried: failover.tried }),
+  };
   const next: ConversationState = {
     ...state,
     status: "waiting_llm",
     stepCount: step + 1,
-    call: { callID, step, ...kind },
+    call,
     waiting: null,
   };
-  return { state: next, command: toCallLLMCommand(next, callID) };
+  const command = toCallLLMCommand(next, callID);
+  return {
+    state: next,
+    command: failover === undefined ? command : { ...command, failover: failover.reason },
+  };
 }
 
 /**
@@ -111,17 +145,21 @@ function toCallLLMCommand(state: ConversationState, callID: string): CallLLMComm
       ? buildRequest(state)
       : buildSummaryRequest(state, summary.upTo, compaction);
   const hashes =
-    summary === undefined && lastCompaction(state) === null
+    summary === undefined && lastCompaction(state) === null && activeElision(state) === null
       ? state.hashes
       : hashHistory(request.messages);
+  // The client's model options apply to the turn's own calls, not to a summary call.
+  const options = summary === undefined ? settings.modelOptions : undefined;
   return {
     type: "call_llm",
     callID,
-    model: summary === undefined ? settings.model : compaction.summaryModel,
+    model: summary === undefined ? callModel(state, state.call) : compaction.summaryModel,
+    ...(options === undefined ? {} : { modelOptions: options }),
     request,
     messagesHash: hashes.chainHash,
     messageCount: request.messages.length,
     lastMessageHash: hashes.lastMessageHash,
+    ...(hasFallbackLeft(state) ? { fallbackLeft: true } : {}),
   };
 }
 

@@ -60,7 +60,8 @@ export function toStepRecords(before: ConversationState, step: Transition): Step
     });
   }
   // A call ends when the state stops waiting for it: the turn moved on, or another call replaced
-  // it (a summary call's compaction, or a context-length error that starts one).
+  // it (a summary call's compaction, a context-length error that starts one, or a failover to
+  // another model, loop/model-route.ts).
   const ended =
     before.status === "waiting_llm" &&
     before.call !== null &&

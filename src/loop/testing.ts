@@ -7,7 +7,7 @@
  * transition is deterministic over serialised bytes, it does not mutate its arguments, history
  * only grows, and a rejected input changes nothing.
  *
- * Why one file of about 500 lines: the loop's test vocabulary (builders and the given/when/then
+ * Why one file of about 550 lines: the loop's test vocabulary (builders and the given/when/then
  * specification with its invariant checks) is imported as one module by every loop test.
  */
 import assert from "node:assert/strict";

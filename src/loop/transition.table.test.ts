@@ -30,7 +30,7 @@ import {
   toolCall,
   userMessage,
 } from "./testing.ts";
-import type { Input } from "./types.ts";
+import type { FailureKind, Input, ResponseEvent } from "./types.ts";
 
 const call0 = toCallID(CONVERSATION_ID, "t1", 0);
 const call1 = toCallID(CONVERSATION_ID, "t1", 1);
@@ -91,6 +91,15 @@ const rows: Record<string, () => void> = {
       .when(start("again"))
       .thenExpect({ command: "call_llm" });
     given(start("x"), cancel()).when(start("again")).thenExpect({ command: "call_llm" });
+    // the client's model options ride on the call; none when the settings carry none
+    const modelOptions = { thinking: true, effort: "high", maxMode: true } as const;
+    const withOptions = given()
+      .when(start("think", { settings: { ...SETTINGS, modelOptions } }))
+      .thenExpect({ command: "call_llm" }).transition.command;
+    assert.ok(withOptions.type === "call_llm");
+    assert.deepEqual(withOptions.modelOptions, modelOptions);
+    const plain = given().when(start("plain")).transition.command;
+    assert.ok(plain.type === "call_llm" && !("modelOptions" in plain));
   },
   L2() {
     given(finishedTurn)
@@ -586,7 +595,180 @@ const rows: Record<string, () => void> = {
       .when(overflow(call0))
       .thenExpect({ command: "failed", status: "failed" });
   },
+  L41() {
+    const big = toolCall("tc-big", "read", { path: "big.log" });
+    const reading = assistantWithUsage([text("Reading."), big], 100);
+    const before = [
+      start("read the log", { settings: COMPACTING }),
+      ...streamed(call0, reading),
+      result(big, "z".repeat(1_100)),
+      ...streamed(call1, assistantWithUsage([text("It is long.")], 480)),
+    ];
+    const outcome = given(before)
+      .when(followUp("and now?"))
+      .thenExpect({
+        command: "call_llm",
+        status: "waiting_llm",
+        appended: [userMessage("and now?")],
+      });
+    const after = outcome.transition.state.committed;
+    assert.equal(after.call?.summary, undefined, "no summary call");
+    assert.deepEqual(after.elisions, [{ upTo: 3, historyLength: 5, afterCompactions: 0 }]);
+    const command = outcome.transition.command;
+    assert.ok(command.type === "call_llm");
+    assert.equal(command.model, "test-model");
+    const sent = command.request.messages[2];
+    assert.ok(sent?.role === "toolResult");
+    assert.match(
+      JSON.stringify(sent.content),
+      /output of read \(1100 characters\) is no longer shown/,
+    );
+    assert.equal(after.messages[2], before.length > 0 ? after.messages[2] : undefined);
+    assert.equal(
+      JSON.stringify(after.messages[2]).includes("z".repeat(1_100)),
+      true,
+      "history keeps it",
+    );
+  },
+  L42() {
+    for (const kind of FAILOVER) {
+      const outcome = given(routedStart, llm(call0, toEvents(answer)[0] as ResponseEvent))
+        .when(failed(call0, kind))
+        .thenExpect({ command: "call_llm", emit: [], status: "waiting_llm", appended: [] });
+      const command = outcome.transition.command;
+      assert.ok(command.type === "call_llm");
+      assert.equal(command.callID, call1);
+      assert.equal(command.model, "backup-1");
+      assert.deepEqual(command.failover, {
+        from: "test-model",
+        failedCallID: call0,
+        kind,
+        message: "upstream said no",
+      });
+      assert.deepEqual(command.request, routedRequest());
+      assert.deepEqual(outcome.transition.state.committed.call, {
+        callID: call1,
+        step: 1,
+        model: "backup-1",
+        tried: ["test-model"],
+      });
+      // The failed call is closed in the same commit.
+      assert.deepEqual(toStepRecords(outcome.before.committed, outcome.transition), [
+        { type: "llm_call_status", callID: call0, status: "failed" },
+      ]);
+    }
+    // The second fallback after the first one failed too.
+    const third = given(routedStart, failed(call0, "rate_limited"))
+      .when(failed(call1, "connection"))
+      .thenExpect({ command: "call_llm", status: "waiting_llm" });
+    assert.ok(third.transition.command.type === "call_llm");
+    assert.equal(third.transition.command.model, "backup-2");
+    // The last candidate has no fallback left: the runner keeps its full retry policy.
+    assert.equal(third.transition.command.fallbackLeft, undefined);
+    const first = given().when(routedStart).transition.command;
+    assert.ok(first.type === "call_llm" && first.fallbackLeft === true);
+    const plain = given().when(start("hi")).transition.command;
+    assert.ok(plain.type === "call_llm" && plain.fallbackLeft === undefined);
+    assert.deepEqual(third.transition.state.committed.call?.tried, ["test-model", "backup-1"]);
+  },
+  L43() {
+    // Not a failover kind, or no kind at all.
+    for (const input of [failed(call0, "other"), llm(call0, errorEvent())]) {
+      given(routedStart).when(input).thenExpect({ command: "failed", status: "failed" });
+    }
+    // Every candidate tried.
+    given(routedStart, failed(call0, "overloaded"), failed(call1, "overloaded"))
+      .when(failed(toCallID(CONVERSATION_ID, "t1", 2), "overloaded"))
+      .thenExpect({ command: "failed", status: "failed", appended: [] });
+    // After the first token: final, and the model that streamed is kept.
+    const late = given(routedStart, failed(call0, "rate_limited"), openStream(call1))
+      .when(failed(call1, "server_error"))
+      .thenExpect({ command: "failed", status: "failed", emit: ["error"] });
+    assert.deepEqual(late.transition.state.committed.route, {
+      requested: "test-model",
+      model: "backup-1",
+    });
+    // No fallbacks configured: as L14.
+    given(start("hi"), openStream(call0).slice(0, 1))
+      .when(failed(call0, "rate_limited"))
+      .thenExpect({ command: "failed", status: "failed" });
+  },
+  L44() {
+    const outcome = given(routedStart, failed(call0, "rate_limited"))
+      .whenAll(streamed(call1, answer))
+      .thenExpect({ command: "final", status: "final", appended: [answer] });
+    assert.deepEqual(outcome.transition.state.committed.route, {
+      requested: "test-model",
+      model: "backup-1",
+    });
+    // Back on the model asked for: no route.
+    const back = given(routedStart, failed(call0, "rate_limited"), streamed(call1, answer))
+      .given(
+        start("more", { settings: ROUTED }),
+        failed(toCallID(CONVERSATION_ID, "t2", 0), "connection"),
+      )
+      .whenAll(streamed(toCallID(CONVERSATION_ID, "t2", 1), answer))
+      .thenExpect({ command: "final" });
+    assert.equal(back.transition.state.committed.route, undefined);
+  },
+  L45() {
+    const stuck = given(routedStart, failed(call0, "rate_limited"), streamed(call1, answer));
+    const next = stuck
+      .when(start("again", { settings: ROUTED }))
+      .thenExpect({ command: "call_llm" });
+    assert.ok(next.transition.command.type === "call_llm");
+    assert.equal(next.transition.command.model, "backup-1");
+    assert.equal(next.transition.command.failover, undefined);
+    // The user picks another model: the route no longer applies.
+    const other = stuck
+      .when(start("again", { settings: { ...SETTINGS, model: "other-model" } }))
+      .thenExpect({ command: "call_llm" });
+    assert.ok(other.transition.command.type === "call_llm");
+    assert.equal(other.transition.command.model, "other-model");
+  },
+  L46() {
+    const outcome = given(routedStart, failed(call0, "rate_limited"), openStream(call1))
+      .when(cancel())
+      .thenExpect({ command: "canceled", status: "canceled", appended: [] });
+    assert.deepEqual(outcome.transition.state.committed.route, {
+      requested: "test-model",
+      model: "backup-1",
+    });
+    // Canceled before the first token: nothing to keep.
+    const early = given(routedStart, failed(call0, "rate_limited"))
+      .when(cancel())
+      .thenExpect({ command: "canceled" });
+    assert.equal(early.transition.state.committed.route, undefined);
+  },
 };
+
+const FAILOVER = [
+  "rate_limited",
+  "overloaded",
+  "server_error",
+  "connection",
+  "cooling_down",
+] as const;
+const ROUTED = { ...SETTINGS, fallbacks: ["backup-1", "backup-2"] };
+const routedStart = start("hi", { settings: ROUTED });
+
+function routedRequest() {
+  const state = given(routedStart).state.committed;
+  return {
+    systemPrompt: ROUTED.systemPrompt,
+    messages: [...state.messages],
+    tools: [...ROUTED.tools],
+  };
+}
+
+function errorEvent(): ResponseEvent {
+  const error = { ...assistantMessage([], "error"), errorMessage: "upstream said no" };
+  return { type: "error", reason: "error", error };
+}
+
+function failed(callID: string, kind: FailureKind): Input {
+  return { type: "llm_event", callID, event: errorEvent(), failure: kind };
+}
 
 function toolResultOf(call: typeof readA, output: string) {
   return {

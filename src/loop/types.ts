@@ -4,7 +4,9 @@
  */
 import type {
   AssistantMessage,
+  FailureKind,
   Message,
+  ModelOptions,
   RequestMessages,
   ResponseEvent,
   TextContent,
@@ -38,6 +40,11 @@ export interface ContextSupplement {
 export interface TurnSettings {
   /** The configured model name the runner resolves to a provider. */
   readonly model: string;
+  /**
+   * The models a call may move to when `model` fails before its first token, in order
+   * (model-route.ts). Absent: none.
+   */
+  readonly fallbacks?: readonly string[];
   /** Byte-stable per agent mode, so the provider's cached prefix survives across turns. */
   readonly systemPrompt: string;
   readonly tools: readonly Tool[];
@@ -48,6 +55,11 @@ export interface TurnSettings {
    * the client together (tool-batch.ts). Absent: every call runs alone. Not part of the request.
    */
   readonly readOnlyTools?: readonly string[];
+  /**
+   * The client's per-request model options (thinking, effort, max mode): the model call carries
+   * them to the LLM layer. Absent: the model's configured defaults.
+   */
+  readonly modelOptions?: ModelOptions;
 }
 
 /**
@@ -100,6 +112,8 @@ export interface LLMEventInput {
   readonly type: "llm_event";
   readonly callID: string;
   readonly event: ResponseEvent;
+  /** With an `error` event: why the call failed. Absent: `other` (no failover). */
+  readonly failure?: FailureKind;
   /**
    * Set by the runner on an `error` event the LLM layer classified as the provider's
    * context-length error (`isContextOverflow`): the loop may compact and retry once.
@@ -149,10 +163,36 @@ export interface LLMCall {
   readonly callID: string;
   /** 0-based index of this call within its turn. */
   readonly step: number;
+  /** The model the call goes to, when it is not the turn's model (sticky or failed over). */
+  readonly model?: string;
+  /** Models that already failed before their first token for this request (failover). */
+  readonly tried?: readonly string[];
   /** Present on a summary call: it compacts the history before `summary.upTo`. */
   readonly summary?: SummaryCall;
   /** True on a model call started right after a compaction: a context-length error then fails the turn. */
   readonly afterCompaction?: boolean;
+}
+
+/**
+ * The cheaper step at a compaction point (docs/compaction.md): from this record on, requests no
+ * longer re-send the bodies of large tool results before `upTo` (a short note stands in). No model
+ * call; history is unchanged. It applies until the next summary compaction.
+ */
+export interface Elision {
+  readonly upTo: number;
+  /** The history's length when it was appended (reports before it counted the full bodies). */
+  readonly historyLength: number;
+  /** How many summary compactions existed when it was appended; it applies while that holds. */
+  readonly afterCompactions: number;
+}
+
+/**
+ * The conversation's sticky model (model-route.ts): the model that last produced tokens for it,
+ * while the user asks for `requested`. Present only when it differs from `requested`.
+ */
+export interface ModelRoute {
+  readonly requested: string;
+  readonly model: string;
 }
 
 /** Why a compaction was started. */
@@ -239,9 +279,13 @@ export interface ConversationState {
   readonly context: readonly SeenContext[];
   /** Compaction records, oldest first; the last one shapes the requests. Absent in states saved before compactions existed. */
   readonly compactions?: readonly Compaction[];
+  /** Elision records, oldest first (compaction.ts); absent when there were none. */
+  readonly elisions?: readonly Elision[];
   readonly failure: Failure | null;
   /** inputID of the last input that changed this state ("" when none). */
   readonly lastCommitID: string;
+  /** Absent while the conversation runs on the model it asks for (model-route.ts). */
+  readonly route?: ModelRoute;
 }
 
 /** A content block being streamed. */
@@ -287,11 +331,28 @@ export interface CallLLMCommand {
   readonly type: "call_llm";
   readonly callID: string;
   readonly model: string;
+  /** The client's options for the model (thinking, effort, max mode), when it chose any. */
+  readonly modelOptions?: ModelOptions;
   readonly request: RequestMessages;
   /** chain hash of `request.messages` (history-hash.ts). */
   readonly messagesHash: string;
   readonly messageCount: number;
   readonly lastMessageHash: string;
+  /**
+   * Present when a failure of this call before its first token would move the request to another
+   * model (a candidate not yet tried): the runner then retries the model less before giving up.
+   */
+  readonly fallbackLeft?: true;
+  /**
+   * Present when this call repeats the previous one's request on another model because that
+   * one failed before its first token: the model left and why (a `FailureKind` and the error).
+   */
+  readonly failover?: {
+    readonly from: string;
+    readonly failedCallID: string;
+    readonly kind: FailureKind;
+    readonly message: string;
+  };
 }
 
 /** Ask the client to run one tool call. */
@@ -388,6 +449,7 @@ export interface Transition {
 
 export type {
   AssistantMessage,
+  FailureKind,
   Message,
   RequestMessages,
   ResponseEvent,

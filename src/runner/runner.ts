@@ -8,8 +8,8 @@
  * - Commit order: a state change is committed before its events or command reach the client; a
  *   model call's exact request is saved (in the LLM layer's `beforeSend`) before any byte goes
  *   upstream; a client operation is saved before it is sent (`runOnce`).
- * - Model events are read outside the queue and each is applied as its own queued step, so a
- *   cancel can come between two events.
+ * - Model events are read outside the queue and applied one `transition` each, in queued steps
+ *   that take the burst already received (model-call.ts), so a cancel can come between two steps.
  * - A tool result is a new input, applied when the client answers; nothing waits for it.
  *
  * This file assembles the parts: the conversation cache (conversation-cache.ts), applying an input
@@ -47,7 +47,15 @@ export function createRunner(options: RunnerOptions): Runner {
   let stopping = false;
   const isStopping = (): boolean => stopping;
   const applyInput = createApplyInput({ store, cache: live, execute });
-  const callModel = createModelCall({ store, llm, now, queue, apply: applyOrEndTurn, isStopping });
+  const callModel = createModelCall({
+    store,
+    llm,
+    now,
+    queue,
+    apply: applyOrEndTurn,
+    isStopping,
+    ...(options.onModelSwitch === undefined ? {} : { onModelSwitch: options.onModelSwitch }),
+  });
   const callTool = createToolCall({ operations, now, queue, apply: applyOrEndTurn, isStopping });
 
   /**

@@ -126,6 +126,18 @@ export interface Runner {
   shutdown(): Promise<void>;
 }
 
+/** A failover (loop/model-route.ts): the call that failed and the model its request moves to. */
+export interface ModelSwitch {
+  readonly conversationID: string;
+  readonly turnID: string;
+  readonly callID: string;
+  readonly failedCallID: string;
+  readonly from: string;
+  readonly to: string;
+  readonly kind: string;
+  readonly reason: string;
+}
+
 export interface RunnerOptions {
   readonly store: Store;
   readonly llm: Pick<LLM, "stream">;
@@ -133,4 +145,10 @@ export interface RunnerOptions {
   readonly now?: () => number;
   /** Receives what the runner could not hand to anyone (a failed commit, a lost stream). */
   readonly onError?: (error: unknown, context: { conversationID: string; what: string }) => void;
+  /**
+   * A model call failed before its first token and its request moves to a fallback model
+   * (loop/model-route.ts); for the log. The reason is the failed call's error message, which the
+   * LLM layer has already cleared of secrets.
+   */
+  readonly onModelSwitch?: (info: ModelSwitch) => void;
 }

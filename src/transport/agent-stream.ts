@@ -27,7 +27,12 @@ import { createTurnOutput } from "./agent-stream/turn-output.ts";
 import { createTurnStart } from "./agent-stream/turn-start.ts";
 import type { AgentStream, AgentStreamDeps } from "./agent-stream/types.ts";
 import { createAppendSequencer, SequenceGapError } from "./append-sequencer.ts";
-import { type AgentServerMessage, toHeartbeatMessage, toProtocolError } from "./cursor/index.ts";
+import {
+  type AgentServerMessage,
+  coalesceDeltas,
+  toHeartbeatMessage,
+  toProtocolError,
+} from "./cursor/index.ts";
 import { createOutboundStream } from "./outbound-stream.ts";
 
 export type { AgentStream, AgentStreamDeps, AgentStreamOptions } from "./agent-stream/types.ts";
@@ -37,6 +42,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   const outbound = createOutboundStream<AgentServerMessage>({
     heartbeatMs: options.heartbeatMs,
     heartbeat: toHeartbeatMessage,
+    coalesce: coalesceDeltas,
   });
   const sequencer = createAppendSequencer({
     gapTimeoutMs: options.appendGapTimeoutMs,

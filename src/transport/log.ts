@@ -4,6 +4,8 @@
  * bodies.
  */
 import { errorMessage } from "../errors/error-message.ts";
+import type { ModelSwitch } from "../runner/types.ts";
+
 export interface Log {
   debug(fields: Record<string, unknown>, message: string): void;
   info(fields: Record<string, unknown>, message: string): void;
@@ -49,4 +51,22 @@ export function logRunnerErrors(
   log: Log,
 ): (error: unknown, context: { conversationID: string; what: string }) => void {
   return (error, context) => log.error({ ...context, error: errorMessage(error) }, "runner");
+}
+
+/** Logs each model failover (runner `onModelSwitch`) as a warning with its reason. */
+export function logModelSwitches(log: Log): (info: ModelSwitch) => void {
+  return (info) =>
+    log.warn(
+      {
+        conversation: info.conversationID,
+        turn: info.turnID,
+        failedCall: info.failedCallID,
+        call: info.callID,
+        from: info.from,
+        to: info.to,
+        kind: info.kind,
+        reason: info.reason,
+      },
+      "model switched: the call failed before its first token",
+    );
 }

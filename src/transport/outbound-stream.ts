@@ -12,6 +12,9 @@
  * - `end(error?)` finishes the stream once the backlog is drained; a subscriber then completes,
  *   or throws `error`.
  * - Delivered messages are released, so a long turn holds only what is still to be sent.
+ * - With `coalesce`, the messages waiting when the subscriber asks for the next one may be handed
+ *   out as one (adjacent deltas joined, issue #19): they then count as delivered together, and a
+ *   connection that drops while it is written leaves all of them undelivered.
  */
 export interface OutboundStream<T> {
   push(message: T): void;
@@ -31,6 +34,14 @@ export interface OutboundStream<T> {
 export interface OutboundStreamOptions<T> {
   readonly heartbeatMs: number;
   readonly heartbeat: () => T;
+  /**
+   * The message to hand out for `pending[start]` and how many pending messages (at least 1) it
+   * stands for. Absent: one message at a time.
+   */
+  readonly coalesce?: (
+    pending: readonly T[],
+    start: number,
+  ) => { readonly message: T; readonly count: number };
 }
 
 export function createOutboundStream<T>(options: OutboundStreamOptions<T>): OutboundStream<T> {
@@ -45,6 +56,8 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
   const waiters = new Set<() => void>();
 
   const changed = (): void => {
+    // Most pushes find the subscriber busy writing: nothing to wake, nothing to allocate.
+    if (waiters.size === 0) return;
     const notify = [...waiters];
     waiters.clear();
     for (const wake of notify) wake();
@@ -67,8 +80,8 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
     });
 
   /** Delivered messages are never sent again: let them go. */
-  const markDelivered = (): void => {
-    delivered += 1;
+  const markDelivered = (count: number): void => {
+    delivered += count;
     const done = delivered - base;
     if (done >= 256 && done * 2 >= backlog.length) {
       backlog = backlog.slice(done);
@@ -81,10 +94,13 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
     try {
       while (mine === generation && !signal?.aborted) {
         if (delivered < base + backlog.length) {
-          const message = backlog[delivered - base] as T;
-          yield message;
+          const next =
+            options.coalesce === undefined
+              ? { message: backlog[delivered - base] as T, count: 1 }
+              : options.coalesce(backlog, delivered - base);
+          yield next.message;
           if (mine !== generation) return;
-          markDelivered();
+          markDelivered(next.count);
           continue;
         }
         if (ended) {

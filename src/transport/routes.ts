@@ -200,7 +200,9 @@ function toOfferedModel(model: ModelInfo): OfferedModel {
     id: model.name,
     displayName: model.name,
     contextWindow: model.contextWindow,
-    supportsThinking: model.reasoning,
+    supportsThinking: model.options.thinking,
     supportsImages: model.input.includes("image"),
+    supportsMaxMode: model.options.maxMode,
+    maxModeContextWindow: model.maxModeContextWindow,
   };
 }

@@ -272,6 +272,15 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     // Only a turn running in this process streams here; never load a conversation for it.
     readPending: async (conversationID) =>
       (await runner.inspect(conversationID, { liveOnly: true }))?.pending ?? null,
+    readModels: () => {
+      const health = deps.llm.health();
+      return deps.llm.listModels().map((model) => ({
+        name: model.name,
+        fallbacks: model.fallbacks,
+        maxConcurrent: model.maxConcurrent,
+        health: health.find((entry) => entry.name === model.name) ?? null,
+      }));
+    },
     now,
   });
 

@@ -52,6 +52,8 @@ export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOut
           conversation: state.conversationID,
           request: requestID,
           model: state.settings?.model,
+          // The model the turn's last call went to, when routing moved it (loop/model-route.ts).
+          ...(state.call?.model === undefined ? {} : { calledModel: state.call.model }),
           outcome: outcome.type,
           inputTokens: usage?.input ?? 0,
           outputTokens: usage?.output ?? 0,

@@ -11,12 +11,15 @@ import {
   type ClientEvent,
   fromRunRequest,
   toCheckpointMessage,
+  toChosenModel,
   toConnectError,
   toModelSelection,
   toProtocolError,
   toResumedTurnState,
+  toServerNotice,
   toTurnEnded,
 } from "../cursor/index.ts";
+import { toImageNotice } from "../image-notice.ts";
 import { toWebOffer } from "../web-work.ts";
 import { toSavedRunRequest } from "./saved-run-request.ts";
 import { type StreamState, send } from "./stream-state.ts";
@@ -47,14 +50,25 @@ export function createTurnStart(
   const { runner, log, now } = deps;
 
   /** The model the client asked for, or the first configured one. */
-  const resolveModel = (request: AgentRunRequest) => {
-    const asked = toModelSelection(request)?.model ?? "";
-    const exact = deps.models.findModel(asked) ?? deps.models.findModel(asked.split(":")[0] ?? "");
-    const chosen = exact ?? deps.models.listModels()[0];
-    if (exact === undefined && chosen !== undefined) {
-      log.warn({ asked, using: chosen.name }, "unknown model requested; using the default model");
+  const resolveModel = (request: AgentRunRequest) => chooseModel(request).model;
+
+  /**
+   * The model the client asked for (or the first configured one) and the options it chose in the
+   * model picker (thinking, effort, max mode), read from the run request (model-options.ts).
+   */
+  const chooseModel = (request: AgentRunRequest) => {
+    const selection = toModelSelection(request);
+    const isConfigured = (name: string) => deps.models.findModel(name) !== undefined;
+    const chosen = selection === null ? null : toChosenModel(selection, isConfigured);
+    const exact = chosen === null ? undefined : deps.models.findModel(chosen.model);
+    const model = exact ?? deps.models.listModels()[0];
+    if (exact === undefined && model !== undefined) {
+      log.warn(
+        { asked: selection?.model ?? "", using: model.name },
+        "unknown model requested; using the default model",
+      );
     }
-    return chosen;
+    return { model, options: chosen?.options ?? {} };
   };
 
   return {
@@ -62,20 +76,26 @@ export function createTurnStart(
       if (stream.turn !== null) {
         throw toProtocolError({ type: "turn_already_started" });
       }
-      const model = resolveModel(event.request);
+      const { model, options } = chooseModel(event.request);
       if (model === undefined) throw toProtocolError({ type: "no_model" });
       const started = fromRunRequest(event.request, event.action, {
         at: now(),
         inputID: `${requestID}:${seqno}`,
         requestID,
-        contextWindow: model.contextWindow,
+        // Max mode's larger window, where the model has one, for the client's context indicator.
+        contextWindow: options.maxMode === true ? model.maxModeContextWindow : model.contextWindow,
         web: toWebOffer(deps.web),
       });
       if (!started.ok) {
-        throw toConnectError({ kind: "bad_input", detail: started.error.message });
+        // The stream ends with the error too, so a client reading RunSSE is not left waiting.
+        const error = toConnectError({ kind: "bad_input", detail: started.error.message });
+        stream.end(error);
+        throw error;
       }
       const { input, state } = started.value;
       stream.turn = state;
+      const imageNotice = toImageNotice(model, input.userMessage);
+      if (imageNotice !== null) send(stream, [toServerNotice(imageNotice)]);
       stream.startedAt = now();
       stream.conversationID = state.conversationID;
       log.info(
@@ -84,6 +104,7 @@ export function createTurnStart(
           request: requestID,
           model: model.name,
           mode: state.mode,
+          options,
         },
         "turn started",
       );
@@ -104,7 +125,9 @@ export function createTurnStart(
             settings: withBatches(deps.options, {
               ...input.settings,
               model: model.name,
+              ...(model.fallbacks.length === 0 ? {} : { fallbacks: model.fallbacks }),
               compaction: toCompactionSettings(model, (name) => deps.models.findModel(name)),
+              ...(Object.keys(options).length === 0 ? {} : { modelOptions: options }),
             }),
           },
           output,

@@ -814,6 +814,8 @@ test("golden: start-up RPC responses", () => {
       contextWindow: 200_000,
       supportsThinking: true,
       supportsImages: true,
+      supportsMaxMode: false,
+      maxModeContextWindow: 200_000,
     },
     {
       id: "gpt-5",
@@ -821,6 +823,8 @@ test("golden: start-up RPC responses", () => {
       contextWindow: 400_000,
       supportsThinking: true,
       supportsImages: false,
+      supportsMaxMode: false,
+      maxModeContextWindow: 400_000,
     },
   ];
   const [first] = models;

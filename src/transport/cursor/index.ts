@@ -8,6 +8,7 @@ export { toForceBackground } from "./background-shell.ts";
 export { type BidiAppend, fromBidiAppendRequest } from "./bidi-append.ts";
 export { toCheckpointMessage } from "./checkpoint.ts";
 export { type ClientEvent, fromClientMessage } from "./client-message.ts";
+export { coalesceDeltas } from "./coalesce-deltas.ts";
 export {
   type AgentClientMessage,
   // For tests (e2e/, testing/): the client's side of the stream.
@@ -18,6 +19,7 @@ export {
 export { AiService, ServerConfigService } from "./gen/aiserver/v1/ai_service_pb.js";
 export { BidiRequestIdSchema, BidiService } from "./gen/aiserver/v1/bidi_pb.js";
 export { type Mode, toAgentMode } from "./mode.ts";
+export { type ChosenModel, toChosenModel } from "./model-options.ts";
 export { fromResponseEvent } from "./response-events.ts";
 export {
   fromModeSettings,
@@ -26,7 +28,7 @@ export {
   toModeSettings,
   toResumedTurnState,
 } from "./run-request.ts";
-export { toHeartbeatMessage } from "./server-message.ts";
+export { toHeartbeatMessage, toServerNotice } from "./server-message.ts";
 export {
   type OfferedModel,
   type PathEncryptionKeys,

@@ -8,7 +8,7 @@ import { ConversationActionSchema } from "./gen/agent/v1/conversation_action_pb.
 import { ConversationStateStructureSchema } from "./gen/agent/v1/conversation_state_pb.js";
 import { ApiKeyCredentialsSchema } from "./gen/agent/v1/models_pb.js";
 import type { AgentRunRequest } from "./gen/agent/v1/run_request_pb.js";
-import { toSystemPrompt } from "./prompt.ts";
+import { toSystemPrompt } from "./prompt/index.ts";
 import {
   fromModeSettings,
   fromRunRequest,

@@ -21,7 +21,7 @@ import {
   UserMessageSchema,
 } from "./gen/agent/v1/user_message_pb.js";
 import { fromAgentMode, MODES, type Mode } from "./mode.ts";
-import { toSystemPrompt } from "./prompt.ts";
+import { toSystemPrompt } from "./prompt/index.ts";
 import { toConcurrentToolNames, toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
 import type { McpToolRef } from "./tools/mcp.ts";
 import { NO_WEB, type WebOffer } from "./tools/server-work.ts";
@@ -77,15 +77,19 @@ export function toModelSelection(request: AgentRunRequest): ModelSelection | nul
   };
 }
 
-/** The settings of `mode`: its fixed system prompt and tool definitions; the model is kept. */
+/**
+ * The settings of `mode`: its fixed system prompt and tool definitions; the model and its
+ * fallbacks are kept.
+ */
 export function toModeSettings(
-  settings: { readonly model: string },
+  settings: Pick<TurnSettings, "model" | "fallbacks">,
   mode: Mode,
   mcpTools: readonly McpToolRef[],
   web: WebOffer = NO_WEB,
 ): TurnSettings {
   return {
     model: settings.model,
+    ...(settings.fallbacks === undefined ? {} : { fallbacks: settings.fallbacks }),
     systemPrompt: toSystemPrompt(mode),
     tools: toToolDefinitions(mode, mcpTools, web),
     readOnlyTools: toConcurrentToolNames(mode, mcpTools, web),
@@ -115,7 +119,9 @@ export function fromRunRequest(
   if (turn === null)
     return toDecodeError("bad_field", `the run request's ${action} action carries no user message`);
   const blobs = toBlobStore(request.preFetchedBlobs);
-  const userMessage = toUserMessage(turn.userMessage, blobs, options.at, turn.prepend);
+  const converted = toUserMessage(turn.userMessage, blobs, options.at, turn.prepend);
+  if (!converted.ok) return converted;
+  const userMessage = converted.value;
   const hasContent =
     typeof userMessage.content === "string"
       ? userMessage.content !== ""

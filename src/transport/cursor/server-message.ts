@@ -22,6 +22,14 @@ export function toUpdateMessage(update: UpdateInit): AgentServerMessage {
   });
 }
 
+/**
+ * A one-line note from the server to the user (`text_delta` with `is_server_notice`): shown in
+ * the chat, never part of the model's history.
+ */
+export function toServerNotice(text: string): AgentServerMessage {
+  return toUpdateMessage({ case: "textDelta", value: { text, isServerNotice: true } });
+}
+
 /** `interaction_update.heartbeat`, sent while nothing else is (the transport decides when). */
 export function toHeartbeatMessage(): AgentServerMessage {
   return toUpdateMessage({ case: "heartbeat", value: create(HeartbeatUpdateSchema) });

@@ -19,6 +19,8 @@ const MODELS: OfferedModel[] = [
     contextWindow: 200_000,
     supportsThinking: true,
     supportsImages: true,
+    supportsMaxMode: true,
+    maxModeContextWindow: 1_000_000,
   },
   {
     id: "gpt-5",
@@ -26,6 +28,8 @@ const MODELS: OfferedModel[] = [
     contextWindow: 400_000,
     supportsThinking: true,
     supportsImages: false,
+    supportsMaxMode: false,
+    maxModeContextWindow: 400_000,
   },
 ];
 
@@ -42,10 +46,12 @@ test("the picker lists every model, the first as default", () => {
       model.clientDisplayName,
       model.contextTokenLimit,
       model.supportsImages,
+      model.supportsMaxMode,
+      model.contextTokenLimitForMaxMode,
     ]),
     [
-      ["claude-sonnet", "Claude Sonnet", 200_000, true],
-      ["gpt-5", "GPT-5", 400_000, false],
+      ["claude-sonnet", "Claude Sonnet", 200_000, true, true, 1_000_000],
+      ["gpt-5", "GPT-5", 400_000, false, false, undefined],
     ],
   );
   assert.equal(response.composerModelConfig?.defaultModel, "claude-sonnet");

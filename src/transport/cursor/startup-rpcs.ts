@@ -39,6 +39,10 @@ export interface OfferedModel {
   readonly contextWindow: number;
   readonly supportsThinking: boolean;
   readonly supportsImages: boolean;
+  /** The model has larger limits in max mode (its configuration's `maxMode`). */
+  readonly supportsMaxMode: boolean;
+  /** The context window in max mode (equal to `contextWindow` without max mode). */
+  readonly maxModeContextWindow: number;
 }
 
 export const SERVER_CONFIG_VERSION = "cursor-byok-1";
@@ -102,10 +106,11 @@ export function toAvailableModelsResponse(
       supportsAgent: true,
       supportsThinking: model.supportsThinking,
       supportsImages: model.supportsImages,
-      supportsMaxMode: false,
+      supportsMaxMode: model.supportsMaxMode,
       supportsNonMaxMode: true,
       supportsPlanMode: true,
       contextTokenLimit: model.contextWindow,
+      ...(model.supportsMaxMode ? { contextTokenLimitForMaxMode: model.maxModeContextWindow } : {}),
       clientDisplayName: model.displayName,
       serverModelName: model.id,
       inputboxShortModelName: model.displayName,

@@ -1,6 +1,6 @@
 /**
  * What the client sees of a compaction (docs/compaction.md; interaction updates 9–11 in
- * docs/cursor-protocol.md §2.5): `summary_started` when a summary call starts, then `summary`
+ * docs/protocol.md §2.5): `summary_started` when a summary call starts, then `summary`
  * with the summary's text and `summary_completed` when its compaction record is committed. A
  * summary call that fails sends neither of the last two: the turn ends with its error.
  *

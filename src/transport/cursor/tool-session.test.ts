@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { create } from "@bufbuild/protobuf";
+import fc from "fast-check";
 import { fromClientMessage } from "./client-message.ts";
 import {
   AgentClientMessageSchema,
@@ -370,4 +371,89 @@ test("a call that was not recovered accepts no reply to another exec of its oper
     CONTEXT,
   );
   assert.match(other.ignored ?? "", /not a running one/);
+});
+
+test("a batch, any reply order with heartbeats, stream_closes and duplicates: each call completes once, with its own result", () => {
+  const size = 4;
+  const calls = Array.from({ length: size }, (_, i) =>
+    callClient("read_file", { path: `f${i}.ts` }, `toolu_b${i}`),
+  );
+  let opened = turnState();
+  const execs: { id: number; execID: string }[] = [];
+  for (const command of calls) {
+    const step = startToolCall(opened, command, CONTEXT);
+    opened = step.state;
+    const exec = step.messages.at(-1)?.message;
+    assert.ok(exec?.case === "execServerMessage");
+    execs.push({ id: exec.value.id, execID: exec.value.execId });
+  }
+  const reply = (index: number) => {
+    const exec = execs[index] ?? assert.fail();
+    return fromClientMessage(
+      create(AgentClientMessageSchema, {
+        message: {
+          case: "execClientMessage",
+          value: {
+            id: exec.id,
+            execId: exec.execID,
+            message: {
+              case: "readResult",
+              value: {
+                result: {
+                  case: "success",
+                  value: { output: { case: "content", value: `content ${index}\n` } },
+                },
+              },
+            },
+          },
+        },
+      }),
+    );
+  };
+  const noise = (index: number) =>
+    fromClientMessage(
+      create(AgentClientMessageSchema, {
+        message: {
+          case: "execClientControlMessage",
+          value: { message: { case: "streamClose", value: { id: execs[index]?.id ?? 0 } } },
+        },
+      }),
+    );
+  const arbEvent = fc.oneof(
+    { weight: 3, arbitrary: fc.nat({ max: size - 1 }).map((i) => ({ kind: "reply", i }) as const) },
+    { weight: 1, arbitrary: fc.nat({ max: size - 1 }).map((i) => ({ kind: "noise", i }) as const) },
+  );
+  fc.assert(
+    fc.property(
+      fc.array(arbEvent, { maxLength: 20 }),
+      fc.array(fc.nat(), { minLength: size, maxLength: size }),
+      (events, keys) => {
+        // Every call's reply at least once, in a random order, with the generated events mixed in.
+        const order = [...Array.from({ length: size }, (_, i) => i)].sort(
+          (a, b) => (keys[a] ?? 0) - (keys[b] ?? 0) || a - b,
+        );
+        const all = [...events, ...order.map((i) => ({ kind: "reply", i }) as const)];
+        let state = opened;
+        const completed: string[] = [];
+        for (const event of all) {
+          const step = continueToolCall(
+            state,
+            event.kind === "reply" ? reply(event.i) : noise(event.i),
+            CONTEXT,
+          );
+          state = step.state;
+          if (step.input !== null) {
+            const call = calls[event.i] ?? assert.fail();
+            assert.equal(step.operationID, call.operationID);
+            assert.equal(step.input.message.toolCallId, call.toolCall.id);
+            assert.match(resultText(step.input.message), new RegExp(`content ${event.i}`));
+            completed.push(call.toolCall.id);
+          }
+        }
+        assert.deepEqual([...completed].sort(), calls.map((call) => call.toolCall.id).sort());
+        assert.deepEqual(state.open, []);
+      },
+    ),
+    { numRuns: 200 },
+  );
 });

@@ -17,10 +17,10 @@
  * public Cursor servers keep their pending execs keyed by exec id. Every step says which call it
  * advanced (`operationID`).
  *
- * Why one file of about 570 lines: it is one state machine over the turn's open tool calls (start,
- * continue, expire, finish server work, abort). Its private helpers (`apply`, `finish`, the
- * builders of what is awaited and sent) serve every entry point; splitting them off would only
- * export them for one caller.
+ * Why one file of about 570 lines: it is one state machine over the turn's open tool calls
+ * (start, continue, expire, finish server work, abort). Its private helpers (`applyProgress`,
+ * `finish`, the builders of what is awaited and sent) serve every entry point; splitting them
+ * off would only export them for one caller.
  */
 import { createHash } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
@@ -128,11 +128,11 @@ export function startToolCall(
   });
   const progress = tool.start(parsed.args, env);
   if (!options.recovered || progress.type !== "request") {
-    return apply(state, tool, open, progress, context, [started]);
+    return applyProgress(state, tool, open, progress, context, [started]);
   }
   const recovered = { resultCase: toResultCase(progress.request) };
   if (tool.repeatable) {
-    const step = apply(state, tool, open, progress, context, [started]);
+    const step = applyProgress(state, tool, open, progress, context, [started]);
     const sent = findOpen(step.state, open.operationID);
     return sent === null ? step : { ...step, state: withOpen(step.state, { ...sent, recovered }) };
   }
@@ -193,7 +193,7 @@ export function continueToolCall(
   switch (event.type) {
     case "exec_result": {
       const reply: ClientReply = { type: "exec", result: event.result };
-      return apply(
+      return applyProgress(
         state,
         tool,
         open,
@@ -204,7 +204,7 @@ export function continueToolCall(
     }
     case "interaction_response": {
       const reply: ClientReply = { type: "query", result: event.result };
-      return apply(
+      return applyProgress(
         state,
         tool,
         open,
@@ -274,7 +274,7 @@ export function finishServerWork(
   if (tool === null) return ignore(state, `tool ${open.toolName} is no longer offered`);
   const env = toEnv(state, open.toolCallID, context.at);
   const reply: ClientReply = { type: "server", result };
-  return apply(
+  return applyProgress(
     state,
     tool,
     open,
@@ -354,7 +354,8 @@ function withoutOpen(state: TurnState, operationID: string): TurnState {
   return { ...state, open: state.open.filter((call) => call.operationID !== operationID) };
 }
 
-function apply(
+/** One step of a tool's progress (a request to send, a wait, or done) applied to its open call. */
+function applyProgress(
   state: TurnState,
   tool: AnyTool,
   open: OpenToolCall,

@@ -2,13 +2,34 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
 import { create } from "@bufbuild/protobuf";
+import { makeJpeg, makeLargePng, makePng } from "../../llm/testing/images.ts";
+import type { BlobStore } from "./blobs.ts";
 import { toBlobStore } from "./blobs.ts";
 import { PreFetchedBlobSchema } from "./gen/agent/v1/run_request_pb.js";
+import type { UserMessage as CursorUserMessage } from "./gen/agent/v1/user_message_pb.js";
 import { UserMessageSchema } from "./gen/agent/v1/user_message_pb.js";
 import { T0 } from "./testing.ts";
-import { sniffImageType, toUserMessage } from "./user-message.ts";
+import { toUserMessage as decode, IMAGE_LIMITS, sniffImageType } from "./user-message.ts";
 
-const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
+/** The converted message; fails the test when the message is refused. */
+function toUserMessage(
+  message: CursorUserMessage,
+  blobs: BlobStore,
+  at: number,
+  prepend: readonly CursorUserMessage[] = [],
+) {
+  const result = decode(message, blobs, at, prepend);
+  if (!result.ok) throw new Error(result.error.message);
+  return result.value;
+}
+
+function refusal(message: CursorUserMessage): string {
+  const result = decode(message, NO_BLOBS, T0);
+  assert.equal(result.ok, false);
+  return result.ok ? "" : result.error.message;
+}
+
+const PNG = makePng(2, 2, [0, 128, 255]);
 const NO_BLOBS = toBlobStore([]);
 
 function blob(value: Uint8Array) {
@@ -85,4 +106,64 @@ test("image types are recognised by their magic bytes", () => {
   assert.equal(sniffImageType(new TextEncoder().encode("GIF89a")), "image/gif");
   assert.equal(sniffImageType(new TextEncoder().encode("RIFF\0\0\0\0WEBP")), "image/webp");
   assert.equal(sniffImageType(new Uint8Array([1, 2, 3])), "application/octet-stream");
+});
+
+test("an image's type comes from its bytes when they show one, else from the client", () => {
+  const jpeg = makeJpeg();
+  const message = create(UserMessageSchema, {
+    text: "two",
+    selectedContext: {
+      selectedImages: [
+        // A client that labels a JPEG screenshot as PNG: the bytes win.
+        { dataOrBlobId: { case: "data", value: jpeg }, mimeType: "image/png" },
+        { dataOrBlobId: { case: "data", value: PNG }, mimeType: "" },
+      ],
+    },
+  });
+  const content = toUserMessage(message, NO_BLOBS, T0).content;
+  assert.ok(Array.isArray(content));
+  assert.deepEqual(
+    content.map((block) => (block.type === "image" ? block.mimeType : "text")),
+    ["text", "image/jpeg", "image/png"],
+  );
+});
+
+test("an image over the size limit is refused with its name and the limit", () => {
+  const big = makeLargePng(IMAGE_LIMITS.maxBytes * 1.2);
+  const message = create(UserMessageSchema, {
+    text: "look",
+    selectedContext: {
+      selectedImages: [
+        { dataOrBlobId: { case: "data", value: PNG } },
+        { dataOrBlobId: { case: "data", value: big }, path: "/home/me/secret-project/shot.png" },
+      ],
+    },
+  });
+  const problem = refusal(message);
+  assert.match(problem, /^image 2 \(shot\.png\) is 6\.0 MiB; images can be at most 5\.0 MiB$/);
+  assert.doesNotMatch(problem, /secret-project/);
+});
+
+test("too many images, or a file that is not an image, is refused", () => {
+  const many = create(UserMessageSchema, {
+    text: "all of them",
+    selectedContext: {
+      selectedImages: Array.from({ length: IMAGE_LIMITS.maxImages + 1 }, () => ({
+        dataOrBlobId: { case: "data" as const, value: PNG },
+      })),
+    },
+  });
+  assert.match(refusal(many), /21 images; at most 20/);
+  const pdf = create(UserMessageSchema, {
+    text: "a pdf",
+    selectedContext: {
+      selectedImages: [
+        {
+          dataOrBlobId: { case: "data", value: new TextEncoder().encode("%PDF-1.7") },
+          mimeType: "application/pdf",
+        },
+      ],
+    },
+  });
+  assert.match(refusal(pdf), /^image 1 is not a PNG, JPEG, GIF or WebP image/);
 });

@@ -4,12 +4,13 @@
  */
 import { isStoreError, type Store } from "../../store/index.ts";
 import { toShortOperation } from "./operation-result.ts";
-import type { ReadPending, ReadSetup, SeenClient } from "./types.ts";
+import type { ReadModels, ReadPending, ReadSetup, SeenClient } from "./types.ts";
 
 export interface ApiContext {
   readonly store: Store;
   readonly readSetup: ReadSetup | undefined;
   readonly readPending: ReadPending | undefined;
+  readonly readModels: ReadModels | undefined;
   readonly tokenRequired: boolean;
   readonly clients: () => readonly SeenClient[];
 }
@@ -92,6 +93,9 @@ export async function answerApi(
         ...(toDay === undefined ? {} : { toDay }),
       });
       return json(200, { rows });
+    }
+    if (first === "models" && id === undefined) {
+      return json(200, { models: context.readModels?.() ?? [] });
     }
     if (first === "setup" && id === undefined) {
       return json(200, {

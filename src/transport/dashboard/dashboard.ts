@@ -19,7 +19,7 @@ import type { Store } from "../../store/index.ts";
 import { createHostCheck } from "../http/host-check.ts";
 import { answerApi } from "./api.ts";
 import { findStaticFile, readStaticFile } from "./static-files.ts";
-import type { ReadPending, ReadSetup, SeenClient } from "./types.ts";
+import type { ReadModels, ReadPending, ReadSetup, SeenClient } from "./types.ts";
 
 export type DashboardRequest = IncomingMessage | Http2ServerRequest;
 /** What the dashboard uses of an HTTP/1.1 or HTTP/2 response: headers once, then a body. */
@@ -59,6 +59,7 @@ export interface DashboardOptions {
   readonly hosts: readonly string[];
   readonly readSetup?: ReadSetup;
   readonly readPending?: ReadPending;
+  readonly readModels?: ReadModels;
   readonly now: () => number;
 }
 
@@ -134,6 +135,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
           store: options.store,
           readSetup: options.readSetup,
           readPending: options.readPending,
+          readModels: options.readModels,
           tokenRequired: options.tokenRequired,
           clients: () => [...seen.values()].reverse(),
         };

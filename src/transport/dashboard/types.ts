@@ -3,10 +3,24 @@
  * the set-up it shows read-only, and the response a model is streaming now. Nothing here holds a
  * secret.
  */
+import type { ModelHealthInfo } from "../../llm/index.ts";
 import type { PendingResponse } from "../../loop/index.ts";
 
 /** The response of a conversation's current model call while it streams (memory only). */
 export type ReadPending = (conversationID: string) => Promise<PendingResponse | null>;
+
+/**
+ * The configured models with their fallbacks and their health in this process now
+ * (llm/model-health.ts): what `cursor-byok models` shows of a running server.
+ */
+export type ReadModels = () => readonly ModelStatus[];
+
+export interface ModelStatus {
+  readonly name: string;
+  readonly fallbacks: readonly string[];
+  readonly maxConcurrent: number | null;
+  readonly health: ModelHealthInfo | null;
+}
 
 /** One configured model, without its key or headers. */
 export interface SetupModel {

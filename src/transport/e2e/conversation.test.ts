@@ -174,6 +174,16 @@ describe("a conversation end to end (RunSSE + BidiAppend)", () => {
       1,
       "one byte-stable system prompt",
     );
+    // The golden prompt of agent mode, and one byte-identical tool list across turns and steps.
+    const golden = readFileSync(
+      new URL("../cursor/fixtures/prompt/agent.txt", import.meta.url),
+      "utf8",
+    ).replace(/\n$/, "");
+    assert.equal(systemPrompts[0], golden);
+    const tools = harness.provider.requests.map((request) =>
+      JSON.stringify(JSON.parse(request.body).tools),
+    );
+    assert.equal(new Set(tools).size, 1, "one byte-stable tool list");
   });
 
   test("the second turn sees the first and ends normally", () => {

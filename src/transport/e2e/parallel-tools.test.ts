@@ -10,9 +10,10 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { Code } from "@connectrpc/connect";
 import type { ExecServerMessage } from "../cursor/gen/agent/v1/exec_pb.js";
 import type { TurnResult } from "../testing/index.ts";
-import { type Harness, MODEL, startHarness } from "./test-harness.ts";
+import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
 const READS = ["a.ts", "b.ts", "c.ts", "d.ts"];
 
@@ -142,5 +143,62 @@ describe("parallel read-only tool calls end to end", () => {
     // only in id, which is not in the body).
     const messages = (body: string) => JSON.stringify(JSON.parse(body).messages);
     assert.equal(messages(requests[1]?.body ?? ""), messages(requests[3]?.body ?? ""));
+  });
+});
+
+describe("cancel while a batch of reads runs", () => {
+  test("every exec is aborted, every call closed, and each gets its not-run result in order", async () => {
+    const harness = await startHarness();
+    try {
+      script(harness);
+      const held: ExecServerMessage[] = [];
+      const allHeld = createGate();
+      const never = createGate();
+      const client = harness.client({
+        onExec: async (exec) => {
+          if (exec.message.case !== "readArgs" && exec.message.case !== "grepArgs")
+            return undefined;
+          held.push(exec);
+          if (held.length === READS.length + 1) allHeld.open();
+          await never.promise; // the client does not answer before the user cancels
+          return undefined;
+        },
+      });
+      const turn = client.startTurn({
+        conversationId: "c0a1b2c3-0000-4000-8000-000000000003",
+        text: "Read them.",
+        modelId: MODEL,
+      });
+      await allHeld.promise;
+      await turn.cancel("stop");
+      // The client's held execs may finish now (the turn waits for its execs to settle); their
+      // late results are for calls the cancel already closed.
+      never.open();
+      const result = await turn.done;
+      assert.equal(result.error?.code, Code.Canceled);
+      // One abort per exec in flight, and every started call completed (as failed) in the UI.
+      const aborted = result.messages.flatMap((message) =>
+        message.message.case === "execServerControlMessage" &&
+        message.message.value.message.case === "abort"
+          ? [message.message.value.message.value.id]
+          : [],
+      );
+      assert.deepEqual(aborted.sort(), held.map((exec) => exec.id).sort());
+      assert.equal(result.view.toolCallsCompleted.length, READS.length + 1);
+      const loaded = await harness.store.load("c0a1b2c3-0000-4000-8000-000000000003");
+      const results = (loaded?.state.messages ?? []).flatMap((message) =>
+        message.role === "toolResult" ? [[message.toolCallId, message.isError] as const] : [],
+      );
+      assert.deepEqual(results, [
+        ["call_r0", true],
+        ["call_r1", true],
+        ["call_r2", true],
+        ["call_r3", true],
+        ["call_grep", true],
+        ["call_write", true],
+      ]);
+    } finally {
+      await harness.close();
+    }
   });
 });

@@ -7,12 +7,12 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLLM, createModelConfigs } from "../../llm/index.ts";
+import { createLLM, createModelConfigs, type HealthPolicy, type LLM } from "../../llm/index.ts";
 import { type ScriptedReply, toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import { type FakeProvider, startFakeProvider } from "../../llm/testing/fake-provider.ts";
 import { createRunner } from "../../runner/runner.ts";
 import { createMemoryStore, openSqliteStore, type Store } from "../../store/index.ts";
-import { createRecordingLog, type LogLine, logRunnerErrors } from "../log.ts";
+import { createRecordingLog, type LogLine, logModelSwitches, logRunnerErrors } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, type Server, type ServerOptions, startServer } from "../server.ts";
 import {
   type CursorClient,
@@ -28,6 +28,8 @@ export type { LogLine };
 
 export interface Harness {
   readonly provider: FakeProvider;
+  /** The in-process server's LLM layer (e.g. for its model health). */
+  readonly llm: LLM;
   readonly store: Store;
   readonly workspace: string;
   readonly logs: LogLine[];
@@ -52,6 +54,13 @@ export interface HarnessOptions {
    * with SIGKILL, as a crash would. Otherwise it runs in this process on an in-memory store.
    */
   readonly mode?: "in-process" | "process";
+  /**
+   * The configured models (plain config objects, as in the config file), given the fake
+   * provider's URL; in-process only. Default: one OpenAI-compatible model named `MODEL`.
+   */
+  readonly models?: (providerUrl: string) => readonly Record<string, unknown>[];
+  /** The LLM layer's cool-down policy (model-health.ts). */
+  readonly health?: Partial<HealthPolicy>;
   /** The web tools of the in-process server (none: web_search and web_fetch are not offered). */
   readonly web?: WebTools;
   /** Mode `process`: settings of the first server process (kill point, late-result grace). */
@@ -70,16 +79,19 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const store: Store = inChild ? openSqliteStore({ path: dbPath }) : createMemoryStore();
   const { log, lines: logs } = createRecordingLog();
   const llm = createLLM({
-    models: createModelConfigs([
-      {
-        name: MODEL,
-        api: "openai-compatible",
-        model: "scripted-model",
-        baseUrl: provider.url,
-        apiKey: API_KEY,
-      },
-    ]),
+    models: createModelConfigs(
+      options.models?.(provider.url) ?? [
+        {
+          name: MODEL,
+          api: "openai-compatible",
+          model: "scripted-model",
+          baseUrl: provider.url,
+          apiKey: API_KEY,
+        },
+      ],
+    ),
     retry: { sleep: async () => {}, maxAttempts: 3 },
+    ...(options.health === undefined ? {} : { health: options.health }),
   });
   const serverOptions: ServerOptions = {
     ...DEFAULT_SERVER_OPTIONS,
@@ -109,7 +121,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           {
             store,
             llm,
-            runner: createRunner({ store, llm, onError: logRunnerErrors(log) }),
+            runner: createRunner({
+              store,
+              llm,
+              onError: logRunnerErrors(log),
+              onModelSwitch: logModelSwitches(log),
+            }),
             log,
             ...(options.web === undefined ? {} : { web: options.web }),
           },
@@ -118,6 +135,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const clients: CursorClient[] = [];
   const harness: Harness = {
     provider,
+    llm,
     store,
     workspace,
     logs,

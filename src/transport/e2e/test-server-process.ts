@@ -43,6 +43,9 @@ interface Settings {
   readonly lateResultGraceMs?: number;
   /** Overrides how long a RunSSE envelope may take to arrive. */
   readonly envelopeTimeoutMs?: number;
+  /** Overrides the most agent streams and open connections (the concurrency benchmark). */
+  readonly maxStreams?: number;
+  readonly maxConnections?: number;
   /**
    * Prints `MEMORY <json>` (rss, heapUsed, external) this often, after a full collection when
    * the process runs with `--expose-gc` (the soak).
@@ -105,6 +108,11 @@ const server = await startServer(
     port: settings.port,
     runSseContentType: settings.runSseContentType ?? DEFAULT_SERVER_OPTIONS.runSseContentType,
     envelopeTimeoutMs: settings.envelopeTimeoutMs ?? DEFAULT_SERVER_OPTIONS.envelopeTimeoutMs,
+    maxStreams: settings.maxStreams ?? DEFAULT_SERVER_OPTIONS.maxStreams,
+    listen: {
+      ...DEFAULT_SERVER_OPTIONS.listen,
+      maxConnections: settings.maxConnections ?? DEFAULT_SERVER_OPTIONS.listen.maxConnections,
+    },
     stream: {
       ...DEFAULT_SERVER_OPTIONS.stream,
       heartbeatMs: settings.heartbeatMs ?? DEFAULT_SERVER_OPTIONS.stream.heartbeatMs,

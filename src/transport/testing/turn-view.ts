@@ -26,8 +26,10 @@ export interface TurnUsageView {
 }
 
 export interface TurnView {
-  /** All `text_delta` texts, concatenated. */
+  /** All `text_delta` texts, concatenated (server notices excluded). */
   readonly text: string;
+  /** The `text_delta`s marked `is_server_notice`: notes from the server to the user. */
+  readonly notices: readonly string[];
   /** All `thinking_delta` texts, concatenated. */
   readonly thinking: string;
   readonly toolCallsStarted: readonly ToolCallView[];
@@ -55,6 +57,7 @@ export interface TurnView {
 
 export function toTurnView(messages: readonly AgentServerMessage[]): TurnView {
   let text = "";
+  const notices: string[] = [];
   let thinking = "";
   let stdout = "";
   let stderr = "";
@@ -75,7 +78,8 @@ export function toTurnView(messages: readonly AgentServerMessage[]): TurnView {
         const update = branch.value.message;
         switch (update.case) {
           case "textDelta":
-            text += update.value.text;
+            if (update.value.isServerNotice) notices.push(update.value.text);
+            else text += update.value.text;
             break;
           case "thinkingDelta":
             thinking += update.value.text;
@@ -123,6 +127,7 @@ export function toTurnView(messages: readonly AgentServerMessage[]): TurnView {
   }
   return {
     text,
+    notices,
     thinking,
     toolCallsStarted: started,
     toolCallsCompleted: completed,

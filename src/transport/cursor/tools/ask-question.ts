@@ -27,27 +27,36 @@ export const askQuestion: ToolHandler<AskQuestionToolArgs, null> = {
   definition: {
     name: "ask_question",
     description:
-      "Ask the user one or more questions and wait for the answers. Give options for choices; the user can also answer in free text. Use it only for decisions that are the user's to make.",
+      'Ask the user one or more questions and wait for the answers. Give options for choices (the user can still answer in their own words), and set allow_multiple when several options may apply. Use it only for decisions that are the user\'s to make (scope, trade-offs, preferences); find facts about the code yourself with the tools. Example: {"questions": [{"id": "db", "prompt": "Which database should the cache use?", "options": [{"id": "redis", "label": "Redis"}, {"id": "pg", "label": "PostgreSQL"}]}]}.',
     parameters: {
       type: "object",
       properties: {
-        title: { type: "string" },
+        title: { type: "string", description: "A short heading for the questions." },
         questions: {
           type: "array",
           items: {
             type: "object",
             properties: {
-              id: { type: "string" },
-              prompt: { type: "string" },
+              id: { type: "string", description: "An id for the answer (default q1, q2, …)." },
+              prompt: { type: "string", description: "The question, as the user will read it." },
               options: {
                 type: "array",
                 items: {
                   type: "object",
-                  properties: { id: { type: "string" }, label: { type: "string" } },
+                  properties: {
+                    id: {
+                      type: "string",
+                      description: "An id for the choice (default o1, o2, …).",
+                    },
+                    label: { type: "string", description: "The choice, as the user will read it." },
+                  },
                   required: ["label"],
                 },
               },
-              allow_multiple: { type: "boolean" },
+              allow_multiple: {
+                type: "boolean",
+                description: "The user may pick several options. Default false.",
+              },
             },
             required: ["prompt"],
           },

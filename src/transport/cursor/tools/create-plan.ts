@@ -25,7 +25,7 @@ export const createPlan: ToolHandler<CreatePlanToolArgs, null> = {
   definition: {
     name: "create_plan",
     description:
-      "Present your implementation plan to the user for review. Call it once the plan is complete.",
+      'Present your implementation plan to the user for review, once your research is done; the user accepts it, asks for changes, or starts building. The plan should name the goal, the files to change and how, the order of the steps and how to verify the result; todos lists the steps the build will track. Call it once per plan, not for progress updates. Example: {"name": "Configurable port", "overview": "Read the port from PORT, defaulting to 3000.", "plan": "1. src/server.ts: read process.env.PORT …", "todos": ["Read PORT in src/server.ts", "Test the default and an override"]}.',
     parameters: {
       type: "object",
       properties: {

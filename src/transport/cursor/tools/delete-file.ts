@@ -17,7 +17,8 @@ export const deleteFile: ToolHandler<DeleteFileArgs, null> = {
   name: "delete_file",
   definition: {
     name: "delete_file",
-    description: "Delete a file.",
+    description:
+      'Delete one file of the workspace. It cannot be undone from here: delete only files the task requires, and ask the user first for anything outside the task or the workspace. Example: {"path": "src/old-helper.ts"}.',
     parameters: {
       type: "object",
       properties: {

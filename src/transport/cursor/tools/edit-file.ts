@@ -41,7 +41,7 @@ export const editFile: ToolHandler<EditFileArgs, EditData | null> = {
   definition: {
     name: "edit_file",
     description:
-      "Replace exact text in an existing file. old_string must match the file exactly, including whitespace and indentation, and must occur exactly once (include surrounding lines to make it unique) unless replace_all is true. Do not include the line-number prefixes shown by read_file.",
+      'Change part of an existing file by replacing exact text. old_string must match the file byte for byte, including whitespace and indentation, and must occur exactly once (add surrounding lines to make it unique) unless replace_all is true; new_string replaces it. Read the file first, and do not include the line-number prefixes read_file shows. To create a file or rewrite most of one, use write_file. Example: {"path": "src/app.ts", "old_string": "const port = 3000;", "new_string": "const port = Number(process.env.PORT ?? 3000);"}.',
     parameters: {
       type: "object",
       properties: {

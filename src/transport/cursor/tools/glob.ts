@@ -32,7 +32,7 @@ export const glob: ToolHandler<GlobArgs, null> = {
   definition: {
     name: "glob",
     description:
-      'Find files whose path matches a glob pattern, e.g. "**/*.test.ts" or "src/**/config.*".',
+      'Find files whose path matches a glob pattern, searched from path (default: the workspace); returns at most 500 paths, sorted by path. Use it to locate files by name or extension; use grep to search their contents and list_dir to see a folder\'s layout. Example: {"pattern": "**/*.test.ts", "path": "src"}.',
     parameters: {
       type: "object",
       properties: {

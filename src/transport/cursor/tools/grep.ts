@@ -32,7 +32,7 @@ export const grep: ToolHandler<GrepToolArgs, null> = {
   definition: {
     name: "grep",
     description:
-      "Search file contents with a regular expression (ripgrep syntax). output_mode: content (matching lines with line numbers, the default), files_with_matches (file paths) or count (matches per file).",
+      'Search file contents with a regular expression (ripgrep syntax: escape literal braces and parentheses, e.g. "interface\\\\{\\\\}"). output_mode "content" (the default) returns matching lines with their paths and line numbers, "files_with_matches" only the paths, "count" the matches per file. Results are capped at 50,000 characters: narrow with path, glob or type, or use head_limit, when you expect many. Prefer it to running grep or rg in the shell. Several grep calls in one response run in parallel. Example: {"pattern": "createServer\\\\(", "type": "ts", "output_mode": "files_with_matches"}.',
     parameters: {
       type: "object",
       properties: {
@@ -45,8 +45,13 @@ export const grep: ToolHandler<GrepToolArgs, null> = {
           type: "string",
           description: 'Only search files matching this glob, e.g. "*.ts" or "src/**/*.py".',
         },
-        output_mode: { type: "string", enum: [...OUTPUT_MODES] },
-        case_insensitive: { type: "boolean" },
+        output_mode: {
+          type: "string",
+          enum: [...OUTPUT_MODES],
+          description:
+            "content: matching lines with path and line number (default); files_with_matches: paths only; count: matches per file.",
+        },
+        case_insensitive: { type: "boolean", description: "Ignore case. Default false." },
         context: {
           type: "integer",
           minimum: 0,
@@ -55,7 +60,7 @@ export const grep: ToolHandler<GrepToolArgs, null> = {
         head_limit: {
           type: "integer",
           minimum: 1,
-          description: "Return at most this many results.",
+          description: "Return at most this many lines, paths or counts.",
         },
         type: { type: "string", description: 'File type filter, e.g. "ts", "py", "rust".' },
         multiline: { type: "boolean", description: "Let the pattern span lines." },

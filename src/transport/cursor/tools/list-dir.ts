@@ -23,7 +23,7 @@ export const listDir: ToolHandler<ListDirArgs, null> = {
   definition: {
     name: "list_dir",
     description:
-      "List the files and subdirectories of a directory as a tree. Directories end with '/'.",
+      'List a directory as an indented tree of files and subdirectories (directories end with "/"), up to 500 lines. Use it to get the shape of a project or folder; to find files by name pattern anywhere, glob is better, and to find contents, grep. Example: {"path": "src", "ignore": ["**/*.test.ts"]}.',
     parameters: {
       type: "object",
       properties: {

@@ -41,7 +41,7 @@ export const readFile: ToolHandler<ReadFileArgs, null> = {
   definition: {
     name: "read_file",
     description:
-      'Read a text file (or an image). Lines are shown as "<line number>|<text>"; the numbers are not part of the file. Reads up to 2000 lines by default; use offset and limit for other parts of long files.',
+      'Read a file of the workspace. Text comes back with each line as "<line number>|<text>" (the prefix is not part of the file: never copy it into an edit); images (png, jpg, gif, webp) come back as images. Shows up to 2000 lines from offset, at most 100,000 characters, and cuts lines longer than 2000 characters; the result says when it stopped early, so read the rest with offset and limit. Several read_file calls in one response run in parallel: read all the files you need at once. To find where something is, use grep or glob first rather than reading whole files. Example: {"path": "src/app.ts", "offset": 120, "limit": 80}.',
     parameters: {
       type: "object",
       properties: {

@@ -30,7 +30,7 @@ export const readLints: ToolHandler<ReadLintsArgs, null> = {
   definition: {
     name: "read_lints",
     description:
-      "Get the editor's current diagnostics (type errors, lint warnings) for a file. Positions are as the editor reports them.",
+      'Get the editor\'s current diagnostics for a file: type errors, lint warnings and other problems, with line and column as the editor reports them (at most 200). Call it after editing a file to catch what your change broke, and fix the problems you introduced; diagnostics that were there before are not yours to fix unless asked. Example: {"path": "src/app.ts"}.',
     parameters: {
       type: "object",
       properties: {

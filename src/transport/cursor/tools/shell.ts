@@ -63,7 +63,7 @@ export const shell: ToolHandler<ShellToolArgs, ShellData> = {
   definition: {
     name: "shell",
     description:
-      "Run a shell command in the user's terminal and return its exit code, stdout and stderr. Commands run non-interactively (stdin is closed). A command still running after timeout_ms is moved to the background, not stopped. For servers and watchers that never exit, set run_in_background: the command starts in the background and its output goes to a terminal file you can read later.",
+      'Run a shell command in the user\'s terminal, in working_directory (default: the workspace root), and return its exit code, stdout and stderr (each cut in the middle beyond 30,000 characters). Commands run without a terminal to type into (stdin is closed): pass flags that avoid prompts and pagers, and never start editors or interactive programs. A command still running after timeout_ms (default 120000, at most 600000) is moved to the background, not stopped: its output then continues in a terminal file you can read. Start servers, watchers and other commands that do not exit on their own with run_in_background. For searching files use grep and glob, and for reading them read_file, rather than grep, find or cat. Commands with effects (installs, deletions, git commits or pushes) change the user\'s machine: ask first when they are destructive or were not requested. Example: {"command": "npm test -- --runInBand", "description": "Run the test suite"}.',
     parameters: {
       type: "object",
       properties: {
@@ -76,7 +76,7 @@ export const shell: ToolHandler<ShellToolArgs, ShellData> = {
           type: "integer",
           minimum: 1000,
           maximum: MAX_SHELL_TIMEOUT_MS,
-          description: `Stop the command after this many milliseconds. Default ${DEFAULT_SHELL_TIMEOUT_MS}.`,
+          description: `How long to wait for the command, in milliseconds; after that it moves to the background and keeps running. Default ${DEFAULT_SHELL_TIMEOUT_MS}.`,
         },
         description: {
           type: "string",

@@ -43,11 +43,11 @@ export const switchMode: ToolHandler<SwitchModeToolArgs, null> = {
   definition: {
     name: "switch_mode",
     description:
-      "Ask the user to switch the conversation to another mode when the task needs it: agent (edit files, run commands), ask (read-only answers), plan (research and propose a plan), debug (find a root cause). The user approves or declines; on approval you continue in the new mode.",
+      'Ask the user to switch the conversation to another mode when the task needs it: agent (edit files, run commands), ask (read-only answers), plan (research and propose a plan), debug (find a root cause). The user approves or declines; on approval you continue in the new mode with its tools. Explain the reason in explanation. Example: {"target_mode": "agent", "explanation": "Fixing this needs an edit to src/app.ts."}.',
     parameters: {
       type: "object",
       properties: {
-        target_mode: { type: "string", enum: [...MODES] },
+        target_mode: { type: "string", enum: [...MODES], description: "The mode to switch to." },
         explanation: { type: "string", description: "Why the switch is needed, for the user." },
       },
       required: ["target_mode"],

@@ -40,7 +40,7 @@ export const todoWrite: ToolHandler<TodoWriteArgs, null> = {
   definition: {
     name: "todo_write",
     description:
-      "Create or update your todo list for multi-step work. With merge false (default) the list is replaced; with merge true, items are updated by id and new ids are appended. Returns the whole list.",
+      'Create or update your todo list for work with several steps; the user sees it as you go. With merge false (the default) the list you send replaces the old one; with merge true, items are updated by id and new ids are added at the end. Keep exactly one item in_progress, mark an item completed as soon as it is done, and cancelled when it no longer applies. Skip it for tasks of one or two steps. Returns the whole list. Example: {"todos": [{"id": "1", "content": "Add the port option", "status": "in_progress"}, {"id": "2", "content": "Update the tests", "status": "pending"}]}.',
     parameters: {
       type: "object",
       properties: {
@@ -49,14 +49,20 @@ export const todoWrite: ToolHandler<TodoWriteArgs, null> = {
           items: {
             type: "object",
             properties: {
-              id: { type: "string" },
-              content: { type: "string", description: "What to do (required for new items)." },
+              id: { type: "string", description: 'A stable id of the item, e.g. "1".' },
+              content: {
+                type: "string",
+                description: "What to do, as a short imperative (required for new items).",
+              },
               status: { type: "string", enum: [...STATUSES] },
             },
             required: ["id"],
           },
         },
-        merge: { type: "boolean" },
+        merge: {
+          type: "boolean",
+          description: "true: update the items by id and keep the others; false: replace the list.",
+        },
       },
       required: ["todos"],
     },

@@ -26,7 +26,7 @@ export const webFetch: ToolHandler<WebFetchToolArgs, null> = {
   definition: {
     name: "web_fetch",
     description:
-      "Fetch a web page (http or https, public addresses only) and return its main content as Markdown; plain text and JSON come back as they are, PDFs as text. Long pages are cut, and the result says where.",
+      'Fetch a web page (http or https, public addresses only) and return its main content as Markdown; plain text and JSON come back as they are, PDFs as text. Long pages are cut, and the result says where. Use it to read a page you found with web_search or that the user named; do not use it for files of the workspace (read_file) or for local servers. Example: {"url": "https://nodejs.org/api/fs.html"}.',
     parameters: {
       type: "object",
       properties: {

@@ -29,7 +29,7 @@ export const webSearch: ToolHandler<WebSearchToolArgs, null> = {
   definition: {
     name: "web_search",
     description:
-      "Search the web. Returns ranked results with title, URL, a snippet and the date when known. Use it for current information, documentation and error messages you do not know; read a result in full with web_fetch.",
+      'Search the web. Returns ranked results with title, URL, a snippet and the date when known (the query is cut at 400 characters). Use it for current information, library documentation and error messages you do not know; then read the useful results in full with web_fetch. Put versions and exact error text in the query. Example: {"query": "node 24 fetch ECONNRESET undici keepAlive", "count": 5}.',
     parameters: {
       type: "object",
       properties: {

@@ -27,7 +27,7 @@ export const writeFile: ToolHandler<WriteFileArgs, null> = {
   definition: {
     name: "write_file",
     description:
-      "Create a file, or replace the whole content of an existing file. Prefer edit_file to change part of an existing file.",
+      'Create a file, or replace the whole content of an existing one. The content is written exactly as given. For a change to part of an existing file, edit_file is safer and shorter: it cannot drop the lines you did not repeat. Example: {"path": "scripts/check.sh", "content": "#!/bin/sh\\nnpm test\\n"}.',
     parameters: {
       type: "object",
       properties: {

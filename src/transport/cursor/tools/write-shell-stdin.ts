@@ -27,7 +27,7 @@ export const writeShellStdin: ToolHandler<WriteShellStdinToolArgs, null> = {
   definition: {
     name: "write_shell_stdin",
     description:
-      'Type characters into a shell running in the background (started with run_in_background, or moved there at its time-out). Include "\\n" to press Enter. The shell\'s reaction appears in its terminal file.',
+      'Type characters into a shell that runs in the background (started with run_in_background, or moved there when it outlived its timeout_ms), for example to answer a prompt or to stop a server with Ctrl-C ("\\u0003"). Include "\\n" to press Enter. The shell\'s reaction appears in its terminal file: read that file afterwards. Example: {"shell_id": 3, "chars": "y\\n"}.',
     parameters: {
       type: "object",
       properties: {
