@@ -8,7 +8,13 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { type Config, toBindRefusal, toConnectHost, toDefaultConfigPath } from "../config/index.ts";
+import {
+  type Config,
+  isLoopbackHost,
+  toBindRefusal,
+  toConnectHost,
+  toDefaultConfigPath,
+} from "../config/index.ts";
 import { errorMessage } from "../errors/error-message.ts";
 import { startIdeProxy } from "../ide/ide-proxy.ts";
 import { readJournal, toIdeDirectory } from "../ide/journal.ts";
@@ -251,8 +257,28 @@ export function toStartProblems(config: Config): string[] {
         "tokens and budgets are kept there (docs/team.md).",
     );
   }
+  const advertise = toAdvertiseProblem(config);
+  if (advertise !== undefined) problems.push(advertise);
   if (refusal !== undefined) problems.push(refusal);
   return problems;
+}
+
+/**
+ * Several instances forward to each other at the address each advertises (docs/team.md). An
+ * instance listening beyond loopback serves other machines, so a loopback address (the default
+ * when `server.advertiseUrl` is unset) would send the others' forwards to themselves.
+ */
+function toAdvertiseProblem(config: Config): string | undefined {
+  if (config.postgres === undefined || isLoopbackHost(config.server.host)) return undefined;
+  const url = config.server.advertiseUrl;
+  if (url !== undefined && !isLoopbackHost(new URL(url).hostname)) return undefined;
+  return (
+    `server.advertiseUrl ${url === undefined ? "is not set" : `is ${url}, a loopback address`}, ` +
+    `and the server listens on ${config.server.host} with the PostgreSQL store: the other ` +
+    "instances would forward this one's streams to themselves. Set server.advertiseUrl to the " +
+    "address the other instances reach this one at, on a private network (e.g. " +
+    "http://10.0.0.5:8765; docs/team.md)."
+  );
 }
 
 function toListenProblem(error: unknown, config: Config): string {

@@ -15,8 +15,16 @@
  * is expired at once and this instance takes the stream over (the existing resume rules pick it
  * up from the store: the stream's saved run request, the conversation's committed state, a model
  * call replayed with its saved bytes). Any other failure (a hung host) answers `unavailable`
- * until the lease expires and a claim succeeds. A forwarded request carries a marker and is
- * always served where it lands, so a request never travels twice.
+ * until the lease expires and a claim succeeds.
+ *
+ * A forwarded request carries a marker naming the instance it is meant for (its random
+ * per-process id, known only to the instances through the database). The receiver serves it
+ * without routing it again only when the marker names itself, so a request never travels twice;
+ * any other marker — a client forging one to skip routing, or an `advertiseUrl` that reaches a
+ * different instance than the one that advertised it (two instances both on `127.0.0.1:8765`,
+ * an instance forwarding to itself) — is refused with 421. The forwarder treats a 421 as a
+ * misconfiguration, not as a gone owner: the owner may well be alive, so nothing is taken over
+ * and the client gets `instance_unreachable` (docs/team.md "Several instances").
  */
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import type { ClusterDirectory } from "../store/index.ts";
@@ -30,6 +38,7 @@ const ROUTED_PATHS: ReadonlySet<string> = new Set([
   "/agent.v1.AgentService/BidiAppend",
 ]);
 
+/** Its value is the id of the instance the request is forwarded to. */
 export const FORWARDED_HEADER = "x-cursor-byok-forwarded";
 
 /** How long connecting to the owner may take before it counts as unreachable. */
@@ -56,8 +65,19 @@ export function createClusterRouting(directory: ClusterDirectory, log: Log): Clu
       local(request, response);
       return;
     }
-    const outcome = await forward(request, response, owner.url, directory.instanceID);
+    const outcome = await forward(request, response, owner.url, owner.instanceID);
     if (outcome === "relayed") return;
+    if (outcome === "misdirected") {
+      // The body went to the wrong instance: it cannot be served here, and the owner may be
+      // alive, so it is neither taken over nor expired.
+      log.error(
+        { request: requestID, owner: owner.instanceID, url: owner.url },
+        "the address an instance advertises reaches another instance: set server.advertiseUrl " +
+          "of every instance to the address the others reach it at (docs/team.md)",
+      );
+      unavailable(request, response);
+      return;
+    }
     if (outcome === "refused") await directory.markGone(owner.instanceID);
     const again = await directory.claim(requestID);
     if (again.type === "mine") {
@@ -74,11 +94,24 @@ export function createClusterRouting(directory: ClusterDirectory, log: Log): Clu
   return {
     serve(request, response, local) {
       const path = (request.url ?? "/").split("?")[0] ?? "/";
+      const marker = request.headers[FORWARDED_HEADER];
+      if (marker !== undefined) {
+        if (marker === directory.instanceID) {
+          local(request, response);
+          return;
+        }
+        log.warn(
+          { path },
+          "refused a request marked as forwarded to another instance (a forged marker, or an " +
+            "instance whose server.advertiseUrl reaches this one)",
+        );
+        misdirected(request, response);
+        return;
+      }
       const header = request.headers["x-request-id"];
       const requestID = Array.isArray(header) ? header[0] : header;
       if (
         !ROUTED_PATHS.has(path) ||
-        request.headers[FORWARDED_HEADER] !== undefined ||
         requestID === undefined ||
         requestID === "" ||
         requestID.length > 128
@@ -99,21 +132,22 @@ export function createClusterRouting(directory: ClusterDirectory, log: Log): Clu
 }
 
 /**
- * Relays `request` to `baseUrl` and its answer back. The request body is not read until the
- * owner accepted the connection, so a refused or failed connection leaves it for a local serve.
+ * Relays `request` to `ownerID` at `baseUrl` and its answer back. The request body is not read
+ * until the owner accepted the connection, so a refused or failed connection leaves it for a
+ * local serve. A 421 answer (the instance there is not `ownerID`) is not relayed: `misdirected`.
  */
 function forward(
   request: IncomingMessage,
   response: ServerResponse,
   baseUrl: string,
-  instanceID: string,
-): Promise<"relayed" | "refused" | "unreachable"> {
+  ownerID: string,
+): Promise<"relayed" | "refused" | "unreachable" | "misdirected"> {
   return new Promise((resolve) => {
     const target = new URL(request.url ?? "/", baseUrl);
     let connected = false;
     const outgoing = httpRequest(target, {
       method: request.method,
-      headers: { ...request.headers, host: target.host, [FORWARDED_HEADER]: instanceID },
+      headers: { ...request.headers, host: target.host, [FORWARDED_HEADER]: ownerID },
     });
     const timer = setTimeout(() => {
       if (!connected)
@@ -129,6 +163,11 @@ function forward(
       else onConnect();
     });
     outgoing.on("response", (answer) => {
+      if (answer.statusCode === 421) {
+        answer.resume();
+        resolve("misdirected");
+        return;
+      }
       response.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(response);
       // The upstream died mid-answer: end the client's connection the same way, so it sees a
@@ -153,6 +192,14 @@ function forward(
     // The client went away: stop relaying.
     response.on("close", () => outgoing.destroy());
   });
+}
+
+/** A marker naming another instance: HTTP 421 Misdirected Request. */
+function misdirected(request: IncomingMessage, response: ServerResponse): void {
+  request.resume();
+  const error = toProtocolError({ type: "misdirected" });
+  response.writeHead(421, { "content-type": "application/json" });
+  response.end(JSON.stringify({ code: "failed_precondition", message: error.rawMessage }));
 }
 
 function unavailable(request: IncomingMessage, response: ServerResponse): void {

@@ -55,7 +55,8 @@ export type ProtocolError =
   | { readonly type: "not_implemented"; readonly path: string }
   | { readonly type: "unauthenticated" }
   | { readonly type: "helper_failed"; readonly what: string; readonly reason: string }
-  | { readonly type: "instance_unreachable" };
+  | { readonly type: "instance_unreachable" }
+  | { readonly type: "misdirected" };
 
 /** The errors that carry an ErrorDetails detail. */
 type DetailedName = FailureKind | "not_supported";
@@ -107,6 +108,7 @@ export const WIRE_ERRORS: { readonly [Name in DetailedName]: Row<ErrorDetails_Er
   unauthenticated: bare(Code.Unauthenticated),
   helper_failed: bare(Code.Unavailable),
   instance_unreachable: bare(Code.Unavailable),
+  misdirected: bare(Code.FailedPrecondition),
 };
 
 /** The message of a protocol error (the client shows it as is). */
@@ -149,6 +151,8 @@ function toProtocolMessage(error: ProtocolError): string {
         "the server instance holding this stream cannot be reached; retry shortly (another " +
         "instance takes the stream over when its lease expires)"
       );
+    case "misdirected":
+      return "this request was forwarded to another server instance; it is not served here";
   }
 }
 
