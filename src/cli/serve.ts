@@ -257,6 +257,12 @@ export function toStartProblems(config: Config): string[] {
         "tokens and budgets are kept there (docs/team.md).",
     );
   }
+  if (config.server.users && config.server.accessToken.type === "none") {
+    problems.push(
+      "server.users needs the admin's access token (server.accessTokenEnv): the dashboard shows " +
+        "every user's conversations and is opened with that token only (docs/team.md).",
+    );
+  }
   const advertise = toAdvertiseProblem(config);
   if (advertise !== undefined) problems.push(advertise);
   if (refusal !== undefined) problems.push(refusal);

@@ -264,9 +264,14 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
 
   const dashboard = createDashboard({
     store,
+    // Only the server's own (admin) token opens the dashboard: it shows every user's
+    // conversations and exact requests. With users and no admin token it stays shut
+    // (docs/team.md "Users and budgets"); without either, it is the loopback user's.
     authorize: (request) =>
-      options.accessToken === undefined || isAuthorized(request, options.accessToken),
-    tokenRequired: options.accessToken !== undefined,
+      options.accessToken === undefined
+        ? deps.authenticate === undefined
+        : isAuthorized(request, options.accessToken),
+    tokenRequired: options.accessToken !== undefined || deps.authenticate !== undefined,
     hosts: [options.host],
     ...(deps.readSetup === undefined ? {} : { readSetup: deps.readSetup }),
     // Only a turn running in this process streams here; never load a conversation for it.
