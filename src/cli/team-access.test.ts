@@ -1,12 +1,15 @@
 /**
  * Who may read what on a team server (docs/team.md "Users and budgets"): with users on, the
  * dashboard — every user's conversations and exact requests — opens with the admin's token only,
- * never with a user's token nor with a loopback Host header; and `serve` will not start with
- * users and no admin token. Needs a real PostgreSQL (store/testing/postgres-server.ts).
+ * never with a user's token nor with a loopback Host header; `serve` will not start with users
+ * and no admin token; and a user database that stalls answers `unavailable`, not
+ * `unauthenticated`, with as many connections as `data.postgres.poolSize` allows. Needs a real
+ * PostgreSQL (store/testing/postgres-server.ts).
  */
 import assert from "node:assert/strict";
 import { request } from "node:http";
 import { after, before, describe, test } from "node:test";
+import pg from "pg";
 import { toConfig } from "../config/index.ts";
 import { createLLM } from "../llm/index.ts";
 import { createRunner } from "../runner/runner.ts";
@@ -18,7 +21,7 @@ import type { Users } from "../store/users.ts";
 import { silentLog } from "../transport/log.ts";
 import { DEFAULT_SERVER_OPTIONS, type LocalServer, startServer } from "../transport/server.ts";
 import { toStartProblems } from "./serve.ts";
-import { createTeam } from "./team-users.ts";
+import { openTeam } from "./team-users.ts";
 
 const postgres = await getTestPostgres();
 const ADMIN = "admin-token-for-tests-0123456789abcdef";
@@ -40,9 +43,27 @@ function get(
   });
 }
 
+/** A Connect unary call with a user's token. */
+function call(url: string, token: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(new URL("/aiserver.v1.ServerConfigService/GetServerConfig", url), {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    });
+    outgoing.on("response", (response) => {
+      let body = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => (body += chunk));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    outgoing.on("error", reject);
+    outgoing.end("{}");
+  });
+}
+
 async function startTeamServer(
   store: Store,
-  users: Users,
+  users: Pick<Users, "authenticate" | "bindConversation" | "ownerOf" | "checkBudget">,
   accessToken: string | undefined,
 ): Promise<LocalServer> {
   const llm = createLLM({ models: [] });
@@ -52,7 +73,7 @@ async function startTeamServer(
       llm,
       runner: createRunner({ store, llm }),
       log: silentLog,
-      authenticate: createTeam(users).authenticate,
+      authenticate: (token) => users.authenticate(token),
     },
     {
       ...DEFAULT_SERVER_OPTIONS,
@@ -130,6 +151,72 @@ if (postgres.type === "unavailable") {
         assert.equal(byUser.status, 401, path);
         const byAdmin = await get(server.url, path, { authorization: `Bearer ${ADMIN}` });
         assert.equal(byAdmin.status, 200, path);
+      }
+    });
+  });
+}
+
+if (postgres.type === "ready") {
+  describe("a stalled user database", { concurrency: 1 }, () => {
+    test("a token check that fails answers unavailable (503), using data.postgres.poolSize connections", async () => {
+      const POOL = 6;
+      const schema = await postgres.server.createSchema();
+      const store = await openPostgresStore({ url: schema.url, poolSize: 2 });
+      const config = toConfig(
+        `data:\n  postgres:\n    url: "${schema.url}"\n    poolSize: ${POOL}\n    statementTimeoutMs: 3000\n`,
+        {
+          location: { path: "/home/me/config.yaml", namedBy: undefined },
+          cwd: "/work",
+          env: {},
+          platform: "linux",
+          homeDir: "/home/me",
+        },
+      );
+      const team = openTeam(config);
+      const token = (await team.users.add("ann")).token;
+      const server = await startTeamServer(store, team.users, ADMIN);
+      const locker = new pg.Client({ connectionString: schema.url });
+      await locker.connect();
+      const observer = new pg.Client({ connectionString: schema.url });
+      await observer.connect();
+      try {
+        assert.equal((await call(server.url, token)).status, 200);
+        // The users table stalls: every token lookup waits, each holding a pool connection.
+        await locker.query("begin");
+        await locker.query("lock table users in access exclusive mode");
+        const stalled = Array.from({ length: POOL }, () => call(server.url, token));
+        const waiting = async () =>
+          Number(
+            // Read outside the locker's transaction: within one, the activity is a snapshot.
+            (
+              await observer.query<{ n: string }>(
+                "select count(*) as n from pg_stat_activity where application_name = " +
+                  "'cursor-byok' and wait_event_type = 'Lock' and query like '%token_hash%'",
+              )
+            ).rows[0]?.n,
+          );
+        const deadline = Date.now() + 2_500;
+        let seen = await waiting();
+        while (seen < POOL && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          seen = await waiting();
+        }
+        assert.equal(seen, POOL, "one lookup per pool connection");
+        const late = call(server.url, token);
+        // The statement time-out ends the stalled lookups: the server's failure, not a bad token.
+        for (const answer of await Promise.all(stalled)) {
+          assert.equal(answer.status, 503);
+          assert.equal(JSON.parse(answer.body).code, "unavailable");
+        }
+        await locker.query("commit");
+        assert.equal((await late).status, 200, "answered again once the database does");
+      } finally {
+        await locker.end();
+        await observer.end();
+        await server.close();
+        await team.close();
+        await store.close();
+        await schema.drop();
       }
     });
   });

@@ -24,6 +24,8 @@ export function openTeamUsers(config: Config): Users {
   }
   return openPostgresUsers({
     url: config.postgres.url.reveal(),
+    // Every request's token is looked up here: as many connections as the store may use.
+    ...(config.postgres.poolSize === undefined ? {} : { poolSize: config.postgres.poolSize }),
     ...(config.postgres.statementTimeoutMs === undefined
       ? {}
       : { statementTimeoutMs: config.postgres.statementTimeoutMs }),

@@ -25,7 +25,8 @@ export function openPostgresUsers(options: {
   readonly poolSize?: number;
   readonly statementTimeoutMs?: number;
 }): Users {
-  const pool = createPool({ ...options, poolSize: options.poolSize ?? 4 });
+  // The store's default (10) unless given: every request's token is looked up here.
+  const pool = createPool(options);
   const location = toPostgresLocation(options.url);
   const query = async <R extends pg.QueryResultRow>(
     text: string,

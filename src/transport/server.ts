@@ -426,7 +426,9 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
           { error: error instanceof Error ? error.message : String(error) },
           "could not check an access token",
         );
-        unauthenticated();
+        // Our failure, not the client's: a 401 would tell it its token is bad.
+        request.resume();
+        writeConnectError(response, toProtocolError({ type: "token_check_failed" }));
       },
     );
   };
@@ -533,7 +535,13 @@ function asEventStream(response: Response): void {
 /** A Connect unary error: JSON body, HTTP status from the code (Connect protocol). */
 function writeConnectError(response: Response, error: ConnectError): void {
   const status =
-    error.code === Code.Unauthenticated ? 401 : error.code === Code.Unimplemented ? 404 : 400;
+    error.code === Code.Unauthenticated
+      ? 401
+      : error.code === Code.Unimplemented
+        ? 404
+        : error.code === Code.Unavailable
+          ? 503
+          : 400;
   response.writeHead(status, { "content-type": "application/json" });
   response.end(JSON.stringify({ code: codeName(error.code), message: error.rawMessage }));
 }

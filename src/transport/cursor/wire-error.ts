@@ -56,7 +56,8 @@ export type ProtocolError =
   | { readonly type: "unauthenticated" }
   | { readonly type: "helper_failed"; readonly what: string; readonly reason: string }
   | { readonly type: "instance_unreachable" }
-  | { readonly type: "misdirected" };
+  | { readonly type: "misdirected" }
+  | { readonly type: "token_check_failed" };
 
 /** The errors that carry an ErrorDetails detail. */
 type DetailedName = FailureKind | "not_supported";
@@ -109,6 +110,7 @@ export const WIRE_ERRORS: { readonly [Name in DetailedName]: Row<ErrorDetails_Er
   helper_failed: bare(Code.Unavailable),
   instance_unreachable: bare(Code.Unavailable),
   misdirected: bare(Code.FailedPrecondition),
+  token_check_failed: bare(Code.Unavailable),
 };
 
 /** The message of a protocol error (the client shows it as is). */
@@ -153,6 +155,8 @@ function toProtocolMessage(error: ProtocolError): string {
       );
     case "misdirected":
       return "this request was forwarded to another server instance; it is not served here";
+    case "token_check_failed":
+      return "the access token could not be checked (the user database did not answer); retry shortly";
   }
 }
 
