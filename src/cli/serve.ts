@@ -58,8 +58,10 @@ const OPTIONS = {
   ...LOG_LEVEL_OPTION,
 } as const;
 
-/** How long shutdown may take before the process exits anyway. */
+/** How long shutdown may take, from the signal, before the process exits anyway. */
 const SHUTDOWN_LIMIT_MS = 15_000;
+/** How long giving this instance's streams up may take (docs/team.md "Shutdown"). */
+const LEAVE_LIMIT_MS = 5_000;
 
 export const SERVE_COMMAND: Command = {
   name: "serve",
@@ -228,12 +230,35 @@ export const SERVE_COMMAND: Command = {
       toBanner(config, server, proxy, opened.location),
     );
     await untilStopped(log);
+    // The bound runs from the signal, whatever step stalls.
+    const limit = setTimeout(() => {
+      log.error({ limitMs: SHUTDOWN_LIMIT_MS }, "shutdown did not finish in time; exiting");
+      process.exit(1);
+    }, SHUTDOWN_LIMIT_MS);
+    limit.unref();
     await proxy?.close();
     // Hand this instance's streams over: others take them at once; then close.
-    await cluster?.leave().catch(() => undefined);
-    await shutDown(server, opened, log, cluster !== undefined);
+    if (cluster !== undefined) {
+      const left = await within(
+        cluster.leave().then(
+          () => true,
+          () => false,
+        ),
+        LEAVE_LIMIT_MS,
+      );
+      if (left !== true) {
+        log.warn(
+          { limitMs: LEAVE_LIMIT_MS },
+          "could not give this instance's streams up (the database did not answer in time): " +
+            "the other instances take them over when this instance's lease expires",
+        );
+      }
+    }
+    await shutDown(server, opened, cluster !== undefined);
     await team?.close();
     await cluster?.close();
+    clearTimeout(limit);
+    log.info({}, "stopped");
     return 0;
   },
 };
@@ -371,19 +396,16 @@ function untilStopped(log: Logger): Promise<void> {
   });
 }
 
-async function shutDown(
-  server: Server,
-  store: OpenedStore,
-  log: Logger,
-  handOver: boolean,
-): Promise<void> {
-  const limit = setTimeout(() => {
-    log.error({ limitMs: SHUTDOWN_LIMIT_MS }, "shutdown did not finish in time; exiting");
-    process.exit(1);
-  }, SHUTDOWN_LIMIT_MS);
-  limit.unref();
+async function shutDown(server: Server, store: OpenedStore, handOver: boolean): Promise<void> {
   await server.close({ handOver });
   await store.close();
-  clearTimeout(limit);
-  log.info({}, "stopped");
+}
+
+/** `work`'s value, or `undefined` when it is not done within `ms` (it is left running). */
+function within<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }

@@ -49,10 +49,16 @@ const FORGET_AFTER_MS = 24 * 60 * 60 * 1000;
 export async function openClusterDirectory(
   options: ClusterDirectoryOptions,
 ): Promise<ClusterDirectory> {
-  const pool = createPool({ url: options.url, poolSize: 4 });
+  const leaseMs = options.leaseMs ?? 15_000;
+  // A heartbeat or claim slower than a third of the lease is of no use, and a stalled one must
+  // not hold shutdown (`leave`, then `close` waiting for it) past its bound (cli/serve.ts).
+  const pool = createPool({
+    url: options.url,
+    poolSize: 4,
+    statementTimeoutMs: Math.max(2_000, Math.floor(leaseMs / 3)),
+  });
   const location = toPostgresLocation(options.url);
   const now = options.now ?? Date.now;
-  const leaseMs = options.leaseMs ?? 15_000;
   const { instanceID } = options;
   const query = async <R extends pg.QueryResultRow>(
     text: string,
