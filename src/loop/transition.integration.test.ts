@@ -380,3 +380,62 @@ describe("batches, compaction and failover together", () => {
     );
   });
 });
+
+describe("a summary call on the turn's own model", () => {
+  test("goes to the model the conversation is on, not back to the one that failed", () => {
+    const settings: TurnSettings = {
+      ...MIXED,
+      compaction: { ...COMPACTION, auto: false, tailMessages: 1, summaryModel: MIXED.model },
+    };
+    let state = createConversation(CONVERSATION_ID);
+    const step = (input: Input) => {
+      const next = checkedTransition(state, input);
+      assert.equal(next.rejected, null, next.rejected?.detail);
+      state = next.state;
+      return next.command;
+    };
+    const first = step(start("one", { settings }));
+    assert.ok(first.type === "call_llm");
+    const error = { ...assistantMessage([], "error"), errorMessage: "429" };
+    const failover = step({
+      type: "llm_event",
+      callID: first.callID,
+      event: { type: "error", reason: "error", error },
+      failure: "rate_limited",
+    });
+    assert.ok(failover.type === "call_llm" && failover.model === "backup-1");
+    for (const event of toEvents(assistantMessage([text("From the backup.")]))) {
+      step({ type: "llm_event", callID: failover.callID, event });
+    }
+    assert.deepEqual(state.committed.route, { requested: "test-model", model: "backup-1" });
+    const summary = step({ type: "compact", inputID: "compact:1", at: T0 });
+    assert.ok(summary.type === "call_llm");
+    assert.equal(summary.model, "backup-1");
+    assert.equal(summary.fallbackLeft, undefined, "still not routed further");
+    // A restart repeats it on the same model.
+    const resumed = toResumeCommand(JSON.parse(serialise(state.committed)));
+    assert.ok(resumed?.type === "call_llm");
+    assert.equal(resumed.model, "backup-1");
+  });
+
+  test("a configured summary model is used as it is", () => {
+    const settings: TurnSettings = {
+      ...MIXED,
+      compaction: { ...COMPACTION, auto: false, tailMessages: 1 },
+    };
+    let state = createConversation(CONVERSATION_ID);
+    const first = checkedTransition(state, start("one", { settings }));
+    state = first.state;
+    assert.ok(first.command.type === "call_llm");
+    for (const event of toEvents(assistantMessage([text("Hi.")]))) {
+      state = checkedTransition(state, {
+        type: "llm_event",
+        callID: first.command.callID,
+        event,
+      }).state;
+    }
+    const summary = checkedTransition(state, { type: "compact", inputID: "c", at: T0 });
+    assert.ok(summary.command.type === "call_llm");
+    assert.equal(summary.command.model, COMPACTION.summaryModel);
+  });
+});
