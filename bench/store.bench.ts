@@ -1,6 +1,7 @@
 /**
- * `npm run bench:store`: how long a commit that appends one message takes on the SQLite store
- * when the conversation already holds 10, 1,000 and 10,000 messages of realistic size (tool
+ * `npm run bench:store`: how long a commit that appends one message takes on the SQLite store,
+ * and on the PostgreSQL store (a local cluster with durable settings, or
+ * `CURSOR_BYOK_TEST_DATABASE_URL`; skipped with the reason when there is none), when the conversation already holds 10, 1,000 and 10,000 messages of realistic size (tool
  * results of 2–20 KB between small assistant messages). The design target is a ratio of medians
  * near 1: a commit costs O(new message), not O(history). Printed, not asserted.
  */
@@ -10,8 +11,27 @@ import { appendHashes, hashHistory } from "../src/loop/history-hash.ts";
 import { createConversation } from "../src/loop/state.ts";
 import { assistantMessage, toolCall, toolResult, userMessage } from "../src/loop/testing.ts";
 import type { ConversationState, Message, TurnSettings } from "../src/loop/types.ts";
+import { openPostgresStore } from "../src/store/postgres-store.ts";
 import { openSqliteStore } from "../src/store/sqlite-store.ts";
+import { getTestPostgres } from "../src/store/testing/postgres-server.ts";
 import { createTempDirectory } from "../src/store/testing/temp-directory.ts";
+import type { Store } from "../src/store/types.ts";
+
+interface Opened {
+  readonly store: Store;
+  cleanup(): Promise<void>;
+}
+type Open = () => Promise<Opened>;
+
+const openSqlite: Open = async () => {
+  const directory = createTempDirectory("cursor-byok-bench-");
+  return {
+    store: openSqliteStore({ path: join(directory.path, "bench.db") }),
+    async cleanup() {
+      directory.remove();
+    },
+  };
+};
 
 const HISTORY_LENGTHS = [10, 1_000, 10_000];
 const WARM_UP = 20;
@@ -72,10 +92,10 @@ interface Figures {
   readonly loadMs: number;
 }
 
-async function measure(length: number): Promise<Figures> {
-  const directory = createTempDirectory("cursor-byok-bench-");
+async function measure(open: Open, length: number): Promise<Figures> {
+  const opened = await open();
   try {
-    const store = openSqliteStore({ path: join(directory.path, "bench.db") });
+    const store = opened.store;
     const random = createRandom(length);
     const base = { ...createConversation(`bench-${length}`).committed, settings: SETTINGS };
     const messages = Array.from({ length }, (_, i) => toMessage(i, random));
@@ -130,29 +150,52 @@ async function measure(length: number): Promise<Figures> {
       loadMs,
     };
   } finally {
-    directory.remove();
+    await opened.cleanup();
   }
 }
 
-await measure(HISTORY_LENGTHS[0] as number); // warms up the JIT; not reported
-const results: Figures[] = [];
-for (const length of HISTORY_LENGTHS) results.push(await measure(length));
-
 const ms = (value: number): string => `${value.toFixed(3)} ms`;
-console.log(
-  `SQLite store, append one message (${MEASURED} commits after ${WARM_UP} warm-up), ` +
-    "WAL, synchronous=FULL, ~22 KB of settings in the stored state",
-);
-console.log("history  | history size | median     | p99        | full load");
-for (const r of results) {
+
+async function report(title: string, open: Open): Promise<void> {
+  await measure(open, HISTORY_LENGTHS[0] as number); // warms up the JIT; not reported
+  const results: Figures[] = [];
+  for (const length of HISTORY_LENGTHS) results.push(await measure(open, length));
   console.log(
-    `${String(r.length).padStart(8)} | ${r.megabytes.toFixed(2).padStart(9)} MB | ` +
-      `${ms(r.median).padStart(10)} | ${ms(r.p99).padStart(10)} | ${ms(r.loadMs)}`,
+    `${title}, append one message (${MEASURED} commits after ${WARM_UP} warm-up), ` +
+      "~22 KB of settings in the stored state",
   );
+  console.log("history  | history size | median     | p99        | full load");
+  for (const r of results) {
+    console.log(
+      `${String(r.length).padStart(8)} | ${r.megabytes.toFixed(2).padStart(9)} MB | ` +
+        `${ms(r.median).padStart(10)} | ${ms(r.p99).padStart(10)} | ${ms(r.loadMs)}`,
+    );
+  }
+  const first = results[0] as Figures;
+  const last = results.at(-1) as Figures;
+  console.log(
+    `ratio ${last.length} / ${first.length}: median ${(last.median / first.median).toFixed(2)}, ` +
+      `p99 ${(last.p99 / first.p99).toFixed(2)}`,
+  );
+  console.log("");
 }
-const first = results[0] as Figures;
-const last = results.at(-1) as Figures;
-console.log(
-  `ratio ${last.length} / ${first.length}: median ${(last.median / first.median).toFixed(2)}, ` +
-    `p99 ${(last.p99 / first.p99).toFixed(2)}`,
-);
+
+await report("SQLite store (WAL, synchronous=FULL)", openSqlite);
+
+const postgres = await getTestPostgres({ durable: true });
+if (postgres.type === "unavailable") {
+  console.log(`PostgreSQL store: skipped, ${postgres.reason}`);
+} else {
+  const { server } = postgres;
+  const where =
+    process.env.CURSOR_BYOK_TEST_DATABASE_URL === undefined
+      ? "local throw-away cluster over TCP loopback, fsync and synchronous_commit on"
+      : "CURSOR_BYOK_TEST_DATABASE_URL";
+  await report(`PostgreSQL store (${where})`, async () => {
+    const schema = await server.createSchema();
+    return {
+      store: await openPostgresStore({ url: schema.url, poolSize: 2 }),
+      cleanup: () => schema.drop(),
+    };
+  });
+}

@@ -8,6 +8,7 @@ import { isStoreError } from "../store/index.ts";
 import { AGENT_COMMAND } from "./agent.ts";
 import type { Command } from "./command.ts";
 import { CONFIG_COMMAND, CONFIG_INIT_COMMAND } from "./config-init.ts";
+import { DB_MIGRATE_COMMAND } from "./db.ts";
 import { DOCTOR_COMMAND } from "./doctor.ts";
 import { IDE_COMMAND } from "./ide.ts";
 import type { CliIO } from "./io.ts";
@@ -15,6 +16,7 @@ import { MODELS_COMMAND } from "./models.ts";
 import { SERVE_COMMAND } from "./serve.ts";
 import { USAGE_COMMAND } from "./usage.ts";
 import { UsageError } from "./usage-error.ts";
+import { USERS_COMMAND } from "./users.ts";
 
 /** Every command, in the order the overview lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -25,6 +27,8 @@ export const COMMANDS: readonly Command[] = [
   IDE_COMMAND,
   AGENT_COMMAND,
   USAGE_COMMAND,
+  DB_MIGRATE_COMMAND,
+  USERS_COMMAND,
 ];
 
 export interface CliInfo {
@@ -72,6 +76,11 @@ function findCommand(
   if (first === "config") {
     if (rest[0] === "init") return { command: CONFIG_INIT_COMMAND, commandArgs: rest.slice(1) };
     return { command: CONFIG_COMMAND, commandArgs: rest };
+  }
+  if (first === "db") {
+    return rest[0] === "migrate"
+      ? { command: DB_MIGRATE_COMMAND, commandArgs: rest.slice(1) }
+      : { command: undefined, commandArgs: rest };
   }
   return { command: COMMANDS.find((command) => command.name === first), commandArgs: rest };
 }

@@ -6,6 +6,7 @@
  * set, or a non-loopback address without an access token. A second signal during shutdown ends
  * the process at once.
  */
+import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { type Config, toBindRefusal, toConnectHost, toDefaultConfigPath } from "../config/index.ts";
 import { errorMessage } from "../errors/error-message.ts";
@@ -14,9 +15,9 @@ import { readJournal, toIdeDirectory } from "../ide/journal.ts";
 import { toSettingsPath } from "../ide/settings-file.ts";
 import { readIdeStatus, toStaleProblem } from "../ide/status.ts";
 import { runCommand } from "../ide/trust.ts";
-import { createLLM } from "../llm/index.ts";
+import { createLLM, gateLLM } from "../llm/index.ts";
 import { createRunner } from "../runner/runner.ts";
-import { lockDatabase, openSqliteStore, type Store } from "../store/index.ts";
+import { openClusterDirectory, type Store } from "../store/index.ts";
 import { logModelSwitches, logRunnerErrors } from "../transport/log.ts";
 import { loadPathEncryptionKeys } from "../transport/path-encryption-keys.ts";
 import type { IdeProxy } from "../transport/proxy/proxy.ts";
@@ -39,7 +40,9 @@ import type { Command } from "./command.ts";
 import { toReadSetup } from "./dashboard-setup.ts";
 import { toProxyUrl } from "./ide.ts";
 import { createLog } from "./log.ts";
+import { type OpenedStore, openServerStore } from "./open-store.ts";
 import { loadSettings } from "./settings.ts";
+import { openTeam } from "./team-users.ts";
 import { toWebSummary, toWebTools } from "./web-tools.ts";
 
 const OPTIONS = {
@@ -106,17 +109,21 @@ export const SERVE_COMMAND: Command = {
         "server.http2 is ignored in IDE mode: Cursor's HTTP/2 client does not use the proxy, so clients are told to use HTTP/1.1",
       );
     }
-    const lock = lockDatabase(config.databasePath);
-    let store: Store;
-    try {
-      store = openSqliteStore({ path: config.databasePath });
-    } catch (error) {
-      lock.release();
-      throw error;
-    }
+    const opened = await openServerStore(config);
+    const store: Store = opened.store;
+    const team = config.server.users ? openTeam(config) : undefined;
+    // Several instances may share the PostgreSQL store: streams are owned and forwarded.
+    const cluster =
+      config.postgres === undefined
+        ? undefined
+        : await openClusterDirectory({
+            url: config.postgres.url.reveal(),
+            instanceID: randomUUID(),
+          });
     let server: LocalServer;
     try {
-      const llm = createLLM({ models: config.models.map((model) => model.config) });
+      const providers = createLLM({ models: config.models.map((model) => model.config) });
+      const llm = team === undefined ? providers : gateLLM(providers, team.admit);
       server = await startServer(
         {
           store,
@@ -135,6 +142,8 @@ export const SERVE_COMMAND: Command = {
             ide.type === "ok" ? `proxy on ${ide.journal.proxyUrl}` : "not set up",
           ),
           web: toWebTools(config.web),
+          ...(team === undefined ? {} : { authenticate: team.authenticate }),
+          ...(cluster === undefined ? {} : { cluster }),
         },
         {
           ...DEFAULT_SERVER_OPTIONS,
@@ -150,11 +159,16 @@ export const SERVE_COMMAND: Command = {
         },
       );
     } catch (error) {
-      await store.close();
-      lock.release();
+      await team?.close();
+      await cluster?.close();
+      await opened.close();
       io.stderr.write(`cursor-byok: ${toListenProblem(error, config)}\n`);
       return 1;
     }
+    await cluster?.advertise(
+      config.server.advertiseUrl ??
+        `http://${toConnectHost(server.address.address)}:${server.address.port}`,
+    );
     let proxy: IdeProxy | undefined;
     if (ide.type === "ok") {
       const proxyUrl = new URL(ide.journal.proxyUrl);
@@ -169,8 +183,9 @@ export const SERVE_COMMAND: Command = {
         });
       } catch (error) {
         await server.close();
-        await store.close();
-        lock.release();
+        await team?.close();
+        await cluster?.close();
+        await opened.close();
         const code = (error as NodeJS.ErrnoException).code;
         io.stderr.write(
           `cursor-byok: ${
@@ -196,18 +211,23 @@ export const SERVE_COMMAND: Command = {
     log.info(
       {
         url: server.url,
-        database: config.databasePath,
+        database: opened.location,
         config: config.file.exists ? config.file.path : null,
         models: config.models.map((model) => model.config.name),
       },
       "cursor-byok is listening",
     );
     // On a terminal the banner is for the user; otherwise stdout carries JSON log lines only.
-    (io.stdout.isTTY === true ? io.stdout : io.stderr).write(toBanner(config, server, proxy));
+    (io.stdout.isTTY === true ? io.stdout : io.stderr).write(
+      toBanner(config, server, proxy, opened.location),
+    );
     await untilStopped(log);
     await proxy?.close();
-    await shutDown(server, store, log);
-    lock.release();
+    // Hand this instance's streams over: others take them at once; then close.
+    await cluster?.leave().catch(() => undefined);
+    await shutDown(server, opened, log, cluster !== undefined);
+    await team?.close();
+    await cluster?.close();
     return 0;
   },
 };
@@ -222,9 +242,15 @@ export function toStartProblems(config: Config): string[] {
   if (search !== null && search.problem !== null) problems.push(search.problem);
   const refusal = toBindRefusal(
     config.server.host,
-    config.server.accessToken.type !== "none",
+    config.server.accessToken.type !== "none" || config.server.users,
     config.file.path,
   );
+  if (config.server.users && config.postgres === undefined) {
+    problems.push(
+      "server.users needs the PostgreSQL store (data.postgres.url or DATABASE_URL): users, their " +
+        "tokens and budgets are kept there (docs/team.md).",
+    );
+  }
   if (refusal !== undefined) problems.push(refusal);
   return problems;
 }
@@ -248,7 +274,12 @@ function toListenProblem(error: unknown, config: Config): string {
   }
 }
 
-function toBanner(config: Config, server: Server, proxy: IdeProxy | undefined): string {
+function toBanner(
+  config: Config,
+  server: Server,
+  proxy: IdeProxy | undefined,
+  database: string,
+): string {
   const url = `http://${toConnectHost(server.address.address)}:${server.address.port}`;
   const names = config.models.map((model, index) =>
     index === 0 ? `${model.config.name} (default)` : model.config.name,
@@ -262,7 +293,7 @@ function toBanner(config: Config, server: Server, proxy: IdeProxy | undefined): 
     `cursor-byok is serving on ${url}`,
     `  models:   ${models}`,
     `  config:   ${config.file.exists ? config.file.path : `${config.file.path} (not found; using defaults)`}`,
-    `  database: ${config.databasePath}`,
+    `  database: ${database}`,
     `  dashboard: ${url}/ui/`,
     `  web:      ${toWebSummary(config.web)}`,
   ];
@@ -308,13 +339,18 @@ function untilStopped(log: Logger): Promise<void> {
   });
 }
 
-async function shutDown(server: Server, store: Store, log: Logger): Promise<void> {
+async function shutDown(
+  server: Server,
+  store: OpenedStore,
+  log: Logger,
+  handOver: boolean,
+): Promise<void> {
   const limit = setTimeout(() => {
     log.error({ limitMs: SHUTDOWN_LIMIT_MS }, "shutdown did not finish in time; exiting");
     process.exit(1);
   }, SHUTDOWN_LIMIT_MS);
   limit.unref();
-  await server.close();
+  await server.close({ handOver });
   await store.close();
   clearTimeout(limit);
   log.info({}, "stopped");

@@ -3,12 +3,12 @@
  * model, for people who live in a terminal. It reads the database the server writes; it never
  * creates one (no database yet: nothing to show).
  */
-import { existsSync } from "node:fs";
 import { toDefaultConfigPath } from "../config/index.ts";
-import { openSqliteStore, type UsageRow } from "../store/index.ts";
+import type { UsageRow } from "../store/index.ts";
 import { CONFIG_OPTION, HELP_OPTION, parseFlags, toOverrides, toStringFlag } from "./args.ts";
 import type { Command } from "./command.ts";
 import { toTable } from "./format.ts";
+import { openReadingStore } from "./open-store.ts";
 import { loadSettings } from "./settings.ts";
 import { UsageError } from "./usage-error.ts";
 
@@ -51,18 +51,18 @@ export const USAGE_COMMAND: Command = {
     const { values } = parseFlags(args, OPTIONS);
     const config = loadSettings(toStringFlag(values, "config"), toOverrides(values), io);
     const range = toRange(values, Date.now());
-    if (!existsSync(config.databasePath)) {
+    // Read-only: a running server may be using the database, and an older one must not find it
+    // upgraded under it; the server upgrades it when it starts.
+    const opened = await openReadingStore(config);
+    if (opened === null) {
       io.stdout.write(`No database yet at ${config.databasePath}: no model call was made.\n`);
       return 0;
     }
-    // Read-only: a running server may be using the file, and an older one must not find it
-    // upgraded under it; the server upgrades the file when it starts.
-    const store = openSqliteStore({ path: config.databasePath, readOnly: true });
     let rows: UsageRow[];
     try {
-      rows = await store.listUsage(range);
+      rows = await opened.store.listUsage(range);
     } finally {
-      await store.close();
+      await opened.close();
     }
     if (values.json === true) {
       io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);

@@ -45,6 +45,7 @@ export {
   type LogLevel,
   type MissingKey,
   type ModelOrigin,
+  type PostgresSettings,
   RUN_SSE_CONTENT_TYPES,
   type RunSseContentType,
   type ServerSettings,

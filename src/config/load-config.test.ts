@@ -243,7 +243,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "unknown server field",
       "server:\n  prot: 80\n",
-      "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2, maxStreams)",
+      "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2, maxStreams, users, advertiseUrl)",
     ],
     [
       "unknown ide field",

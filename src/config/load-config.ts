@@ -26,6 +26,7 @@ import {
   LOG_LEVELS,
   type LogLevel,
   type MissingKey,
+  type PostgresSettings,
   RUN_SSE_CONTENT_TYPES,
   type ServerSettings,
 } from "./types.ts";
@@ -65,8 +66,11 @@ const SERVER_FIELDS = [
   "runSseContentType",
   "http2",
   "maxStreams",
+  "users",
+  "advertiseUrl",
 ];
-const DATA_FIELDS = ["directory"];
+const DATA_FIELDS = ["directory", "postgres"];
+const POSTGRES_FIELDS = ["url", "poolSize", "statementTimeoutMs"];
 const LOG_FIELDS = ["level"];
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -136,6 +140,7 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
     ide: toIdeSettings(source, root.ide, overrides),
     dataDirectory,
     databasePath: path.join(dataDirectory, DATABASE_FILE),
+    ...toPostgresSettings(source, root.data, inputs.env),
     logLevel,
     models,
     ...(helperModel === undefined ? {} : { helperModel }),
@@ -168,7 +173,22 @@ function toServerSettings(
     offerHttp2: optionalBoolean(source, at("http2"), section.http2) ?? false,
     maxStreams:
       optionalPositiveInteger(source, at("maxStreams"), section.maxStreams) ?? DEFAULT_MAX_STREAMS,
+    users: optionalBoolean(source, at("users"), section.users) ?? false,
+    ...toAdvertiseUrl(source, section.advertiseUrl),
   };
+}
+
+function toAdvertiseUrl(source: YamlSource | undefined, value: unknown): { advertiseUrl?: string } {
+  const url = optionalString(source, ["server", "advertiseUrl"], value);
+  if (url === undefined) return {};
+  if (!/^http:\/\/[^/\s]+\/?$/.test(url)) {
+    throw fail(
+      source,
+      ["server", "advertiseUrl"],
+      "must be http://<host>:<port>, the address other instances reach this one at",
+    );
+  }
+  return { advertiseUrl: url.replace(/\/$/, "") };
 }
 
 function toIdeSettings(
@@ -270,6 +290,51 @@ function toDataDirectory(
     return toAbsolutePath(directory, path.dirname(inputs.location.path), inputs);
   }
   return path.dirname(toDefaultDatabasePath(inputs));
+}
+
+/**
+ * `data.postgres` (the team store, docs/team.md), else `DATABASE_URL` from the environment;
+ * absent: the SQLite file. The URL may carry a password, so it is kept as a `Secret`.
+ */
+function toPostgresSettings(
+  source: YamlSource | undefined,
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+): { postgres?: PostgresSettings } {
+  const data = toSection(source, ["data"], value, DATA_FIELDS);
+  const at = (field: string): FieldPath => ["data", "postgres", field];
+  const section = toSection(source, ["data", "postgres"], data.postgres, POSTGRES_FIELDS);
+  const fileUrl = optionalString(source, at("url"), section.url);
+  const envUrl = env.DATABASE_URL === "" ? undefined : env.DATABASE_URL;
+  const url = fileUrl ?? envUrl;
+  if (url === undefined) {
+    if (data.postgres !== undefined && data.postgres !== null) {
+      throw fail(source, at("url"), "is required in data.postgres (or set DATABASE_URL)");
+    }
+    return {};
+  }
+  if (!/^postgres(ql)?:\/\//.test(url)) {
+    const where = fileUrl === undefined ? "DATABASE_URL" : "data.postgres.url";
+    throw fail(
+      source,
+      fileUrl === undefined ? ["data"] : at("url"),
+      `${where} must be a postgres:// or postgresql:// URL`,
+    );
+  }
+  const poolSize = optionalPositiveInteger(source, at("poolSize"), section.poolSize);
+  const statementTimeoutMs = optionalPositiveInteger(
+    source,
+    at("statementTimeoutMs"),
+    section.statementTimeoutMs,
+  );
+  return {
+    postgres: {
+      url: createSecret(url),
+      origin: fileUrl === undefined ? "DATABASE_URL" : "data.postgres.url",
+      ...(poolSize === undefined ? {} : { poolSize }),
+      ...(statementTimeoutMs === undefined ? {} : { statementTimeoutMs }),
+    },
+  };
 }
 
 function toFileModels(source: YamlSource | undefined, value: unknown): ConfiguredModel[] {

@@ -28,6 +28,16 @@ export interface ServerSettings {
   readonly offerHttp2: boolean;
   /** Agent streams (turns, with their backlog) kept at once; more are refused. */
   readonly maxStreams: number;
+  /**
+   * `server.users`: clients authenticate with the tokens of `cursor-byok users` (docs/team.md),
+   * with budgets; needs the PostgreSQL store. The access token, if any, stays the admin's.
+   */
+  readonly users: boolean;
+  /**
+   * `server.advertiseUrl`: where the other instances reach this one (several instances on
+   * PostgreSQL, docs/team.md); default `http://<host>:<port>` as listened on.
+   */
+  readonly advertiseUrl?: string;
 }
 
 /** IDE mode (docs/ide.md): the local HTTPS proxy Cursor's settings point at. */
@@ -64,6 +74,8 @@ export interface Config {
   readonly dataDirectory: string;
   /** `<dataDirectory>/cursor-byok.db`. */
   readonly databasePath: string;
+  /** The team store (`data.postgres`, or `DATABASE_URL`); absent: the SQLite file. */
+  readonly postgres?: PostgresSettings;
   readonly logLevel: LogLevel;
   /** In offer order; the first is the default. Empty: the server offers its demo model. */
   readonly models: readonly ConfiguredModel[];
@@ -72,6 +84,14 @@ export interface Config {
   readonly missingKeys: readonly MissingKey[];
   /** The web tools: search provider, fetch limits, approval. */
   readonly web: WebSettings;
+}
+
+export interface PostgresSettings {
+  /** `postgres://…`; may hold a password, so never shown. */
+  readonly url: Secret;
+  readonly origin: "data.postgres.url" | "DATABASE_URL";
+  readonly poolSize?: number;
+  readonly statementTimeoutMs?: number;
 }
 
 /** Command-line values; each wins over the file. */

@@ -22,6 +22,7 @@ export { DEFAULT_DEMO_HELP, DEMO_MODEL_NAME, type DemoOptions } from "./demo.ts"
 export { type ErrorMessageFields, toErrorMessage } from "./error-message.ts";
 export { hashBody } from "./exact-fetch.ts";
 export { COOLING_DOWN_PREFIX, toFailureKind } from "./failure-kind.ts";
+export { type AdmitCall, gateLLM } from "./gated-llm.ts";
 export {
   type CreateLLMOptions,
   createLLM,

@@ -1,6 +1,6 @@
 /**
- * The store logic, written once over a `Backend` (tables.ts): the SQLite store and the in-memory
- * store are this function applied to two backends, so they decide identically.
+ * The store logic, written once over a `Backend` (tables.ts): the SQLite, in-memory and
+ * PostgreSQL stores are this function applied to three backends, so they decide identically.
  */
 import { createDashboardReads } from "./dashboard-reads.ts";
 import { StoreError } from "./errors.ts";
@@ -68,13 +68,16 @@ export function createStore(backend: Backend, options: StoreOptions = {}): Store
     }
     return backend;
   };
-  const readCall = (tables: Tables, callID: string): LLMCallRecord => {
-    const row = tables.readLLMCall(callID);
+  const readCall = async (tables: Tables, callID: string): Promise<LLMCallRecord> => {
+    const row = await tables.readLLMCall(callID);
     if (row === null) throw new Error(`model call ${callID} vanished inside its transaction`);
     return toLLMCallRecord(row);
   };
-  const readOperation = (tables: Tables, operationID: string): ClientOperationRecord => {
-    const row = tables.readClientOperation(operationID);
+  const readOperation = async (
+    tables: Tables,
+    operationID: string,
+  ): Promise<ClientOperationRecord> => {
+    const row = await tables.readClientOperation(operationID);
     if (row === null) throw new Error(`operation ${operationID} vanished inside its transaction`);
     return toClientOperationRecord(row);
   };
@@ -83,17 +86,18 @@ export function createStore(backend: Backend, options: StoreOptions = {}): Store
     location,
 
     async load(conversationID) {
-      return open().read((tables) => {
-        const row = tables.readConversation(conversationID);
+      return open().read(async (tables) => {
+        const row = await tables.readConversation(conversationID);
         if (row === null) return null;
-        const state = fromStoredRows(row, tables.readMessages(conversationID), cache, location);
+        const messages = await tables.readMessages(conversationID);
+        const state = fromStoredRows(row, messages, cache, location);
         return { state, version: row.version };
       });
     },
 
     async findInputCommit(conversationID, inputID) {
-      return open().read((tables) => {
-        const row = tables.readInputCommit(conversationID, inputID);
+      return open().read(async (tables) => {
+        const row = await tables.readInputCommit(conversationID, inputID);
         return row === null ? null : toPreviousCommit(row);
       });
     },
@@ -101,7 +105,7 @@ export function createStore(backend: Backend, options: StoreOptions = {}): Store
     async commitInput(commit) {
       const db = open();
       try {
-        return db.write((tables) => commitInTables(tables, commit, context, cache, location));
+        return await db.write((tables) => commitInTables(tables, commit, context, cache, location));
       } catch (error) {
         if (error instanceof Abort) return error.result;
         throw error;
@@ -109,50 +113,50 @@ export function createStore(backend: Backend, options: StoreOptions = {}): Store
     },
 
     async saveLLMCall(call) {
-      return open().write((tables) => {
-        saveLLMCallRow(tables, call, context(), false);
+      return open().write(async (tables) => {
+        await saveLLMCallRow(tables, call, context(), false);
         return readCall(tables, call.callID);
       });
     },
 
     async setLLMCallStatus(callID, status) {
-      return open().write((tables) => {
-        setLLMCallStatusRow(tables, callID, status, context(), false);
+      return open().write(async (tables) => {
+        await setLLMCallStatusRow(tables, callID, status, context(), false);
         return readCall(tables, callID);
       });
     },
 
     async getLLMCall(callID) {
-      return open().read((tables) => {
-        const row = tables.readLLMCall(callID);
+      return open().read(async (tables) => {
+        const row = await tables.readLLMCall(callID);
         return row === null ? null : toLLMCallRecord(row);
       });
     },
 
     async saveClientOperation(operation) {
-      return open().write((tables) => {
-        saveClientOperationRow(tables, operation, context());
+      return open().write(async (tables) => {
+        await saveClientOperationRow(tables, operation, context());
         return readOperation(tables, operation.operationID);
       });
     },
 
     async setClientOperationStatus(operationID, status, result) {
-      return open().write((tables) => {
-        setClientOperationStatusRow(tables, operationID, status, result, context());
+      return open().write(async (tables) => {
+        await setClientOperationStatusRow(tables, operationID, status, result, context());
         return readOperation(tables, operationID);
       });
     },
 
     async getClientOperation(operationID) {
-      return open().read((tables) => {
-        const row = tables.readClientOperation(operationID);
+      return open().read(async (tables) => {
+        const row = await tables.readClientOperation(operationID);
         return row === null ? null : toClientOperationRecord(row);
       });
     },
 
     async findRequestStream(requestID) {
-      return open().read((tables) => {
-        const row = tables.readRequestStream(requestID);
+      return open().read(async (tables) => {
+        const row = await tables.readRequestStream(requestID);
         return row === null ? null : toRequestStream(row);
       });
     },
@@ -162,7 +166,7 @@ export function createStore(backend: Backend, options: StoreOptions = {}): Store
     async close() {
       if (closed) return;
       closed = true;
-      backend.close();
+      await backend.close();
     },
   };
   openBackends.set(store, open);
@@ -177,19 +181,22 @@ export function createStore(backend: Backend, options: StoreOptions = {}): Store
 const openBackends = new WeakMap<Store, () => Backend>();
 
 /** Runs `read` over a store's tables; for the testing surface only (see `openBackends`). */
-export function readTablesForTesting<T>(store: Store, read: (tables: Tables) => T): T {
+export function readTablesForTesting<T>(
+  store: Store,
+  read: (tables: Tables) => Promise<T>,
+): Promise<T> {
   const open = openBackends.get(store);
   if (open === undefined) throw new Error("not a store made by createStore");
   return open().read(read);
 }
 
-function commitInTables(
+async function commitInTables(
   tables: Tables,
   commit: InputCommit,
   context: (conversationID: string) => WriteContext,
   cache: MessageHashCache,
   location: string,
-): CommitResult {
+): Promise<CommitResult> {
   const { inputID, expectedVersion, state } = commit;
   const conversationID = state?.conversationID;
   if (typeof conversationID !== "string" || conversationID === "") {
@@ -202,10 +209,10 @@ function commitInTables(
     throw invalidCommit("the expected version must be a non-negative integer", location);
   }
 
-  const previous = tables.readInputCommit(conversationID, inputID);
+  const previous = await tables.readInputCommit(conversationID, inputID);
   if (previous !== null) return { type: "duplicate", previous: toPreviousCommit(previous) };
 
-  const head = tables.readHead(conversationID);
+  const head = await tables.readHead(conversationID);
   const actualVersion = head?.version ?? 0;
   if (actualVersion !== expectedVersion) {
     return { type: "conflict", conversationID, expectedVersion, actualVersion };
@@ -230,17 +237,17 @@ function commitInTables(
   // The conditional write is the final arbiter, whatever was read above.
   const swapped =
     head === null
-      ? tables.insertConversation(conversation)
-      : tables.updateConversation(conversation, expectedVersion);
+      ? await tables.insertConversation(conversation)
+      : await tables.updateConversation(conversation, expectedVersion);
   if (!swapped) {
     throw new Abort({
       type: "conflict",
       conversationID,
       expectedVersion,
-      actualVersion: tables.readHead(conversationID)?.version ?? 0,
+      actualVersion: (await tables.readHead(conversationID))?.version ?? 0,
     });
   }
-  tables.appendMessages(conversationID, rows);
+  await tables.appendMessages(conversationID, rows);
   const committed: InputCommitRow = {
     conversationID,
     inputID,
@@ -250,13 +257,18 @@ function commitInTables(
     resultJSON,
     committedAt: written.now,
   };
-  tables.insertInputCommit(committed);
+  await tables.insertInputCommit(committed);
 
   for (const write of commit.records ?? []) {
-    const finished: CallAlreadyFinished | null = applyRecordWrite(tables, write, written, true);
+    const finished: CallAlreadyFinished | null = await applyRecordWrite(
+      tables,
+      write,
+      written,
+      true,
+    );
     if (finished !== null) throw new Abort({ type: "call_finished", ...finished });
   }
-  summarizeCommit(tables, state, head?.messageCount ?? 0, commit.records ?? [], written.now);
+  await summarizeCommit(tables, state, head?.messageCount ?? 0, commit.records ?? [], written.now);
   return { type: "committed", commit: toPreviousCommit(committed) };
 }
 

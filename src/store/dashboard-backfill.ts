@@ -1,6 +1,6 @@
 /**
  * Migration 4's backfill (schema.ts): the dashboard's rows of conversations committed before it,
- * derived by the very code every commit runs (`summarizeCommit`), so an upgraded file has the
+ * derived by the very code every commit runs (`planSummary`), so an upgraded file has the
  * figures, titles and search text a store that saw every commit has: the title from the first
  * user message with text, whitespace collapsed, Unicode lower-casing for search, the store-clock
  * day for a message without a usable timestamp. One pass over the conversations, reading one
@@ -9,7 +9,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import type { ConversationState, Message } from "../loop/types.ts";
 import { createDashboardTables, prepareDashboardStatements } from "./sqlite-dashboard.ts";
-import { summarizeCommit } from "./summaries.ts";
+import { planSummary } from "./summaries.ts";
 
 export function backfillDashboard(db: DatabaseSync): void {
   const tables = createDashboardTables(prepareDashboardStatements((source) => db.prepare(source)));
@@ -27,8 +27,8 @@ export function backfillDashboard(db: DatabaseSync): void {
       .all(conversationID)
       .map((message) => parse(String(message.json)) as Message);
     // As of its last commit, which is also the clock a message without a timestamp counts at.
-    summarizeCommit(
-      tables,
+    const writes = planSummary(
+      tables.readSummary(conversationID),
       {
         conversationID,
         status: saved?.status ?? "ready",
@@ -40,6 +40,9 @@ export function backfillDashboard(db: DatabaseSync): void {
       Number(row.updated_at),
       Number(row.created_at),
     );
+    for (const usage of writes.callUsage) tables.insertCallUsage(usage);
+    for (const usage of writes.dailyUsage) tables.addDailyUsage(usage);
+    tables.writeSummary(writes.summary);
   }
 }
 

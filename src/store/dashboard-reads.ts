@@ -54,10 +54,15 @@ export function createDashboardReads(
       const limit = toLimit(query.limit, DEFAULT_PAGE, MAX_PAGE);
       const search = (query.search ?? "").trim().toLowerCase();
       const after = query.cursor === undefined ? null : fromCursor(query.cursor, invalid);
-      return open().read((tables) => {
+      return open().read(async (tables) => {
         // One row more than asked tells whether there is a next page.
         // Counting reads every summary (with a search, every title): first page only.
-        const { rows, total } = tables.listSummaries(search, after, limit + 1, after === null);
+        const { rows, total } = await tables.listSummaries(
+          search,
+          after,
+          limit + 1,
+          after === null,
+        );
         const items = rows.slice(0, limit).map(toSummary);
         const last = items.at(-1);
         return {
@@ -69,14 +74,14 @@ export function createDashboardReads(
     },
 
     async readConversationDetail(conversationID) {
-      return open().read((tables) => {
-        const summary = tables.readSummary(conversationID);
+      return open().read(async (tables) => {
+        const summary = await tables.readSummary(conversationID);
         if (summary === null) return null;
-        const usage = tables.listCallUsageOf(conversationID);
+        const usage = await tables.listCallUsageOf(conversationID);
         const byCall = new Map(
           usage.flatMap((row) => (row.callID === null ? [] : [[row.callID, row]])),
         );
-        const calls = tables.listCallsOf(conversationID).map((row): CallView => {
+        const calls = (await tables.listCallsOf(conversationID)).map((row): CallView => {
           const used = byCall.get(row.callID);
           const ended = row.status !== "planned" && row.status !== "streaming";
           return {
@@ -96,13 +101,13 @@ export function createDashboardReads(
             messageSeq: used?.seq ?? null,
           };
         });
-        const state = tables.readConversation(conversationID);
+        const state = await tables.readConversation(conversationID);
         const failure = state === null ? null : toFailure(fromJSONText(state.stateJSON));
         return {
           summary: toSummary(summary),
           failure,
           calls,
-          operations: tables.listOperationsOf(conversationID).map(toClientOperationRecord),
+          operations: (await tables.listOperationsOf(conversationID)).map(toClientOperationRecord),
         };
       });
     },
@@ -112,29 +117,31 @@ export function createDashboardReads(
       if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) {
         throw invalid("a message position must be a non-negative integer");
       }
-      return open().read((tables) =>
-        tables.readMessagesFrom(conversationID, fromSeq, count).map((row): StoredMessage => {
-          // The stored bytes are shown; damaged ones are reported, never shown as history.
-          if (hashMessageBytes(Buffer.from(row.json, "utf8")) !== row.hash) {
-            throw new StoreError(
-              "corrupt_database",
-              location,
-              `Conversation ${conversationID} in ${location} is damaged: message ${row.seq} ` +
-                "does not match its stored hash.",
-            );
-          }
-          const message = fromJSONText(row.json) as Message;
-          cache.set(message, row.hash);
-          return { seq: row.seq, message };
-        }),
+      return open().read(async (tables) =>
+        (await tables.readMessagesFrom(conversationID, fromSeq, count)).map(
+          (row): StoredMessage => {
+            // The stored bytes are shown; damaged ones are reported, never shown as history.
+            if (hashMessageBytes(Buffer.from(row.json, "utf8")) !== row.hash) {
+              throw new StoreError(
+                "corrupt_database",
+                location,
+                `Conversation ${conversationID} in ${location} is damaged: message ${row.seq} ` +
+                  "does not match its stored hash.",
+              );
+            }
+            const message = fromJSONText(row.json) as Message;
+            cache.set(message, row.hash);
+            return { seq: row.seq, message };
+          },
+        ),
       );
     },
 
     async listUsage(query = {}) {
       const fromDay = toDayBound(query.fromDay, FIRST_DAY);
       const toDay = toDayBound(query.toDay, LAST_DAY);
-      return open().read((tables) =>
-        tables.listDailyUsage(fromDay, toDay).map(
+      return open().read(async (tables) =>
+        (await tables.listDailyUsage(fromDay, toDay)).map(
           (row): UsageRow => ({
             day: row.day,
             provider: row.provider,

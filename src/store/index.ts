@@ -12,6 +12,20 @@ export {
 export { isStoreError, STORE_ERROR_CODES, StoreError, type StoreErrorCode } from "./errors.ts";
 export { createMemoryStore } from "./memory-store.ts";
 export {
+  type ClusterDirectory,
+  type ClusterDirectoryOptions,
+  openClusterDirectory,
+  type StreamOwner,
+} from "./postgres-cluster.ts";
+export { POSTGRES_SCHEMA_VERSION } from "./postgres-schema.ts";
+export {
+  migratePostgresDatabase,
+  openPostgresStore,
+  type PostgresStoreOptions,
+  toPostgresLocation,
+} from "./postgres-store.ts";
+export { openPostgresUsers } from "./postgres-users.ts";
+export {
   createOperationRunner,
   type OperationAttempt,
   type OperationRunner,
@@ -21,3 +35,4 @@ export {
 export { SCHEMA_VERSION } from "./schema.ts";
 export { openSqliteStore, type SqliteStoreOptions } from "./sqlite-store.ts";
 export type * from "./types.ts";
+export type * from "./users.ts";

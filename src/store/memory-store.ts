@@ -4,6 +4,7 @@
  * same. A write transaction keeps an undo log and rolls back if its work throws.
  */
 import { createStore, type StoreOptions } from "./create-store.ts";
+import { createSerialQueue, toAsyncTables } from "./sync-tables.ts";
 import type {
   Backend,
   CallUsageRow,
@@ -15,7 +16,7 @@ import type {
   MessageRow,
   RequestStreamRow,
   SummaryRow,
-  Tables,
+  SyncTables,
 } from "./tables.ts";
 import type { Store } from "./types.ts";
 
@@ -66,7 +67,7 @@ export function createMemoryBackend(): Backend {
     (a: R, b: R) =>
       a.createdAt - b.createdAt || (id(a) < id(b) ? -1 : id(a) > id(b) ? 1 : 0);
 
-  const tables: Tables = {
+  const tables: SyncTables = {
     readHead(conversationID) {
       const row = conversations.get(conversationID);
       return row === undefined
@@ -238,22 +239,25 @@ export function createMemoryBackend(): Backend {
         ),
   };
 
+  const lifted = toAsyncTables(tables);
+  const serial = createSerialQueue();
   return {
     location: MEMORY_LOCATION,
-    write(work) {
-      const log: (() => void)[] = [];
-      undo = log;
-      try {
-        return work(tables);
-      } catch (error) {
-        for (const step of log.reverse()) step();
-        throw error;
-      } finally {
-        undo = null;
-      }
-    },
-    read: (work) => work(tables),
-    close() {},
+    write: (work) =>
+      serial(async () => {
+        const log: (() => void)[] = [];
+        undo = log;
+        try {
+          return await work(lifted);
+        } catch (error) {
+          for (const step of log.reverse()) step();
+          throw error;
+        } finally {
+          undo = null;
+        }
+      }),
+    read: (work) => serial(() => work(lifted)),
+    async close() {},
   };
 }
 

@@ -60,32 +60,38 @@ export function isFinishedClientOperation(status: ClientOperationStatus): boolea
  * Applies one record write. Returns a `CallAlreadyFinished` when the write marks a call
  * `committed` that already ended and `refuseSecondCommit` is set (inside a commit).
  */
-export function applyRecordWrite(
+export async function applyRecordWrite(
   tables: Tables,
   write: RecordWrite,
   context: WriteContext,
   refuseSecondCommit: boolean,
-): CallAlreadyFinished | null {
+): Promise<CallAlreadyFinished | null> {
   switch (write.type) {
     case "llm_call":
       return saveLLMCallRow(tables, write.call, context, refuseSecondCommit);
     case "llm_call_status":
       return setLLMCallStatusRow(tables, write.callID, write.status, context, refuseSecondCommit);
     case "client_operation":
-      saveClientOperationRow(tables, write.operation, context);
+      await saveClientOperationRow(tables, write.operation, context);
       return null;
     case "client_operation_status":
-      setClientOperationStatusRow(tables, write.operationID, write.status, write.result, context);
+      await setClientOperationStatusRow(
+        tables,
+        write.operationID,
+        write.status,
+        write.result,
+        context,
+      );
       return null;
     case "request_stream":
-      bindRequestStreamRow(tables, write.requestID, write, context);
+      await bindRequestStreamRow(tables, write.requestID, write, context);
       return null;
     case "llm_call_first_event":
       // Timing only: a call the store never saw is nothing to time (dashboard-types.ts).
       if (!Number.isSafeInteger(write.at))
         throw invalid("a first-event time must be an integer", context);
-      if (tables.readLLMCall(write.callID) !== null)
-        tables.insertFirstEvent(write.callID, write.at);
+      if ((await tables.readLLMCall(write.callID)) !== null)
+        await tables.insertFirstEvent(write.callID, write.at);
       return null;
     default: {
       const unknown: never = write;
@@ -98,14 +104,14 @@ export function applyRecordWrite(
   }
 }
 
-export function saveLLMCallRow(
+export async function saveLLMCallRow(
   tables: Tables,
   call: LLMCallInput,
   context: WriteContext,
   refuseSecondCommit: boolean,
-): CallAlreadyFinished | null {
+): Promise<CallAlreadyFinished | null> {
   checkLLMCall(call, context);
-  const existing = tables.readLLMCall(call.callID);
+  const existing = await tables.readLLMCall(call.callID);
   if (existing !== null) {
     if (existing.conversationID !== call.conversationID) {
       throw invalid(
@@ -115,8 +121,8 @@ export function saveLLMCallRow(
     }
     return setLLMCallStatusRow(tables, call.callID, call.status, context, refuseSecondCommit);
   }
-  requireConversation(tables, call.conversationID, `model call ${call.callID}`, context);
-  tables.insertLLMCall({
+  await requireConversation(tables, call.conversationID, `model call ${call.callID}`, context);
+  await tables.insertLLMCall({
     callID: call.callID,
     conversationID: call.conversationID,
     turnID: call.turnID,
@@ -133,41 +139,41 @@ export function saveLLMCallRow(
   return null;
 }
 
-export function setLLMCallStatusRow(
+export async function setLLMCallStatusRow(
   tables: Tables,
   callID: string,
   status: LLMCallStatus,
   context: WriteContext,
   refuseSecondCommit: boolean,
-): CallAlreadyFinished | null {
+): Promise<CallAlreadyFinished | null> {
   checkStatus(LLM_CALL_RANK, status, `model call ${callID}`, context);
-  const existing = tables.readLLMCall(callID);
+  const existing = await tables.readLLMCall(callID);
   if (existing === null) throw notFound(`model call ${callID}`, context);
   checkOwner(existing.conversationID, `model call ${callID}`, context);
   if (refuseSecondCommit && status === "committed" && isFinishedLLMCall(existing.status)) {
     return { callID, status: existing.status };
   }
   const next = toNextStatus(LLM_CALL_RANK, existing.status, status);
-  if (next !== existing.status) tables.updateLLMCallStatus(callID, next, context.now);
+  if (next !== existing.status) await tables.updateLLMCallStatus(callID, next, context.now);
   return null;
 }
 
-export function saveClientOperationRow(
+export async function saveClientOperationRow(
   tables: Tables,
   operation: ClientOperationInput,
   context: WriteContext,
-): void {
+): Promise<void> {
   const what = `client operation ${operation.operationID}`;
   for (const key of ["operationID", "conversationID", "turnID", "toolCallID"] as const) {
     checkText(operation[key], `${what}: ${key}`, context);
   }
   checkStatus(OPERATION_RANK, operation.status, what, context);
-  const existing = tables.readClientOperation(operation.operationID);
+  const existing = await tables.readClientOperation(operation.operationID);
   if (existing !== null) {
     if (existing.conversationID !== operation.conversationID) {
       throw invalid(`${what} belongs to conversation ${existing.conversationID}`, context);
     }
-    setClientOperationStatusRow(
+    await setClientOperationStatusRow(
       tables,
       operation.operationID,
       operation.status,
@@ -177,8 +183,8 @@ export function saveClientOperationRow(
     return;
   }
   checkOwner(operation.conversationID, what, context);
-  requireConversation(tables, operation.conversationID, what, context);
-  tables.insertClientOperation({
+  await requireConversation(tables, operation.conversationID, what, context);
+  await tables.insertClientOperation({
     operationID: operation.operationID,
     conversationID: operation.conversationID,
     turnID: operation.turnID,
@@ -191,22 +197,22 @@ export function saveClientOperationRow(
   });
 }
 
-export function setClientOperationStatusRow(
+export async function setClientOperationStatusRow(
   tables: Tables,
   operationID: string,
   status: ClientOperationStatus,
   result: unknown,
   context: WriteContext,
-): void {
+): Promise<void> {
   const what = `client operation ${operationID}`;
   checkStatus(OPERATION_RANK, status, what, context);
   const resultJSON = toResultJSON(status, result, what, context);
-  const existing = tables.readClientOperation(operationID);
+  const existing = await tables.readClientOperation(operationID);
   if (existing === null) throw notFound(what, context);
   checkOwner(existing.conversationID, what, context);
   const next = toNextStatus(OPERATION_RANK, existing.status, status);
   if (next === existing.status) return;
-  tables.updateClientOperation(
+  await tables.updateClientOperation(
     operationID,
     next,
     next === "completed" ? resultJSON : null,
@@ -288,13 +294,13 @@ function checkOwner(conversationID: string, what: string, context: WriteContext)
   }
 }
 
-function requireConversation(
+async function requireConversation(
   tables: Tables,
   conversationID: string,
   what: string,
   context: WriteContext,
-): void {
-  if (tables.readHead(conversationID) === null) {
+): Promise<void> {
+  if ((await tables.readHead(conversationID)) === null) {
     throw notFound(`conversation ${conversationID} (for ${what})`, context);
   }
 }

@@ -10,12 +10,12 @@ import type { RequestStreamRow, Tables, WriteContext } from "./tables.ts";
 import type { RequestStream } from "./types.ts";
 
 /** Binds `requestID` to the conversation of the commit in `context`. */
-export function bindRequestStreamRow(
+export async function bindRequestStreamRow(
   tables: Tables,
   requestID: string,
   saved: { readonly turnID?: string | undefined; readonly clientState?: Uint8Array | undefined },
   context: WriteContext,
-): void {
+): Promise<void> {
   const { turnID, clientState } = saved;
   const { conversationID, location } = context;
   if (conversationID === null) {
@@ -47,9 +47,9 @@ export function bindRequestStreamRow(
         "written.",
     );
   }
-  const existing = tables.readRequestStream(requestID);
+  const existing = await tables.readRequestStream(requestID);
   if (existing === null) {
-    tables.insertRequestStream({
+    await tables.insertRequestStream({
       requestID,
       conversationID,
       turnID: turnID ?? null,

@@ -8,12 +8,14 @@ import type { DatabaseSync, SQLOutputValue, StatementSync } from "node:sqlite";
 import { StoreError } from "./errors.ts";
 import { createDashboardTables, prepareDashboardStatements } from "./sqlite-dashboard.ts";
 import { fromSQLiteError } from "./sqlite-errors.ts";
+import { createSerialQueue, toAsyncTables } from "./sync-tables.ts";
 import type {
   Backend,
   ClientOperationRow,
   ConversationRow,
   LLMCallRow,
   MessageRow,
+  SyncTables,
   Tables,
 } from "./tables.ts";
 import type { ClientOperationStatus, LLMCallStatus } from "./types.ts";
@@ -96,7 +98,7 @@ export function createSqliteBackend(db: DatabaseSync, location: string): Backend
     ...prepareDashboardStatements(sql),
   };
 
-  const tables: Tables = {
+  const tables: SyncTables = {
     readHead(conversationID) {
       const row = statements.readHead.get(conversationID);
       return row === undefined
@@ -276,26 +278,30 @@ export function createSqliteBackend(db: DatabaseSync, location: string): Backend
     );
   };
 
-  const inTransaction = <T>(begin: string, work: (tables: Tables) => T): T => {
-    try {
-      db.exec(begin);
-      const result = work(tables);
-      db.exec("commit");
-      return result;
-    } catch (error) {
-      if (db.isOpen && db.isTransaction) db.exec("rollback");
-      throw fromSQLiteError(error, location);
-    }
-  };
+  const lifted = toAsyncTables(tables);
+  // One connection: its transactions run one after another (sync-tables.ts).
+  const serial = createSerialQueue();
+  const inTransaction = <T>(begin: string, work: (tables: Tables) => Promise<T>): Promise<T> =>
+    serial(async () => {
+      try {
+        db.exec(begin);
+        const result = await work(lifted);
+        db.exec("commit");
+        return result;
+      } catch (error) {
+        if (db.isOpen && db.isTransaction) db.exec("rollback");
+        throw fromSQLiteError(error, location);
+      }
+    });
 
   return {
     location,
-    write: (work) => {
+    write: async (work) => {
       checkStillOpen();
       return inTransaction("begin immediate", work);
     },
     read: (work) => inTransaction("begin", work),
-    close: () => db.close(),
+    close: () => serial(async () => db.close()),
   };
 }
 

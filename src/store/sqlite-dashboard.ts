@@ -12,14 +12,14 @@ import type {
   DailyUsageRow,
   MessageRow,
   SummaryRow,
-  Tables,
+  SyncTables,
 } from "./tables.ts";
 import type { ClientOperationStatus, LLMCallStatus } from "./types.ts";
 
 type Row = Record<string, SQLOutputValue>;
 type Statements = ReturnType<typeof prepareDashboardStatements>;
 type DashboardTables = Pick<
-  Tables,
+  SyncTables,
   | "readSummary"
   | "writeSummary"
   | "insertCallUsage"

@@ -10,28 +10,54 @@
 import type { ConversationState, Message } from "../loop/types.ts";
 import type { ConversationSummary, UsageFigures } from "./dashboard-types.ts";
 import { TITLE_LENGTH } from "./dashboard-types.ts";
-import type { SummaryRow, Tables } from "./tables.ts";
+import type { CallUsageRow, DailyUsageRow, SummaryRow, Tables } from "./tables.ts";
 import type { RecordWrite } from "./types.ts";
+
+/** The rows one commit writes for the dashboard. */
+export interface SummaryWrites {
+  readonly summary: SummaryRow;
+  readonly callUsage: readonly CallUsageRow[];
+  readonly dailyUsage: readonly DailyUsageRow[];
+}
 
 /**
  * Updates the summary, call usage and daily totals for the messages of `state` the summary has
- * not counted yet. That is the summary's own `messageCount`, not the stored history's: a process
- * older than the dashboard (schema version 3) may have committed to this file without summaries,
- * and the next commit then counts what it missed. `records` are the commit's record writes: the
- * call marked `committed` there is the call of an assistant message this commit appends (at or
- * after `storedCount`).
+ * not counted yet (`planSummary`), inside the commit's transaction.
  */
-export function summarizeCommit(
+export async function summarizeCommit(
   tables: Pick<Tables, "readSummary" | "writeSummary" | "insertCallUsage" | "addDailyUsage">,
+  state: Pick<ConversationState, "conversationID" | "status" | "settings" | "messages">,
+  storedCount: number,
+  records: readonly RecordWrite[],
+  now: number,
+): Promise<void> {
+  const before = await tables.readSummary(state.conversationID);
+  const writes = planSummary(before, state, storedCount, records, now);
+  for (const row of writes.callUsage) await tables.insertCallUsage(row);
+  for (const row of writes.dailyUsage) await tables.addDailyUsage(row);
+  await tables.writeSummary(writes.summary);
+}
+
+/**
+ * The dashboard rows for the messages of `state` the summary `before` has not counted yet. That
+ * is the summary's own `messageCount`, not the stored history's: a process older than the
+ * dashboard (schema version 3) may have committed to this file without summaries, and the next
+ * commit then counts what it missed. `records` are the commit's record writes: the call marked
+ * `committed` there is the call of an assistant message this commit appends (at or after
+ * `storedCount`). Pure, so the SQLite migration's synchronous backfill uses it too.
+ */
+export function planSummary(
+  before: SummaryRow | null,
   state: Pick<ConversationState, "conversationID" | "status" | "settings" | "messages">,
   storedCount: number,
   records: readonly RecordWrite[],
   now: number,
   /** `createdAt` of a new summary (the backfill passes the conversation's). */
   createdAt: number = now,
-): void {
+): SummaryWrites {
   const conversationID = state.conversationID;
-  const before = tables.readSummary(conversationID);
+  const callUsage: CallUsageRow[] = [];
+  const dailyUsage: DailyUsageRow[] = [];
   let row: SummaryRow = before ?? {
     conversationID,
     title: "",
@@ -66,7 +92,7 @@ export function summarizeCommit(
       );
       model = String(message.model ?? "");
       provider = String(message.provider ?? "");
-      tables.insertCallUsage({
+      callUsage.push({
         conversationID,
         seq,
         callID: seq >= storedCount ? (committedCalls.shift() ?? null) : null,
@@ -76,7 +102,7 @@ export function summarizeCommit(
         ...usage,
         committedAt: now,
       });
-      tables.addDailyUsage({ day, provider, model, calls: 1, ...usage });
+      dailyUsage.push({ day, provider, model, calls: 1, ...usage });
       row = {
         ...row,
         modelCalls: row.modelCalls + 1,
@@ -88,14 +114,18 @@ export function summarizeCommit(
       };
     }
   }
-  tables.writeSummary({
-    ...row,
-    model,
-    provider,
-    status: state.status,
-    messageCount: messages.length,
-    updatedAt: now,
-  });
+  return {
+    summary: {
+      ...row,
+      model,
+      provider,
+      status: state.status,
+      messageCount: messages.length,
+      updatedAt: now,
+    },
+    callUsage,
+    dailyUsage,
+  };
 }
 
 /**

@@ -1,8 +1,10 @@
 /**
- * The storage contract under both stores: rows as the database holds them (JSON as text) and
- * the few synchronous operations the store logic needs. The logic (create-store.ts) is written
- * once against this contract, so the SQLite store and the in-memory store decide identically;
- * they differ only in how rows are kept.
+ * The storage contract under every store: rows as the database holds them (JSON as text) and
+ * the few operations the store logic needs. The logic (create-store.ts) is written once against
+ * this contract, so the SQLite, in-memory and PostgreSQL stores decide identically; they differ
+ * only in how rows are kept. The logic sees `Tables` (every operation returns a promise, since a
+ * PostgreSQL query is a round trip); SQLite and memory implement the synchronous `SyncTables`
+ * and are lifted by `toAsyncTables` (sync-tables.ts).
  */
 import type { ClientOperationStatus, LLMCallStatus } from "./types.ts";
 
@@ -158,7 +160,7 @@ export interface SummaryPosition {
  * Synchronous access to the rows, valid only inside one `Backend.read`/`Backend.write` call.
  * Conditional writes report whether a row was written; nothing here validates business rules.
  */
-export interface Tables {
+export interface SyncTables {
   readHead(conversationID: string): ConversationHead | null;
   readConversation(conversationID: string): ConversationRow | null;
   /** Messages in `seq` order. */
@@ -224,6 +226,13 @@ export interface Tables {
   listDailyUsage(fromDay: string, toDay: string): DailyUsageRow[];
 }
 
+/** `SyncTables` with every operation returning a promise: what the store logic calls. */
+export type Tables = {
+  readonly [K in keyof SyncTables]: SyncTables[K] extends (...args: infer A) => infer R
+    ? (...args: A) => Promise<R>
+    : never;
+};
+
 /** What every write needs to know: where (for errors), when, and for which conversation. */
 export interface WriteContext {
   readonly location: string;
@@ -237,11 +246,13 @@ export interface Backend {
   /** File path, or a label; named in every error. */
   readonly location: string;
   /**
-   * Runs `work` in one write transaction: everything it wrote is kept if it returns, and
-   * nothing if it throws (the error is rethrown, database failures as `StoreError`s).
+   * Runs `work` in one write transaction: everything it wrote is kept if it resolves, and
+   * nothing if it rejects (the error is rethrown, database failures as `StoreError`s). A backend
+   * may run `work` again from the start when the database asks for a retry (PostgreSQL
+   * serialization failures), so `work` must not act outside the tables.
    */
-  write<T>(work: (tables: Tables) => T): T;
+  write<T>(work: (tables: Tables) => Promise<T>): Promise<T>;
   /** Runs `work` on one consistent snapshot. */
-  read<T>(work: (tables: Tables) => T): T;
-  close(): void;
+  read<T>(work: (tables: Tables) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
 }

@@ -26,13 +26,15 @@ import { Code, type ConnectError, createConnectRouter } from "@connectrpc/connec
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { LLM } from "../llm/index.ts";
 import type { Runner } from "../runner/types.ts";
-import type { Store } from "../store/index.ts";
+import type { ClusterDirectory, Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
 import { asClientFault, checkFirstEnvelope, refuse, refuseOversized } from "./client-faults.ts";
+import { createClusterRouting } from "./cluster.ts";
 import type { PathEncryptionKeys } from "./cursor/index.ts";
 import { BidiRequestIdSchema, toProtocolError } from "./cursor/index.ts";
 import { createDashboard } from "./dashboard/dashboard.ts";
 import type { ReadSetup } from "./dashboard/types.ts";
+import { createHealth, HEALTH_PATHS } from "./health.ts";
 import { createHelperCall } from "./helper-calls.ts";
 import { createHostCheck } from "./http/host-check.ts";
 import {
@@ -44,6 +46,7 @@ import {
 } from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import { createPathEncryptionKeys } from "./path-encryption-keys.ts";
+import { type Authenticate, runAsUser } from "./request-user.ts";
 import { createRoutes } from "./routes.ts";
 import {
   EMPTY_REPLIES,
@@ -123,6 +126,16 @@ export interface ServerDeps {
   readonly readSetup?: ReadSetup;
   /** The web tools (web_search, web_fetch); without them neither is offered. */
   readonly web?: WebTools;
+  /**
+   * Team users (docs/team.md): a bearer token that is not the server's access token is checked
+   * here, on every request, and the request runs as that user (request-user.ts).
+   */
+  readonly authenticate?: Authenticate;
+  /**
+   * Several instances on one database (docs/team.md): each agent stream's owner instance, so a
+   * RunSSE or BidiAppend that lands here for a stream held elsewhere is forwarded (cluster.ts).
+   */
+  readonly cluster?: ClusterDirectory;
 }
 
 export interface Server {
@@ -133,8 +146,12 @@ export interface Server {
    * Stops accepting connections, ends open streams (clients see `canceled`), stops model streams
    * without committing anything for them (they are retried on the next start), and waits for the
    * server's work to settle. The store is the caller's to close.
+   *
+   * With `handOver` (several instances, docs/team.md), streams are not ended: their model calls
+   * are stopped, then every connection is dropped as a crash would, so clients reconnect through
+   * the balancer and another instance resumes each stream from the store.
    */
-  close(): Promise<void>;
+  close(options?: { readonly handOver?: boolean }): Promise<void>;
 }
 
 /**
@@ -336,10 +353,29 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   };
 
   const isOwnHost = createHostCheck([options.host]);
+  const health = createHealth(store);
+  const routing = deps.cluster === undefined ? undefined : createClusterRouting(deps.cluster, log);
+  /** `dispatch`, or the stream's owner instance when it lives elsewhere (HTTP/1.1 only). */
+  const route = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
+    if (routing === undefined || request.httpVersionMajor !== 1) {
+      dispatch(request, response);
+      return;
+    }
+    routing.serve(request as IncomingMessage, response as ServerResponse, dispatch);
+  };
   const handle = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
+    if (HEALTH_PATHS.has(pathOf(request))) {
+      request.resume();
+      health.serve(pathOf(request), response);
+      return;
+    }
     // Without a token, only requests naming this server by a loopback name or its own host are
     // answered (DNS rebinding; docs/dashboard.md). The IDE proxy calls `dispatch` directly.
-    if (options.accessToken === undefined && !isOwnHost(request.headers)) {
+    if (
+      options.accessToken === undefined &&
+      deps.authenticate === undefined &&
+      !isOwnHost(request.headers)
+    ) {
       request.resume();
       (response as Response).writeHead(421, { "content-type": "application/json" });
       (response as Response).end(
@@ -355,12 +391,39 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       dashboard.serve(request, response);
       return;
     }
-    if (options.accessToken !== undefined && !isAuthorized(request, options.accessToken)) {
-      request.resume();
-      writeConnectError(response, toProtocolError({ type: "unauthenticated" }));
+    const { authenticate } = deps;
+    if (options.accessToken !== undefined && isAuthorized(request, options.accessToken)) {
+      route(request, response);
       return;
     }
-    dispatch(request, response);
+    const unauthenticated = (): void => {
+      request.resume();
+      writeConnectError(response, toProtocolError({ type: "unauthenticated" }));
+    };
+    if (authenticate === undefined) {
+      if (options.accessToken === undefined) route(request, response);
+      else unauthenticated();
+      return;
+    }
+    const token = bearerOf(request);
+    if (token === undefined) {
+      unauthenticated();
+      return;
+    }
+    // Looked up on every request, so a revoked token is refused at once on every instance.
+    void authenticate(token).then(
+      (user) => {
+        if (user === null) unauthenticated();
+        else runAsUser(user, () => route(request, response));
+      },
+      (error: unknown) => {
+        log.error(
+          { error: error instanceof Error ? error.message : String(error) },
+          "could not check an access token",
+        );
+        unauthenticated();
+      },
+    );
   };
 
   const listener: Listener = await listen(handle, options.host, options.port, options.listen);
@@ -371,11 +434,18 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     address: listener.address,
     serveTrusted: dispatch,
     servesProcedure: (path) => procedures.has(path),
-    async close() {
+    async close(closeOptions = {}) {
+      health.drain();
       const closed = listener.close();
-      streams.closeAll("the server is shutting down");
-      await runner.shutdown();
-      listener.destroy();
+      if (closeOptions.handOver === true) {
+        await runner.shutdown();
+        listener.destroy();
+        streams.closeAll("the server is shutting down");
+      } else {
+        streams.closeAll("the server is shutting down");
+        await runner.shutdown();
+        listener.destroy();
+      }
       await closed;
     },
   };
@@ -402,12 +472,16 @@ function pathOf(request: Request): string {
   return query < 0 ? url : url.slice(0, query);
 }
 
-function isAuthorized(request: Request, token: string): boolean {
+function bearerOf(request: Request): string | undefined {
   const header = request.headers.authorization;
   const value = Array.isArray(header) ? header[0] : header;
-  const match = /^Bearer\s+(.+)$/i.exec(value ?? "");
-  if (match === null) return false;
-  const given = Buffer.from(match[1] ?? "");
+  return /^Bearer\s+(.+)$/i.exec(value ?? "")?.[1];
+}
+
+function isAuthorized(request: Request, token: string): boolean {
+  const bearer = bearerOf(request);
+  if (bearer === undefined) return false;
+  const given = Buffer.from(bearer);
   const expected = Buffer.from(token);
   return given.length === expected.length && timingSafeEqual(given, expected);
 }

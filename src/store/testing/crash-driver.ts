@@ -22,6 +22,7 @@ import { createConversation } from "../../loop/state.ts";
 import { T0, toEvents } from "../../loop/testing.ts";
 import { transition } from "../../loop/transition.ts";
 import type { ConversationState, Message, ToolCall, Transition } from "../../loop/types.ts";
+import { openPostgresStore } from "../postgres-store.ts";
 import { createOperationRunner } from "../run-once.ts";
 import { openSqliteStore } from "../sqlite-store.ts";
 import type { LLMCallInput, RecordWrite, Store } from "../types.ts";
@@ -141,7 +142,10 @@ function toPlannedCall(state: ConversationState): LLMCallInput {
 }
 
 async function main(): Promise<void> {
-  const opened = openSqliteStore({ path: databasePath as string });
+  // A PostgreSQL URL, or a SQLite file.
+  const opened = /^postgres(ql)?:\/\//.test(databasePath as string)
+    ? await openPostgresStore({ url: databasePath as string, poolSize: 2 })
+    : openSqliteStore({ path: databasePath as string });
   const store = withCheckpoints(opened);
   const runner = createOperationRunner(store);
   const loaded = await store.load(CRASH_CONVERSATION);

@@ -17,10 +17,10 @@ export interface Unfinished {
 
 /** Unfinished model calls and client operations, of one conversation or of all. */
 export async function listUnfinished(store: Store, conversationID?: string): Promise<Unfinished> {
-  return readTablesForTesting(store, (tables) => ({
-    llmCalls: tables.listUnfinishedLLMCalls(conversationID ?? null).map(toLLMCallRecord),
-    clientOperations: tables
-      .listUnfinishedClientOperations(conversationID ?? null)
-      .map(toClientOperationRecord),
+  return readTablesForTesting(store, async (tables) => ({
+    llmCalls: (await tables.listUnfinishedLLMCalls(conversationID ?? null)).map(toLLMCallRecord),
+    clientOperations: (await tables.listUnfinishedClientOperations(conversationID ?? null)).map(
+      toClientOperationRecord,
+    ),
   }));
 }

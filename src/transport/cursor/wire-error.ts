@@ -54,7 +54,8 @@ export type ProtocolError =
   | { readonly type: "run_poll_not_served" }
   | { readonly type: "not_implemented"; readonly path: string }
   | { readonly type: "unauthenticated" }
-  | { readonly type: "helper_failed"; readonly what: string; readonly reason: string };
+  | { readonly type: "helper_failed"; readonly what: string; readonly reason: string }
+  | { readonly type: "instance_unreachable" };
 
 /** The errors that carry an ErrorDetails detail. */
 type DetailedName = FailureKind | "not_supported";
@@ -105,6 +106,7 @@ export const WIRE_ERRORS: { readonly [Name in DetailedName]: Row<ErrorDetails_Er
   not_implemented: bare(Code.Unimplemented),
   unauthenticated: bare(Code.Unauthenticated),
   helper_failed: bare(Code.Unavailable),
+  instance_unreachable: bare(Code.Unavailable),
 };
 
 /** The message of a protocol error (the client shows it as is). */
@@ -142,6 +144,11 @@ function toProtocolMessage(error: ProtocolError): string {
       return "a valid access token is required (authorization: Bearer …)";
     case "helper_failed":
       return `could not write a ${error.what}: ${error.reason}`;
+    case "instance_unreachable":
+      return (
+        "the server instance holding this stream cannot be reached; retry shortly (another " +
+        "instance takes the stream over when its lease expires)"
+      );
   }
 }
 

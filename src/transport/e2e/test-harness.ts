@@ -189,13 +189,13 @@ export function createGate(): { readonly promise: Promise<void>; open(): void } 
   return { promise, open };
 }
 
-interface ChildServer extends Server {
+export interface ChildServer extends Server {
   kill(): Promise<void>;
   readonly exited: Promise<void>;
 }
 
 /** Runs test-server-process.ts in a child process and resolves once it listens. */
-async function startServerProcess(settings: {
+export async function startServerProcess(settings: {
   providerUrl: string;
   apiKey: string;
   model: string;
@@ -204,6 +204,10 @@ async function startServerProcess(settings: {
   killAfterWrite?: number;
   lateResultGraceMs?: number;
   envelopeTimeoutMs?: number;
+  databaseUrl?: string;
+  instanceID?: string;
+  leaseMs?: number;
+  users?: boolean;
 }): Promise<ChildServer> {
   const child = spawn(
     process.execPath,

@@ -7,7 +7,13 @@
  */
 import { createLLM, createModelConfigs } from "../../llm/index.ts";
 import { createRunner } from "../../runner/runner.ts";
-import { openSqliteStore, type Store } from "../../store/index.ts";
+import {
+  openClusterDirectory,
+  openPostgresStore,
+  openPostgresUsers,
+  openSqliteStore,
+  type Store,
+} from "../../store/index.ts";
 import { silentLog } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../server.ts";
 
@@ -17,6 +23,16 @@ interface Settings {
   readonly model: string;
   readonly dbPath: string;
   readonly port: number;
+  /**
+   * PostgreSQL instead of the SQLite file, as one of several instances (docs/team.md): the
+   * stream directory's instance id, and its lease. `port` must then be given (not 0): it is the
+   * address the other instances forward to.
+   */
+  readonly databaseUrl?: string;
+  readonly instanceID?: string;
+  readonly leaseMs?: number;
+  /** With `databaseUrl`: clients authenticate with the team users' tokens (docs/team.md). */
+  readonly users?: boolean;
   /** Overrides the heartbeat interval (benchmarks). */
   readonly heartbeatMs?: number;
   /** Overrides the RunSSE content type (benchmarks use a stock Connect client). */
@@ -47,7 +63,21 @@ const WRITES = new Set<string>([
 ]);
 
 const settings = JSON.parse(process.argv[2] ?? "{}") as Settings;
-const store = withKillPoint(openSqliteStore({ path: settings.dbPath }), settings.killAfterWrite);
+const store = withKillPoint(
+  settings.databaseUrl === undefined
+    ? openSqliteStore({ path: settings.dbPath })
+    : await openPostgresStore({ url: settings.databaseUrl, poolSize: 4 }),
+  settings.killAfterWrite,
+);
+const cluster =
+  settings.databaseUrl === undefined
+    ? undefined
+    : await openClusterDirectory({
+        url: settings.databaseUrl,
+        instanceID: settings.instanceID ?? `instance-${process.pid}`,
+        advertiseUrl: `http://127.0.0.1:${settings.port}`,
+        ...(settings.leaseMs === undefined ? {} : { leaseMs: settings.leaseMs }),
+      });
 const llm = createLLM({
   models: createModelConfigs([
     {
@@ -60,8 +90,19 @@ const llm = createLLM({
   ]),
   retry: { sleep: async () => {}, maxAttempts: 3 },
 });
+const users =
+  settings.databaseUrl !== undefined && settings.users === true
+    ? openPostgresUsers({ url: settings.databaseUrl })
+    : undefined;
 const server = await startServer(
-  { store, llm, runner: createRunner({ store, llm }), log: silentLog },
+  {
+    store,
+    llm,
+    runner: createRunner({ store, llm }),
+    log: silentLog,
+    ...(cluster === undefined ? {} : { cluster }),
+    ...(users === undefined ? {} : { authenticate: (token: string) => users.authenticate(token) }),
+  },
   {
     ...DEFAULT_SERVER_OPTIONS,
     port: settings.port,
@@ -91,7 +132,13 @@ if (settings.reportMemoryMs !== undefined) {
   }, settings.reportMemoryMs).unref();
 }
 process.once("SIGTERM", () => {
-  void server.close().then(() => store.close());
+  void (async () => {
+    await cluster?.leave();
+    await server.close({ handOver: cluster !== undefined });
+    await store.close();
+    await cluster?.close();
+    await users?.close();
+  })();
 });
 
 /** `store`, SIGKILLing this process once its `killAfter`-th write has completed. */

@@ -1,0 +1,177 @@
+/**
+ * `cursor-byok users add|list|revoke|budget`: the team's users in the PostgreSQL store
+ * (docs/team.md). `add` prints the new token once; only its hash is kept. Changes take effect on
+ * every running instance at the next request (tokens) or the next model call (budgets).
+ */
+import { toDefaultConfigPath } from "../config/index.ts";
+import type { Budget, UserListing, Users } from "../store/users.ts";
+import { CONFIG_OPTION, HELP_OPTION, parseFlags, toStringFlag } from "./args.ts";
+import type { Command } from "./command.ts";
+import { toTable } from "./format.ts";
+import type { CliIO } from "./io.ts";
+import { loadSettings } from "./settings.ts";
+import { openTeamUsers } from "./team-users.ts";
+import { UsageError } from "./usage-error.ts";
+
+const OPTIONS = {
+  ...HELP_OPTION,
+  ...CONFIG_OPTION,
+  json: { type: "boolean" },
+  period: { type: "string" },
+  tokens: { type: "string" },
+  cost: { type: "string" },
+  none: { type: "boolean" },
+} as const;
+
+export const USERS_COMMAND: Command = {
+  name: "users",
+  summary: "the team's users: add (prints a token), list, revoke, budget (PostgreSQL store)",
+  help: (io) =>
+    [
+      "Usage: cursor-byok users add <name>",
+      "       cursor-byok users list [--json]",
+      "       cursor-byok users revoke <name>",
+      "       cursor-byok users budget <name> --period day|month [--tokens <n>] [--cost <usd>] [--none]",
+      "",
+      "The team's users, kept in the PostgreSQL store (data.postgres.url or DATABASE_URL); the",
+      "server accepts their tokens when server.users is true.",
+      "",
+      "  add      creates a user and prints their access token once (only its hash is kept)",
+      "  list     users, their budgets, and their usage today and this month (UTC)",
+      "  revoke   refuses the user's token from the next request on, on every instance",
+      "  budget   limits tokens (input, output and cache) and/or cost per UTC day or month;",
+      "           checked before each model call; --none removes the period's budget",
+      "",
+      "Options:",
+      `  --config <file>    the configuration file (default ${toDefaultConfigPath(io)},`,
+      "                     or CURSOR_BYOK_CONFIG)",
+      "  -h, --help         show this help",
+      "",
+    ].join("\n"),
+  async run(args, io) {
+    const { values, positionals } = parseFlags(args, OPTIONS, true);
+    const [action, name, ...extra] = positionals;
+    if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
+    const needName = (): string => {
+      if (name === undefined) throw new UsageError(`users ${action} needs a user name`);
+      return name;
+    };
+    if (!["add", "list", "revoke", "budget"].includes(action ?? "")) {
+      throw new UsageError("users needs one of: add, list, revoke, budget");
+    }
+    const budget = action === "budget" ? toBudget(values) : undefined;
+    const config = loadSettings(toStringFlag(values, "config"), {}, io);
+    if (config.postgres === undefined) {
+      io.stderr.write(
+        "cursor-byok: users are kept in the PostgreSQL store: set data.postgres.url (or " +
+          "DATABASE_URL) first (docs/team.md).\n",
+      );
+      return 1;
+    }
+    const users = openTeamUsers(config);
+    try {
+      switch (action) {
+        case "add": {
+          const { token } = await users.add(needName());
+          io.stdout.write(
+            `Added ${name}. Their access token (shown only now; keep it secret):\n${token}\n` +
+              "They send it as `authorization: Bearer <token>` (cursor-agent: see docs/team.md).\n",
+          );
+          return 0;
+        }
+        case "list":
+          return await list(users, values.json === true, io);
+        case "revoke": {
+          if (!(await users.revoke(needName(), Date.now()))) {
+            io.stderr.write(`cursor-byok: no active user named ${name}.\n`);
+            return 1;
+          }
+          io.stdout.write(`Revoked ${name}: their token is refused from now on.\n`);
+          return 0;
+        }
+        default: {
+          if (!(await users.setBudget(needName(), budget as Budget))) {
+            io.stderr.write(`cursor-byok: no user named ${name}.\n`);
+            return 1;
+          }
+          io.stdout.write(`${name}: ${toBudgetText(budget as Budget)}.\n`);
+          return 0;
+        }
+      }
+    } finally {
+      await users.close();
+    }
+  },
+};
+
+function toBudget(values: Record<string, unknown>): Budget {
+  const period = values.period;
+  if (period !== "day" && period !== "month") {
+    throw new UsageError("users budget needs --period day or --period month");
+  }
+  const number = (flag: "tokens" | "cost", integer: boolean): number | null => {
+    const value = values[flag];
+    if (value === undefined) return null;
+    const parsed = Number(value);
+    if (
+      typeof value !== "string" ||
+      value.trim() === "" ||
+      !Number.isFinite(parsed) ||
+      parsed < 0 ||
+      (integer && !Number.isSafeInteger(parsed))
+    ) {
+      throw new UsageError(
+        `--${flag} must be a non-negative ${integer ? "whole number" : "number (USD)"}`,
+      );
+    }
+    return parsed;
+  };
+  const maxTokens = number("tokens", true);
+  const maxCost = number("cost", false);
+  if (values.none === true) {
+    if (maxTokens !== null || maxCost !== null) {
+      throw new UsageError("--none removes the budget: give it without --tokens or --cost");
+    }
+    return { period, maxTokens: null, maxCost: null };
+  }
+  if (maxTokens === null && maxCost === null) {
+    throw new UsageError("users budget needs --tokens, --cost, or --none");
+  }
+  return { period, maxTokens, maxCost };
+}
+
+function toBudgetText(budget: Budget): string {
+  const per = budget.period === "day" ? "per UTC day" : "per UTC month";
+  if (budget.maxTokens === null && budget.maxCost === null) return `no budget ${per}`;
+  const parts = [
+    ...(budget.maxTokens === null ? [] : [`${budget.maxTokens.toLocaleString("en-US")} tokens`]),
+    ...(budget.maxCost === null ? [] : [`$${budget.maxCost.toFixed(2)}`]),
+  ];
+  return `at most ${parts.join(" and ")} ${per}`;
+}
+
+async function list(users: Users, json: boolean, io: CliIO): Promise<number> {
+  const listed: UserListing[] = await users.list(Date.now());
+  if (json) {
+    io.stdout.write(`${JSON.stringify(listed, null, 2)}\n`);
+    return 0;
+  }
+  if (listed.length === 0) {
+    io.stdout.write("No users yet: add one with `cursor-byok users add <name>`.\n");
+    return 0;
+  }
+  const usage = (figures: { tokens: number; cost: number }) =>
+    `${figures.tokens.toLocaleString("en-US")} tok, $${figures.cost.toFixed(2)}`;
+  const rows = [
+    ["user", "status", "today", "this month", "budgets"],
+    ...listed.map((user) => [
+      user.name,
+      user.revokedAt === null ? "active" : "revoked",
+      usage(user.today),
+      usage(user.month),
+      user.budgets.length === 0 ? "none" : user.budgets.map(toBudgetText).join("; "),
+    ]),
+  ];
+  io.stdout.write(`${toTable(rows).join("\n")}\n`);
+  return 0;
+}

@@ -1,0 +1,140 @@
+/**
+ * Several instances on one PostgreSQL database (docs/team.md "Several instances"): which
+ * instance owns each agent stream (by its request id), so a RunSSE or BidiAppend that reaches
+ * another instance is forwarded to the owner (transport/cluster.ts).
+ *
+ * Leases: an instance renews one heartbeat row every `leaseMs / 3`; it owns its streams while
+ * the heartbeat is younger than `leaseMs`. A claim is one statement: it inserts the owner, or
+ * takes the stream over when the recorded owner's lease has expired (or was given up), or finds
+ * the live owner. Two instances claiming at once serialise on the row: one wins, the other sees
+ * the winner. An instance that is known to be gone (its port refuses connections, or it left
+ * at shutdown) is expired at once, so its streams are taken over without waiting for the lease.
+ */
+import type pg from "pg";
+import { createPool, fromPostgresError, toPostgresLocation } from "./postgres-store.ts";
+
+export type StreamOwner =
+  | { readonly type: "mine" }
+  | { readonly type: "elsewhere"; readonly instanceID: string; readonly url: string };
+
+export interface ClusterDirectory {
+  readonly instanceID: string;
+  /** The owner of `requestID`: this instance when it was free, expired, or ours already. */
+  claim(requestID: string): Promise<StreamOwner>;
+  /** Expires `instanceID`'s lease now: it refused a connection, so it is not running. */
+  markGone(instanceID: string): Promise<void>;
+  /** Starts the heartbeat with the address the other instances forward to. */
+  advertise(url: string): Promise<void>;
+  /** Gives this instance's streams up (graceful shutdown) and stops the heartbeat. */
+  leave(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ClusterDirectoryOptions {
+  readonly url: string;
+  readonly instanceID: string;
+  /**
+   * Where the other instances reach this one, e.g. `http://10.0.0.5:8765`. Absent: given later
+   * with `advertise` (once the server listens and knows its port); nothing is claimed before.
+   */
+  readonly advertiseUrl?: string;
+  /** Default 15 s. */
+  readonly leaseMs?: number;
+  readonly now?: () => number;
+}
+
+/** Claims older than this are forgotten (a stream lives minutes, not days). */
+const FORGET_AFTER_MS = 24 * 60 * 60 * 1000;
+
+export async function openClusterDirectory(
+  options: ClusterDirectoryOptions,
+): Promise<ClusterDirectory> {
+  const pool = createPool({ url: options.url, poolSize: 4 });
+  const location = toPostgresLocation(options.url);
+  const now = options.now ?? Date.now;
+  const leaseMs = options.leaseMs ?? 15_000;
+  const { instanceID } = options;
+  const query = async <R extends pg.QueryResultRow>(
+    text: string,
+    values: unknown[],
+  ): Promise<pg.QueryResult<R>> => {
+    try {
+      return await pool.query<R>(text, values);
+    } catch (error) {
+      throw fromPostgresError(error, location);
+    }
+  };
+
+  let advertised: string | undefined;
+  const beat = () =>
+    query(
+      "insert into instances (instance_id, url, started_at, heartbeat_at) values ($1, $2, $3, $3) " +
+        "on conflict (instance_id) do update set heartbeat_at = excluded.heartbeat_at, url = excluded.url",
+      [instanceID, advertised, now()],
+    );
+  let beats = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const advertise = async (url: string): Promise<void> => {
+    advertised = url;
+    await beat();
+    clearInterval(timer);
+    timer = setInterval(
+      () => {
+        beats += 1;
+        void beat().catch(() => undefined);
+        if (beats % 100 === 0) {
+          void query("delete from stream_owners where claimed_at < $1", [
+            now() - FORGET_AFTER_MS,
+          ]).catch(() => undefined);
+        }
+      },
+      Math.max(50, Math.floor(leaseMs / 3)),
+    );
+    timer.unref();
+  };
+  if (options.advertiseUrl !== undefined) await advertise(options.advertiseUrl);
+
+  const claim = async (requestID: string): Promise<StreamOwner> => {
+    if (advertised === undefined) {
+      throw new Error("this instance has not advertised its address yet; it claims no stream");
+    }
+    const at = now();
+    const claimed = await query<{ instance_id: string }>(
+      "insert into stream_owners as o (request_id, instance_id, claimed_at) values ($1, $2, $3) " +
+        "on conflict (request_id) do update set instance_id = excluded.instance_id, " +
+        "claimed_at = excluded.claimed_at " +
+        "where o.instance_id = excluded.instance_id or not exists (" +
+        "select 1 from instances i where i.instance_id = o.instance_id and i.heartbeat_at >= $4) " +
+        "returning instance_id",
+      [requestID, instanceID, at, at - leaseMs],
+    );
+    if (claimed.rowCount === 1) return { type: "mine" };
+    const owner = await query<{ instance_id: string; url: string }>(
+      "select o.instance_id, i.url from stream_owners o join instances i using (instance_id) " +
+        "where o.request_id = $1",
+      [requestID],
+    );
+    const row = owner.rows[0];
+    // The owner vanished between the two statements (it left): claim again.
+    if (row === undefined) return claim(requestID);
+    return { type: "elsewhere", instanceID: row.instance_id, url: row.url };
+  };
+
+  return {
+    instanceID,
+    claim,
+    advertise,
+    async markGone(gone) {
+      if (gone === instanceID) return;
+      await query("update instances set heartbeat_at = 0 where instance_id = $1", [gone]);
+    },
+    async leave() {
+      clearInterval(timer);
+      await query("update instances set heartbeat_at = 0 where instance_id = $1", [instanceID]);
+    },
+    async close() {
+      clearInterval(timer);
+      await pool.end();
+    },
+  };
+}

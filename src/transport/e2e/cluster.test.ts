@@ -1,0 +1,259 @@
+/**
+ * Several instances on one PostgreSQL database (docs/team.md "Several instances"): three server
+ * processes behind a plain round-robin balancer on 127.0.0.1 (round-robin-balancer.ts), so the
+ * RunSSE and the BidiAppends of one agent stream land on different instances and are forwarded
+ * to the stream's owner (transport/cluster.ts). The model is a fake provider on 127.0.0.1.
+ * Needs a real PostgreSQL (store/testing/postgres-server.ts); skipped, with the reason, without.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { after, before, describe, test } from "node:test";
+import pg from "pg";
+import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
+import {
+  type FakeProvider,
+  type RecordedRequest,
+  startFakeProvider,
+} from "../../llm/testing/fake-provider.ts";
+import { openPostgresStore, openPostgresUsers } from "../../store/index.ts";
+import { getTestPostgres } from "../../store/testing/postgres-server.ts";
+import { createCursorClient } from "../testing/index.ts";
+import { type Balancer, startRoundRobinBalancer } from "./round-robin-balancer.ts";
+import { API_KEY, type ChildServer, MODEL, startServerProcess } from "./test-harness.ts";
+
+const postgres = await getTestPostgres();
+const INSTANCES = 3;
+const CONVERSATIONS = 12;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Reads the file the user names, then answers with what it holds. */
+function answer(request: RecordedRequest) {
+  const body = JSON.parse(request.body) as {
+    messages: { role: string; content?: unknown }[];
+  };
+  const user = body.messages.find((message) => message.role === "user");
+  const file = /read (f\d+\.txt)/.exec(JSON.stringify(user?.content ?? ""))?.[1] ?? "missing.txt";
+  const result = body.messages.find((message) => message.role === "tool");
+  const reply =
+    result === undefined
+      ? { toolCalls: [{ id: "call_read", name: "read_file", arguments: { path: file } }] }
+      : { text: `done: ${JSON.stringify(result.content).includes("secret-") ? "read" : "?"}` };
+  return { type: "sse", body: toChatCompletionSse(reply) } as const;
+}
+
+if (postgres.type === "unavailable") {
+  test(`several instances: skipped, ${postgres.reason}`, { skip: postgres.reason }, () => {});
+} else {
+  describe("three instances on one PostgreSQL behind a round-robin balancer", {
+    concurrency: 1,
+  }, () => {
+    let url: string;
+    let drop: () => Promise<void>;
+    let provider: FakeProvider;
+    let balancer: Balancer;
+    const instances: ChildServer[] = [];
+    let token = "";
+    let killed: ChildServer | undefined;
+    const clientOf = () =>
+      createCursorClient({
+        baseUrl: balancer.url,
+        httpVersion: "1.1",
+        workspace,
+        timeoutMs: 30_000,
+        headers: { authorization: `Bearer ${token}` },
+      });
+    const workspace = mkdtempSync(join(tmpdir(), "cursor-byok-cluster-"));
+
+    before(async () => {
+      const schema = await postgres.server.createSchema();
+      url = schema.url;
+      drop = schema.drop;
+      await (await openPostgresStore({ url, poolSize: 1 })).close(); // migrated once
+      const users = openPostgresUsers({ url });
+      token = (await users.add("ann")).token;
+      await users.close();
+      provider = await startFakeProvider();
+      provider.answer(answer);
+      for (let i = 0; i < INSTANCES; i++) {
+        instances.push(
+          await startServerProcess({
+            providerUrl: provider.url,
+            apiKey: API_KEY,
+            model: MODEL,
+            dbPath: "",
+            port: await freePort(),
+            databaseUrl: url,
+            instanceID: `instance-${i}`,
+            leaseMs: 3_000,
+            users: true,
+          }),
+        );
+      }
+      balancer = await startRoundRobinBalancer(instances.map((instance) => instance.url));
+      for (let i = 0; i < CONVERSATIONS + 1; i++) {
+        writeFileSync(join(workspace, `f${i}.txt`), `secret-${i}\n`);
+      }
+    });
+    after(async () => {
+      await balancer?.close();
+      for (const instance of instances) await instance.close();
+      await provider?.close();
+      await drop?.();
+      rmSync(workspace, { recursive: true, force: true });
+    });
+
+    test("many concurrent conversations complete, each stream's calls on several instances", async () => {
+      const client = clientOf();
+      try {
+        const results = await Promise.all(
+          Array.from(
+            { length: CONVERSATIONS },
+            (_, i) =>
+              client.startTurn({ conversationId: `c${i}`, text: `read f${i}.txt`, modelId: MODEL })
+                .done,
+          ),
+        );
+        for (const [i, result] of results.entries()) {
+          assert.equal(result.error, undefined, `conversation c${i}: ${result.error?.message}`);
+          assert.match(result.view.text, /done: read/, `conversation c${i}`);
+        }
+      } finally {
+        await client.close();
+      }
+      const byStream = new Map<string, Set<number>>();
+      for (const hit of balancer.hits) {
+        if (hit.requestID === undefined || !/RunSSE|BidiAppend/.test(hit.path)) continue;
+        byStream.set(hit.requestID, (byStream.get(hit.requestID) ?? new Set()).add(hit.backend));
+      }
+      assert.equal(byStream.size, CONVERSATIONS);
+      const spread = [...byStream.values()].filter((backends) => backends.size >= 2).length;
+      assert.ok(spread >= CONVERSATIONS / 2, `${spread} streams reached several instances`);
+      assert.equal(new Set(balancer.hits.map((hit) => hit.backend)).size, INSTANCES);
+    });
+
+    test("the owner killed mid-turn: another instance takes the stream over and the turn ends", async () => {
+      const requestId = randomUUID();
+      const first = provider.requests.length;
+      // The turn's first model call streams one event, then stalls until its instance dies.
+      provider.reply({
+        type: "stall",
+        body: toChatCompletionSse({
+          toolCalls: [{ id: "call_read", name: "read_file", arguments: { path: "f12.txt" } }],
+        }),
+        events: 1,
+      });
+      const client = clientOf();
+      try {
+        const turn = client.startTurn(
+          { conversationId: "killed", text: "read f12.txt", modelId: MODEL },
+          { requestId },
+        );
+        const lost = turn.runSseLost();
+        await provider.request(first);
+        const owner = await ownerOf(url, requestId);
+        const victim = instances[Number(owner.replace("instance-", ""))] as ChildServer;
+        killed = victim;
+        await victim.kill();
+        await lost;
+        turn.reconnectRunSse();
+        const result = await turn.done;
+        assert.equal(result.error, undefined, result.error?.message);
+        assert.match(result.view.text, /done: read/);
+        const successor = await ownerOf(url, requestId);
+        assert.notEqual(successor, owner);
+        // The interrupted call was sent again (by the successor), with the bytes saved before.
+        const calls = provider.requests.slice(first);
+        assert.equal(calls[0]?.body, calls[1]?.body);
+      } finally {
+        await client.close();
+      }
+    });
+
+    test("a revoked token is refused at once by every instance", async () => {
+      const live = instances.filter((instance) => instance !== killed);
+      assert.ok(live.length >= 2);
+      const statusAt = async (instanceUrl: string) =>
+        (
+          await fetch(`${instanceUrl}/aiserver.v1.AiService/GetServerConfig`, {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+            body: "{}",
+          })
+        ).status;
+      for (const instance of live) assert.equal(await statusAt(instance.url), 200);
+      const users = openPostgresUsers({ url });
+      assert.ok(await users.revoke("ann", Date.now()));
+      await users.close();
+      for (const instance of live) assert.equal(await statusAt(instance.url), 401);
+    });
+
+    test("the owner shut down mid-turn (SIGTERM) hands the stream over; the turn ends", async () => {
+      // A new user: ann was revoked above.
+      const users = openPostgresUsers({ url });
+      token = (await users.add("bo")).token;
+      await users.close();
+      const requestId = randomUUID();
+      const first = provider.requests.length;
+      provider.reply({
+        type: "stall",
+        body: toChatCompletionSse({
+          toolCalls: [{ id: "call_read", name: "read_file", arguments: { path: "f12.txt" } }],
+        }),
+        events: 1,
+      });
+      const client = clientOf();
+      try {
+        const turn = client.startTurn(
+          { conversationId: "handed-over", text: "read f12.txt", modelId: MODEL },
+          { requestId },
+        );
+        const lost = turn.runSseLost();
+        await provider.request(first);
+        const owner = await ownerOf(url, requestId);
+        const leaving = instances[Number(owner.replace("instance-", ""))] as ChildServer;
+        assert.notEqual(leaving, killed);
+        const stopped = performance.now();
+        await leaving.close(); // SIGTERM: graceful
+        const seconds = (performance.now() - stopped) / 1000;
+        assert.ok(seconds < 15, `shut down in ${seconds.toFixed(1)} s`);
+        await lost;
+        turn.reconnectRunSse();
+        const result = await turn.done;
+        assert.equal(result.error, undefined, result.error?.message);
+        assert.match(result.view.text, /done: read/);
+        assert.notEqual(await ownerOf(url, requestId), owner);
+      } finally {
+        await client.close();
+      }
+    });
+  });
+}
+
+async function ownerOf(url: string, requestID: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const result = await client.query<{ instance_id: string }>(
+      "select instance_id from stream_owners where request_id = $1",
+      [requestID],
+    );
+    return result.rows[0]?.instance_id ?? "";
+  } finally {
+    await client.end();
+  }
+}
