@@ -4,7 +4,7 @@
  * another instance is forwarded to the owner (transport/cluster.ts).
  *
  * Leases: an instance renews one heartbeat row every `leaseMs / 3`; it owns its streams while
- * the heartbeat is younger than `leaseMs`. A claim is one statement: it inserts the owner, or
+ * the heartbeat is younger than `leaseMs`, both by the database's clock (`clock_timestamp()`). A claim is one statement: it inserts the owner, or
  * takes the stream over when the recorded owner's lease has expired (or was given up), or finds
  * the live owner. Two instances claiming at once serialise on the row: one wins, the other sees
  * the winner. An instance that is known to be gone (its port refuses connections, or it left
@@ -40,11 +40,16 @@ export interface ClusterDirectoryOptions {
   readonly advertiseUrl?: string;
   /** Default 15 s. */
   readonly leaseMs?: number;
-  readonly now?: () => number;
 }
 
 /** Claims older than this are forgotten (a stream lives minutes, not days). */
 const FORGET_AFTER_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The database's clock, in ms: every heartbeat, claim and expiry is stamped and compared with
+ * this one clock, so instances whose clocks disagree cannot expire (or keep) each other's leases.
+ */
+const DB_NOW = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 export async function openClusterDirectory(
   options: ClusterDirectoryOptions,
@@ -58,7 +63,6 @@ export async function openClusterDirectory(
     statementTimeoutMs: Math.max(2_000, Math.floor(leaseMs / 3)),
   });
   const location = toPostgresLocation(options.url);
-  const now = options.now ?? Date.now;
   const { instanceID } = options;
   const query = async <R extends pg.QueryResultRow>(
     text: string,
@@ -74,9 +78,9 @@ export async function openClusterDirectory(
   let advertised: string | undefined;
   const beat = () =>
     query(
-      "insert into instances (instance_id, url, started_at, heartbeat_at) values ($1, $2, $3, $3) " +
+      `insert into instances (instance_id, url, started_at, heartbeat_at) values ($1, $2, ${DB_NOW}, ${DB_NOW}) ` +
         "on conflict (instance_id) do update set heartbeat_at = excluded.heartbeat_at, url = excluded.url",
-      [instanceID, advertised, now()],
+      [instanceID, advertised],
     );
   let beats = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -89,8 +93,8 @@ export async function openClusterDirectory(
         beats += 1;
         void beat().catch(() => undefined);
         if (beats % 100 === 0) {
-          void query("delete from stream_owners where claimed_at < $1", [
-            now() - FORGET_AFTER_MS,
+          void query(`delete from stream_owners where claimed_at < ${DB_NOW} - $1`, [
+            FORGET_AFTER_MS,
           ]).catch(() => undefined);
         }
       },
@@ -104,15 +108,14 @@ export async function openClusterDirectory(
     if (advertised === undefined) {
       throw new Error("this instance has not advertised its address yet; it claims no stream");
     }
-    const at = now();
     const claimed = await query<{ instance_id: string }>(
-      "insert into stream_owners as o (request_id, instance_id, claimed_at) values ($1, $2, $3) " +
+      `insert into stream_owners as o (request_id, instance_id, claimed_at) values ($1, $2, ${DB_NOW}) ` +
         "on conflict (request_id) do update set instance_id = excluded.instance_id, " +
         "claimed_at = excluded.claimed_at " +
         "where o.instance_id = excluded.instance_id or not exists (" +
-        "select 1 from instances i where i.instance_id = o.instance_id and i.heartbeat_at >= $4) " +
+        `select 1 from instances i where i.instance_id = o.instance_id and i.heartbeat_at >= ${DB_NOW} - $3) ` +
         "returning instance_id",
-      [requestID, instanceID, at, at - leaseMs],
+      [requestID, instanceID, leaseMs],
     );
     if (claimed.rowCount === 1) return { type: "mine" };
     const owner = await query<{ instance_id: string; url: string }>(
