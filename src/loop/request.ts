@@ -22,6 +22,7 @@ import type {
   CallClientCommand,
   CallClientsCommand,
   CallLLMCommand,
+  CompactionSettings,
   CompactionTrigger,
   ConversationState,
   LLMCall,
@@ -153,7 +154,7 @@ function toCallLLMCommand(state: ConversationState, callID: string): CallLLMComm
   return {
     type: "call_llm",
     callID,
-    model: summary === undefined ? callModel(state, state.call) : compaction.summaryModel,
+    model: summary === undefined ? callModel(state, state.call) : toSummaryModel(state, compaction),
     ...(options === undefined ? {} : { modelOptions: options }),
     request,
     messagesHash: hashes.chainHash,
@@ -161,6 +162,18 @@ function toCallLLMCommand(state: ConversationState, callID: string): CallLLMComm
     lastMessageHash: hashes.lastMessageHash,
     ...(hasFallbackLeft(state) ? { fallbackLeft: true } : {}),
   };
+}
+
+/**
+ * The model of a summary call: the compaction's. When that is the turn's own model, the model the
+ * conversation is on (its sticky model, model-route.ts): a conversation that moved to a fallback
+ * because its model fails must not send its summaries back to the failing model. Never routed
+ * further (no failover of a summary call).
+ */
+function toSummaryModel(state: ConversationState, compaction: CompactionSettings): string {
+  return compaction.summaryModel === state.settings?.model
+    ? chooseModel(state)
+    : compaction.summaryModel;
 }
 
 /**

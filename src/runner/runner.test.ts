@@ -260,6 +260,44 @@ describe("createRunner()", () => {
     assert.deepEqual(roles, ["user", "user", "assistant"]);
   });
 
+  test("a summarize refused while a batch runs leaves the turn on its own output", async () => {
+    provider.reply(
+      {
+        type: "sse",
+        body: toChatCompletionSse({
+          toolCalls: [
+            { id: "call_1", name: "read", arguments: { path: "a" } },
+            { id: "call_2", name: "read", arguments: { path: "b" } },
+          ],
+        }),
+      },
+      { type: "sse", body: toChatCompletionSse({ text: "Both read." }) },
+    );
+    const output = createOutput();
+    const input = start("read a and b");
+    await runner.submit(
+      CONV,
+      { ...input, settings: { ...input.settings, readOnlyTools: ["read"] } },
+      output,
+    );
+    const [first, second] = [await output.nextTool(), await output.nextTool()];
+    first.answer("a");
+    // The client's summarize action on another stream, half-way through the batch.
+    const other = createOutput();
+    assert.deepEqual(
+      await runner.submit(CONV, { type: "compact", inputID: "sum-1", at: 2 }, other),
+      { type: "applied", rejected: "turn_in_progress" },
+    );
+    assert.equal(
+      await runner.resume(CONV, createOutput()),
+      false,
+      "the running turn is still carried by its own output",
+    );
+    second.answer("b");
+    assert.equal((await output.ended).type, "final");
+    assert.ok(output.events.some((e) => e.type === "text_delta" && e.delta.includes("Both")));
+  });
+
   test("the same input submitted twice is applied once", async () => {
     provider.reply({ type: "sse", body: toChatCompletionSse({ text: "once" }) });
     const output = createOutput();

@@ -164,6 +164,8 @@ export function createRunner(options: RunnerOptions): Runner {
         const cancel =
           input.type === "compact" ? null : toSupersedingCancel(entry.state.committed, input);
         if (cancel !== null) await applyOrEndTurn(entry, cancel, cancel.inputID);
+        // A refused input (a summarize while a turn runs) leaves the turn with the output it had.
+        const carrier = entry.output;
         entry.output = output;
         const { requestID, clientState } = submitOptions;
         const step = await applyOrEndTurn(entry, input, input.inputID, (started) =>
@@ -178,7 +180,7 @@ export function createRunner(options: RunnerOptions): Runner {
                 },
               ],
         );
-        if (step?.rejected) entry.output = null;
+        if (step?.rejected) entry.output = carrier;
         return step === null ? { type: "duplicate" } : applied(step);
       });
     },

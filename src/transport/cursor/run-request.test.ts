@@ -308,6 +308,29 @@ test("a resumed stream gets the turn state its run request gives, without a loop
   assert.ok(!anonymous.ok && anonymous.error.reason === "bad_field");
 });
 
+test("a mode switch keeps what is not the mode's: fallbacks, compaction, the client's options", () => {
+  const before = {
+    ...toModeSettings({ model: "m" }, "ask", []),
+    fallbacks: ["spare"],
+    compaction: {
+      auto: true,
+      contextWindow: 8_000,
+      outputReserve: 1_000,
+      threshold: 0.8,
+      summaryModel: "cheap",
+      tailMessages: 6,
+      charsPerToken: 4,
+    },
+    modelOptions: { thinking: true },
+  };
+  const after = toModeSettings(before, "agent", []);
+  assert.deepEqual(
+    { ...after, systemPrompt: "", tools: [], readOnlyTools: [] },
+    { ...before, systemPrompt: "", tools: [], readOnlyTools: [] },
+  );
+  assert.equal(fromModeSettings(after), "agent");
+});
+
 test("the mode reads back from its settings; other settings name no mode", () => {
   for (const mode of ["agent", "ask", "plan", "debug"] as const) {
     assert.equal(fromModeSettings(toModeSettings({ model: "m" }, mode, [])), mode);

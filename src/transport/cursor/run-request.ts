@@ -78,18 +78,18 @@ export function toModelSelection(request: AgentRunRequest): ModelSelection | nul
 }
 
 /**
- * The settings of `mode`: its fixed system prompt and tool definitions; the model and its
- * fallbacks are kept.
+ * The settings of `mode`: its fixed system prompt and tool definitions. Everything else is kept
+ * (the model, its fallbacks, its compaction, the client's model options), so a mid-turn mode switch
+ * (switch_mode) changes only what the mode decides.
  */
 export function toModeSettings(
-  settings: Pick<TurnSettings, "model" | "fallbacks">,
+  settings: Pick<TurnSettings, "model"> & Partial<TurnSettings>,
   mode: Mode,
   mcpTools: readonly McpToolRef[],
   web: WebOffer = NO_WEB,
 ): TurnSettings {
   return {
-    model: settings.model,
-    ...(settings.fallbacks === undefined ? {} : { fallbacks: settings.fallbacks }),
+    ...settings,
     systemPrompt: toSystemPrompt(mode),
     tools: toToolDefinitions(mode, mcpTools, web),
     readOnlyTools: toConcurrentToolNames(mode, mcpTools, web),
