@@ -43,10 +43,10 @@ if (postgres.type === "unavailable") {
       const env = { ...home.env, DATABASE_URL: url };
       const first = await runCliProcess(["db", "migrate"], { env });
       assert.equal(first.code, 0, first.stderr);
-      assert.match(first.stdout, /applied migrations 1, 2, 3, 4, 5, 6, 7; now at schema 7/);
+      assert.match(first.stdout, /applied migrations 1, 2, 3, 4, 5, 6, 7, 8; now at schema 8/);
       const again = await runCliProcess(["db", "migrate"], { env });
       assert.equal(again.code, 0, again.stderr);
-      assert.match(again.stdout, /is at schema 7; nothing to do/);
+      assert.match(again.stdout, /is at schema 8; nothing to do/);
       assert.ok(!`${first.stdout}${first.stderr}${again.stdout}`.includes(PASSWORD));
     });
 

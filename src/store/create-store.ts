@@ -11,6 +11,7 @@ import {
   toAppendedRows,
   toStateJSON,
 } from "./history.ts";
+import { withImagesByHash } from "./image-refs.ts";
 import { fromJSONText, toJSONText } from "./json-text.ts";
 import {
   applyRecordWrite,
@@ -47,7 +48,8 @@ class Abort {
   }
 }
 
-export function createStore(backend: Backend, options: StoreOptions = {}): Store {
+export function createStore(tablesBackend: Backend, options: StoreOptions = {}): Store {
+  const backend = withImagesByHash(tablesBackend);
   const now = options.now ?? Date.now;
   const location = backend.location;
   const cache: MessageHashCache = new WeakMap();
@@ -170,6 +172,10 @@ export function createStore(backend: Backend, options: StoreOptions = {}): Store
     },
   };
   openBackends.set(store, open);
+  rawBackends.set(store, () => {
+    open();
+    return tablesBackend;
+  });
   return store;
 }
 
@@ -186,6 +192,19 @@ export function readTablesForTesting<T>(
   read: (tables: Tables) => Promise<T>,
 ): Promise<T> {
   const open = openBackends.get(store);
+  if (open === undefined) throw new Error("not a store made by createStore");
+  return open().read(read);
+}
+
+/** Each store's backend as stored, image references unresolved; for tests that count rows. */
+const rawBackends = new WeakMap<Store, () => Backend>();
+
+/** Runs `read` over a store's rows as stored (images by reference); for the testing surface. */
+export function readStoredRowsForTesting<T>(
+  store: Store,
+  read: (tables: Tables) => Promise<T>,
+): Promise<T> {
+  const open = rawBackends.get(store);
   if (open === undefined) throw new Error("not a store made by createStore");
   return open().read(read);
 }

@@ -37,6 +37,7 @@ export function createMemoryBackend(): Backend {
   const callUsage = new Map<string, CallUsageRow[]>();
   const dailyUsage = new Map<string, DailyUsageRow>();
   const firstEvents = new Map<string, number>();
+  const images = new Map<string, string>();
   let undo: (() => void)[] | null = null;
 
   /** Sets `key` in `map`, remembering how to restore the previous value. */
@@ -145,6 +146,11 @@ export function createMemoryBackend(): Backend {
             (conversationID === null || row.conversationID === conversationID),
         )
         .sort(byAge((row) => row.operationID)),
+
+    readImage: (hash) => images.get(hash) ?? null,
+    insertImage(hash, data) {
+      if (!images.has(hash)) put(images, hash, data);
+    },
 
     readRequestStream: (requestID) => requestStreams.get(requestID) ?? null,
     insertRequestStream(row) {

@@ -295,6 +295,17 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ${refuse("request_streams", "request_streams_bound", "a request stream stays bound to its conversation")}
     `,
   },
+  {
+    version: 8,
+    name: "images stored once, by hash (SQLite's 6)",
+    sql: `
+      create table images (
+        hash text collate "C" primary key,
+        data text not null
+      );
+      ${refuse("images", "images_fixed", "images are stored once: a stored image is never changed")}
+    `,
+  },
 ];
 
 /** Moves version-4 bindings (JSON text with a base64 client state) over, as SQLite's 5 does. */

@@ -4,15 +4,17 @@
  * reason, when no PostgreSQL is available.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { test } from "node:test";
 import pg from "pg";
+import { toCanonicalJSON } from "../loop/canonical-json.ts";
 import { hashHistory } from "../loop/history-hash.ts";
 import { createConversation } from "../loop/state.ts";
 import { userMessage } from "../loop/testing.ts";
 import type { Message } from "../loop/types.ts";
 import { migratePostgres } from "./postgres-schema.ts";
 import { openPostgresStore } from "./postgres-store.ts";
-import { runStoreContract } from "./testing/contract.ts";
+import { imageMessage, runStoreContract, testImage } from "./testing/contract.ts";
 import { runDashboardContract } from "./testing/dashboard-contract.ts";
 import { getTestPostgres } from "./testing/postgres-server.ts";
 
@@ -89,7 +91,7 @@ if (postgres.type === "ready") {
         });
         await client.query("insert into request_streams values ('r1', 'c1', $1, 5)", [saved]);
         await client.query("insert into request_streams values ('r2', 'c1', null, 6)");
-        assert.deepEqual(await migratePostgres(client), [7]);
+        assert.deepEqual(await migratePostgres(client, 7), [7]);
       } finally {
         client.release();
       }
@@ -111,4 +113,97 @@ if (postgres.type === "ready") {
       await schema.drop();
     }
   });
+
+  test("a database at version 7 with images stored inline still loads; new rows store them once, also after reopening", async () => {
+    const schema = await postgres.server.createSchema();
+    const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
+    const image = testImage(32 * 1024, 11);
+    const first = imageMessage("before the upgrade", image);
+    const second = imageMessage("after the upgrade", image);
+    const before = hashHistory([first]);
+    const oldRequest = JSON.stringify({ contents: [{ parts: [{ inlineData: { data: image } }] }] });
+    const newRequest = JSON.stringify({ contents: [{ data: image }, { data: image }] });
+    try {
+      const client = await pool.connect();
+      try {
+        assert.deepEqual(await migratePostgres(client, 7), [1, 2, 3, 4, 5, 6, 7]);
+        const state = { ...createConversation("c-img").committed, messages: [], hashes: before };
+        await client.query("insert into conversations values ('c-img', 1, 1, $1, $2, $3, 1, 1)", [
+          before.chainHash,
+          before.lastMessageHash,
+          JSON.stringify(state),
+        ]);
+        await client.query("insert into messages values ('c-img', 0, $1, $2, $3)", [
+          toCanonicalJSON(first),
+          before.lastMessageHash,
+          before.chainHash,
+        ]);
+        await client.query(
+          "insert into llm_calls values ('call-old', 'c-img', 't', 'm', $1, $2, $3, 1, $4, 'planned', 1, 1)",
+          [oldRequest, sha256(oldRequest), before.chainHash, before.lastMessageHash],
+        );
+        assert.deepEqual(await migratePostgres(client), [8]);
+      } finally {
+        client.release();
+      }
+      const store = await openPostgresStore({ url: schema.url, poolSize: 1 });
+      try {
+        const loaded = await store.load("c-img");
+        assert.ok(loaded !== null);
+        assert.equal(toCanonicalJSON(loaded.state.messages), toCanonicalJSON([first]));
+        assert.equal((await store.getLLMCall("call-old"))?.request, oldRequest);
+        const messages: Message[] = [first, second];
+        const after = hashHistory(messages);
+        const result = await store.commitInput({
+          inputID: "after",
+          expectedVersion: 1,
+          state: { ...loaded.state, messages, hashes: after },
+          result: null,
+          records: [
+            {
+              type: "llm_call",
+              call: {
+                callID: "call-new",
+                conversationID: "c-img",
+                turnID: "t",
+                model: "m",
+                request: newRequest,
+                messagesHash: after.chainHash,
+                messageCount: 2,
+                lastMessageHash: after.lastMessageHash,
+                status: "planned",
+              },
+            },
+          ],
+        });
+        assert.equal(result.type, "committed");
+      } finally {
+        await store.close();
+      }
+      const reopened = await openPostgresStore({ url: schema.url, poolSize: 1 });
+      try {
+        const loaded = await reopened.load("c-img");
+        assert.equal(toCanonicalJSON(loaded?.state.messages), toCanonicalJSON([first, second]));
+        assert.equal((await reopened.getLLMCall("call-old"))?.request, oldRequest);
+        assert.equal((await reopened.getLLMCall("call-new"))?.request, newRequest);
+      } finally {
+        await reopened.close();
+      }
+      const holds = async (sql: string): Promise<boolean[]> =>
+        (await pool.query<{ t: string }>(sql)).rows.map((row) => row.t.includes(image));
+      assert.deepEqual(await holds("select json as t from messages order by seq"), [true, false]);
+      assert.deepEqual(await holds("select request as t from llm_calls order by call_id"), [
+        false,
+        true,
+      ]);
+      assert.deepEqual(await holds("select data as t from images"), [true]);
+    } finally {
+      await pool.end();
+      await schema.drop();
+    }
+  });
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text, "utf8").digest("hex");
 }

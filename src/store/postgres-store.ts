@@ -432,6 +432,18 @@ function createPostgresTables(client: pg.PoolClient): Tables {
       return result.rows.map(toClientOperationRow);
     },
 
+    async readImage(hash) {
+      const row = await one("readImage", "select data from images where hash = $1", [hash]);
+      return row === null ? null : text(row, "data");
+    },
+    async insertImage(hash, data) {
+      await query(
+        "insertImage",
+        "insert into images (hash, data) values ($1, $2) on conflict do nothing",
+        [hash, data],
+      );
+    },
+
     async readRequestStream(requestID) {
       const row = await one(
         "readRequestStream",

@@ -6,11 +6,12 @@ import { describe, test } from "node:test";
 import { toCanonicalJSON } from "../loop/canonical-json.ts";
 import { hashHistory } from "../loop/history-hash.ts";
 import { T0, text } from "../loop/testing.ts";
+import type { Message } from "../loop/types.ts";
 import { toStateJSON } from "./history.ts";
 import { createMemoryStore } from "./memory-store.ts";
 import { APPLICATION_ID, MIGRATIONS, migrate, SCHEMA_VERSION } from "./schema.ts";
 import { openSqliteStore } from "./sqlite-store.ts";
-import { toLLMCall } from "./testing/contract.ts";
+import { imageMessage, testImage, toLLMCall } from "./testing/contract.ts";
 import { answer, driveTurn } from "./testing/dashboard-contract.ts";
 import { type ScriptedCommit, toScriptedCommits } from "./testing/scripted-conversation.ts";
 import { createTempDirectory } from "./testing/temp-directory.ts";
@@ -91,8 +92,23 @@ function seedVersion1(db: DatabaseSync, commits: readonly ScriptedCommit[], from
   });
 }
 
+/** A model call as any schema version since 2 stores it. */
+function seedCall(db: DatabaseSync, call: LLMCallInput): void {
+  db.prepare("insert into llm_calls values (?, ?, ?, ?, ?, ?, ?, ?, ?, 'planned', 10, 10)").run(
+    call.callID,
+    call.conversationID,
+    call.turnID,
+    call.model,
+    call.request,
+    createHash("sha256").update(call.request, "utf8").digest("hex"),
+    call.messagesHash,
+    call.messageCount,
+    call.lastMessageHash,
+  );
+}
+
 /** Adds what schema version 2 added: a model call of the first commit, with a diagnostic. */
-function seedVersion2(db: DatabaseSync, commit: ScriptedCommit): LLMCallInput {
+function seedVersion2(db: DatabaseSync, commit: ScriptedCommit, version: number): LLMCallInput {
   const call = toLLMCall(commit);
   db.prepare("insert into llm_calls values (?, ?, ?, ?, ?, ?, ?, ?, ?, 'planned', 10, 10)").run(
     call.callID,
@@ -105,9 +121,12 @@ function seedVersion2(db: DatabaseSync, commit: ScriptedCommit): LLMCallInput {
     call.messageCount,
     call.lastMessageHash,
   );
-  db.prepare(
-    "insert into stream_diagnostics (call_id, at, kind, detail_json) values (?, 11, 'retry', ?)",
-  ).run(call.callID, '{"attempt":1}');
+  // Migration 5 dropped the stream diagnostics.
+  if (version < 5) {
+    db.prepare(
+      "insert into stream_diagnostics (call_id, at, kind, detail_json) values (?, 11, 'retry', ?)",
+    ).run(call.callID, '{"attempt":1}');
+  }
   return call;
 }
 
@@ -118,7 +137,16 @@ const SAVED_BYTES = Uint8Array.from({ length: 256 }, (_, index) => index);
  * Adds request-stream bindings as schema versions 3 and 4 kept them: one JSON text holding the
  * turn and the base64 client state, or no text, or a text that is not that JSON.
  */
-function seedVersion3(db: DatabaseSync): void {
+function seedVersion3(db: DatabaseSync, version: number): void {
+  if (version >= 5) {
+    // Typed columns since migration 5: the bindings as that migration leaves them.
+    const insert = db.prepare("insert into request_streams values (?, ?, ?, ?, 12)");
+    insert.run("req-saved", CONVERSATION, "turn-a", SAVED_BYTES);
+    insert.run("req-no-client", CONVERSATION, "turn-b", null);
+    insert.run("req-nothing", CONVERSATION, null, null);
+    insert.run("req-other-text", CONVERSATION, null, null);
+    return;
+  }
   const insert = db.prepare("insert into request_streams values (?, ?, ?, 12)");
   const json = JSON.stringify({
     turnID: "turn-a",
@@ -259,6 +287,85 @@ describe("schema migrations", () => {
     }
   });
 
+  test("a file at version 5 with images stored inline still loads, and new rows store them once", async () => {
+    const directory = createTempDirectory();
+    try {
+      const path = join(directory.path, "images.db");
+      const image = testImage(32 * 1024, 9);
+      const [base] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+      const first = imageMessage("before the upgrade", image);
+      const old: ScriptedCommit = {
+        ...base,
+        state: { ...base.state, messages: [first], hashes: hashHistory([first]) },
+      };
+      const db = new DatabaseSync(path);
+      migrate(db, 5);
+      seedVersion1(db, [old]);
+      const oldCall: LLMCallInput = {
+        ...toLLMCall(base),
+        request: JSON.stringify({ messages: [{ content: [{ type: "image", data: image }] }] }),
+        messagesHash: old.state.hashes.chainHash,
+      };
+      seedCall(db, oldCall);
+      db.close();
+
+      const second = imageMessage("after the upgrade", image);
+      const messages: Message[] = [first, second];
+      const newCall: LLMCallInput = {
+        ...oldCall,
+        callID: `${oldCall.callID}-after`,
+        request: JSON.stringify({ messages: [{ data: image }, { data: image }] }),
+      };
+      const store = openSqliteStore({ path });
+      try {
+        const loaded = await store.load(CONVERSATION);
+        assert.equal(toCanonicalJSON(loaded?.state.messages), toCanonicalJSON([first]));
+        assert.equal((await store.getLLMCall(oldCall.callID))?.request, oldCall.request);
+        const result = await store.commitInput({
+          inputID: "after",
+          expectedVersion: 1,
+          state: { ...old.state, messages, hashes: hashHistory(messages) },
+          result: null,
+          records: [{ type: "llm_call", call: newCall }],
+        });
+        assert.equal(result.type, "committed");
+      } finally {
+        await store.close();
+      }
+
+      const reopened = openSqliteStore({ path });
+      try {
+        const loaded = await reopened.load(CONVERSATION);
+        assert.equal(toCanonicalJSON(loaded?.state.messages), toCanonicalJSON(messages));
+        assert.deepEqual(loaded?.state.hashes, hashHistory(messages));
+        for (const call of [oldCall, newCall]) {
+          assert.equal((await reopened.getLLMCall(call.callID))?.request, call.request);
+        }
+      } finally {
+        await reopened.close();
+      }
+      // Rows written before keep the image inline (append-only); new ones refer to it.
+      const raw = new DatabaseSync(path, { readOnly: true });
+      try {
+        const holds = (sql: string): boolean[] =>
+          raw
+            .prepare(sql)
+            .all()
+            .map((row) => String(Object.values(row)[0]).includes(image));
+        assert.deepEqual(holds("select json from messages order by seq"), [true, false]);
+        assert.deepEqual(holds("select request from llm_calls order by created_at, call_id"), [
+          true,
+          false,
+        ]);
+        assert.deepEqual(holds("select data from images"), [true]);
+      } finally {
+        raw.close();
+      }
+    } finally {
+      directory.remove();
+    }
+  });
+
   for (let version = 0; version < SCHEMA_VERSION; version += 1) {
     test(`a file at version ${version} is upgraded, keeps its data and has the latest schema`, async () => {
       const directory = createTempDirectory();
@@ -271,8 +378,8 @@ describe("schema migrations", () => {
         const db = new DatabaseSync(old);
         migrate(db, version);
         if (version >= 1) seedVersion1(db, commits.slice(0, 2));
-        const call = version >= 2 ? seedVersion2(db, commits[0] as ScriptedCommit) : null;
-        if (version >= 3) seedVersion3(db);
+        const call = version >= 2 ? seedVersion2(db, commits[0] as ScriptedCommit, version) : null;
+        if (version >= 3) seedVersion3(db, version);
         db.close();
         assert.equal(readPragma(old, "user_version"), version);
 

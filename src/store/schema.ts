@@ -251,6 +251,28 @@ export const MIGRATIONS: readonly Migration[] = [
       end;
     `,
   },
+  {
+    version: 6,
+    name: "images stored once, by hash",
+    // image-refs.ts: message JSON and saved model requests refer to long base64 runs by the
+    // SHA-256 of their text; rows written before keep them inline and read as they are.
+    sql: `
+      create table images (
+        hash text primary key,
+        data text not null
+      ) strict;
+
+      create trigger images_no_update before update on images
+      begin
+        select raise(abort, 'images are stored once: a stored image is never changed');
+      end;
+
+      create trigger images_no_delete before delete on images
+      begin
+        select raise(abort, 'images are stored once: a stored image is never deleted');
+      end;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -89,6 +89,8 @@ export function createSqliteBackend(db: DatabaseSync, location: string): Backend
       `select * from client_operations where ${UNFINISHED_OPERATIONS} and conversation_id = ? ` +
         "order by created_at, operation_id",
     ),
+    readImage: sql("select data from images where hash = ?"),
+    insertImage: sql("insert into images (hash, data) values (?, ?) on conflict do nothing"),
     readRequestStream: sql(
       "select request_id, conversation_id, turn_id, client_state, created_at from request_streams where request_id = ?",
     ),
@@ -238,6 +240,14 @@ export function createSqliteBackend(db: DatabaseSync, location: string): Backend
           ? statements.unfinishedOperations.all()
           : statements.unfinishedOperationsOf.all(conversationID);
       return rows.map(toClientOperationRow);
+    },
+
+    readImage(hash) {
+      const row = statements.readImage.get(hash);
+      return row === undefined ? null : text(row, "data");
+    },
+    insertImage(hash, data) {
+      statements.insertImage.run(hash, data);
     },
 
     readRequestStream(requestID) {

@@ -191,6 +191,11 @@ export interface SyncTables {
   listUnfinishedLLMCalls(conversationID: string | null): LLMCallRow[];
   listUnfinishedClientOperations(conversationID: string | null): ClientOperationRow[];
 
+  /** The base64 text stored under its SHA-256 hex (image-refs.ts), or `null`. */
+  readImage(hash: string): string | null;
+  /** Inserts the image unless its hash is stored already (then nothing changes). */
+  insertImage(hash: string, data: string): void;
+
   readRequestStream(requestID: string): RequestStreamRow | null;
   /** Inserts a new binding; the request id must not be bound yet. */
   insertRequestStream(row: RequestStreamRow): void;

@@ -15,8 +15,9 @@ import { createConversation } from "../../loop/state.ts";
 import { toolCall } from "../../loop/testing.ts";
 import { transition } from "../../loop/transition.ts";
 import type { CallLLMCommand, ConversationState, Message } from "../../loop/types.ts";
-import type { StoreOptions } from "../create-store.ts";
+import { readStoredRowsForTesting, type StoreOptions } from "../create-store.ts";
 import { isStoreError, type StoreErrorCode } from "../errors.ts";
+import { imageHash } from "../image-refs.ts";
 import { createOperationRunner } from "../run-once.ts";
 import type {
   ClientOperationInput,
@@ -410,6 +411,121 @@ export function runStoreContract(name: string, open: OpenStore): void {
       });
     });
 
+    describe("images stored once", () => {
+      it("an image in a message and in every model call is stored once and reads back byte for byte", async (store) => {
+        const image = testImage(48 * 1024, 7);
+        const first = imageMessage("look at this", image);
+        const state = withMessages(createConversation(CONVERSATION).committed, [first]);
+        const calls = wireRequests(image).map(
+          (request, index): LLMCallInput => ({
+            callID: `call-image-${index}`,
+            conversationID: CONVERSATION,
+            turnID: "turn-1",
+            model: "m",
+            request,
+            messagesHash: state.hashes.chainHash,
+            messageCount: 1,
+            lastMessageHash: state.hashes.lastMessageHash,
+            status: "planned",
+          }),
+        );
+        const [planned, ...saved] = calls as [LLMCallInput, ...LLMCallInput[]];
+        const result = await store.commitInput({
+          inputID: "i1",
+          expectedVersion: 0,
+          state,
+          result: null,
+          records: [{ type: "llm_call", call: planned }],
+        });
+        assert.equal(result.type, "committed");
+        for (const call of saved) await store.saveLLMCall(call);
+        // A later message with the same image (the user attaches it again).
+        const second = imageMessage("and again", image);
+        const later = withMessages(state, [first, second]);
+        await store.commitInput({ inputID: "i2", expectedVersion: 1, state: later, result: null });
+
+        const loaded = await store.load(CONVERSATION);
+        assertSameBytes(loaded?.state.messages ?? [], [first, second]);
+        assert.deepEqual(loaded?.state.hashes, hashHistory([first, second]));
+        for (const call of calls) {
+          const read = await store.getLLMCall(call.callID);
+          assert.equal(read?.request, call.request, call.callID);
+          assert.equal(read?.requestHash, sha256(call.request));
+        }
+        const unfinished = await listUnfinished(store, CONVERSATION);
+        assert.deepEqual(
+          unfinished.llmCalls.map((call) => call.request),
+          calls.map((call) => call.request),
+        );
+
+        // As stored: no row holds the image; it is kept once, under its hash.
+        const stored = await readStoredRowsForTesting(store, async (tables) => ({
+          messages: await tables.readMessages(CONVERSATION),
+          requests: await Promise.all(
+            calls.map(async (call) => (await tables.readLLMCall(call.callID))?.request ?? ""),
+          ),
+          image: await tables.readImage(imageHash(image)),
+        }));
+        const texts = [...stored.messages.map((row) => row.json), ...stored.requests];
+        for (const text of texts) assert.ok(!text.includes(image.slice(0, 200)), text);
+        const rowBytes = texts.reduce((sum, text) => sum + Buffer.byteLength(text), 0);
+        assert.ok(rowBytes < image.length / 4, `rows hold ${rowBytes} bytes`);
+        assert.equal(stored.image, image);
+      });
+
+      it("a commit that fails stores none of its images", async (store) => {
+        const image = testImage(4096, 3);
+        const state = withMessages(createConversation(CONVERSATION).committed, [
+          imageMessage("first", image),
+        ]);
+        const bad: LLMCallInput = {
+          callID: "call-bad",
+          conversationID: "another-conversation",
+          turnID: "t",
+          model: "m",
+          request: JSON.stringify({ image }),
+          messagesHash: state.hashes.chainHash,
+          messageCount: 1,
+          lastMessageHash: state.hashes.lastMessageHash,
+          status: "planned",
+        };
+        await assert.rejects(
+          store.commitInput({
+            inputID: "i1",
+            expectedVersion: 0,
+            state,
+            result: null,
+            records: [{ type: "llm_call", call: bad }],
+          }),
+        );
+        assert.equal(await store.load(CONVERSATION), null);
+        const kept = await readStoredRowsForTesting(store, (tables) =>
+          tables.readImage(imageHash(image)),
+        );
+        assert.equal(kept, null);
+      });
+
+      it("texts that look like references or hold short base64 keep their bytes", async (store) => {
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        await commitScripted(store, first, 0);
+        const image = testImage(2048, 5);
+        const requests = [
+          "\u0001",
+          '\u0001["a","b","c"]',
+          `\u0001${image}`,
+          `short ${testImage(600, 1)} stays`,
+          `${image}\u0001${image}=${image.slice(0, 1024)}`,
+          `half a pair \ud83d ${image}\udc00`,
+        ];
+        for (const [index, request] of requests.entries()) {
+          const call = { ...toLLMCall(first), callID: `call-text-${index}`, request };
+          const saved = await store.saveLLMCall(call);
+          assert.equal(saved.request, request, `request ${index}`);
+          assert.equal((await store.getLLMCall(call.callID))?.request, request);
+        }
+      });
+    });
+
     describe("client operations", () => {
       it("an operation keeps its request and its first result", async (store) => {
         const [first, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
@@ -780,6 +896,74 @@ export function toOperation(commit: ScriptedCommit): ClientOperationInput {
     request: command.toolCall,
     status: "planned",
   };
+}
+
+/** Base64 of `bytes` pseudo-random bytes (seeded): image data as a client sends it. */
+export function testImage(bytes: number, seed: number): string {
+  const data = Buffer.alloc(bytes);
+  let x = seed * 2654435761;
+  for (let i = 0; i < bytes; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    data[i] = x >>> 24;
+  }
+  return data.toString("base64");
+}
+
+/** A user message with text and one PNG image, as the Cursor dialect builds it. */
+export function imageMessage(text: string, data: string): Message {
+  return {
+    role: "user",
+    content: [
+      { type: "text", text },
+      { type: "image", data, mimeType: "image/png" },
+    ],
+    timestamp: 1,
+  };
+}
+
+/** Request bodies carrying the image as each provider kind's wire format does. */
+function wireRequests(image: string): string[] {
+  return [
+    JSON.stringify({
+      model: "m",
+      messages: [
+        {
+          role: "user",
+          content: [{ type: "image_url", image_url: { url: `data:image/png;base64,${image}` } }],
+        },
+      ],
+    }),
+    JSON.stringify({
+      model: "m",
+      input: [
+        {
+          role: "user",
+          content: [{ type: "input_image", image_url: `data:image/png;base64,${image}` }],
+        },
+      ],
+    }),
+    JSON.stringify({
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "image", source: { type: "base64", media_type: "image/png", data: image } },
+          ],
+        },
+      ],
+    }),
+    JSON.stringify({
+      contents: [{ role: "user", parts: [{ inlineData: { mimeType: "image/png", data: image } }] }],
+    }),
+    // A later request: the image twice (two user messages carry it) and an answer between.
+    JSON.stringify({
+      messages: [
+        { role: "user", content: [{ type: "image", source: { data: image } }] },
+        { role: "assistant", content: "I see a picture." },
+        { role: "user", content: [{ type: "image", source: { data: image } }] },
+      ],
+    }),
+  ];
 }
 
 function withMessages(state: ConversationState, messages: readonly Message[]): ConversationState {

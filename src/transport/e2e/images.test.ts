@@ -3,7 +3,8 @@
  * inline) and a real JPEG (sent as a pre-fetched blob, as the IDE does) reach a vision model as
  * that API's image blocks; the next turn's request carries them again with the same bytes (the
  * prefix cache holds); a model without image input gets a short text in their place and the user
- * a one-line notice; an image over the limit fails the turn with a clear error.
+ * a one-line notice; an image over the limit fails the turn with a clear error; a large image is
+ * stored once by hash however many saved requests carry it.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -11,6 +12,8 @@ import { after, before, describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { readFixture } from "../../llm/testing/fake-provider.ts";
 import { makeJpeg, makeLargePng, makePng } from "../../llm/testing/images.ts";
+import { readStoredRowsForTesting } from "../../store/create-store.ts";
+import { imageHash } from "../../store/image-refs.ts";
 import type { AgentRunRequest } from "../cursor/gen/agent/v1/run_request_pb.js";
 import { PreFetchedBlobSchema } from "../cursor/gen/agent/v1/run_request_pb.js";
 import { SelectedContextSchema } from "../cursor/gen/agent/v1/user_message_pb.js";
@@ -233,6 +236,57 @@ describe("pasted images end to end", () => {
       );
     });
   }
+
+  test("an image is stored once (by hash) however many requests carry it, and every saved request reads back as sent", async () => {
+    const large = makeLargePng(96 * 1024);
+    const largeBase64 = Buffer.from(large).toString("base64");
+    for (const spec of KINDS) {
+      const conversationId = `5${KINDS.indexOf(spec)}5b5b5b-1111-4222-8333-444455556666`;
+      const client = harness.client();
+      const first = harness.provider.requests.length;
+      harness.provider.reply(
+        ...Array.from({ length: 3 }, () => ({
+          type: "sse" as const,
+          body: readFixture(spec.kind, "text"),
+        })),
+      );
+      for (const [index, text] of ["Look.", "Again?", "Once more."].entries()) {
+        const turn = await client.startTurn({
+          conversationId,
+          text,
+          modelId: spec.model,
+          edit: index === 0 ? (request) => attachImages(request, [large]) : undefined,
+        }).done;
+        assert.equal(turn.error, undefined, `${spec.kind} turn ${index}`);
+      }
+      const sent = harness.provider.requests.slice(first).map((request) => request.body);
+      assert.equal(sent.length, 3);
+      for (const body of sent) assert.ok(body.includes(largeBase64), `${spec.kind}: image sent`);
+
+      const stored = await readStoredRowsForTesting(harness.store, async (tables) => {
+        const calls = await tables.listCallsOf(conversationId);
+        return {
+          calls: calls.map((call) => call.callID),
+          rows: [
+            ...(await tables.readMessages(conversationId)).map((row) => row.json),
+            ...(await Promise.all(
+              calls.map(async (call) => (await tables.readLLMCall(call.callID))?.request ?? ""),
+            )),
+          ],
+          image: await tables.readImage(imageHash(largeBase64)),
+        };
+      });
+      assert.equal(stored.calls.length, 3, spec.kind);
+      assert.equal(stored.image, largeBase64, `${spec.kind}: the image is stored under its hash`);
+      for (const row of stored.rows) {
+        assert.ok(!row.includes(largeBase64.slice(0, 256)), `${spec.kind}: a row holds the image`);
+      }
+      const restored = await Promise.all(
+        stored.calls.map(async (callID) => (await harness.store.getLLMCall(callID))?.request),
+      );
+      assert.deepEqual(restored, sent, `${spec.kind}: saved requests are the bytes sent`);
+    }
+  });
 
   test("a model without image input gets a note in their place; the user a one-line notice", async () => {
     const client = harness.client();
