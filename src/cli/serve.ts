@@ -5,6 +5,10 @@
  * It refuses to start on a configuration that cannot work: a model whose key variable is not
  * set, or a non-loopback address without an access token. A second signal during shutdown ends
  * the process at once.
+ *
+ * Why one file of about 410 lines: it is the composition root, the one place a reader sees the
+ * whole assembly (store, models, runner, server, proxy, cluster) and the shutdown order that
+ * undoes it.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";

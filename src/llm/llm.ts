@@ -6,6 +6,10 @@
  * request body with a `beforeSend` hook, byte-identical replay, our retry policy, prompt caching
  * on by default, and errors that never throw and never show a key. With no model configured it
  * serves the built-in `demo` model.
+ *
+ * Why one file of about 460 lines: one model call's path (resolve, send the saved bytes, retry,
+ * stream, classify the failure) reads top to bottom here; its separable parts already live
+ * beside it (snapshot, retry, exact-fetch, response-stream, model-options).
  */
 import {
   type AssistantMessage,

@@ -1,6 +1,9 @@
 /**
  * The vocabulary of the pure loop (docs/design.md §4): inputs, state, commands and the transition.
  * Everything here is plain, readonly, JSON-serialisable data: no classes, closures or handles.
+ *
+ * Why one file of about 460 lines: it is the loop's whole vocabulary, the union every `switch` in
+ * transition.ts is exhaustive over; split, a reader would assemble the state from several files.
  */
 import type {
   AssistantMessage,
