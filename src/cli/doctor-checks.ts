@@ -6,7 +6,12 @@
 import { createServer } from "node:net";
 import { type Config, isLoopbackHost, toBindRefusal, toConnectHost } from "../config/index.ts";
 import { errorMessage } from "../errors/error-message.ts";
-import { openSqliteStore } from "../store/index.ts";
+import {
+  openPostgresStore,
+  openSqliteStore,
+  StoreError,
+  toPostgresLocation,
+} from "../store/index.ts";
 
 export type CheckStatus = "ok" | "fail" | "skip";
 
@@ -215,8 +220,12 @@ function tryListen(host: string, port: number): Promise<string | undefined> {
   });
 }
 
-/** Opens the database (creating it when missing, as the server would) and closes it again. */
+/**
+ * Opens the configured database and closes it again: the SQLite file (created when missing, as
+ * the server would), or the PostgreSQL database without changing its schema.
+ */
 export async function checkDatabase(config: Config): Promise<CheckResult> {
+  if (config.postgres !== undefined) return await checkPostgres(config.postgres.url.reveal());
   try {
     const store = openSqliteStore({ path: config.databasePath });
     await store.close();
@@ -231,6 +240,37 @@ export async function checkDatabase(config: Config): Promise<CheckResult> {
       name: "database",
       detail: errorMessage(error),
       hint: "check the directory's permissions and free space, or choose another with --data-dir or data.directory",
+    };
+  }
+}
+
+/** The team store answers, is ours and is at this build's schema (older: the server migrates it). */
+async function checkPostgres(url: string): Promise<CheckResult> {
+  const location = toPostgresLocation(url);
+  try {
+    const store = await openPostgresStore({
+      url,
+      migrate: false,
+      poolSize: 1,
+      connectTimeoutMs: PROBE_TIMEOUT_MS,
+    });
+    await store.close();
+    return { status: "ok", name: "database", detail: `${location} answers; its schema is current` };
+  } catch (error) {
+    if (error instanceof StoreError && error.code === "older_schema") {
+      return {
+        status: "ok",
+        name: "database",
+        detail:
+          `${location} answers; its schema is older than this version's, and the server ` +
+          "migrates it when it starts (or run `cursor-byok db migrate`)",
+      };
+    }
+    return {
+      status: "fail",
+      name: "database",
+      detail: errorMessage(error),
+      hint: "check data.postgres.url (or DATABASE_URL), that the database accepts connections from here, and the password in PGPASSWORD or ~/.pgpass",
     };
   }
 }

@@ -39,6 +39,25 @@ if (postgres.type === "unavailable") {
       await drop();
     });
 
+    test("doctor checks the PostgreSQL database, not the SQLite file", async () => {
+      const env = { ...home.env, DATABASE_URL: url };
+      const before = await runCliProcess(["doctor"], { env });
+      assert.match(
+        before.stdout,
+        /^ok {4}database +postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres\S* answers; its schema is older/m,
+        before.stdout + before.stderr,
+      );
+      const broken = await runCliProcess(["doctor"], {
+        env: { ...env, DATABASE_URL: url.replace(/:(\d+)\//, ":1/") },
+      });
+      assert.match(broken.stdout, /^FAIL +database /m, broken.stdout + broken.stderr);
+      assert.match(broken.stdout, /data\.postgres\.url \(or DATABASE_URL\)/);
+      for (const run of [before, broken]) {
+        assert.ok(!`${run.stdout}${run.stderr}`.includes(PASSWORD));
+        assert.ok(!`${run.stdout}`.includes(".db"), "no SQLite file is checked");
+      }
+    });
+
     test("db migrate applies the schema once, then has nothing to do", async () => {
       const env = { ...home.env, DATABASE_URL: url };
       const first = await runCliProcess(["db", "migrate"], { env });
@@ -47,6 +66,8 @@ if (postgres.type === "unavailable") {
       const again = await runCliProcess(["db", "migrate"], { env });
       assert.equal(again.code, 0, again.stderr);
       assert.match(again.stdout, /is at schema 8; nothing to do/);
+      const doctor = await runCliProcess(["doctor"], { env });
+      assert.match(doctor.stdout, /^ok {4}database +\S+ answers; its schema is current$/m);
       assert.ok(!`${first.stdout}${first.stderr}${again.stdout}`.includes(PASSWORD));
     });
 
