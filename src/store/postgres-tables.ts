@@ -3,28 +3,23 @@
  * connection inside the transaction postgres-store.ts opened (docs/team.md). Every statement is
  * parameterised; the only interpolated fragments are the constant status lists below.
  *
- * Why one file of about 590 lines: it is one `Tables` implementation, every statement of the
+ * Why one file of about 510 lines: it is one `Tables` implementation, every statement of the
  * contract in tables.ts in its order, to be read side by side with sqlite-backend.ts.
  */
 import type pg from "pg";
-import type {
-  CallListRow,
-  CallUsageRow,
-  ClientOperationRow,
-  ConversationRow,
-  DailyUsageRow,
-  LLMCallRow,
-  MessageRow,
-  SummaryRow,
-  Tables,
-} from "./tables.ts";
-import type { ClientOperationStatus, LLMCallStatus } from "./types.ts";
-
-type Row = Record<string, unknown>;
-const text = (row: Row, column: string): string => String(row[column]);
-const int = (row: Row, column: string): number => Number(row[column]);
-const optionalText = (row: Row, column: string): string | null =>
-  row[column] === null || row[column] === undefined ? null : String(row[column]);
+import {
+  int,
+  optionalText,
+  type Row,
+  text,
+  toClientOperationRow,
+  toConversationRow,
+  toLLMCallRow,
+  toMessageRow,
+  toSummaryRow,
+} from "./row-mapping.ts";
+import type { CallListRow, CallUsageRow, DailyUsageRow, Tables } from "./tables.ts";
+import type { LLMCallStatus } from "./types.ts";
 
 const UNFINISHED_CALLS = "status in ('planned', 'streaming')";
 const UNFINISHED_OPERATIONS = "status in ('planned', 'sent')";
@@ -510,78 +505,5 @@ export function createPostgresTables(client: pg.PoolClient): Tables {
         }),
       );
     },
-  };
-}
-
-function toMessageRow(row: Row): MessageRow {
-  return {
-    seq: int(row, "seq"),
-    json: text(row, "json"),
-    hash: text(row, "hash"),
-    chainHash: text(row, "chain_hash"),
-  };
-}
-
-function toConversationRow(row: Row): ConversationRow {
-  return {
-    conversationID: text(row, "conversation_id"),
-    version: int(row, "version"),
-    messageCount: int(row, "message_count"),
-    chainHash: text(row, "chain_hash"),
-    lastMessageHash: text(row, "last_message_hash"),
-    stateJSON: text(row, "state_json"),
-    createdAt: int(row, "created_at"),
-    updatedAt: int(row, "updated_at"),
-  };
-}
-
-function toLLMCallRow(row: Row): LLMCallRow {
-  return {
-    callID: text(row, "call_id"),
-    conversationID: text(row, "conversation_id"),
-    turnID: text(row, "turn_id"),
-    model: text(row, "model"),
-    request: text(row, "request"),
-    requestHash: text(row, "request_hash"),
-    messagesHash: text(row, "messages_hash"),
-    messageCount: int(row, "message_count"),
-    lastMessageHash: text(row, "last_message_hash"),
-    status: text(row, "status") as LLMCallStatus,
-    createdAt: int(row, "created_at"),
-    updatedAt: int(row, "updated_at"),
-  };
-}
-
-function toClientOperationRow(row: Row): ClientOperationRow {
-  return {
-    operationID: text(row, "operation_id"),
-    conversationID: text(row, "conversation_id"),
-    turnID: text(row, "turn_id"),
-    toolCallID: text(row, "tool_call_id"),
-    requestJSON: text(row, "request_json"),
-    status: text(row, "status") as ClientOperationStatus,
-    resultJSON: optionalText(row, "result_json"),
-    createdAt: int(row, "created_at"),
-    updatedAt: int(row, "updated_at"),
-  };
-}
-
-function toSummaryRow(row: Row): SummaryRow {
-  return {
-    conversationID: text(row, "conversation_id"),
-    title: text(row, "title"),
-    model: text(row, "model"),
-    provider: text(row, "provider"),
-    status: text(row, "status"),
-    turns: int(row, "turns"),
-    modelCalls: int(row, "model_calls"),
-    messageCount: int(row, "message_count"),
-    input: int(row, "input"),
-    output: int(row, "output"),
-    cacheRead: int(row, "cache_read"),
-    cacheWrite: int(row, "cache_write"),
-    cost: int(row, "cost"),
-    createdAt: int(row, "created_at"),
-    updatedAt: int(row, "updated_at"),
   };
 }

@@ -4,26 +4,13 @@
  * the file this connection opened. Opening the file safely is sqlite-store.ts.
  */
 import { statSync } from "node:fs";
-import type { DatabaseSync, SQLOutputValue, StatementSync } from "node:sqlite";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { StoreError } from "./errors.ts";
+import { int, text, toClientOperationRow, toConversationRow, toLLMCallRow } from "./row-mapping.ts";
 import { createDashboardTables, prepareDashboardStatements } from "./sqlite-dashboard.ts";
 import { fromSQLiteError } from "./sqlite-errors.ts";
 import { createSerialQueue, toAsyncTables } from "./sync-tables.ts";
-import type {
-  Backend,
-  ClientOperationRow,
-  ConversationRow,
-  LLMCallRow,
-  MessageRow,
-  SyncTables,
-  Tables,
-} from "./tables.ts";
-import type { ClientOperationStatus, LLMCallStatus } from "./types.ts";
-
-type Row = Record<string, SQLOutputValue>;
-
-const text = (row: Row, column: string): string => String(row[column]);
-const int = (row: Row, column: string): number => Number(row[column]);
+import type { Backend, MessageRow, SyncTables, Tables } from "./tables.ts";
 
 const UNFINISHED_CALLS = "status in ('planned', 'streaming')";
 const UNFINISHED_OPERATIONS = "status in ('planned', 'sent')";
@@ -323,49 +310,4 @@ function identify(location: string): string | null {
   } catch {
     return null;
   }
-}
-
-function toConversationRow(row: Row): ConversationRow {
-  return {
-    conversationID: text(row, "conversation_id"),
-    version: int(row, "version"),
-    messageCount: int(row, "message_count"),
-    chainHash: text(row, "chain_hash"),
-    lastMessageHash: text(row, "last_message_hash"),
-    stateJSON: text(row, "state_json"),
-    createdAt: int(row, "created_at"),
-    updatedAt: int(row, "updated_at"),
-  };
-}
-
-function toLLMCallRow(row: Row): LLMCallRow {
-  return {
-    callID: text(row, "call_id"),
-    conversationID: text(row, "conversation_id"),
-    turnID: text(row, "turn_id"),
-    model: text(row, "model"),
-    request: text(row, "request"),
-    requestHash: text(row, "request_hash"),
-    messagesHash: text(row, "messages_hash"),
-    messageCount: int(row, "message_count"),
-    lastMessageHash: text(row, "last_message_hash"),
-    status: text(row, "status") as LLMCallStatus,
-    createdAt: int(row, "created_at"),
-    updatedAt: int(row, "updated_at"),
-  };
-}
-
-function toClientOperationRow(row: Row): ClientOperationRow {
-  const result = row.result_json;
-  return {
-    operationID: text(row, "operation_id"),
-    conversationID: text(row, "conversation_id"),
-    turnID: text(row, "turn_id"),
-    toolCallID: text(row, "tool_call_id"),
-    requestJSON: text(row, "request_json"),
-    status: text(row, "status") as ClientOperationStatus,
-    resultJSON: result === null || result === undefined ? null : String(result),
-    createdAt: int(row, "created_at"),
-    updatedAt: int(row, "updated_at"),
-  };
 }

@@ -4,19 +4,19 @@
  * from the cursor, so a page costs the same with ten or ten thousand conversations; the count
  * (first page only) and the search scan only the summaries, never messages.
  */
-import type { SQLOutputValue, StatementSync } from "node:sqlite";
+
+import type { StatementSync } from "node:sqlite";
+import { int, text, toSummaryRow } from "./row-mapping.ts";
 import type {
   CallListRow,
   CallUsageRow,
   ClientOperationRow,
   DailyUsageRow,
   MessageRow,
-  SummaryRow,
   SyncTables,
 } from "./tables.ts";
 import type { ClientOperationStatus, LLMCallStatus } from "./types.ts";
 
-type Row = Record<string, SQLOutputValue>;
 type Statements = ReturnType<typeof prepareDashboardStatements>;
 type DashboardTables = Pick<
   SyncTables,
@@ -32,9 +32,6 @@ type DashboardTables = Pick<
   | "listOperationsOf"
   | "listDailyUsage"
 >;
-
-const text = (row: Row, column: string): string => String(row[column]);
-const int = (row: Row, column: string): number => Number(row[column]);
 
 const MATCH = "(? = '' or instr(title_search, ?) > 0)";
 /**
@@ -251,25 +248,5 @@ export function createDashboardTables(statements: Statements): DashboardTables {
         }),
       );
     },
-  };
-}
-
-function toSummaryRow(row: Row): SummaryRow {
-  return {
-    conversationID: text(row, "conversation_id"),
-    title: text(row, "title"),
-    model: text(row, "model"),
-    provider: text(row, "provider"),
-    status: text(row, "status"),
-    turns: int(row, "turns"),
-    modelCalls: int(row, "model_calls"),
-    messageCount: int(row, "message_count"),
-    input: int(row, "input"),
-    output: int(row, "output"),
-    cacheRead: int(row, "cache_read"),
-    cacheWrite: int(row, "cache_write"),
-    cost: int(row, "cost"),
-    createdAt: int(row, "created_at"),
-    updatedAt: int(row, "updated_at"),
   };
 }
