@@ -18,6 +18,7 @@ import {
   hashAccessToken,
   KEY_VARIABLE,
   PROVIDER_ID,
+  RESERVATION_LIFETIME_MS,
   toBudgetVerdict,
   toMonthStart,
   USER_NAME,
@@ -27,17 +28,21 @@ import {
   type UserUsage,
 } from "./users.ts";
 
-/** The usage figures of one user this UTC day and month: settled, and reserved by open calls. */
+/**
+ * The usage figures of one user this UTC day and month: settled, and reserved by open calls (a
+ * reservation older than `RESERVATION_LIFETIME_MS` belongs to a call whose instance died: no
+ * longer held).
+ */
 const USAGE_SQL =
   "select " +
   "coalesce(sum(tokens) filter (where day = $2), 0)::text as day_tokens, " +
   "coalesce(sum(cost) filter (where day = $2), 0)::text as day_cost, " +
-  "coalesce(sum(reserved_tokens) filter (where day = $2 and settled_at is null), 0)::text as day_reserved_tokens, " +
-  "coalesce(sum(reserved_cost) filter (where day = $2 and settled_at is null), 0)::text as day_reserved_cost, " +
+  "coalesce(sum(reserved_tokens) filter (where day = $2 and settled_at is null and created_at > $4), 0)::text as day_reserved_tokens, " +
+  "coalesce(sum(reserved_cost) filter (where day = $2 and settled_at is null and created_at > $4), 0)::text as day_reserved_cost, " +
   "coalesce(sum(tokens), 0)::text as month_tokens, " +
   "coalesce(sum(cost), 0)::text as month_cost, " +
-  "coalesce(sum(reserved_tokens) filter (where settled_at is null), 0)::text as month_reserved_tokens, " +
-  "coalesce(sum(reserved_cost) filter (where settled_at is null), 0)::text as month_reserved_cost " +
+  "coalesce(sum(reserved_tokens) filter (where settled_at is null and created_at > $4), 0)::text as month_reserved_tokens, " +
+  "coalesce(sum(reserved_cost) filter (where settled_at is null and created_at > $4), 0)::text as month_reserved_cost " +
   "from user_calls where user_id = $1 and day >= $3";
 
 function toUsage(row: Record<string, string> | undefined): Record<BudgetPeriod, UserUsage> {
@@ -96,7 +101,7 @@ export function openPostgresUsers(options: {
     return budgets;
   };
   const usageOf = async (userID: string, now: number, client?: pg.PoolClient) => {
-    const values = [userID, toDay(now), toMonthStart(now)];
+    const values = [userID, toDay(now), toMonthStart(now), now - RESERVATION_LIFETIME_MS];
     try {
       const result =
         client === undefined

@@ -121,6 +121,13 @@ export interface Users {
 export const USER_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 
 /** An environment variable's name, as a user's key is recorded (never its value). */
+/**
+ * How long an unsettled reservation is held. A call settles when it ends; one that never does
+ * belonged to an instance that died mid-call (a takeover that replays it settles it under the same
+ * call id). Longer than any call runs (the provider SDKs' own limit is 10 minutes).
+ */
+export const RESERVATION_LIFETIME_MS = 30 * 60_000;
+
 /** How every budget refusal's message starts (the client shows it as is). */
 export const BUDGET_REACHED_PREFIX = "Budget reached: ";
 
