@@ -268,6 +268,16 @@ if (postgres.type === "unavailable") {
       assert.equal(cid?.reservedTokens, 0);
     });
 
+    test("a call with no request around it (a takeover) counts for its conversation's user", async () => {
+      provider.setMode("answer");
+      const bob = people.bob as AuthenticatedUser;
+      assert.equal(await users.bindConversation("bob-conv", bob.userID, Date.now()), bob.userID);
+      const before = (await usageOf("bob"))?.tokens ?? 0;
+      const ended = await drain(llm.stream(callOf("resumed", { conversationID: "bob-conv" })));
+      assert.equal(ended?.type, "done");
+      assert.equal((await usageOf("bob"))?.tokens, before + 150);
+    });
+
     test("a replay is not stopped by a budget, and is settled", async () => {
       provider.setMode("answer");
       assert.ok(await users.setBudget("cid", { period: "day", maxTokens: 1, maxCost: null }));

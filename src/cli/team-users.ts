@@ -4,10 +4,11 @@
  * (transport/user-access.ts), and their budgets and own keys apply to model calls
  * (llm/gated-llm.ts).
  *
- * Whose a model call is: the user its conversation is bound to — also for calls a takeover
- * resumes on another instance, with no request around them — else the user of the request that
- * makes it (helper calls such as chat titles run in pseudo-conversations bound to nobody, so each
- * counts for whoever asked). A call of no user (the admin's) runs on the team's keys, unlimited.
+ * Whose a model call is: the user of the request that makes it (helper calls such as chat titles
+ * run in shared pseudo-conversations, so each counts for whoever asked), else — a call a takeover
+ * resumes on another instance, with no request around it, or the admin's request in a user's
+ * conversation — the user its conversation is bound to. A call of no user runs on the team's
+ * keys, unlimited.
  */
 import type { Config } from "../config/index.ts";
 import { type AdmitCall, createSecret, type Secret } from "../llm/index.ts";
@@ -56,8 +57,10 @@ export function createTeam(users: Users, options: TeamOptions = {}): Team {
     authenticate: (token) => users.authenticate(token),
     access: createAccessCheck(users, now),
     async admit({ call, model, replay, reservation }) {
+      // The requester first: a conversation's requests come from its user only (the access
+      // check), and a helper call's pseudo-conversation must never count for anyone else.
       const userID =
-        (await users.ownerOf(call.conversationID)) ?? currentRequestUser()?.userID ?? null;
+        currentRequestUser()?.userID ?? (await users.ownerOf(call.conversationID)) ?? null;
       if (userID === null) return { type: "admitted" };
       let apiKey: Secret | undefined;
       if (model !== undefined) {
