@@ -22,6 +22,7 @@ import { readLints } from "./read-lints.ts";
 import { NO_WEB, type WebOffer } from "./server-work.ts";
 import { shell } from "./shell.ts";
 import { switchMode } from "./switch-mode.ts";
+import { task } from "./task.ts";
 import { todoWrite } from "./todo-write.ts";
 import type {
   ClientReply,
@@ -115,6 +116,9 @@ export const BUILT_IN_TOOLS: readonly AnyTool[] = [
   // Run by the server: a search or fetch repeated after a restart reads the web again.
   erase(webSearch, "read_only"),
   erase(webFetch, "read_only"),
+  // A subagent asked for again after a restart continues the same child conversation (its id is
+  // derived from the call), whose own tool calls keep their exactly-once rules.
+  erase(task, "read_only"),
 ];
 
 /**
