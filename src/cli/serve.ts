@@ -160,6 +160,14 @@ export const SERVE_COMMAND: Command = {
         {
           ...DEFAULT_SERVER_OPTIONS,
           ...(config.helperModel === undefined ? {} : { helperModel: config.helperModel }),
+          ...(config.subagentModels === undefined
+            ? {}
+            : {
+                stream: {
+                  ...DEFAULT_SERVER_OPTIONS.stream,
+                  subagentModels: config.subagentModels,
+                },
+              }),
           host: config.server.host,
           port: config.server.port,
           runSseContentType: config.server.runSseContentType,

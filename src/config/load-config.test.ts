@@ -238,7 +238,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "unknown top-level field",
       "server:\n  port: 1\nmodel:\n  - name: x\n",
-      "FILE:3:1: model: unknown field (expected one of server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web)",
+      "FILE:3:1: model: unknown field (expected one of server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web, subagents)",
     ],
     [
       "unknown server field",
@@ -285,7 +285,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "the file as a list",
       "- a\n- b\n",
-      "FILE:1:1: the file must be a mapping of settings (server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web)",
+      "FILE:1:1: the file must be a mapping of settings (server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web, subagents)",
     ],
     ["models as a mapping", "models:\n  a: 1\n", "FILE:2:3: models: must be a list"],
     [
@@ -347,6 +347,21 @@ describe("an invalid file names the file, line, column, field and problem", () =
       "a helper model that does not exist",
       "helperModel: nope\nmodels:\n  - {name: a, api: anthropic, model: m, apiKeyEnv: K}\n",
       'FILE:1:14: helperModel: no model is named "nope"; the models are a',
+    ],
+    [
+      "a subagent model that does not exist",
+      "subagents:\n  models:\n    explore: nope\nmodels:\n  - {name: a, api: anthropic, model: m, apiKeyEnv: K}\n",
+      'FILE:3:14: subagents.models.explore: no model is named "nope"; the models are a',
+    ],
+    [
+      "subagent models that are not a mapping",
+      "subagents:\n  models: [a]\nmodels:\n  - {name: a, api: anthropic, model: m, apiKeyEnv: K}\n",
+      "FILE:2:11: subagents.models: must be a mapping of subagent type to model name (explore: fast)",
+    ],
+    [
+      "an unknown subagents field",
+      "subagents:\n  model: a\n",
+      "FILE:2:3: subagents.model: unknown field (expected one of models)",
     ],
     [
       "an access token variable that is not set",
@@ -492,6 +507,13 @@ describe("environment shortcuts and precedence", () => {
     assert.equal(config.helperModel, "gpt-6.1-terra");
     assert.equal(config.models[0]?.config.name, "gpt-6.2-sol");
     assert.equal(load("", { env: { OPENAI_API_KEY: "sk-1" } }).config.helperModel, undefined);
+  });
+
+  test("subagents.models picks a model per subagent type; absent, every type runs on the parent's", () => {
+    const text = "subagents:\n  models:\n    explore: gpt-6-luna\n    reviewer: gpt-6.1-terra\n";
+    const { config } = load(text, { env: { OPENAI_API_KEY: "sk-1" } });
+    assert.deepEqual(config.subagentModels, { explore: "gpt-6-luna", reviewer: "gpt-6.1-terra" });
+    assert.equal(load("", { env: { OPENAI_API_KEY: "sk-1" } }).config.subagentModels, undefined);
   });
 
   test("flags win over the file", () => {

@@ -56,7 +56,9 @@ const TOP_FIELDS = [
   "envShortcuts",
   "ide",
   "web",
+  "subagents",
 ];
+const SUBAGENT_FIELDS = ["models"];
 const IDE_FIELDS = ["proxyPort", "allowConnectPorts"];
 const SERVER_FIELDS = [
   "host",
@@ -133,6 +135,7 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
     : [];
   const models = toDefaultFirst(source, root.defaultModel, [...fileModels, ...shortcutModels]);
   const helperModel = toModelName(source, ["helperModel"], root.helperModel, models);
+  const subagentModels = toSubagentModels(source, root.subagents, models);
 
   return {
     file: { path: file, exists: text !== undefined },
@@ -144,6 +147,7 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
     logLevel,
     models,
     ...(helperModel === undefined ? {} : { helperModel }),
+    ...(subagentModels === undefined ? {} : { subagentModels }),
     missingKeys: findMissingKeys(source, models, inputs.env),
     web: toWebSettings(source, root.web, inputs.env),
   };
@@ -381,6 +385,30 @@ function toModelName(
       ? `no model is named "${name}": no model is configured`
       : `no model is named "${name}"; the models are ${names.join(", ")}`,
   );
+}
+
+/**
+ * `subagents.models`: the model each subagent type runs on (README "Subagents"), by type name
+ * (`explore`, `general`, or a custom subagent's name); each value names a configured model.
+ */
+function toSubagentModels(
+  source: YamlSource | undefined,
+  value: unknown,
+  models: readonly ConfiguredModel[],
+): Readonly<Record<string, string>> | undefined {
+  const section = toSection(source, ["subagents"], value, SUBAGENT_FIELDS);
+  const map = section.models;
+  if (map === undefined || map === null) return undefined;
+  const at: FieldPath = ["subagents", "models"];
+  if (!isRecord(map)) {
+    throw fail(source, at, "must be a mapping of subagent type to model name (explore: fast)");
+  }
+  const chosen: Record<string, string> = {};
+  for (const [type, model] of Object.entries(map)) {
+    const name = toModelName(source, [...at, type], model, models);
+    if (name !== undefined) chosen[type] = name;
+  }
+  return chosen;
 }
 
 function findMissingKeys(

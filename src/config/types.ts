@@ -81,6 +81,8 @@ export interface Config {
   readonly models: readonly ConfiguredModel[];
   /** `helperModel`: the model for chat titles, commit messages and branch names (else the default). */
   readonly helperModel?: string;
+  /** `subagents.models`: the model of each subagent type, by type name; absent: the parent's. */
+  readonly subagentModels?: Readonly<Record<string, string>>;
   readonly missingKeys: readonly MissingKey[];
   /** The web tools: search provider, fetch limits, approval. */
   readonly web: WebSettings;

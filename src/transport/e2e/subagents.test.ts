@@ -26,8 +26,14 @@ import type { RecordedRequest } from "../../llm/testing/fake-provider.ts";
 import { toSubagentConversationID } from "../../loop/index.ts";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
 import { ConversationStepSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import {
+  CustomSubagentPermissionMode,
+  CustomSubagentSchema,
+  RequestContextSchema,
+} from "../cursor/gen/agent/v1/request_context_pb.js";
+import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
 import type { TurnResult } from "../testing/index.ts";
-import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
+import { API_KEY, createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
 interface Body {
   readonly messages: readonly { role: string; content?: unknown; tool_call_id?: string }[];
@@ -326,5 +332,116 @@ describe("cancel", () => {
     const completed = result.view.toolCallsCompleted.find((c) => c.callId === "call_task");
     const tool = completed?.toolCall?.tool;
     assert.ok(tool?.case === "taskToolCall" && tool.value.result?.result.case === "error");
+  });
+});
+
+describe("models per type and the client's custom subagents", () => {
+  let harness: Harness;
+  let result: TurnResult;
+  const conversationId = "5ab0a9e0-0000-4000-8000-000000000004";
+
+  before(async () => {
+    harness = await startHarness({
+      models: (url) =>
+        ["scripted", "fast", "cheap"].map((name) => ({
+          name,
+          api: "openai-compatible",
+          model: `${name}-model`,
+          baseUrl: url,
+          apiKey: API_KEY,
+        })),
+      server: { stream: { ...DEFAULT_SERVER_OPTIONS.stream, subagentModels: { explore: "fast" } } },
+    });
+    harness.provider.answer((request) => {
+      const body = parse(request);
+      const step = toolResults(body).length;
+      if (systemOf(body).includes("REVIEWER_INSTRUCTIONS")) {
+        return sse({ text: "Reviewed: fine." });
+      }
+      if (who(body) === "explore") return sse({ text: "Explored." });
+      return step === 0
+        ? sse({
+            toolCalls: [
+              {
+                id: "call_x",
+                name: "task",
+                arguments: { description: "Explore", prompt: "Look", subagent_type: "explore" },
+              },
+              {
+                id: "call_r",
+                name: "task",
+                arguments: { description: "Review", prompt: "Review", subagent_type: "reviewer" },
+              },
+              {
+                id: "call_u",
+                name: "task",
+                arguments: { description: "Nope", prompt: "Nope", subagent_type: "nobody" },
+              },
+            ],
+          })
+        : sse({ text: "Done." });
+    });
+    const client = harness.client();
+    result = await client.startTurn({
+      conversationId,
+      text: "Go.",
+      modelId: MODEL,
+      edit: (request) => {
+        const action = request.action?.action;
+        if (action?.case !== "userMessageAction") throw new Error("not a user message");
+        action.value.requestContext ??= create(RequestContextSchema);
+        action.value.requestContext.customSubagents.push(
+          create(CustomSubagentSchema, {
+            name: "reviewer",
+            description: "Reviews changes",
+            prompt: "REVIEWER_INSTRUCTIONS",
+            tools: ["read_file", "grep", "edit_file"],
+            model: "cheap",
+            permissionMode: CustomSubagentPermissionMode.READONLY,
+          }),
+        );
+      },
+    }).done;
+  });
+  after(() => harness.close());
+
+  test("explore runs on its configured model, the custom one on its own, the parent on its", () => {
+    assert.equal(result.error, undefined);
+    const bodies = harness.provider.requests.map(
+      (request) => JSON.parse(request.body) as Body & { model: string },
+    );
+    const model = (match: (body: Body) => boolean) => bodies.find(match)?.model;
+    assert.equal(
+      model((body) => who(body) === "explore"),
+      "fast-model",
+    );
+    assert.equal(
+      model((body) => systemOf(body).includes("REVIEWER_INSTRUCTIONS")),
+      "cheap-model",
+    );
+    assert.equal(
+      model((body) => who(body) === "parent"),
+      "scripted-model",
+    );
+  });
+
+  test("a read-only custom subagent gets only its listed read-only tools", () => {
+    const reviewer = harness.provider.requests
+      .map(parse)
+      .find((body) => systemOf(body).includes("REVIEWER_INSTRUCTIONS"));
+    assert.deepEqual(toolNames(reviewer as Body), ["read_file", "grep"]);
+  });
+
+  test("an unknown type is an error result naming the types; the others complete", () => {
+    const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
+    const results = toolResults(last).map((message) => [message.tool_call_id, message.content]);
+    assert.deepEqual(results.slice(0, 2), [
+      ["call_x", "Explored."],
+      ["call_r", "Reviewed: fine."],
+    ]);
+    assert.match(
+      String(results[2]?.[1]),
+      /there is no subagent type "nobody"; the types are: explore, general, reviewer/,
+    );
   });
 });
