@@ -78,6 +78,8 @@ interface Running {
   readonly call: SubagentCall;
   readonly childID: string;
   readonly output: TurnOutput;
+  /** The child's tool calls running on the client now. */
+  readonly open: Set<string>;
 }
 
 export function createSubagents(stream: StreamState, tools: SubagentTools): Subagents {
@@ -140,7 +142,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
           settle(outcome, state);
         },
       };
-      const entry: Running = { call, childID, output };
+      const entry: Running = { call, childID, output, open };
       running.set(call.toolCallID, entry);
       const onAbort = (): void => {
         void stopOnAbort(entry).catch(() => {});
@@ -250,7 +252,10 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       waiting.operationIDs.slice(waiting.answered).includes(entry.call.operationID) &&
       waiting.early[waiting.operationIDs.indexOf(entry.call.operationID)] == null;
     if (stillWaiting) {
+      // Only the stream went away (a shutdown): the child stays as it is, its open calls are
+      // left for the next stream that resumes the parent.
       runner.detach(entry.childID, entry.output);
+      for (const operationID of [...entry.open]) tools.abort(operationID, "the stream ended");
       return;
     }
     await cancelChild(entry, `${entry.childID}:parent-ended`, "the parent turn ended");

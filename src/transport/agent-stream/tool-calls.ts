@@ -73,6 +73,11 @@ export function createToolCalls(stream: StreamState): ToolCalls {
   let modeAtStart: Mode | null = null;
   /** The parent's call behind each open subagent call (its state shapes the child). */
   const taskCalls = new Map<string, SubagentCall>();
+  /**
+   * Open calls of subagents: `rejectOpen` leaves them to subagents.ts, which cancels the child
+   * first (or detaches it), so the child's runner never sees its call fail while it still waits.
+   */
+  const childCalls = new Set<string>();
 
   const clearLate = (operationID: string): void => {
     lates.get(operationID)?.clear();
@@ -240,9 +245,11 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       );
     },
     rejectOpen(reason) {
-      const waiting = [...open.values()];
-      open.clear();
-      for (const call of waiting) call.reject(new Error(reason));
+      const waiting = [...open].filter(([operationID]) => !childCalls.has(operationID));
+      for (const [operationID, call] of waiting) {
+        open.delete(operationID);
+        call.reject(new Error(reason));
+      }
     },
     stopWork() {
       for (const controller of works.values()) controller.abort();
@@ -257,7 +264,12 @@ export function createToolCalls(stream: StreamState): ToolCalls {
     },
   };
   const subagents = createSubagents(stream, {
-    run: (command, state, attempt) => calls.run(command, state, attempt),
+    run(command, state, attempt) {
+      childCalls.add(command.operationID);
+      return calls
+        .run(command, state, attempt)
+        .finally(() => childCalls.delete(command.operationID));
+    },
     abort(operationID, reason) {
       const waiting = open.get(operationID);
       open.delete(operationID);

@@ -225,6 +225,13 @@ describe("two subagents at once: explore and general", () => {
     assert.equal(child?.state.messages.at(0)?.role, "user");
   });
 
+  test("nothing went wrong in the runner", () => {
+    assert.deepEqual(
+      harness.logs.filter((line) => line.level === "error").map((line) => line.message),
+      [],
+    );
+  });
+
   test("the children's tokens count for the parent turn", () => {
     // Six model calls of 10 input and 5 output tokens: two of the parent, two of each child.
     assert.equal(harness.provider.requests.length, 6);
@@ -269,7 +276,15 @@ describe("cancel", () => {
         : sse({ text: "unreachable" });
     });
   });
-  after(() => harness.close());
+  after(() => {
+    // A child canceled with its parent is no fault of the runner's.
+    const faults = harness.logs.filter((line) => line.level === "error");
+    assert.deepEqual(
+      faults.map((line) => [line.message, line.fields]),
+      [],
+    );
+    return harness.close();
+  });
 
   /** Starts a turn whose subagent's read is held by the client until `release`. */
   function startHeld(conversationId: string) {
