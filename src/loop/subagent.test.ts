@@ -59,9 +59,15 @@ describe("toSubagentSettings", () => {
     assert.equal(settings.fallbacks, undefined);
   });
 
-  test("general: every tool of the parent but task (no nesting)", () => {
+  test("general: every tool of the parent but task (no nesting) and the withheld ones", () => {
     const settings = toSubagentSettings(PARENT, GENERAL, { model: "big", systemPrompt: "sub" });
     assert.deepEqual(names(settings), ["read_file", "grep", "edit_file", "shell"]);
+    const withheld = toSubagentSettings(PARENT, GENERAL, {
+      model: "big",
+      systemPrompt: "sub",
+      withheld: ["shell"],
+    });
+    assert.deepEqual(names(withheld), ["read_file", "grep", "edit_file"]);
   });
 
   test("custom: the named tools within the parent's; read-only narrows them further", () => {

@@ -53,18 +53,25 @@ export const GENERAL: SubagentDefinition = {
 /**
  * The child's settings: the parent's model options and compaction, `systemPrompt`, and the tools
  * the definition allows out of the parent's (in the parent's order, so the definitions stay
- * byte-stable), never the subagent tool. Calls to other tools are refused (`onlyOfferedTools`).
+ * byte-stable), never the subagent tool nor the `withheld` ones. Calls to other tools are refused
+ * (`onlyOfferedTools`).
  */
 export function toSubagentSettings(
   parent: TurnSettings,
   definition: SubagentDefinition,
-  options: { readonly model: string; readonly systemPrompt: string },
+  options: {
+    readonly model: string;
+    readonly systemPrompt: string;
+    /** Tools only the parent has, besides `task` (asking the user, its todo list, its mode). */
+    readonly withheld?: readonly string[];
+  },
 ): TurnSettings {
   const readOnly = new Set(parent.readOnlyTools ?? []);
   const named = definition.tools === "all" ? null : new Set(definition.tools);
+  const withheld = new Set([SUBAGENT_TOOL, ...(options.withheld ?? [])]);
   const tools = parent.tools.filter(
     (tool) =>
-      tool.name !== SUBAGENT_TOOL &&
+      !withheld.has(tool.name) &&
       (named === null || named.has(tool.name)) &&
       (!definition.readOnly || readOnly.has(tool.name)),
   );

@@ -34,6 +34,7 @@ import { toCompactionSettings } from "../compaction-settings.ts";
 import {
   addUsage,
   type CustomSubagentDefinition,
+  PARENT_ONLY_TOOLS,
   redactSecrets,
   type ServerWork,
   type SubagentOutcome,
@@ -276,6 +277,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
     const base = toSubagentSettings(parent, definition, {
       model,
       systemPrompt: toSubagentSystemPrompt(definition.readOnly, definition.instructions),
+      withheld: PARENT_ONLY_TOOLS,
     });
     if (model === parent.model) return base;
     // Another model: its own fallbacks and compaction, not the parent's; no picker options.

@@ -160,7 +160,10 @@ describe("two subagents at once: explore and general", () => {
     const parent = bodies.find((body) => who(body) === "parent");
     assert.ok(explore && general && parent);
     assert.ok(toolNames(parent).includes("task"));
-    assert.ok(!toolNames(general).includes("task"));
+    // Asking the user, the todo list and the mode stay the parent's.
+    for (const name of ["task", "ask_question", "switch_mode", "todo_write"]) {
+      assert.ok(!toolNames(general).includes(name), name);
+    }
     assert.ok(toolNames(general).includes("write_file"));
     assert.deepEqual(toolNames(explore), ["read_file", "list_dir", "grep", "glob", "read_lints"]);
     // The explorer's refused call has its error result in the child's history.

@@ -157,6 +157,17 @@ export function findTool(
   return listTools(mode, mcp, web).find((tool) => tool.name === name) ?? null;
 }
 
+/**
+ * Tools a subagent never gets besides `task` (src/loop/subagent.ts): nobody answers its
+ * questions, and the todo list, the plan and the mode are the parent's.
+ */
+export const PARENT_ONLY_TOOLS: readonly string[] = [
+  askQuestion.name,
+  switchMode.name,
+  todoWrite.name,
+  createPlan.name,
+];
+
 /** Offered only when the client has MCP servers: their resources and state (reading only). */
 const MCP_HELPER_TOOLS: readonly AnyTool[] = [
   erase(listMcpResources, "read_only", "concurrent"),
