@@ -110,7 +110,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       }
       const settings = toChildSettings(parentSettings, definition, work.model);
       const began = now();
-      let usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+      let usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 };
       const open = new Set<string>();
       let settle: (outcome: TurnOutcome, state: ConversationState) => void = () => {};
       const ended = new Promise<{ outcome: TurnOutcome; state: ConversationState }>((resolve) => {
@@ -129,6 +129,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
               output: usage.output + message.usage.output,
               cacheRead: usage.cacheRead + message.usage.cacheRead,
               cacheWrite: usage.cacheWrite + message.usage.cacheWrite,
+              cost: usage.cost + message.usage.cost.total,
             };
           }
         },
@@ -166,6 +167,8 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
             outputTokens: usage.output,
             cacheReadTokens: usage.cacheRead,
             cacheWriteTokens: usage.cacheWrite,
+            // USD at the model's configured prices (0 when it has none).
+            cost: usage.cost,
             durationMs: now() - began,
           },
           "subagent ended",
