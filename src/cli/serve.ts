@@ -154,7 +154,7 @@ export const SERVE_COMMAND: Command = {
             ide.type === "ok" ? `proxy on ${ide.journal.proxyUrl}` : "not set up",
           ),
           web: toWebTools(config.web),
-          ...(team === undefined ? {} : { authenticate: team.authenticate }),
+          ...(team === undefined ? {} : { authenticate: team.authenticate, access: team.access }),
           ...(cluster === undefined ? {} : { cluster }),
         },
         {

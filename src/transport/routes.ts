@@ -18,6 +18,7 @@ import {
   toTitlePrompt,
 } from "./cursor/helper-tasks.ts";
 import {
+  type AgentClientMessage,
   AgentService,
   AiService,
   BidiService,
@@ -37,6 +38,7 @@ import {
 import type { HelperCall, HelperResult } from "./helper-calls.ts";
 import type { Log } from "./log.ts";
 import type { StreamRegistry } from "./stream-registry.ts";
+import type { CheckAccess } from "./user-access.ts";
 
 export interface RouteOptions {
   /** Whether `GetServerConfig` lets clients use the HTTP/2 bidi `Run`. */
@@ -44,6 +46,8 @@ export interface RouteOptions {
   readonly pathEncryptionKeys: PathEncryptionKeys;
   /** The model call behind chat titles, commit messages and branch names. */
   readonly helper: HelperCall;
+  /** Team users: refuses a stream or conversation of another user (user-access.ts). */
+  readonly access?: CheckAccess;
 }
 
 export function createRoutes(
@@ -60,6 +64,10 @@ export function createRoutes(
       pathEncryptionKeys: options.pathEncryptionKeys,
     });
   const { helper } = options;
+  const access: CheckAccess = options.access ?? (() => Promise.resolve());
+  /** The conversation a client message names (a run request's), checked with its stream. */
+  const conversationOf = (message: AgentClientMessage): string | undefined =>
+    message.message.case === "runRequest" ? message.message.value.conversationId : undefined;
   // A title is never an error for the client: without a model answer it is the first words.
   const nameAgent = async (request: { userMessage: string }, context: HandlerContext) => {
     const result = await helper("title", toTitlePrompt(request.userMessage), context.signal);
@@ -74,6 +82,7 @@ export function createRoutes(
   return (router) => {
     router.service(AgentService, {
       async *runSSE(request, context) {
+        await access({ requestID: request.requestId });
         const stream = await streams.open(request.requestId);
         yield* stream.subscribe(context.signal);
       },
@@ -83,6 +92,7 @@ export function createRoutes(
         const pump = (async () => {
           let seqno = 0;
           for await (const message of requests) {
+            await access({ conversationID: conversationOf(message) });
             await stream.append(seqno, message);
             seqno += 1;
           }
@@ -129,8 +139,15 @@ export function createRoutes(
           );
         }
         try {
+          await access({ requestID: decoded.value.requestID });
           const stream = await streams.open(decoded.value.requestID, {
             create: message.message.case === "runRequest",
+          });
+          // A run request on another user's conversation also ends this (the user's own)
+          // stream, so its RunSSE reader is not left waiting for a turn that never starts.
+          await access({ conversationID: conversationOf(message) }).catch(async (error) => {
+            await stream.abandon(ConnectError.from(error));
+            throw error;
           });
           await stream.append(appendSeqno, message);
         } catch (error) {

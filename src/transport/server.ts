@@ -55,6 +55,7 @@ import {
   TELEMETRY_SINKS,
 } from "./startup-procedures.ts";
 import { createStreamRegistry } from "./stream-registry.ts";
+import type { CheckAccess } from "./user-access.ts";
 import { createUserCommands } from "./user-commands.ts";
 import type { WebTools } from "./web-work.ts";
 
@@ -131,6 +132,8 @@ export interface ServerDeps {
    * here, on every request, and the request runs as that user (request-user.ts).
    */
   readonly authenticate?: Authenticate;
+  /** Team users: who may use which stream and conversation (user-access.ts). */
+  readonly access?: CheckAccess;
   /**
    * Several instances on one database (docs/team.md): each agent stream's owner instance, so a
    * RunSSE or BidiAppend that lands here for a stream held elsewhere is forwarded (cluster.ts).
@@ -222,6 +225,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       model: options.helperModel,
       timeoutMs: options.helperTimeoutMs,
     }),
+    ...(deps.access === undefined ? {} : { access: deps.access }),
   });
   const router = createConnectRouter();
   routes(router);
