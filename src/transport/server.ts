@@ -360,13 +360,10 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   const isOwnHost = createHostCheck([options.host]);
   const health = createHealth(store);
   const routing = deps.cluster === undefined ? undefined : createClusterRouting(deps.cluster, log);
-  /** `dispatch`, or the stream's owner instance when it lives elsewhere (HTTP/1.1 only). */
+  /** `dispatch`, or the stream's owner instance when it lives elsewhere (either HTTP). */
   const route = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
-    if (routing === undefined || request.httpVersionMajor !== 1) {
-      dispatch(request, response);
-      return;
-    }
-    routing.serve(request as IncomingMessage, response as ServerResponse, dispatch);
+    if (routing === undefined) dispatch(request, response);
+    else routing.serve(request, response, dispatch);
   };
   const handle = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
     if (HEALTH_PATHS.has(pathOf(request))) {

@@ -23,7 +23,11 @@ import {
 import { openPostgresStore, openPostgresUsers } from "../../store/index.ts";
 import { getTestPostgres } from "../../store/testing/postgres-server.ts";
 import { createCursorClient } from "../testing/index.ts";
-import { type Balancer, startRoundRobinBalancer } from "./round-robin-balancer.ts";
+import {
+  type Balancer,
+  startRoundRobinBalancer,
+  startRoundRobinH2Balancer,
+} from "./round-robin-balancer.ts";
 import { API_KEY, type ChildServer, MODEL, startServerProcess } from "./test-harness.ts";
 
 const postgres = await getTestPostgres();
@@ -144,6 +148,44 @@ if (postgres.type === "unavailable") {
       const spread = [...byStream.values()].filter((backends) => backends.size >= 2).length;
       assert.ok(spread >= CONVERSATIONS / 2, `${spread} streams reached several instances`);
       assert.equal(new Set(balancer.hits.map((hit) => hit.backend)).size, INSTANCES);
+    });
+
+    test("over HTTP/2 too: RunSSE and BidiAppends landing on different instances reach the owner", async () => {
+      const h2 = await startRoundRobinH2Balancer(instances.map((instance) => instance.url));
+      const client = createCursorClient({
+        baseUrl: h2.url,
+        httpVersion: "2",
+        runSseOverHttp2: true,
+        workspace,
+        timeoutMs: 30_000,
+        headers: { authorization: `Bearer ${token}` },
+      });
+      try {
+        const results = await Promise.all(
+          [0, 1, 2].map(
+            (i) =>
+              client.startTurn({
+                conversationId: `h2-${i}`,
+                text: `read f${i}.txt`,
+                modelId: MODEL,
+              }).done,
+          ),
+        );
+        for (const [i, result] of results.entries()) {
+          assert.equal(result.error, undefined, `conversation h2-${i}: ${result.error?.message}`);
+          assert.match(result.view.text, /done: read/, `conversation h2-${i}`);
+        }
+      } finally {
+        await client.close();
+        await h2.close();
+      }
+      const byStream = new Map<string, Set<number>>();
+      for (const hit of h2.hits) {
+        if (hit.requestID === undefined || !/RunSSE|BidiAppend/.test(hit.path)) continue;
+        byStream.set(hit.requestID, (byStream.get(hit.requestID) ?? new Set()).add(hit.backend));
+      }
+      assert.equal(byStream.size, 3);
+      assert.ok([...byStream.values()].every((backends) => backends.size >= 2));
     });
 
     test("the owner killed mid-turn: another instance takes the stream over and the turn ends", async () => {
