@@ -57,7 +57,8 @@ export type ProtocolError =
   | { readonly type: "helper_failed"; readonly what: string; readonly reason: string }
   | { readonly type: "instance_unreachable" }
   | { readonly type: "misdirected" }
-  | { readonly type: "token_check_failed" };
+  | { readonly type: "token_check_failed" }
+  | { readonly type: "team_token_missing"; readonly variable: string };
 
 /** The errors that carry an ErrorDetails detail. */
 type DetailedName = FailureKind | "not_supported";
@@ -111,6 +112,7 @@ export const WIRE_ERRORS: { readonly [Name in DetailedName]: Row<ErrorDetails_Er
   instance_unreachable: bare(Code.Unavailable),
   misdirected: bare(Code.FailedPrecondition),
   token_check_failed: bare(Code.Unavailable),
+  team_token_missing: bare(Code.Unauthenticated),
 };
 
 /** The message of a protocol error (the client shows it as is). */
@@ -157,6 +159,11 @@ function toProtocolMessage(error: ProtocolError): string {
       return "this request was forwarded to another server instance; it is not served here";
     case "token_check_failed":
       return "the access token could not be checked (the user database did not answer); retry shortly";
+    case "team_token_missing":
+      return (
+        `cursor-byok has no team token: set ${error.variable} to the token \`cursor-byok users ` +
+        "add` printed for you (your team's admin has it), then restart cursor-byok"
+      );
   }
 }
 
