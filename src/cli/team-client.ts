@@ -35,6 +35,7 @@ export async function serveTeamClient(
     token: team.token,
     tokenVariable: team.tokenVariable,
     log,
+    forIde: true,
   });
   const served = listServedProcedures();
   const proxyUrl = new URL(ide.journal.proxyUrl);

@@ -25,6 +25,7 @@ import { toChatCompletionSse } from "../llm/testing/chat-completions-sse.ts";
 import { type FakeProvider, startFakeProvider } from "../llm/testing/fake-provider.ts";
 import { openPostgresStore, openPostgresUsers } from "../store/index.ts";
 import { getTestPostgres } from "../store/testing/postgres-server.ts";
+import { Http2Config } from "../transport/cursor/gen/aiserver/v1/server_config_pb.js";
 import { createProxyAgent } from "../transport/proxy/connect-through.ts";
 import { createCursorClient } from "../transport/testing/index.ts";
 import { createTempHome, runCliProcess, type ServeProcess, startServeProcess } from "./testing.ts";
@@ -104,6 +105,7 @@ if (postgres.type === "unavailable") {
           "server:",
           "  accessTokenEnv: ADMIN_TOKEN",
           "  users: true",
+          "  http2: true # for cursor-agent; never offered to the IDE through its proxy",
           "data:",
           "  postgres:",
           `    url: ${url}`,
@@ -201,6 +203,9 @@ if (postgres.type === "unavailable") {
         }).done;
         assert.equal(result.error, undefined, result.error?.message);
         assert.match(result.view.text, /hello from the team server/);
+        // The team server offers HTTP/2, but not to the IDE: its HTTP/2 would bypass the proxy.
+        const config = await client.ai.getServerConfig({});
+        assert.equal(config.http2Config, Http2Config.FORCE_ALL_DISABLED);
         // A call the server does not answer goes to Cursor, with the IDE's own credentials.
         const identity = await fetchThroughProxy("/aiserver.v1.AuthService/GetEmail");
         assert.equal(identity.headers.get("x-upstream"), "yes");
@@ -281,6 +286,13 @@ const endpoint = process.argv[process.argv.indexOf("--endpoint") + 1];
           body: "{}",
         });
         assert.equal(direct.status, 401);
+        // cursor-agent gets the team server's HTTP/2 offer as it is.
+        const offered = await fetch(`${team.url}/aiserver.v1.AiService/GetServerConfig`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+          body: "{}",
+        });
+        assert.match(await offered.text(), /HTTP2_CONFIG_FORCE_ALL_ENABLED|"http2Config":\s*1/);
       });
 
       test("without the token it does not start cursor-agent, and says what to set", async () => {

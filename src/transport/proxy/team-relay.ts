@@ -19,6 +19,7 @@ import type { Secret } from "../../llm/index.ts";
 import { toProtocolError } from "../cursor/index.ts";
 import type { RequestHandler } from "../http/listen.ts";
 import type { Log } from "../log.ts";
+import { VIA_IDE_PROXY_HEADER } from "../routes.ts";
 import { createForwarder, type ProxiedRequest, type ProxiedResponse } from "./forward.ts";
 
 export interface TeamRelayOptions {
@@ -29,6 +30,11 @@ export interface TeamRelayOptions {
   /** The environment variable the token comes from, named in the error when it is missing. */
   readonly tokenVariable: string;
   readonly log: Log;
+  /**
+   * The IDE proxy's relay: its calls are marked so the server offers the IDE no HTTP/2
+   * (routes.ts), as a local server in IDE mode does.
+   */
+  readonly forIde?: boolean;
   /** How long connecting to the team server may take. Default 15 s. */
   readonly connectTimeoutMs?: number;
 }
@@ -58,6 +64,7 @@ export function createTeamRelay(options: TeamRelayOptions): TeamRelay {
       if (!WITHHELD.has(name)) out[name] = value;
     }
     if (token !== undefined) out.authorization = `Bearer ${token.reveal()}`;
+    if (options.forIde === true) out[VIA_IDE_PROXY_HEADER] = "1";
     return out;
   };
   return {
