@@ -188,6 +188,61 @@ if (postgres.type === "unavailable") {
       assert.ok([...byStream.values()].every((backends) => backends.size >= 2));
     });
 
+    test("an instance advertising a wrong port keeps its streams; the others answer 503", async () => {
+      // Alive and serving, but the address it advertises refuses connections.
+      const wrong = await startServerProcess({
+        providerUrl: provider.url,
+        apiKey: API_KEY,
+        model: MODEL,
+        dbPath: "",
+        port: await freePort(),
+        databaseUrl: url,
+        instanceID: "wrong-port",
+        leaseMs: 3_000,
+        users: true,
+        advertiseUrl: `http://127.0.0.1:${await freePort()}`,
+      });
+      const requestId = randomUUID();
+      const client = createCursorClient({
+        baseUrl: wrong.url,
+        httpVersion: "1.1",
+        workspace,
+        timeoutMs: 30_000,
+        headers: { authorization: `Bearer ${token}` },
+      });
+      try {
+        const result = await client.startTurn(
+          { conversationId: "wrong-port", text: "read f0.txt", modelId: MODEL },
+          { requestId },
+        ).done;
+        assert.equal(result.error, undefined, result.error?.message);
+        assert.equal(await ownerOf(url, requestId), "wrong-port");
+        const calls = provider.requests.length;
+        // Its stream's calls reaching another instance: refused, not taken over.
+        for (const path of [
+          "/agent.v1.AgentService/RunSSE",
+          "/aiserver.v1.BidiService/BidiAppend",
+        ]) {
+          const answer = await fetch(`${(instances[1] as ChildServer).url}${path}`, {
+            method: "POST",
+            headers: {
+              "content-type": "application/connect+proto",
+              authorization: `Bearer ${token}`,
+              "x-request-id": requestId,
+            },
+            body: new Uint8Array(5),
+          });
+          assert.equal(answer.status, 503, path);
+          assert.match(await answer.text(), /"code":"unavailable".*cannot be reached/, path);
+        }
+        assert.equal(await ownerOf(url, requestId), "wrong-port");
+        assert.equal(provider.requests.length, calls, "no instance ran the turn again");
+      } finally {
+        await client.close();
+        await wrong.close();
+      }
+    });
+
     test("the owner killed mid-turn: another instance takes the stream over and the turn ends", async () => {
       const requestId = randomUUID();
       const first = provider.requests.length;
