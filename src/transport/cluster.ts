@@ -130,10 +130,11 @@ export function createClusterRouting(directory: ClusterDirectory, log: Log): Clu
           "refused a request marked as forwarded to another instance (a forged marker, or an " +
             "instance whose server.advertiseUrl reaches this one)",
         );
-        // (An earlier version's marker falls through: it is routed like any request.)
         misdirected(request, response);
         return;
       }
+      // An earlier version's marker (LEGACY_FORWARDED_HEADER) is not looked at: such a request
+      // is routed like any other.
       const header = request.headers["x-request-id"];
       const requestID = Array.isArray(header) ? header[0] : header;
       if (
