@@ -238,12 +238,27 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "unknown top-level field",
       "server:\n  port: 1\nmodel:\n  - name: x\n",
-      "FILE:3:1: model: unknown field (expected one of server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web, subagents)",
+      "FILE:3:1: model: unknown field (expected one of server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web, subagents, team)",
     ],
     [
       "unknown server field",
       "server:\n  prot: 80\n",
       "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2, maxStreams, users, advertiseUrl)",
+    ],
+    [
+      "a team server over plain http to another machine",
+      "team:\n  server: http://byok.example.com\n",
+      "FILE:2:11: team.server: must be https:// (your team token travels to it); http:// only for a server on this machine",
+    ],
+    [
+      "a team server with a path",
+      "team:\n  server: https://byok.example.com/agent\n",
+      "FILE:2:11: team.server: must be the server's address alone (https://host[:port]), without a path",
+    ],
+    [
+      "a team section without a server",
+      "team:\n  tokenEnv: MY_TOKEN\n",
+      "FILE:2:3: team.server: is required: the team server's address",
     ],
     [
       "unknown ide field",
@@ -285,7 +300,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "the file as a list",
       "- a\n- b\n",
-      "FILE:1:1: the file must be a mapping of settings (server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web, subagents)",
+      "FILE:1:1: the file must be a mapping of settings (server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web, subagents, team)",
     ],
     ["models as a mapping", "models:\n  a: 1\n", "FILE:2:3: models: must be a list"],
     [
@@ -551,4 +566,22 @@ test("an access token from the environment must be long enough, and is never ech
     "FILE:2:19: server.accessTokenEnv: environment variable BYOK_TOKEN holds 12 characters; an access token needs at least 32 so it cannot be guessed (e.g. `openssl rand -hex 32`)",
   );
   assert.ok(!message.includes("short-secret"));
+});
+
+test("team: the server's origin and the user's token from the named variable, never echoed", () => {
+  const { config } = load(
+    "team:\n  server: https://byok.example.com/\n  tokenEnv: MY_TEAM_TOKEN\n",
+    {
+      env: { MY_TEAM_TOKEN: " cbk_the-token " },
+    },
+  );
+  assert.equal(config.team?.server, "https://byok.example.com");
+  assert.equal(config.team?.tokenVariable, "MY_TEAM_TOKEN");
+  assert.equal(config.team?.token?.reveal(), "cbk_the-token");
+  assert.ok(!JSON.stringify(config).includes("cbk_the-token"));
+  const unset = load("team:\n  server: http://127.0.0.1:8765\n").config.team;
+  assert.deepEqual(
+    { server: unset?.server, variable: unset?.tokenVariable, token: unset?.token },
+    { server: "http://127.0.0.1:8765", variable: "CURSOR_BYOK_TEAM_TOKEN", token: undefined },
+  );
 });

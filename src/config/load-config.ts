@@ -14,6 +14,7 @@ import path from "node:path";
 import { ConfigError, createModelConfigs, createSecret } from "../llm/index.ts";
 import { DATABASE_FILE, toDefaultDatabasePath } from "../store/index.ts";
 import { DEFAULT_SERVER_OPTIONS } from "../transport/server.ts";
+import { isLoopbackHost } from "./access.ts";
 import { ConfigFileError } from "./config-file-error.ts";
 import { toShortcutModels } from "./env-shortcuts.ts";
 import { type ConfigLocation, type PlatformInputs, toAbsolutePath } from "./paths.ts";
@@ -29,6 +30,7 @@ import {
   type PostgresSettings,
   RUN_SSE_CONTENT_TYPES,
   type ServerSettings,
+  type TeamClientSettings,
 } from "./types.ts";
 import { toWebSettings } from "./web-settings.ts";
 import { type FieldPath, fromFieldText, parseYamlSource, type YamlSource } from "./yaml-source.ts";
@@ -57,8 +59,12 @@ const TOP_FIELDS = [
   "ide",
   "web",
   "subagents",
+  "team",
 ];
 const SUBAGENT_FIELDS = ["models"];
+const TEAM_FIELDS = ["server", "tokenEnv"];
+/** The variable holding the user's team token unless `team.tokenEnv` names another. */
+export const DEFAULT_TEAM_TOKEN_VARIABLE = "CURSOR_BYOK_TEAM_TOKEN";
 const IDE_FIELDS = ["proxyPort", "allowConnectPorts"];
 const SERVER_FIELDS = [
   "host",
@@ -150,6 +156,64 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
     ...(subagentModels === undefined ? {} : { subagentModels }),
     missingKeys: findMissingKeys(source, models, inputs.env),
     web: toWebSettings(source, root.web, inputs.env),
+    ...toTeamClient(source, root.team, inputs.env),
+  };
+}
+
+/**
+ * `team`: this machine's clients use a team's server (docs/team.md "Clients"). The server must
+ * be https, since the user's token travels to it; plain http only to this machine (tests, a
+ * tunnel). The token may be unset here: the client says so where it is needed.
+ */
+function toTeamClient(
+  source: YamlSource | undefined,
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+): { team?: TeamClientSettings } {
+  if (value === undefined) return {};
+  const section = toSection(source, ["team"], value, TEAM_FIELDS);
+  const server = optionalString(source, ["team", "server"], section.server);
+  if (server === undefined) {
+    throw fail(source, ["team", "server"], "is required: the team server's address");
+  }
+  const variable =
+    optionalString(source, ["team", "tokenEnv"], section.tokenEnv) ?? DEFAULT_TEAM_TOKEN_VARIABLE;
+  if (!VARIABLE_NAME.test(variable)) {
+    throw fail(source, ["team", "tokenEnv"], "must be an environment variable name");
+  }
+  const problem = toTeamServerProblem(server);
+  if (problem !== undefined) throw fail(source, ["team", "server"], problem);
+  return { team: toTeamClientSettings(server, variable, env) };
+}
+
+/** Why `url` cannot be a team server's address, or `undefined`. */
+export function toTeamServerProblem(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "must be an address such as https://byok.example.com";
+  }
+  if (parsed.pathname !== "/" || parsed.search !== "" || parsed.username !== "") {
+    return "must be the server's address alone (https://host[:port]), without a path";
+  }
+  if (parsed.protocol === "https:") return undefined;
+  if (parsed.protocol === "http:" && isLoopbackHost(parsed.hostname.replace(/^\[(.*)\]$/, "$1"))) {
+    return undefined;
+  }
+  return "must be https:// (your team token travels to it); http:// only for a server on this machine";
+}
+
+export function toTeamClientSettings(
+  server: string,
+  variable: string,
+  env: Readonly<Record<string, string | undefined>>,
+): TeamClientSettings {
+  const token = env[variable]?.trim() ?? "";
+  return {
+    server: new URL(server).origin,
+    tokenVariable: variable,
+    ...(token === "" ? {} : { token: createSecret(token) }),
   };
 }
 

@@ -40,6 +40,9 @@ import type { Log } from "./log.ts";
 import type { StreamRegistry } from "./stream-registry.ts";
 import type { CheckAccess } from "./user-access.ts";
 
+/** Set by a team client's IDE proxy on the calls it relays (transport/proxy/team-relay.ts). */
+export const VIA_IDE_PROXY_HEADER = "x-cursor-byok-via-ide-proxy";
+
 export interface RouteOptions {
   /** Whether `GetServerConfig` lets clients use the HTTP/2 bidi `Run`. */
   readonly offerHttp2: boolean;
@@ -58,9 +61,11 @@ export function createRoutes(
   options: RouteOptions,
 ): (router: ConnectRouter) => void {
   const offered = (): OfferedModel[] => models.listModels().map(toOfferedModel);
-  const serverConfig = () =>
+  // HTTP/2 is never offered to the IDE through a team client's proxy (docs/team.md "Clients"):
+  // Electron's HTTP/2 client does not use the proxy, so the agent would go to Cursor's host.
+  const serverConfig = (_request: unknown, context: HandlerContext) =>
     toServerConfigResponse({
-      http2: options.offerHttp2,
+      http2: options.offerHttp2 && !context.requestHeader.has(VIA_IDE_PROXY_HEADER),
       pathEncryptionKeys: options.pathEncryptionKeys,
     });
   const { helper } = options;
