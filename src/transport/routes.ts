@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import type { LLM, ModelInfo } from "../llm/index.ts";
+import { afterOpen } from "./after-open.ts";
 import {
   toBranchName,
   toBranchNamePrompt,
@@ -86,11 +87,12 @@ export function createRoutes(
 
   return (router) => {
     router.service(AgentService, {
-      async *runSSE(request, context) {
-        await access({ requestID: request.requestId });
-        const stream = await streams.open(request.requestId);
-        yield* stream.subscribe(context.signal);
-      },
+      // Not a generator: the agent stream's own generator is what Connect reads (after-open.ts).
+      runSSE: (request, context) =>
+        afterOpen(async () => {
+          await access({ requestID: request.requestId });
+          return (await streams.open(request.requestId)).subscribe(context.signal);
+        }),
       async *run(requests, context) {
         // A Run stream cannot be reconnected: when the client goes, its turn goes with it.
         const stream = await streams.open(`run-${randomUUID()}`);
