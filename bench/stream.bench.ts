@@ -30,6 +30,7 @@ import { createRunner } from "../src/runner/runner.ts";
 import { createMemoryStore } from "../src/store/index.ts";
 import { silentLog } from "../src/transport/log.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../src/transport/server.ts";
+import type { ClientResult, ClientSettings } from "./stream-clients.ts";
 import {
   type BenchProvider,
   indexesOf,
@@ -37,7 +38,6 @@ import {
   ms,
   percentile,
   runTurn,
-  stampsOf,
   startBenchProvider,
 } from "./turn-kit.ts";
 
@@ -49,6 +49,8 @@ const asked = process.argv
 const run = (section: Section) => asked.length === 0 || asked.includes(section);
 const LENGTHS = (process.env.BENCH_LENGTHS ?? "1000,10000,20000,100000").split(",").map(Number);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 2_000);
+/** Conversations one client process opens and reads (stream-clients.ts). */
+const CLIENTS_PER_PROCESS = 1_000;
 
 const print = (line = "") => process.stdout.write(`${line}\n`);
 const median = (values: readonly number[]) => percentile(values, 50);
@@ -289,80 +291,128 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
   const rssBefore = rss();
 
   provider.script = settings.script;
-  const controller = new AbortController();
-  const opened: Promise<unknown>[] = [];
-  const chunkDelays: number[] = [];
-  const gaps: number[] = [];
-  let open = 0;
-  const failures: string[] = [];
-  const startedAt = performance.now();
-  let allOpenAt = Number.NaN;
-  for (let i = 0; i < streams; i += 1) {
-    // Opened 50 at a time, 20 ms apart (2,000 in 0.8 s), as the listen backlog would drop a
-    // burst of thousands of connections at once.
-    if (i > 0 && i % 50 === 0) await new Promise((resolve) => setTimeout(resolve, 20));
-    let last = Number.NaN;
-    opened.push(
-      runTurn(
-        url,
-        (text, at) => {
-          for (const stamp of stampsOf(text)) chunkDelays.push(at - stamp);
-        },
-        (_message, at) => {
-          if (Number.isNaN(last)) {
-            open += 1;
-            if (open === streams) allOpenAt = at;
-          } else {
-            gaps.push(at - last);
-          }
-          last = at;
-        },
-        controller.signal,
-      ).catch((error: unknown) => {
-        if (!controller.signal.aborted) failures.push(String(error));
-      }),
-    );
-  }
-  // Watch for `observeMs`, and at least until every stream is open (or 60 s have passed), then
-  // one more second so that nothing is in flight when memory is read.
+  // The conversations are opened and read by client processes of their own (stream-clients.ts),
+  // at most CLIENTS_PER_PROCESS each, so that neither this process (the provider, which stamps
+  // the chunks) nor the server is starved by the clients.
+  const processes = Math.max(1, Math.ceil(streams / CLIENTS_PER_PROCESS));
+  const startedAt = Date.now();
+  const clients = Array.from({ length: processes }, (_, k) =>
+    startClients({
+      url,
+      streams: Math.floor(streams / processes) + (k < streams % processes ? 1 : 0),
+      // 2,000 in about 2 s: the listen backlog would drop a burst of thousands at once.
+      batch: Math.max(1, Math.round(50 / processes)),
+      everyMs: 50,
+      maxMs: observeMs + 90_000,
+    }),
+  );
+  const open = () => clients.reduce((sum, client) => sum + client.open, 0);
+  const failed = () => clients.reduce((sum, client) => sum + client.failed, 0);
+  // Watch for `observeMs`, and at least until every stream is open or failed (at most 60 s),
+  // then one more second so that nothing is in flight when memory is read.
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   while (
-    performance.now() - startedAt < observeMs ||
-    (open + failures.length < streams && performance.now() - startedAt < 60_000)
+    Date.now() - startedAt < observeMs ||
+    (open() + failed() < streams && Date.now() - startedAt < 60_000)
   ) {
     await sleep(100);
   }
   await sleep(1_000);
   const after = await memory.next();
   const rssAfter = rss();
-  controller.abort();
-  await Promise.all(opened);
+  const results = await Promise.all(clients.map((client) => client.stop()));
   clearTimeout(bound);
   const exited = new Promise((resolve) => child.once("exit", resolve));
   child.kill("SIGKILL");
   await exited;
   rmSync(dir, { recursive: true, force: true });
 
+  const opened = results.reduce((sum, result) => sum + result.open, 0);
+  const failures = results.reduce((sum, result) => sum + result.failures, 0);
+  const firstFailure = results.find((result) => result.firstFailure !== undefined)?.firstFailure;
+  const chunkDelays = results.flatMap((result) => result.chunkDelays);
+  const gaps = results.flatMap((result) => result.gaps);
+  // NaN (a process did not open all of its streams) arrives as null.
+  const allOpenAt = Math.max(...results.map((result) => result.allOpenAt ?? Number.NaN));
   print();
   if (settings.script.stamp === true) {
     print(
       `concurrency: ${streams} conversations on a server process, ${settings.script.stallAfter} chunks 1 s apart each, then silent; heartbeat ${heartbeatMs} ms; watched ${observeMs / 1000} s`,
     );
     print(
-      `  streams open: ${open} (all after ${ms(allOpenAt - startedAt)})   failed: ${failures.length}${failures[0] === undefined ? "" : ` (first: ${failures[0]})`}`,
+      `  streams open: ${opened} of ${streams} (${Number.isNaN(allOpenAt) ? "not all" : `all after ${ms(allOpenAt - startedAt)}`}; ${processes} client processes)   failed: ${failures}${firstFailure === undefined ? "" : ` (first: ${firstFailure})`}`,
     );
     print(
-      `  chunk → client: p50 ${ms(percentile(chunkDelays, 50))}   p99 ${ms(percentile(chunkDelays, 99))} [< 50 ms]   (${chunkDelays.length} chunks)`,
+      `  chunk → client: p50 ${ms(percentile(chunkDelays, 50))}   p99 ${ms(percentile(chunkDelays, 99))} [< 50 ms]   (${chunkDelays.length} chunks of ${opened * (settings.script.stallAfter ?? 0)})`,
     );
     print(
-      `  longest silence on a stream: ${ms(Math.max(...gaps))} [≤ 5,000 ms]   gaps p99 ${ms(percentile(gaps, 99))}`,
+      `  longest silence on a stream: ${ms(Math.max(...gaps))} [≤ 5,000 ms]   gaps p99 ${ms(percentile(gaps, 99))}${opened < streams ? "   (not met: not every stream opened)" : ""}`,
     );
   } else {
     print(`heap: ${streams} open, silent conversations on a server process (after a full GC)`);
   }
   print(
-    `  live heap per open stream: ${kib((after.heapUsed - before.heapUsed) / Math.max(1, open))}${settings.script.stamp === true ? "" : " [≤ 48 KiB]"}   off-heap (external) per stream: ${kib((after.external - before.external) / Math.max(1, open))}   RSS per stream: ${kib((rssAfter - rssBefore) / Math.max(1, open))}   (heap ${(before.heapUsed / 2 ** 20).toFixed(1)} → ${(after.heapUsed / 2 ** 20).toFixed(1)} MiB, ${open} streams)`,
+    `  live heap per open stream: ${kib((after.heapUsed - before.heapUsed) / Math.max(1, opened))}${settings.script.stamp === true ? "" : " [≤ 48 KiB]"}   off-heap (external) per stream: ${kib((after.external - before.external) / Math.max(1, opened))}   RSS per stream: ${kib((rssAfter - rssBefore) / Math.max(1, opened))}   (heap ${(before.heapUsed / 2 ** 20).toFixed(1)} → ${(after.heapUsed / 2 ** 20).toFixed(1)} MiB, ${opened} streams)`,
   );
+}
+
+interface Clients {
+  /** Conversations open / failed so far (from the process's progress reports). */
+  readonly open: number;
+  readonly failed: number;
+  /** Aborts the process's conversations and resolves with what it measured. */
+  stop(): Promise<ClientResult>;
+}
+
+/** One client process (stream-clients.ts); killed if it has not answered `stop` in 30 s. */
+function startClients(settings: ClientSettings): Clients {
+  const child = spawn(
+    process.execPath,
+    [join(import.meta.dirname, "stream-clients.ts"), JSON.stringify(settings)],
+    { stdio: ["pipe", "pipe", "inherit"] },
+  );
+  const state = { open: 0, failed: 0 };
+  let out = "";
+  let resolveResult: (result: ClientResult) => void = () => {};
+  const result = new Promise<ClientResult>((resolve) => {
+    resolveResult = resolve;
+  });
+  const empty: ClientResult = {
+    open: 0,
+    allOpenAt: Number.NaN,
+    chunkDelays: [],
+    gaps: [],
+    failures: settings.streams,
+    firstFailure: "the client process ended without a result",
+  };
+  child.once("exit", () => resolveResult(empty));
+  child.stdout?.setEncoding("utf8");
+  child.stdout?.on("data", (text: string) => {
+    out += text;
+    for (let newline = out.indexOf("\n"); newline >= 0; newline = out.indexOf("\n")) {
+      const line = out.slice(0, newline);
+      out = out.slice(newline + 1);
+      const progress = /^PROGRESS (\d+) (\d+)$/.exec(line);
+      if (progress !== null) {
+        state.open = Number(progress[1]);
+        state.failed = Number(progress[2]);
+      }
+      if (line.startsWith("RESULT ")) resolveResult(JSON.parse(line.slice(7)) as ClientResult);
+    }
+  });
+  return {
+    get open() {
+      return state.open;
+    },
+    get failed() {
+      return state.failed;
+    },
+    stop() {
+      child.stdin?.end("stop\n");
+      const kill = setTimeout(() => child.kill("SIGKILL"), 30_000);
+      return result.finally(() => clearTimeout(kill));
+    },
+  };
 }
 
 interface Memory {

@@ -30,7 +30,10 @@ export interface Script {
   readonly stall?: boolean;
   /** Go silent (hang) after this many chunks. */
   readonly stallAfter?: number;
-  /** Each chunk's text is `t<performance.now() when written> ` instead of `e<i> `. */
+  /**
+   * Each chunk's text is `t<epoch ms when written> ` instead of `e<i> ` (`performance.timeOrigin +
+   * performance.now()`, sub-millisecond, comparable with another process's on this machine).
+   */
   readonly stamp?: boolean;
 }
 
@@ -80,7 +83,10 @@ export async function startBenchProvider(): Promise<BenchProvider> {
       for (let i = 0; i < chunks; i += 1) {
         const now = performance.now();
         provider.written[i] = now;
-        await write(res, chunk(stamp ? `t${now.toFixed(3)} ` : `e${i} `));
+        await write(
+          res,
+          chunk(stamp ? `t${(performance.timeOrigin + now).toFixed(3)} ` : `e${i} `),
+        );
         if (stall || stallAfter === i + 1) {
           res.on("close", () => res.destroy());
           return;
@@ -171,7 +177,7 @@ export function indexesOf(text: string): number[] {
   return [...text.matchAll(/e(\d+) /g)].map((match) => Number(match[1]));
 }
 
-/** The write times (`t<ms> `, performance.now() of this process) a text delta carries. */
+/** The write times (`t<epoch ms> `, see `Script.stamp`) a text delta carries. */
 export function stampsOf(text: string): number[] {
   return [...text.matchAll(/t(\d+\.\d+) /g)].map((match) => Number(match[1]));
 }

@@ -26,7 +26,7 @@ import { describeError, untilAborted } from "./abort.ts";
 import type { ModelPrices } from "./config.ts";
 import { toErrorMessage } from "./error-message.ts";
 import type { ExactFetchState } from "./exact-fetch.ts";
-import { hashBody } from "./exact-fetch.ts";
+import { hashBody, toSentRequest } from "./exact-fetch.ts";
 import type { LLMCall, Message, RequestMessages } from "./types.ts";
 
 export const DEMO_MODEL_NAME = "demo";
@@ -101,7 +101,7 @@ export function createDemoModel(options: DemoOptions = {}): DemoModel {
       bodyHash: hashBody(body),
       replayed: call.replay !== undefined,
     });
-    state.exact = exact;
+    state.exact = toSentRequest(exact);
     if (call.beforeSend !== undefined) {
       try {
         await untilAborted(call.beforeSend(exact), signal);

@@ -74,7 +74,8 @@ describe("exact fetch", { timeout: 10_000 }, () => {
   });
 
   test("a replayed body replaces the built one, content length included", async () => {
-    const saved = '{ "saved": true }';
+    // Not Latin-1: the length is the UTF-8 bytes, sent in one piece (not chunked).
+    const saved = '{ "saved": "true…" }';
     const first = fake.requests.length;
     fake.reply({ type: "status", status: 200, body: "{}" });
     const { fetch: send, state } = exactFetch({ replayBody: saved });
@@ -82,6 +83,7 @@ describe("exact fetch", { timeout: 10_000 }, () => {
     const received = fake.requests[first];
     assert.equal(received?.body, saved);
     assert.equal(received?.headers["content-length"], String(Buffer.byteLength(saved)));
+    assert.equal(received?.headers["transfer-encoding"], undefined);
     assert.equal(state.exact?.replayed, true);
   });
 

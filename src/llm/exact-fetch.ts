@@ -14,12 +14,17 @@
  *   fails the call with a message that says so, without retries.
  * - One call sends one request. A second request from the same call (a library fallback that
  *   rebuilds the body) is refused, so what was saved is what was sent.
+ * - Nothing here keeps the body once the response has come (issue #19): each attempt hands fetch
+ *   a one-chunk stream of the body's UTF-8 bytes with an explicit `content-length` (so the
+ *   request is the same as with a string body, never chunked), which fetch lets go once written,
+ *   and the call's state keeps a `SentRequest` (no body). A string body would be held by fetch
+ *   for as long as the response streams.
  */
 import { createHash } from "node:crypto";
 import { describeError, toAbortError, untilAborted } from "./abort.ts";
 import { decideRetry, type RetryPolicy } from "./retry.ts";
 import { redactSecret } from "./secret.ts";
-import type { ExactRequest, RequestAttempt } from "./types.ts";
+import type { ExactRequest, RequestAttempt, SentRequest } from "./types.ts";
 
 export interface ExactFetchOptions {
   readonly callID: string;
@@ -36,7 +41,7 @@ export interface ExactFetchOptions {
 
 /** What the call sent so far. Written only by the code that sends (this fetch, or the demo). */
 export interface ExactFetchState {
-  exact: ExactRequest | undefined;
+  exact: SentRequest | undefined;
   readonly attempts: RequestAttempt[];
   /** Why `beforeSend` failed, when it did. */
   hookFailure: string | undefined;
@@ -44,6 +49,28 @@ export interface ExactFetchState {
 
 export function hashBody(body: string): string {
   return createHash("sha256").update(body, "utf8").digest("hex");
+}
+
+/** Strips the body (see `SentRequest`). */
+export function toSentRequest(exact: ExactRequest): SentRequest {
+  const { body: _body, ...sent } = exact;
+  return Object.freeze(sent);
+}
+
+/**
+ * The body as fetch gets it for one attempt: its UTF-8 bytes as a stream of one chunk, let go
+ * once written. `content-length` is set by the caller from `bytes.length`.
+ */
+function toBodyStream(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  let chunk: Uint8Array | undefined = bytes;
+  // Not a byte stream: that would transfer (detach) the buffer, which a retry sends again.
+  return new ReadableStream({
+    pull(controller) {
+      if (chunk !== undefined) controller.enqueue(chunk);
+      chunk = undefined;
+      controller.close();
+    },
+  });
 }
 
 export function createExactFetch(options: ExactFetchOptions): {
@@ -77,7 +104,7 @@ export function createExactFetch(options: ExactFetchOptions): {
       bodyHash: hashBody(body),
       replayed: options.replayBody !== undefined,
     });
-    state.exact = exact;
+    state.exact = toSentRequest(exact);
 
     if (options.beforeSend !== undefined) {
       try {
@@ -89,19 +116,26 @@ export function createExactFetch(options: ExactFetchOptions): {
       }
     }
 
-    // The body may differ from the one the SDK measured (replay), so let fetch set the length.
+    // The body may differ from the one the SDK measured (replay): the length is the bytes sent.
+    const bytes = Buffer.from(body, "utf8");
     const headers = new Headers(init.headers);
-    headers.delete("content-length");
+    headers.set("content-length", String(bytes.length));
     // Redirects are not followed: a followed redirect would send the body to an address nobody
-    // recorded. It also spares fetch its copy of the body kept for re-sending on a redirect,
-    // which otherwise lives as long as the response stream (issue #19).
-    const request: RequestInit = { ...init, headers, body, signal, redirect: "error" };
+    // recorded (and a stream body could not be sent again anyway).
+    const request = (): RequestInit & { duplex: "half" } => ({
+      ...init,
+      headers,
+      body: toBodyStream(bytes),
+      duplex: "half",
+      signal,
+      redirect: "error",
+    });
 
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) throw toAbortError(signal);
       let response: Response;
       try {
-        response = await options.baseFetch(input, request);
+        response = await options.baseFetch(input, request());
       } catch (error) {
         if (signal.aborted) throw toAbortError(signal);
         if (isRedirect(error)) {

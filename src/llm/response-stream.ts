@@ -10,7 +10,7 @@
 import type { AssistantMessage, AssistantMessageEvent } from "@earendil-works/pi-ai";
 import { errorMessage } from "../errors/error-message.ts";
 import { createSnapshotter } from "./snapshot.ts";
-import type { ExactRequest, LLMStream, RequestAttempt, ResponseEvent } from "./types.ts";
+import type { LLMStream, RequestAttempt, ResponseEvent, SentRequest } from "./types.ts";
 
 export interface ResponseStreamOptions {
   readonly callID: string;
@@ -20,7 +20,7 @@ export interface ResponseStreamOptions {
   readonly toFailure: (reason: "error" | "aborted", errorMessage: string) => AssistantMessage;
   /** Last say on the terminal error message (e.g. a clearer cause, redaction). */
   readonly finishError?: (error: AssistantMessage) => AssistantMessage;
-  readonly exactRequest?: () => ExactRequest | undefined;
+  readonly exactRequest?: () => SentRequest | undefined;
   readonly attempts?: () => readonly RequestAttempt[];
   /** Called once, after the terminal event was queued (e.g. to drop listeners). */
   readonly onEnd?: () => void;

@@ -111,6 +111,14 @@ export interface ExactRequest {
   readonly replayed: boolean;
 }
 
+/**
+ * What a stream keeps of its exact request: everything but the body, which only `beforeSend`
+ * gets (to save it). A stream lives as long as the model answers; holding a 20–40 KB body that
+ * long for every open stream was the largest single item of the server's memory per stream
+ * (issue #19). The hash still identifies the bytes sent.
+ */
+export type SentRequest = Omit<ExactRequest, "body">;
+
 /** One attempt at sending the request: the status it got, or why it failed; and the wait after it. */
 export interface RequestAttempt {
   /** 1-based. */
@@ -162,8 +170,11 @@ export interface LLMCall {
 /** The stream of one model call, with what the call sent. */
 export interface LLMStream extends ResponseStream {
   readonly callID: string;
-  /** The exact request, once serialised; `undefined` if the call failed before that. */
-  readonly exactRequest: ExactRequest | undefined;
+  /**
+   * What the call sent, once serialised, without the body (`SentRequest`: the body goes to
+   * `beforeSend` only); `undefined` if the call failed before that.
+   */
+  readonly exactRequest: SentRequest | undefined;
   /** The send attempts so far (retries included). */
   readonly attempts: readonly RequestAttempt[];
   /**

@@ -16,7 +16,7 @@ import type { SerialQueue } from "./serial-queue.ts";
 import type { ModelSwitch } from "./types.ts";
 
 export interface ModelCallDeps {
-  readonly store: Pick<Store, "getLLMCall" | "saveLLMCall" | "setLLMCallStatus">;
+  readonly store: Pick<Store, "getLLMCall" | "saveLLMCall">;
   readonly llm: Pick<LLM, "stream">;
   readonly now: () => number;
   readonly queue: SerialQueue;
@@ -73,6 +73,9 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       // With a fallback left, one quick retry and then the next model (README "Model routing").
       ...(command.fallbackLeft === true ? { maxAttempts: FAILOVER_ATTEMPTS } : {}),
       ...(saved === null ? {} : { replay: { body: saved.request } }),
+      // One write before the send: the row is saved already `streaming` (bytes may go up once it
+      // is), which a `planned` row followed by a status change only split in two (issue #19);
+      // after a crash both read as an unfinished call whose saved bytes are sent again.
       beforeSend: async (exact) => {
         await store.saveLLMCall({
           callID: command.callID,
@@ -83,9 +86,8 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
           messagesHash: command.messagesHash,
           messageCount: command.messageCount,
           lastMessageHash: command.lastMessageHash,
-          status: "planned",
+          status: "streaming",
         });
-        await store.setLLMCallStatus(command.callID, "streaming");
       },
     });
     entry.stream = { callID: command.callID, stream };

@@ -103,14 +103,13 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         },
       );
     },
-    async *subscribe(signal) {
+    subscribe(signal) {
       grace.clear();
-      try {
-        yield* outbound.subscribe(signal);
-      } finally {
+      // The outbound generator itself, with this stream's bookkeeping when its reader goes.
+      return outbound.subscribe(signal, () => {
         if (!outbound.ended && !outbound.subscribed) grace.start();
         settle();
-      }
+      });
     },
     async restore(conversation, turnID, runRequestBytes) {
       const request = fromSavedRunRequest(runRequestBytes);

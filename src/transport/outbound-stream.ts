@@ -19,7 +19,12 @@
 export interface OutboundStream<T> {
   push(message: T): void;
   end(error?: unknown): void;
-  subscribe(signal?: AbortSignal): AsyncGenerator<T, void, undefined>;
+  /**
+   * `onDetach` runs when this subscriber's reading ends (it finished, was taken over, aborted or
+   * returned), after it stopped counting as `subscribed`: callers hook in without wrapping the
+   * generator in one of their own (one layer less per message, issue #19).
+   */
+  subscribe(signal?: AbortSignal, onDetach?: () => void): AsyncGenerator<T, void, undefined>;
   readonly ended: boolean;
   /** Messages pushed so far. */
   readonly length: number;
@@ -89,7 +94,11 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
     }
   };
 
-  async function* run(mine: number, signal?: AbortSignal): AsyncGenerator<T, void, undefined> {
+  async function* run(
+    mine: number,
+    signal?: AbortSignal,
+    onDetach?: () => void,
+  ): AsyncGenerator<T, void, undefined> {
     active += 1;
     try {
       while (mine === generation && !signal?.aborted) {
@@ -112,6 +121,7 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
       }
     } finally {
       active -= 1;
+      onDetach?.();
     }
   }
 
@@ -127,11 +137,11 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
       endError = error;
       changed();
     },
-    subscribe(signal) {
+    subscribe(signal, onDetach) {
       // Take over at once, not when the new subscriber first pulls.
       generation += 1;
       changed();
-      return run(generation, signal);
+      return run(generation, signal, onDetach);
     },
     get ended() {
       return ended;

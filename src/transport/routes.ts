@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import type { LLM, ModelInfo } from "../llm/index.ts";
+import { afterOpen } from "./after-open.ts";
 import {
   toBranchName,
   toBranchNamePrompt,
@@ -40,6 +41,9 @@ import type { Log } from "./log.ts";
 import type { StreamRegistry } from "./stream-registry.ts";
 import type { CheckAccess } from "./user-access.ts";
 
+/** Set by a team client's IDE proxy on the calls it relays (transport/proxy/team-relay.ts). */
+export const VIA_IDE_PROXY_HEADER = "x-cursor-byok-via-ide-proxy";
+
 export interface RouteOptions {
   /** Whether `GetServerConfig` lets clients use the HTTP/2 bidi `Run`. */
   readonly offerHttp2: boolean;
@@ -58,9 +62,11 @@ export function createRoutes(
   options: RouteOptions,
 ): (router: ConnectRouter) => void {
   const offered = (): OfferedModel[] => models.listModels().map(toOfferedModel);
-  const serverConfig = () =>
+  // HTTP/2 is never offered to the IDE through a team client's proxy (docs/team.md "Clients"):
+  // Electron's HTTP/2 client does not use the proxy, so the agent would go to Cursor's host.
+  const serverConfig = (_request: unknown, context: HandlerContext) =>
     toServerConfigResponse({
-      http2: options.offerHttp2,
+      http2: options.offerHttp2 && !context.requestHeader.has(VIA_IDE_PROXY_HEADER),
       pathEncryptionKeys: options.pathEncryptionKeys,
     });
   const { helper } = options;
@@ -81,11 +87,12 @@ export function createRoutes(
 
   return (router) => {
     router.service(AgentService, {
-      async *runSSE(request, context) {
-        await access({ requestID: request.requestId });
-        const stream = await streams.open(request.requestId);
-        yield* stream.subscribe(context.signal);
-      },
+      // Not a generator: the agent stream's own generator is what Connect reads (after-open.ts).
+      runSSE: (request, context) =>
+        afterOpen(async () => {
+          await access({ requestID: request.requestId });
+          return (await streams.open(request.requestId)).subscribe(context.signal);
+        }),
       async *run(requests, context) {
         // A Run stream cannot be reconnected: when the client goes, its turn goes with it.
         const runID = `run-${randomUUID()}`;

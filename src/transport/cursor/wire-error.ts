@@ -59,7 +59,8 @@ export type ProtocolError =
   | { readonly type: "instance_unreachable" }
   | { readonly type: "misdirected" }
   | { readonly type: "token_check_failed" }
-  | { readonly type: "belongs_to_another_user"; readonly what: "agent stream" | "conversation" };
+  | { readonly type: "belongs_to_another_user"; readonly what: "agent stream" | "conversation" }
+  | { readonly type: "team_token_missing"; readonly variable: string };
 
 /** The errors that carry an ErrorDetails detail. */
 type DetailedName = FailureKind | "not_supported";
@@ -115,6 +116,7 @@ export const WIRE_ERRORS: { readonly [Name in DetailedName]: Row<ErrorDetails_Er
   misdirected: bare(Code.FailedPrecondition),
   token_check_failed: bare(Code.Unavailable),
   belongs_to_another_user: bare(Code.PermissionDenied),
+  team_token_missing: bare(Code.Unauthenticated),
 };
 
 /** The message of a protocol error (the client shows it as is). */
@@ -163,6 +165,11 @@ function toProtocolMessage(error: ProtocolError): string {
       return "the access token could not be checked (the user database did not answer); retry shortly";
     case "belongs_to_another_user":
       return `this ${error.what} belongs to another user: only the user who started it (or the admin) may use it`;
+    case "team_token_missing":
+      return (
+        `cursor-byok has no team token: set ${error.variable} to the token \`cursor-byok users ` +
+        "add` printed for you (your team's admin has it), then restart cursor-byok"
+      );
   }
 }
 

@@ -94,7 +94,7 @@ export async function listen(
     const silent = setTimeout(() => socket.destroy(), limits.firstBytesTimeoutMs);
     silent.unref();
     socket.once("close", () => clearTimeout(silent));
-    let head = Buffer.alloc(0);
+    let head = EMPTY;
     const onData = (chunk: Buffer): void => {
       head = Buffer.concat([head, chunk]);
       const n = Math.min(head.length, PREFACE.length);
@@ -102,13 +102,17 @@ export async function listen(
       if (isH2 && head.length < PREFACE.length) return;
       clearTimeout(silent);
       socket.off("data", onData);
+      // The error listener below shares this scope and lives as long as the connection: it must
+      // not keep the first bytes (a slice that can pin a whole 64 KiB read buffer, issue #19).
+      const routed = head;
+      head = EMPTY;
       if (isH2) {
         // http2 reads a net.Socket's native handle directly and would miss the bytes already
         // read here, so it gets a stream that replays them first.
-        h2.emit("connection", toReplayingStream(socket, head));
+        h2.emit("connection", toReplayingStream(socket, routed));
       } else {
         socket.pause();
-        socket.unshift(head);
+        socket.unshift(routed);
         h1.emit("connection", socket);
         socket.resume();
       }
@@ -144,6 +148,8 @@ export async function listen(
     },
   };
 }
+
+const EMPTY = Buffer.alloc(0);
 
 /** A duplex over `socket` whose readable side yields `head` first. */
 function toReplayingStream(socket: Socket, head: Buffer): Duplex {

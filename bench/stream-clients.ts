@@ -1,0 +1,96 @@
+/**
+ * Load clients for `bench:stream`'s server-process sections, in a process of their own so that
+ * opening and reading thousands of conversations does not starve the process that times them
+ * (the provider's) or the server. Started by stream.bench.ts with its settings as JSON in argv[2]:
+ *
+ * - opens `streams` conversations against `url`, `batch` at a time, `everyMs` apart;
+ * - prints `PROGRESS <open> <failed>` every 200 ms while it runs;
+ * - on a line on stdin (or stdin closing) aborts every conversation and prints
+ *   `RESULT <json>`: chunk delays (provider write → this client, from the `t<epoch ms>` stamps),
+ *   gaps between messages on a stream, when the last one opened, failures;
+ * - exits by itself after `maxMs` whatever happens.
+ */
+import { performance } from "node:perf_hooks";
+import { runTurn, stampsOf } from "./turn-kit.ts";
+
+export interface ClientSettings {
+  readonly url: string;
+  readonly streams: number;
+  readonly batch: number;
+  readonly everyMs: number;
+  readonly maxMs: number;
+}
+
+export interface ClientResult {
+  readonly open: number;
+  /** Epoch milliseconds when the last of this process's streams opened (NaN: not all did). */
+  readonly allOpenAt: number;
+  readonly chunkDelays: number[];
+  readonly gaps: number[];
+  readonly failures: number;
+  readonly firstFailure: string | undefined;
+}
+
+/** Milliseconds since the epoch, sub-millisecond: comparable between processes on one machine. */
+const epochNow = () => performance.timeOrigin + performance.now();
+
+const settings = JSON.parse(process.argv[2] ?? "{}") as ClientSettings;
+setTimeout(() => process.exit(2), settings.maxMs).unref();
+
+const controller = new AbortController();
+const chunkDelays: number[] = [];
+const gaps: number[] = [];
+const failures: string[] = [];
+const opened: Promise<unknown>[] = [];
+let open = 0;
+let allOpenAt = Number.NaN;
+
+const progress = setInterval(() => {
+  process.stdout.write(`PROGRESS ${open} ${failures.length}\n`);
+}, 200);
+
+const stop = async () => {
+  controller.abort();
+  await Promise.all(opened);
+  clearInterval(progress);
+  const result: ClientResult = {
+    open,
+    allOpenAt,
+    chunkDelays,
+    gaps,
+    failures: failures.length,
+    firstFailure: failures[0],
+  };
+  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`, () => process.exit(0));
+};
+process.stdin.once("data", () => void stop());
+process.stdin.once("end", () => void stop());
+
+for (let i = 0; i < settings.streams && !controller.signal.aborted; i += 1) {
+  if (i > 0 && i % settings.batch === 0) {
+    await new Promise((resolve) => setTimeout(resolve, settings.everyMs));
+  }
+  let last = Number.NaN;
+  opened.push(
+    runTurn(
+      settings.url,
+      (text) => {
+        const at = epochNow();
+        for (const stamp of stampsOf(text)) chunkDelays.push(at - stamp);
+      },
+      () => {
+        const at = epochNow();
+        if (Number.isNaN(last)) {
+          open += 1;
+          if (open === settings.streams) allOpenAt = at;
+        } else {
+          gaps.push(at - last);
+        }
+        last = at;
+      },
+      controller.signal,
+    ).catch((error: unknown) => {
+      if (!controller.signal.aborted) failures.push(String(error));
+    }),
+  );
+}
