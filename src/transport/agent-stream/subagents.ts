@@ -279,7 +279,11 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
     });
     const base = toSubagentSettings(parent, definition, {
       model,
-      systemPrompt: toSubagentSystemPrompt(definition.readOnly, definition.instructions),
+      // In ask and plan mode the parent only reads, so its subagents do too (its tools say so).
+      systemPrompt: toSubagentSystemPrompt(
+        definition.readOnly || stream.turn?.mode === "ask" || stream.turn?.mode === "plan",
+        definition.instructions,
+      ),
       withheld: PARENT_ONLY_TOOLS,
     });
     if (model === parent.model) return base;

@@ -24,6 +24,7 @@ import { create, fromBinary } from "@bufbuild/protobuf";
 import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import type { RecordedRequest } from "../../llm/testing/fake-provider.ts";
 import { toSubagentConversationID } from "../../loop/index.ts";
+import { AgentMode } from "../cursor/gen/agent/v1/common_pb.js";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
 import { ConversationStepSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import {
@@ -461,5 +462,52 @@ describe("models per type and the client's custom subagents", () => {
       String(results[2]?.[1]),
       /there is no subagent type "nobody"; the types are: explore, general, reviewer/,
     );
+  });
+});
+
+describe("ask mode", () => {
+  test("a general subagent of an ask-mode turn only reads, and its prompt says so", async () => {
+    const harness = await startHarness();
+    try {
+      harness.provider.answer((request) => {
+        const body = parse(request);
+        if (!systemOf(body).includes("# You are a subagent")) {
+          return toolResults(body).length === 0
+            ? sse({
+                toolCalls: [
+                  {
+                    id: "call_t",
+                    name: "task",
+                    arguments: { description: "Look", prompt: "Look", subagent_type: "general" },
+                  },
+                ],
+              })
+            : sse({ text: "Answered." });
+        }
+        return sse({ text: "Looked." });
+      });
+      const result = await harness.client().startTurn({
+        conversationId: "5ab0a9e0-0000-4000-8000-000000000005",
+        text: "How does it work?",
+        modelId: MODEL,
+        edit: (request) => {
+          const action = request.action?.action;
+          if (action?.case !== "userMessageAction" || action.value.userMessage === undefined) {
+            throw new Error("not a user message");
+          }
+          action.value.userMessage.mode = AgentMode.ASK;
+        },
+      }).done;
+      assert.equal(result.error, undefined);
+      assert.equal(result.view.text, "Answered.");
+      const child = harness.provider.requests
+        .map(parse)
+        .find((body) => systemOf(body).includes("# You are a subagent"));
+      assert.ok(child !== undefined);
+      assert.match(systemOf(child), /# Read-only/);
+      assert.deepEqual(toolNames(child), ["read_file", "list_dir", "grep", "glob", "read_lints"]);
+    } finally {
+      await harness.close();
+    }
   });
 });

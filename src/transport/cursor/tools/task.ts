@@ -54,7 +54,8 @@ export const task: ToolHandler<TaskToolArgs, null> = {
       required: ["description", "prompt", "subagent_type"],
     },
   },
-  modes: ["agent", "debug"],
+  // In ask and plan mode the parent's tools only read, so every subagent there only reads too.
+  modes: ["agent", "ask", "plan", "debug"],
   parse: (args) =>
     parseArgs(args, (read) => ({
       description: read.string("description").trim(),
