@@ -174,7 +174,7 @@ test("property: task calls batch together, never with reads; any arrival order g
   const run = (names: readonly string[], keys: readonly number[]) => {
     let state: RuntimeState = createConversation(CONVERSATION_ID);
     const batches: string[][] = [];
-    let command: Command = { type: "wait_input" };
+    let command = { type: "wait_input" } as Command;
     const apply = (input: Input) => {
       const step = checkedTransition(state, input);
       state = step.state;
