@@ -331,13 +331,13 @@ function toOutcome(
       return {
         type: "error",
         agentID,
-        message: `the subagent failed: ${redactSecrets(outcome.message.errorMessage ?? "unknown error")}`,
+        message: `its turn failed: ${redactSecrets(outcome.message.errorMessage ?? "unknown error")}`,
       };
     case "canceled":
       return {
         type: "error",
         agentID,
-        message: `the subagent was canceled (${outcome.reason}) after ${state.messages.length} messages`,
+        message: `it was canceled (${outcome.reason}) after ${state.messages.length} messages`,
       };
   }
 }

@@ -347,7 +347,10 @@ describe("cancel", () => {
     assert.equal(harness.provider.requests.length - before, 3);
     const [taskResult] = toolResults(last);
     assert.equal(taskResult?.tool_call_id, "call_task");
-    assert.match(String(taskResult?.content), /The subagent failed: the subagent was canceled/);
+    assert.match(
+      String(taskResult?.content),
+      /^The subagent did not complete: it was canceled \(canceled by the user\)/,
+    );
     const completed = result.view.toolCallsCompleted.find((c) => c.callId === "call_task");
     const tool = completed?.toolCall?.tool;
     assert.ok(tool?.case === "taskToolCall" && tool.value.result?.result.case === "error");
@@ -506,6 +509,57 @@ describe("ask mode", () => {
       assert.ok(child !== undefined);
       assert.match(systemOf(child), /# Read-only/);
       assert.deepEqual(toolNames(child), ["read_file", "list_dir", "grep", "glob", "read_lints"]);
+    } finally {
+      await harness.close();
+    }
+  });
+});
+
+describe("a subagent whose model call fails", () => {
+  test("the parent gets an error result saying why, and goes on", async () => {
+    const harness = await startHarness();
+    try {
+      harness.provider.answer((request) => {
+        const body = parse(request);
+        if (who(body) !== "parent") {
+          return {
+            type: "status",
+            status: 400,
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({
+              error: { message: "CHILD_MODEL_REFUSED", type: "bad_request" },
+            }),
+          };
+        }
+        return toolResults(body).length === 0
+          ? sse({
+              toolCalls: [
+                {
+                  id: "call_t",
+                  name: "task",
+                  arguments: { description: "Try", prompt: "Try", subagent_type: "general" },
+                },
+              ],
+            })
+          : sse({ text: "It failed; I will do it myself." });
+      });
+      const result = await harness.client().startTurn({
+        conversationId: "5ab0a9e0-0000-4000-8000-000000000006",
+        text: "Go.",
+        modelId: MODEL,
+      }).done;
+      assert.equal(result.error, undefined);
+      assert.equal(result.view.text, "It failed; I will do it myself.");
+      const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
+      const [taskResult] = toolResults(last);
+      assert.match(
+        String(taskResult?.content),
+        /^The subagent did not complete: its turn failed: .*CHILD_MODEL_REFUSED/,
+      );
+      const completed = result.view.toolCallsCompleted.find((call) => call.callId === "call_t");
+      const tool = completed?.toolCall?.tool;
+      assert.ok(tool?.case === "taskToolCall");
+      assert.equal(tool.value.result?.result.case, "error");
     } finally {
       await harness.close();
     }

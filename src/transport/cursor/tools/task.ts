@@ -138,7 +138,7 @@ function fromOutcome(args: TaskToolArgs, outcome: SubagentOutcome): ToolOutput {
 
 function toFailure(args: TaskToolArgs, message: string): ToolOutput {
   return toOutput(
-    `The subagent failed: ${message}`,
+    `The subagent did not complete: ${message}`,
     {
       case: "taskToolCall",
       value: create(TaskToolCallSchema, {
