@@ -22,6 +22,7 @@ import {
   type ConversationState,
   EXPLORE,
   GENERAL,
+  type ResponseEvent,
   type SubagentDefinition,
   type TurnSettings,
   toSubagentConversationID,
@@ -44,11 +45,15 @@ import type { StreamState } from "./stream-state.ts";
 
 /** What a subagent needs of the stream's tool calls. */
 export interface SubagentTools {
+  /** Runs a subagent's tool call on the client; its updates show in task call `taskCallID`. */
   run(
     command: CallClientCommand,
     state: ConversationState,
     attempt: OperationAttempt,
+    taskCallID: string,
   ): Promise<ToolResultMessage>;
+  /** Shows a subagent's streamed text and thinking inside task call `taskCallID`. */
+  showProgress(taskCallID: string, events: readonly ResponseEvent[]): void;
   /** Stops the open call `operationID` (its wait fails with `reason`). */
   abort(operationID: string, reason: string): void;
 }
@@ -118,6 +123,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       });
       const output: TurnOutput = {
         publish(events) {
+          tools.showProgress(call.toolCallID, events);
           for (const event of events) {
             const message =
               event.type === "done" ? event.message : event.type === "error" ? event.error : null;
@@ -135,7 +141,9 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
         },
         runTool(command, state, attempt) {
           open.add(command.operationID);
-          return tools.run(command, state, attempt).finally(() => open.delete(command.operationID));
+          return tools
+            .run(command, state, attempt, call.toolCallID)
+            .finally(() => open.delete(command.operationID));
         },
         end(outcome, state) {
           // A call the child still had open (it was canceled) is closed on the client too.

@@ -28,6 +28,10 @@ import { AgentMode } from "../cursor/gen/agent/v1/common_pb.js";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
 import { ConversationStepSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import {
+  type InteractionUpdate,
+  InteractionUpdateSchema,
+} from "../cursor/gen/agent/v1/interaction_update_pb.js";
+import {
   CustomSubagentPermissionMode,
   CustomSubagentSchema,
   RequestContextSchema,
@@ -52,6 +56,18 @@ const who = (body: Body): "parent" | "explore" | "general" =>
       ? "general"
       : "parent";
 const USAGE = { prompt: 10, completion: 5 };
+
+/** The updates shown inside task call `callID`'s card (`task_tool_call_delta`), in order. */
+function nestedUpdates(result: TurnResult, callID: string): InteractionUpdate[] {
+  return result.messages.flatMap((message) => {
+    if (message.message.case !== "interactionUpdate") return [];
+    const update = message.message.value.message;
+    if (update.case !== "toolCallDelta" || update.value.callId !== callID) return [];
+    const delta = update.value.toolCallDelta?.delta;
+    if (delta?.case !== "taskToolCallDelta") return [];
+    return [fromBinary(InteractionUpdateSchema, delta.value.interactionUpdate)];
+  });
+}
 const sse = (reply: Parameters<typeof toChatCompletionSse>[0]) =>
   ({ type: "sse", body: toChatCompletionSse({ ...reply, usage: USAGE }) }) as const;
 
@@ -201,6 +217,27 @@ describe("two subagents at once: explore and general", () => {
     );
   });
 
+  test("each subagent's text and tool calls show inside its own task card only", () => {
+    const explore = nestedUpdates(result, "call_explore");
+    const text = explore
+      .flatMap((update) => (update.message.case === "textDelta" ? [update.message.value.text] : []))
+      .join("");
+    assert.equal(text, "a.ts exports the constant a.");
+    const started = explore.flatMap((update) =>
+      update.message.case === "toolCallStarted" ? [update.message.value.callId] : [],
+    );
+    // The refused write never started: the loop answered it.
+    assert.deepEqual(started, ["call_read"]);
+    const general = nestedUpdates(result, "call_general").flatMap((update) =>
+      update.message.case === "toolCallCompleted" ? [update.message.value.callId] : [],
+    );
+    assert.deepEqual(general, ["call_write"]);
+    // At the top level: the parent's text and its two task cards, nothing of the subagents.
+    const topLevel = result.view.toolCallsStarted.map((call) => call.callId);
+    assert.deepEqual(topLevel.sort(), ["call_explore", "call_general"]);
+    assert.equal(result.view.text, "Delegating.Both done.");
+  });
+
   test("the children's answers are the parent's tool results, in the model's order", () => {
     const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
     assert.equal(who(last), "parent");
@@ -322,8 +359,14 @@ describe("cancel", () => {
       child = await harness.store.load(childID);
     }
     assert.equal(child?.state.status, "canceled");
+    // The task card is closed; the subagent's read is closed inside it, not as a call of its own.
     const completed = result.view.toolCallsCompleted.map((call) => call.callId);
-    assert.ok(completed.includes("call_task") && completed.includes("call_read"));
+    assert.deepEqual(completed, ["call_task"]);
+    const nested = nestedUpdates(result, "call_task").map((update) => update.message.case);
+    assert.deepEqual(
+      nested.filter((kind) => kind === "toolCallStarted" || kind === "toolCallCompleted"),
+      ["toolCallStarted", "toolCallCompleted"],
+    );
   });
 
   test("cancel_subagent stops one subagent; the parent goes on with an error result", async () => {
