@@ -86,6 +86,8 @@ interface Running {
   readonly output: TurnOutput;
   /** The child's tool calls running on the client now. */
   readonly open: Set<string>;
+  /** Ends `run` without an outcome: the stream went away and the child was left as it is. */
+  readonly leave: () => void;
 }
 
 export function createSubagents(stream: StreamState, tools: SubagentTools): Subagents {
@@ -117,10 +119,13 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       const began = now();
       let usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 };
       const open = new Set<string>();
-      let settle: (outcome: TurnOutcome, state: ConversationState) => void = () => {};
-      const ended = new Promise<{ outcome: TurnOutcome; state: ConversationState }>((resolve) => {
-        settle = (outcome, state) => resolve({ outcome, state });
+      type Ending = { outcome: TurnOutcome; state: ConversationState } | null;
+      let resolveEnding: (ending: Ending) => void = () => {};
+      const ended = new Promise<Ending>((resolve) => {
+        resolveEnding = resolve;
       });
+      const settle = (outcome: TurnOutcome, state: ConversationState) =>
+        resolveEnding({ outcome, state });
       const output: TurnOutput = {
         publish(events) {
           tools.showProgress(call.toolCallID, events);
@@ -152,7 +157,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
           settle(outcome, state);
         },
       };
-      const entry: Running = { call, childID, output, open };
+      const entry: Running = { call, childID, output, open, leave: () => resolveEnding(null) };
       running.set(call.toolCallID, entry);
       const onAbort = (): void => {
         void stopOnAbort(entry).catch(() => {});
@@ -161,7 +166,12 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       try {
         const started = await startOrContinue(entry, work, settings, definition);
         if (started.type === "ended") return started.outcome;
-        const { outcome, state } = await ended;
+        const ending = await ended;
+        if (ending === null) {
+          // Nobody reads this outcome (the call's wait has ended); the child is continued later.
+          return { type: "error", agentID: childID, message: "the stream ended" };
+        }
+        const { outcome, state } = ending;
         const result = toOutcome(outcome, state, childID, now() - began);
         log.info(
           {
@@ -268,6 +278,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       // left for the next stream that resumes the parent.
       runner.detach(entry.childID, entry.output);
       for (const operationID of [...entry.open]) tools.abort(operationID, "the stream ended");
+      entry.leave();
       return;
     }
     await cancelChild(entry, `${entry.childID}:parent-ended`, "the parent turn ended");
