@@ -198,8 +198,10 @@ export function createToolCalls(stream: StreamState): ToolCalls {
         stream.turn = { ...stream.turn, mode: committed, agentMode: toAgentMode(committed) };
       }
       const context = { at: now(), inputID: `result:${command.operationID}` };
+      const taskCallID = childCalls.get(command.operationID);
       const step = startToolCall(stream.turn, command, context, {
         recovered: attempt.outcomeUnknown,
+        ...(taskCallID === undefined ? {} : { taskCallID }),
       });
       if (step.ignored !== null) return Promise.reject(new Error(step.ignored));
       modeAtStart = stream.turn.mode;

@@ -26,7 +26,10 @@ import type { RecordedRequest } from "../../llm/testing/fake-provider.ts";
 import { toSubagentConversationID } from "../../loop/index.ts";
 import { AgentMode } from "../cursor/gen/agent/v1/common_pb.js";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
-import { ConversationStepSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import {
+  ConversationStepSchema,
+  ConversationTurnStructureSchema,
+} from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import {
   type InteractionUpdate,
   InteractionUpdateSchema,
@@ -236,6 +239,21 @@ describe("two subagents at once: explore and general", () => {
     const topLevel = result.view.toolCallsStarted.map((call) => call.callId);
     assert.deepEqual(topLevel.sort(), ["call_explore", "call_general"]);
     assert.equal(result.view.text, "Delegating.Both done.");
+  });
+
+  test("the checkpoint's steps are the parent's: its task calls, none of the subagents' calls", () => {
+    const checkpoint = result.view.checkpoint;
+    assert.ok(checkpoint !== undefined);
+    const turn = fromBinary(
+      ConversationTurnStructureSchema,
+      checkpoint.turns.at(-1) ?? new Uint8Array(),
+    );
+    assert.ok(turn.turn.case === "agentConversationTurn");
+    const toolCalls = turn.turn.value.steps.flatMap((bytes) => {
+      const step = fromBinary(ConversationStepSchema, bytes);
+      return step.message.case === "toolCall" ? [step.message.value.toolCallId] : [];
+    });
+    assert.deepEqual(toolCalls.sort(), ["call_explore", "call_general"]);
   });
 
   test("the children's answers are the parent's tool results, in the model's order", () => {
