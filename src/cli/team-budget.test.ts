@@ -268,7 +268,7 @@ if (postgres.type === "unavailable") {
       assert.equal(cid?.reservedTokens, 0);
     });
 
-    test("a call with no request around it (a takeover) counts for its conversation's user", async () => {
+    test("a call with no request around it (a takeover) counts for its conversation's user, a subagent's for its root's", async () => {
       provider.setMode("answer");
       const bob = people.bob as AuthenticatedUser;
       assert.equal(await users.bindConversation("bob-conv", bob.userID, Date.now()), bob.userID);
@@ -276,6 +276,10 @@ if (postgres.type === "unavailable") {
       const ended = await drain(llm.stream(callOf("resumed", { conversationID: "bob-conv" })));
       assert.equal(ended?.type, "done");
       assert.equal((await usageOf("bob"))?.tokens, before + 150);
+      // Its subagents' calls too: their conversations are bound to nobody, their root to bob.
+      const child = callOf("sub", { conversationID: "bob-conv~task~0123456789abcdef01234567" });
+      assert.equal((await drain(llm.stream(child)))?.type, "done");
+      assert.equal((await usageOf("bob"))?.tokens, before + 300);
     });
 
     test("a replay is not stopped by a budget, and is settled", async () => {

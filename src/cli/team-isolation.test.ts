@@ -340,6 +340,15 @@ if (postgres.type === "unavailable") {
         hijack.close();
         assert.equal(provider.seen.length, sent, "no model call for bob");
       }
+      // Nor a subagent's conversation of ann's (bound or not yet).
+      const child = rawOf(bob, 0, randomUUID());
+      assert.equal(
+        await codeOf(
+          child.deliver(runMessage("ann-private~task~0123456789abcdef01234567", "hi"), 0),
+        ),
+        Code.PermissionDenied,
+      );
+      child.close();
       const stolen = await turn("bob", "ann-private", "what was the plan?", { instance: 1 });
       // Through a whole client: the append is refused and bob's own stream ends with it.
       assert.equal(stolen.error?.code, Code.PermissionDenied);

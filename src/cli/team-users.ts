@@ -12,6 +12,7 @@
  */
 import type { Config } from "../config/index.ts";
 import { type AdmitCall, createSecret, type Secret } from "../llm/index.ts";
+import { toRootConversationID } from "../loop/index.ts";
 import { openPostgresUsers } from "../store/postgres-users.ts";
 import type { Users } from "../store/users.ts";
 import { type Authenticate, currentRequestUser } from "../transport/request-user.ts";
@@ -59,8 +60,11 @@ export function createTeam(users: Users, options: TeamOptions = {}): Team {
     async admit({ call, model, replay, reservation }) {
       // The requester first: a conversation's requests come from its user only (the access
       // check), and a helper call's pseudo-conversation must never count for anyone else.
+      // A subagent's conversation counts for its top-level conversation's user.
       const userID =
-        currentRequestUser()?.userID ?? (await users.ownerOf(call.conversationID)) ?? null;
+        currentRequestUser()?.userID ??
+        (await users.ownerOf(toRootConversationID(call.conversationID))) ??
+        null;
       if (userID === null) return { type: "admitted" };
       let apiKey: Secret | undefined;
       if (model !== undefined) {

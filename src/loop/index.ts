@@ -19,6 +19,7 @@ export {
   GENERAL,
   SUBAGENT_TOOL,
   type SubagentDefinition,
+  toRootConversationID,
   toSubagentConversationID,
   toSubagentModel,
   toSubagentSettings,

@@ -13,6 +13,7 @@ import {
   GENERAL,
   type SubagentDefinition,
   toRefusedResults,
+  toRootConversationID,
   toSubagentConversationID,
   toSubagentModel,
   toSubagentSettings,
@@ -110,6 +111,14 @@ test("a subagent's conversation id is stable per parent call and distinct across
   assert.equal(a, toSubagentConversationID("conv", "conv:t1:c0:call_0"));
   assert.notEqual(a, toSubagentConversationID("conv", "conv:t1:c1:call_0"));
   assert.ok(a.startsWith("conv~task~"));
+});
+
+test("a subagent's conversation, at any depth, has its top-level conversation as root", () => {
+  const child = toSubagentConversationID("conv", "conv:t1:c0:call_0");
+  const grandchild = toSubagentConversationID(child, `${child}:t1:c0:call_0`);
+  assert.equal(toRootConversationID(child), "conv");
+  assert.equal(toRootConversationID(grandchild), "conv");
+  assert.equal(toRootConversationID("conv"), "conv");
 });
 
 test("without onlyOfferedTools nothing is refused", () => {

@@ -138,5 +138,16 @@ export function toSubagentConversationID(
   operationID: string,
 ): string {
   const digest = createHash("sha256").update(operationID).digest("hex").slice(0, 24);
-  return `${parentConversationID}~task~${digest}`;
+  return `${parentConversationID}${SUBAGENT_MARK}${digest}`;
+}
+
+const SUBAGENT_MARK = "~task~";
+
+/**
+ * The top-level conversation a subagent's conversation (any depth) belongs to; a top-level id is
+ * its own root. A team user's subagents are theirs (docs/team.md "Users and budgets").
+ */
+export function toRootConversationID(conversationID: string): string {
+  const at = conversationID.indexOf(SUBAGENT_MARK);
+  return at < 0 ? conversationID : conversationID.slice(0, at);
 }

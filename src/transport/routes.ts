@@ -95,7 +95,10 @@ export function createRoutes(
         }),
       async *run(requests, context) {
         // A Run stream cannot be reconnected: when the client goes, its turn goes with it.
-        const stream = await streams.open(`run-${randomUUID()}`);
+        const runID = `run-${randomUUID()}`;
+        // Bound like any stream, though its id is never shown: only its user may attach to it.
+        await access({ requestID: runID });
+        const stream = await streams.open(runID);
         const pump = (async () => {
           let seqno = 0;
           for await (const message of requests) {

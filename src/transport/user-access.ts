@@ -5,6 +5,7 @@
  * user (`belongs_to_another_user`, docs/wire-errors.md). Requests made with the admin's token, or
  * on a server without users, run as no user and are not checked.
  */
+import { toRootConversationID } from "../loop/index.ts";
 import { toProtocolError } from "./cursor/index.ts";
 import { currentRequestUser } from "./request-user.ts";
 
@@ -31,9 +32,13 @@ export function createAccessCheck(bindings: UserBindings, now: () => number): Ch
       }
     }
     if (conversationID !== undefined && conversationID !== "") {
-      const owner = await bindings.bindConversation(conversationID, user.userID, now());
-      if (owner !== user.userID) {
-        throw toProtocolError({ type: "belongs_to_another_user", what: "conversation" });
+      // A subagent's conversation is its top-level conversation's: naming one is naming both.
+      const root = toRootConversationID(conversationID);
+      for (const id of root === conversationID ? [root] : [root, conversationID]) {
+        const owner = await bindings.bindConversation(id, user.userID, now());
+        if (owner !== user.userID) {
+          throw toProtocolError({ type: "belongs_to_another_user", what: "conversation" });
+        }
       }
     }
   };
