@@ -247,6 +247,24 @@ if (postgres.type === "unavailable") {
       }
     });
 
+    test("doctor checks the team token against the team server, without printing it", async () => {
+      const good = await runCliProcess(["doctor"], {
+        env: { ...home.env, CURSOR_BYOK_TEAM_TOKEN: token },
+      });
+      assert.match(good.stdout, /^ok +team +http:\/\/127\.0\.0\.1:\d+ accepts your team token$/m);
+      assert.ok(!good.stdout.includes(token) && !good.stderr.includes(token));
+      const wrong = await runCliProcess(["doctor"], {
+        env: { ...home.env, CURSOR_BYOK_TEAM_TOKEN: "cbk_not-a-token-of-this-team" },
+      });
+      assert.equal(wrong.code, 1);
+      assert.match(
+        wrong.stdout,
+        /^FAIL +team +.* refused your team token \(from CURSOR_BYOK_TEAM_TOKEN\)$/m,
+      );
+      const unset = await runCliProcess(["doctor"], { env: home.env });
+      assert.match(unset.stdout, /^FAIL +team +CURSOR_BYOK_TEAM_TOKEN is not set/m);
+    });
+
     describe("cursor-agent through `cursor-byok agent --team`", () => {
       const bin = path.join(home.dir, "bin");
       const record = path.join(home.dir, "agent-record");
