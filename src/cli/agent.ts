@@ -3,20 +3,39 @@
  * It adds the endpoint flags (`--endpoint`, `--agent-endpoint`) and removes proxy variables
  * from the child's environment, because a proxy would carry loopback traffic elsewhere
  * (docs/protocol.md §4.2). It exits with the CLI's exit code.
+ *
+ * On a team's client (`--team <url>` or `team.server`; docs/team.md "Clients") the endpoint is
+ * a loopback relay in this process that sends every call to the team server with the user's
+ * team token instead of cursor-agent's own Cursor sign-in token (transport/proxy/team-relay.ts).
  */
 import { spawn } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { connect } from "node:net";
 import { constants as osConstants } from "node:os";
 import path from "node:path";
-import { toConnectHost, toDefaultConfigPath } from "../config/index.ts";
+import {
+  DEFAULT_TEAM_TOKEN_VARIABLE,
+  type TeamClientSettings,
+  toConnectHost,
+  toDefaultConfigPath,
+  toTeamClientSettings,
+  toTeamServerProblem,
+} from "../config/index.ts";
+import { listen } from "../transport/http/listen.ts";
+import { silentLog } from "../transport/log.ts";
+import { createTeamRelay } from "../transport/proxy/team-relay.ts";
 import { CONFIG_OPTION, HELP_OPTION, parseFlags, toStringFlag } from "./args.ts";
 import type { Command } from "./command.ts";
 import type { CliIO } from "./io.ts";
 import { loadSettings } from "./settings.ts";
 import { UsageError } from "./usage-error.ts";
 
-const OPTIONS = { ...HELP_OPTION, ...CONFIG_OPTION, url: { type: "string" } } as const;
+const OPTIONS = {
+  ...HELP_OPTION,
+  ...CONFIG_OPTION,
+  url: { type: "string" },
+  team: { type: "string" },
+} as const;
 
 /** Names the Cursor CLI installs itself under, in the order they are looked for. */
 export const AGENT_EXECUTABLES = ["cursor-agent", "agent"] as const;
@@ -35,7 +54,7 @@ export const AGENT_COMMAND: Command = {
   summary: "run cursor-agent against this server: cursor-byok agent -- <cursor-agent args>",
   help: (io) =>
     [
-      "Usage: cursor-byok agent [--url <url>] [--config <file>] -- [cursor-agent arguments]",
+      "Usage: cursor-byok agent [--url <url> | --team <url>] [--config <file>] -- [cursor-agent arguments]",
       "",
       "Runs the installed Cursor CLI (cursor-agent, or agent) against a running cursor-byok",
       "server: adds --endpoint <url> --agent-endpoint <url>, clears HTTP_PROXY, HTTPS_PROXY and",
@@ -44,6 +63,9 @@ export const AGENT_COMMAND: Command = {
       "",
       "Options:",
       "  --url <url>      the server (default http://<server.host>:<server.port> from the config)",
+      "  --team <url>     a team's server (default team.server from the config): cursor-agent",
+      `                   reaches it through a local relay that sends your team token (from`,
+      `                   ${DEFAULT_TEAM_TOKEN_VARIABLE}, or team.tokenEnv) instead of its Cursor sign-in`,
       `  --config <file>  the configuration file (default ${toDefaultConfigPath(io)},`,
       "                   or CURSOR_BYOK_CONFIG)",
       "  -h, --help       show this help",
@@ -58,7 +80,11 @@ export const AGENT_COMMAND: Command = {
     const own = split < 0 ? args : args.slice(0, split);
     const passed = split < 0 ? [] : args.slice(split + 1);
     const { values, positionals } = parseFlags(own, OPTIONS, true);
-    const url = toServerUrl(toStringFlag(values, "url"), toStringFlag(values, "config"), io);
+    const team = toTeam(values, io);
+    const url =
+      team === undefined
+        ? toServerUrl(toStringFlag(values, "url"), toStringFlag(values, "config"), io)
+        : team.server;
 
     const executable = findExecutable(AGENT_EXECUTABLES, io);
     if (executable === undefined) {
@@ -68,14 +94,25 @@ export const AGENT_COMMAND: Command = {
       );
       return 127;
     }
-    if (!(await isReachable(url))) {
+    if (team !== undefined && team.token === undefined) {
       io.stderr.write(
-        `cursor-byok: no server answers at ${url}.\n` +
-          "Start it first, in another terminal: `cursor-byok serve` (or `npm start`), or give\n" +
-          "--url with the address it prints.\n",
+        `cursor-byok: no team token: set ${team.tokenVariable} to the token \`cursor-byok users add\`\n` +
+          "printed for you (your team's admin has it), then run this again.\n",
       );
       return 1;
     }
+    if (!(await isReachable(url))) {
+      io.stderr.write(
+        team === undefined
+          ? `cursor-byok: no server answers at ${url}.\n` +
+              "Start it first, in another terminal: `cursor-byok serve` (or `npm start`), or give\n" +
+              "--url with the address it prints.\n"
+          : `cursor-byok: the team server ${url} cannot be reached from here.\n`,
+      );
+      return 1;
+    }
+    if (team !== undefined)
+      return runThroughRelay(executable, team, [...positionals, ...passed], io);
     return runChild(
       executable,
       ["--endpoint", url, "--agent-endpoint", url, ...positionals, ...passed],
@@ -84,6 +121,59 @@ export const AGENT_COMMAND: Command = {
     );
   },
 };
+
+/** `--team`, else `team.server` of the configuration; `undefined`: not a team's client. */
+function toTeam(
+  values: Parameters<typeof toStringFlag>[0],
+  io: CliIO,
+): TeamClientSettings | undefined {
+  const flag = toStringFlag(values, "team");
+  if (flag !== undefined && toStringFlag(values, "url") !== undefined) {
+    throw new UsageError("give --url (your own server) or --team (a team's server), not both");
+  }
+  if (toStringFlag(values, "url") !== undefined) return undefined;
+  const configured = loadSettings(toStringFlag(values, "config"), {}, io).team;
+  if (flag === undefined) return configured;
+  const problem = toTeamServerProblem(flag);
+  if (problem !== undefined) throw new UsageError(`--team ${problem}`);
+  return toTeamClientSettings(
+    flag,
+    configured?.tokenVariable ?? DEFAULT_TEAM_TOKEN_VARIABLE,
+    io.env,
+  );
+}
+
+/**
+ * Runs cursor-agent against a loopback relay to the team server for as long as it runs. The
+ * relay answers on 127.0.0.1 only, on a port picked for this run.
+ */
+async function runThroughRelay(
+  executable: string,
+  team: TeamClientSettings,
+  args: readonly string[],
+  io: CliIO,
+): Promise<number> {
+  const relay = createTeamRelay({
+    server: team.server,
+    token: team.token,
+    tokenVariable: team.tokenVariable,
+    log: silentLog,
+  });
+  const listener = await listen(relay.serve, "127.0.0.1", 0);
+  const endpoint = `http://127.0.0.1:${listener.address.port}`;
+  try {
+    return await runChild(
+      executable,
+      ["--endpoint", endpoint, "--agent-endpoint", endpoint, ...args],
+      toChildEnv(io.env),
+      io,
+    );
+  } finally {
+    listener.destroy();
+    await listener.close();
+    relay.close();
+  }
+}
 
 /** `--url`, else the configured host and port as a client on this machine reaches them. */
 function toServerUrl(flag: string | undefined, configFlag: string | undefined, io: CliIO): string {

@@ -11,7 +11,6 @@
  * undoes it.
  */
 import { randomUUID } from "node:crypto";
-import type { Logger } from "pino";
 import {
   type Config,
   isLoopbackHost,
@@ -52,7 +51,9 @@ import { toProxyUrl } from "./ide.ts";
 import { createLog } from "./log.ts";
 import { type OpenedStore, openServerStore } from "./open-store.ts";
 import { loadSettings } from "./settings.ts";
+import { serveTeamClient } from "./team-client.ts";
 import { openTeam } from "./team-users.ts";
+import { untilStopped } from "./until-stopped.ts";
 import { toWebSummary, toWebTools } from "./web-tools.ts";
 
 const OPTIONS = {
@@ -91,6 +92,8 @@ export const SERVE_COMMAND: Command = {
   async run(args, io) {
     const { values } = parseFlags(args, OPTIONS);
     const config = loadSettings(toStringFlag(values, "config"), toOverrides(values), io);
+    // A team's client serves no agent itself: its IDE proxy relays to the team server.
+    if (config.team !== undefined) return serveTeamClient(config, config.team, io);
     const problems = toStartProblems(config);
     if (problems.length > 0) {
       io.stderr.write(
@@ -154,12 +157,20 @@ export const SERVE_COMMAND: Command = {
             ide.type === "ok" ? `proxy on ${ide.journal.proxyUrl}` : "not set up",
           ),
           web: toWebTools(config.web),
-          ...(team === undefined ? {} : { authenticate: team.authenticate }),
+          ...(team === undefined ? {} : { authenticate: team.authenticate, access: team.access }),
           ...(cluster === undefined ? {} : { cluster }),
         },
         {
           ...DEFAULT_SERVER_OPTIONS,
           ...(config.helperModel === undefined ? {} : { helperModel: config.helperModel }),
+          ...(config.subagentModels === undefined
+            ? {}
+            : {
+                stream: {
+                  ...DEFAULT_SERVER_OPTIONS.stream,
+                  subagentModels: config.subagentModels,
+                },
+              }),
           host: config.server.host,
           port: config.server.port,
           runSseContentType: config.server.runSseContentType,
@@ -379,25 +390,6 @@ function toBanner(
     "",
   );
   return lines.join("\n");
-}
-
-function untilStopped(log: Logger): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = (signal: NodeJS.Signals) => {
-      log.info({ signal }, "shutting down");
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
-      const force = (again: NodeJS.Signals) => {
-        log.warn({ signal: again }, "second signal: exiting without waiting for the shutdown");
-        process.exit(1);
-      };
-      process.once("SIGINT", force);
-      process.once("SIGTERM", force);
-      resolve();
-    };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
-  });
 }
 
 async function shutDown(server: Server, store: OpenedStore, handOver: boolean): Promise<void> {

@@ -1,6 +1,6 @@
 /**
  * Users on the PostgreSQL store, through a real server (docs/team.md): tokens authenticate, a
- * revoked token is refused at the next request, usage is recorded per user from the committed
+ * revoked token is refused at the next request, usage is recorded per user from the settled
  * calls, and a budget stops the next model call — not one already running — with a message the
  * client shows. The model is a fake OpenAI-compatible provider on 127.0.0.1 that reports usage;
  * it can hold a reply until the test releases it.
@@ -158,15 +158,16 @@ if (postgres.type === "unavailable") {
       assert.ok(!JSON.stringify(listed).includes(tokens.alice as string));
     });
 
-    test("usage is recorded per user from the committed calls", async () => {
+    test("usage is recorded per user from the settled calls", async () => {
       const result = await turn(tokens.alice as string, "alice-1", "hello");
       assert.equal(result.error, undefined);
       assert.match(result.view.text, /done/);
       const alice = (await users.list(Date.now())).find((user) => user.name === "alice");
-      assert.deepEqual(alice?.today, { tokens: 150, cost: 0 });
-      assert.deepEqual(alice?.month, { tokens: 150, cost: 0 });
+      const settled = { tokens: 150, cost: 0, reservedTokens: 0, reservedCost: 0 };
+      assert.deepEqual(alice?.today, settled);
+      assert.deepEqual(alice?.month, settled);
       const bob = (await users.list(Date.now())).find((user) => user.name === "bob");
-      assert.deepEqual(bob?.today, { tokens: 0, cost: 0 });
+      assert.deepEqual(bob?.today, { tokens: 0, cost: 0, reservedTokens: 0, reservedCost: 0 });
     });
 
     test("a budget stops the next model call, not the running one, and says so", async () => {

@@ -1,10 +1,12 @@
 /**
- * `cursor-byok users add|list|revoke|budget`: the team's users in the PostgreSQL store
- * (docs/team.md). `add` prints the new token once; only its hash is kept. Changes take effect on
- * every running instance at the next request (tokens) or the next model call (budgets).
+ * `cursor-byok users add|list|revoke|budget|keys`: the team's users in the PostgreSQL store
+ * (docs/team.md). `add` prints the new token once; only its hash is kept. `keys` records the
+ * *name* of the environment variable holding a user's own provider key, never the key. Changes
+ * take effect on every running instance at the next request (tokens) or the next model call
+ * (budgets, keys).
  */
 import { toDefaultConfigPath } from "../config/index.ts";
-import type { Budget, UserListing, Users } from "../store/users.ts";
+import type { Budget, UserListing, Users, UserUsage } from "../store/users.ts";
 import { CONFIG_OPTION, HELP_OPTION, parseFlags, toStringFlag } from "./args.ts";
 import type { Command } from "./command.ts";
 import { toTable } from "./format.ts";
@@ -21,26 +23,33 @@ const OPTIONS = {
   tokens: { type: "string" },
   cost: { type: "string" },
   none: { type: "boolean" },
+  provider: { type: "string" },
+  env: { type: "string" },
 } as const;
 
 export const USERS_COMMAND: Command = {
   name: "users",
-  summary: "the team's users: add (prints a token), list, revoke, budget (PostgreSQL store)",
+  summary: "the team's users: add (prints a token), list, revoke, budget, keys (PostgreSQL store)",
   help: (io) =>
     [
       "Usage: cursor-byok users add <name>",
       "       cursor-byok users list [--json]",
       "       cursor-byok users revoke <name>",
       "       cursor-byok users budget <name> --period day|month [--tokens <n>] [--cost <usd>] [--none]",
+      "       cursor-byok users keys <name> --provider <id> (--env <VARIABLE> | --none)",
       "",
       "The team's users, kept in the PostgreSQL store (data.postgres.url or DATABASE_URL); the",
       "server accepts their tokens when server.users is true.",
       "",
       "  add      creates a user and prints their access token once (only its hash is kept)",
-      "  list     users, their budgets, and their usage today and this month (UTC)",
+      "  list     users, their own keys (set or not here), budgets, and usage today and this",
+      "           month (UTC): used, and reserved by calls in progress",
       "  revoke   refuses the user's token from the next request on, on every instance",
       "  budget   limits tokens (input, output and cache) and/or cost per UTC day or month;",
       "           checked before each model call; --none removes the period's budget",
+      "  keys     the user's own key for a provider's models (--provider as the models name it:",
+      "           openai, anthropic, …): only the NAME of an environment variable is stored; each",
+      "           server instance reads the key from it at call time. --none: the team's key again",
       "",
       "Options:",
       `  --config <file>    the configuration file (default ${toDefaultConfigPath(io)},`,
@@ -56,10 +65,11 @@ export const USERS_COMMAND: Command = {
       if (name === undefined) throw new UsageError(`users ${action} needs a user name`);
       return name;
     };
-    if (!["add", "list", "revoke", "budget"].includes(action ?? "")) {
-      throw new UsageError("users needs one of: add, list, revoke, budget");
+    if (!["add", "list", "revoke", "budget", "keys"].includes(action ?? "")) {
+      throw new UsageError("users needs one of: add, list, revoke, budget, keys");
     }
     const budget = action === "budget" ? toBudget(values) : undefined;
+    const key = action === "keys" ? toKey(values) : undefined;
     const config = loadSettings(toStringFlag(values, "config"), {}, io);
     if (config.postgres === undefined) {
       io.stderr.write(
@@ -81,6 +91,21 @@ export const USERS_COMMAND: Command = {
         }
         case "list":
           return await list(users, values.json === true, io);
+        case "keys": {
+          const { provider, env } = key as { provider: string; env: string | null };
+          if (!(await users.setKey(needName(), provider, env))) {
+            io.stderr.write(`cursor-byok: no user named ${name}.\n`);
+            return 1;
+          }
+          io.stdout.write(
+            env === null
+              ? `${name}: the team's ${provider} key from now on.\n`
+              : `${name}: their own ${provider} key, read by each server instance from $${env} at ` +
+                  `call time${io.env[env] === undefined ? " (not set in this shell)" : ""}; set it ` +
+                  "in every instance's environment.\n",
+          );
+          return 0;
+        }
         case "revoke": {
           if (!(await users.revoke(needName(), Date.now()))) {
             io.stderr.write(`cursor-byok: no active user named ${name}.\n`);
@@ -140,6 +165,29 @@ function toBudget(values: Record<string, unknown>): Budget {
   return { period, maxTokens, maxCost };
 }
 
+function toKey(values: Record<string, unknown>): { provider: string; env: string | null } {
+  const provider = values.provider;
+  if (typeof provider !== "string" || provider === "") {
+    throw new UsageError("users keys needs --provider <id> (as the models name it: openai, …)");
+  }
+  const env = values.env;
+  if (values.none === true) {
+    if (env !== undefined) throw new UsageError("--none removes the key: give it without --env");
+    return { provider, env: null };
+  }
+  if (typeof env !== "string" || env === "") {
+    throw new UsageError(
+      "users keys needs --env <VARIABLE> (the name of the variable holding the key) or --none",
+    );
+  }
+  if (env.length > 128 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(env)) {
+    throw new UsageError(
+      "--env takes the NAME of an environment variable (letters, digits, _), never the key itself",
+    );
+  }
+  return { provider, env };
+}
+
 function toBudgetText(budget: Budget): string {
   const per = budget.period === "day" ? "per UTC day" : "per UTC month";
   if (budget.maxTokens === null && budget.maxCost === null) return `no budget ${per}`;
@@ -160,13 +208,27 @@ async function list(users: Users, json: boolean, io: CliIO): Promise<number> {
     io.stdout.write("No users yet: add one with `cursor-byok users add <name>`.\n");
     return 0;
   }
-  const usage = (figures: { tokens: number; cost: number }) =>
-    `${figures.tokens.toLocaleString("en-US")} tok, $${figures.cost.toFixed(2)}`;
+  const usage = (figures: UserUsage) =>
+    `${figures.tokens.toLocaleString("en-US")} tok, $${figures.cost.toFixed(2)}` +
+    (figures.reservedTokens > 0 || figures.reservedCost > 0
+      ? ` (+${figures.reservedTokens.toLocaleString("en-US")} tok, $${figures.reservedCost.toFixed(2)} reserved)`
+      : "");
+  // Whether each variable is set is known for this shell only; each instance reads its own.
+  const keys = (user: UserListing) =>
+    user.keys.length === 0
+      ? "team's"
+      : user.keys
+          .map(
+            (key) =>
+              `${key.provider}: $${key.env} (${(io.env[key.env] ?? "").trim() === "" ? "unset" : "set"} here)`,
+          )
+          .join("; ");
   const rows = [
-    ["user", "status", "today", "this month", "budgets"],
+    ["user", "status", "keys", "today", "this month", "budgets"],
     ...listed.map((user) => [
       user.name,
       user.revokedAt === null ? "active" : "revoked",
+      keys(user),
       usage(user.today),
       usage(user.month),
       user.budgets.length === 0 ? "none" : user.budgets.map(toBudgetText).join("; "),

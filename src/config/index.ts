@@ -20,11 +20,14 @@ export {
   DEFAULT_LOG_LEVEL,
   DEFAULT_PORT,
   DEFAULT_PROXY_PORT,
+  DEFAULT_TEAM_TOKEN_VARIABLE,
   isPort,
   type LoadConfigInputs,
   loadConfig,
   readConfigText,
   toConfig,
+  toTeamClientSettings,
+  toTeamServerProblem,
 } from "./load-config.ts";
 export {
   CONFIG_PATH_VARIABLE,
@@ -49,6 +52,7 @@ export {
   RUN_SSE_CONTENT_TYPES,
   type RunSseContentType,
   type ServerSettings,
+  type TeamClientSettings,
 } from "./types.ts";
 export {
   DEFAULT_WEB_FETCH,

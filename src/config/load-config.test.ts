@@ -238,12 +238,27 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "unknown top-level field",
       "server:\n  port: 1\nmodel:\n  - name: x\n",
-      "FILE:3:1: model: unknown field (expected one of server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web)",
+      "FILE:3:1: model: unknown field (expected one of server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web, subagents, team)",
     ],
     [
       "unknown server field",
       "server:\n  prot: 80\n",
       "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2, maxStreams, users, advertiseUrl)",
+    ],
+    [
+      "a team server over plain http to another machine",
+      "team:\n  server: http://byok.example.com\n",
+      "FILE:2:11: team.server: must be https:// (your team token travels to it); http:// only for a server on this machine",
+    ],
+    [
+      "a team server with a path",
+      "team:\n  server: https://byok.example.com/agent\n",
+      "FILE:2:11: team.server: must be the server's address alone (https://host[:port]), without a path",
+    ],
+    [
+      "a team section without a server",
+      "team:\n  tokenEnv: MY_TOKEN\n",
+      "FILE:2:3: team.server: is required: the team server's address",
     ],
     [
       "unknown ide field",
@@ -285,7 +300,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "the file as a list",
       "- a\n- b\n",
-      "FILE:1:1: the file must be a mapping of settings (server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web)",
+      "FILE:1:1: the file must be a mapping of settings (server, data, log, models, defaultModel, helperModel, envShortcuts, ide, web, subagents, team)",
     ],
     ["models as a mapping", "models:\n  a: 1\n", "FILE:2:3: models: must be a list"],
     [
@@ -347,6 +362,21 @@ describe("an invalid file names the file, line, column, field and problem", () =
       "a helper model that does not exist",
       "helperModel: nope\nmodels:\n  - {name: a, api: anthropic, model: m, apiKeyEnv: K}\n",
       'FILE:1:14: helperModel: no model is named "nope"; the models are a',
+    ],
+    [
+      "a subagent model that does not exist",
+      "subagents:\n  models:\n    explore: nope\nmodels:\n  - {name: a, api: anthropic, model: m, apiKeyEnv: K}\n",
+      'FILE:3:14: subagents.models.explore: no model is named "nope"; the models are a',
+    ],
+    [
+      "subagent models that are not a mapping",
+      "subagents:\n  models: [a]\nmodels:\n  - {name: a, api: anthropic, model: m, apiKeyEnv: K}\n",
+      "FILE:2:11: subagents.models: must be a mapping of subagent type to model name (explore: fast)",
+    ],
+    [
+      "an unknown subagents field",
+      "subagents:\n  model: a\n",
+      "FILE:2:3: subagents.model: unknown field (expected one of models)",
     ],
     [
       "an access token variable that is not set",
@@ -494,6 +524,13 @@ describe("environment shortcuts and precedence", () => {
     assert.equal(load("", { env: { OPENAI_API_KEY: "sk-1" } }).config.helperModel, undefined);
   });
 
+  test("subagents.models picks a model per subagent type; absent, every type runs on the parent's", () => {
+    const text = "subagents:\n  models:\n    explore: gpt-6-luna\n    reviewer: gpt-6.1-terra\n";
+    const { config } = load(text, { env: { OPENAI_API_KEY: "sk-1" } });
+    assert.deepEqual(config.subagentModels, { explore: "gpt-6-luna", reviewer: "gpt-6.1-terra" });
+    assert.equal(load("", { env: { OPENAI_API_KEY: "sk-1" } }).config.subagentModels, undefined);
+  });
+
   test("flags win over the file", () => {
     const text =
       "server:\n  host: localhost\n  port: 9000\ndata:\n  directory: /srv/byok\nlog:\n  level: warn\n";
@@ -529,4 +566,22 @@ test("an access token from the environment must be long enough, and is never ech
     "FILE:2:19: server.accessTokenEnv: environment variable BYOK_TOKEN holds 12 characters; an access token needs at least 32 so it cannot be guessed (e.g. `openssl rand -hex 32`)",
   );
   assert.ok(!message.includes("short-secret"));
+});
+
+test("team: the server's origin and the user's token from the named variable, never echoed", () => {
+  const { config } = load(
+    "team:\n  server: https://byok.example.com/\n  tokenEnv: MY_TEAM_TOKEN\n",
+    {
+      env: { MY_TEAM_TOKEN: " cbk_the-token " },
+    },
+  );
+  assert.equal(config.team?.server, "https://byok.example.com");
+  assert.equal(config.team?.tokenVariable, "MY_TEAM_TOKEN");
+  assert.equal(config.team?.token?.reveal(), "cbk_the-token");
+  assert.ok(!JSON.stringify(config).includes("cbk_the-token"));
+  const unset = load("team:\n  server: http://127.0.0.1:8765\n").config.team;
+  assert.deepEqual(
+    { server: unset?.server, variable: unset?.tokenVariable, token: unset?.token },
+    { server: "http://127.0.0.1:8765", variable: "CURSOR_BYOK_TEAM_TOKEN", token: undefined },
+  );
 });

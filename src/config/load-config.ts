@@ -14,6 +14,7 @@ import path from "node:path";
 import { ConfigError, createModelConfigs, createSecret } from "../llm/index.ts";
 import { DATABASE_FILE, toDefaultDatabasePath } from "../store/index.ts";
 import { DEFAULT_SERVER_OPTIONS } from "../transport/server.ts";
+import { isLoopbackHost } from "./access.ts";
 import { ConfigFileError } from "./config-file-error.ts";
 import { toShortcutModels } from "./env-shortcuts.ts";
 import { type ConfigLocation, type PlatformInputs, toAbsolutePath } from "./paths.ts";
@@ -29,6 +30,7 @@ import {
   type PostgresSettings,
   RUN_SSE_CONTENT_TYPES,
   type ServerSettings,
+  type TeamClientSettings,
 } from "./types.ts";
 import { toWebSettings } from "./web-settings.ts";
 import { type FieldPath, fromFieldText, parseYamlSource, type YamlSource } from "./yaml-source.ts";
@@ -56,7 +58,13 @@ const TOP_FIELDS = [
   "envShortcuts",
   "ide",
   "web",
+  "subagents",
+  "team",
 ];
+const SUBAGENT_FIELDS = ["models"];
+const TEAM_FIELDS = ["server", "tokenEnv"];
+/** The variable holding the user's team token unless `team.tokenEnv` names another. */
+export const DEFAULT_TEAM_TOKEN_VARIABLE = "CURSOR_BYOK_TEAM_TOKEN";
 const IDE_FIELDS = ["proxyPort", "allowConnectPorts"];
 const SERVER_FIELDS = [
   "host",
@@ -133,6 +141,7 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
     : [];
   const models = toDefaultFirst(source, root.defaultModel, [...fileModels, ...shortcutModels]);
   const helperModel = toModelName(source, ["helperModel"], root.helperModel, models);
+  const subagentModels = toSubagentModels(source, root.subagents, models);
 
   return {
     file: { path: file, exists: text !== undefined },
@@ -144,8 +153,67 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
     logLevel,
     models,
     ...(helperModel === undefined ? {} : { helperModel }),
+    ...(subagentModels === undefined ? {} : { subagentModels }),
     missingKeys: findMissingKeys(source, models, inputs.env),
     web: toWebSettings(source, root.web, inputs.env),
+    ...toTeamClient(source, root.team, inputs.env),
+  };
+}
+
+/**
+ * `team`: this machine's clients use a team's server (docs/team.md "Clients"). The server must
+ * be https, since the user's token travels to it; plain http only to this machine (tests, a
+ * tunnel). The token may be unset here: the client says so where it is needed.
+ */
+function toTeamClient(
+  source: YamlSource | undefined,
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+): { team?: TeamClientSettings } {
+  if (value === undefined) return {};
+  const section = toSection(source, ["team"], value, TEAM_FIELDS);
+  const server = optionalString(source, ["team", "server"], section.server);
+  if (server === undefined) {
+    throw fail(source, ["team", "server"], "is required: the team server's address");
+  }
+  const variable =
+    optionalString(source, ["team", "tokenEnv"], section.tokenEnv) ?? DEFAULT_TEAM_TOKEN_VARIABLE;
+  if (!VARIABLE_NAME.test(variable)) {
+    throw fail(source, ["team", "tokenEnv"], "must be an environment variable name");
+  }
+  const problem = toTeamServerProblem(server);
+  if (problem !== undefined) throw fail(source, ["team", "server"], problem);
+  return { team: toTeamClientSettings(server, variable, env) };
+}
+
+/** Why `url` cannot be a team server's address, or `undefined`. */
+export function toTeamServerProblem(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "must be an address such as https://byok.example.com";
+  }
+  if (parsed.pathname !== "/" || parsed.search !== "" || parsed.username !== "") {
+    return "must be the server's address alone (https://host[:port]), without a path";
+  }
+  if (parsed.protocol === "https:") return undefined;
+  if (parsed.protocol === "http:" && isLoopbackHost(parsed.hostname.replace(/^\[(.*)\]$/, "$1"))) {
+    return undefined;
+  }
+  return "must be https:// (your team token travels to it); http:// only for a server on this machine";
+}
+
+export function toTeamClientSettings(
+  server: string,
+  variable: string,
+  env: Readonly<Record<string, string | undefined>>,
+): TeamClientSettings {
+  const token = env[variable]?.trim() ?? "";
+  return {
+    server: new URL(server).origin,
+    tokenVariable: variable,
+    ...(token === "" ? {} : { token: createSecret(token) }),
   };
 }
 
@@ -381,6 +449,30 @@ function toModelName(
       ? `no model is named "${name}": no model is configured`
       : `no model is named "${name}"; the models are ${names.join(", ")}`,
   );
+}
+
+/**
+ * `subagents.models`: the model each subagent type runs on (README "Subagents"), by type name
+ * (`explore`, `general`, or a custom subagent's name); each value names a configured model.
+ */
+function toSubagentModels(
+  source: YamlSource | undefined,
+  value: unknown,
+  models: readonly ConfiguredModel[],
+): Readonly<Record<string, string>> | undefined {
+  const section = toSection(source, ["subagents"], value, SUBAGENT_FIELDS);
+  const map = section.models;
+  if (map === undefined || map === null) return undefined;
+  const at: FieldPath = ["subagents", "models"];
+  if (!isRecord(map)) {
+    throw fail(source, at, "must be a mapping of subagent type to model name (explore: fast)");
+  }
+  const chosen: Record<string, string> = {};
+  for (const [type, model] of Object.entries(map)) {
+    const name = toModelName(source, [...at, type], model, models);
+    if (name !== undefined) chosen[type] = name;
+  }
+  return chosen;
 }
 
 function findMissingKeys(

@@ -35,6 +35,12 @@ server:
 #   proxyPort: 8766
 #   allowConnectPorts: [443] # ports a CONNECT through the proxy may name
 
+# Using a team's cursor-byok server instead of running the agent here (README "Running it for
+# a team"): \`cursor-byok agent\` and the IDE proxy send your team token to it.
+# team:
+#   server: https://byok.example.com
+#   tokenEnv: CURSOR_BYOK_TEAM_TOKEN # the variable holding your token
+
 # data:
 #   directory: ${inputs.dataDirectory} # the database is <directory>/cursor-byok.db
 

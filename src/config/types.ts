@@ -81,9 +81,23 @@ export interface Config {
   readonly models: readonly ConfiguredModel[];
   /** `helperModel`: the model for chat titles, commit messages and branch names (else the default). */
   readonly helperModel?: string;
+  /** `subagents.models`: the model of each subagent type, by type name; absent: the parent's. */
+  readonly subagentModels?: Readonly<Record<string, string>>;
   readonly missingKeys: readonly MissingKey[];
   /** The web tools: search provider, fetch limits, approval. */
   readonly web: WebSettings;
+  /** `team`: this machine's clients use a team's server (docs/team.md "Clients"). */
+  readonly team?: TeamClientSettings;
+}
+
+/** A team's server that the IDE proxy and `cursor-byok agent` send the agent's calls to. */
+export interface TeamClientSettings {
+  /** The server's origin, `https://host[:port]`. */
+  readonly server: string;
+  /** The environment variable the user's token is read from. */
+  readonly tokenVariable: string;
+  /** The user's token (`cursor-byok users add`); absent when the variable is not set. */
+  readonly token?: Secret;
 }
 
 export interface PostgresSettings {

@@ -1,7 +1,8 @@
 /**
  * The IDE proxy as `serve` runs it (docs/ide.md): our CA issues the certificates, `*.cursor.sh`
- * is intercepted, the server in this process answers what it serves, and the last request seen
- * from the IDE is noted for `ide status` and `doctor`.
+ * is intercepted, the server in this process answers what it serves (or, on a team's client, the
+ * team relay sends exactly those calls to the team server: docs/team.md "Clients"), and the last
+ * request seen from the IDE is noted for `ide status` and `doctor`.
  */
 import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
@@ -25,7 +26,8 @@ export interface IdeProxyOptions {
   readonly ideDirectory: string;
   readonly host: string;
   readonly port: number;
-  readonly server: LocalServer;
+  /** Who answers the served procedures: the server in this process, or the team relay. */
+  readonly server: Pick<LocalServer, "servesProcedure" | "serveTrusted">;
   readonly log: Log;
   readonly allowedConnectPorts?: readonly number[];
 }

@@ -1,99 +1,169 @@
 /**
- * An `LLM` whose calls are admitted one by one before they start (docs/team.md: users' budgets).
- * `admit` runs before the inner call is made; when it answers with a refusal, the call is never
- * sent and its stream ends with one `error` event carrying the refusal as its message, which the
- * client shows like any failed model call. A call that replays a saved body is a call already
- * running (resumed after a crash or a takeover) and is not gated: a budget stops the next call,
- * never a running one. A failing `admit` refuses (fails closed).
+ * An `LLM` whose calls are admitted one by one before they start, and settled when they end
+ * (docs/team.md: users' budgets and keys).
+ *
+ * `admit` runs before the inner call is made, with the call's reservation (call-estimate.ts). It
+ * answers:
+ * - a refusal: the call is never sent; its stream ends with one `error` event carrying the
+ *   refusal as its message, which the client shows like any failed model call (a budget refusal
+ *   starts with `BUDGET_REACHED_PREFIX` and is told apart by `isBudgetRefusal`);
+ * - an admission, with the key to send instead of the configured one (a user's own key) and a
+ *   `settle` that is told what the call used once it ended — reported, or estimated for a call
+ *   cut short after tokens arrived (aborted, failed) — before the terminal event is handed out,
+ *   so whoever sees a call end sees it counted.
+ *
+ * A call that replays a saved body is a call already running (resumed after a crash or a
+ * takeover): it is admitted with `replay: true`, so its key and its settlement apply but a budget
+ * does not stop it. A failing `admit` refuses (fails closed).
  */
 
 import type { AssistantMessageEvent } from "@earendil-works/pi-ai";
+import { type CallAmount, createUsageMeter, toReservation } from "./call-estimate.ts";
 import { toErrorMessage } from "./error-message.ts";
-import type { LLM } from "./llm.ts";
+import type { LLM, ModelInfo } from "./llm.ts";
 import { createResponseStream } from "./response-stream.ts";
-import type { LLMCall, LLMStream, ResponseEvent } from "./types.ts";
+import type { Secret } from "./secret.ts";
+import type { AssistantMessage, LLMCall, LLMStream } from "./types.ts";
 
-/** `null`: the call may go ahead; a string: why not, for the user. */
-export type AdmitCall = (call: LLMCall) => Promise<string | null>;
+/** How a budget refusal's message starts; the client shows the message as is. */
+export const BUDGET_REACHED_PREFIX = "Budget reached: ";
+/** The provider name of the calls this gate refused (never sent). */
+export const GATE_PROVIDER = "cursor-byok";
+
+export interface AdmissionRequest {
+  readonly call: LLMCall;
+  /** The configured model called (its provider id picks a user's key), if known. */
+  readonly model: ModelInfo | undefined;
+  /** A replay of a call admitted before: not held to a budget again. */
+  readonly replay: boolean;
+  /** What the call may use at most: held against the budget until it is settled. */
+  readonly reservation: CallAmount;
+}
+
+export type Admission =
+  | {
+      readonly type: "refused";
+      /** `budget`: a budget is reached (the message starts with `BUDGET_REACHED_PREFIX`). */
+      readonly kind: "budget" | "other";
+      /** For the user: who, what, and what to do. */
+      readonly message: string;
+    }
+  | {
+      readonly type: "admitted";
+      /** Sent instead of the model's configured key. */
+      readonly apiKey?: Secret;
+      /** Told what the call used, once it ended. Its failure does not fail the call. */
+      readonly settle?: (used: CallAmount) => Promise<void>;
+    };
+
+export type AdmitCall = (request: AdmissionRequest) => Promise<Admission>;
+
+/** Whether a failed call's message is a budget refusal of this gate. */
+export function isBudgetRefusal(message: Pick<AssistantMessage, "provider" | "errorMessage">) {
+  return (
+    message.provider === GATE_PROVIDER &&
+    (message.errorMessage ?? "").startsWith(BUDGET_REACHED_PREFIX)
+  );
+}
 
 export function gateLLM(llm: LLM, admit: AdmitCall): LLM {
   return {
     listModels: () => llm.listModels(),
     health: () => llm.health(),
     findModel: (name) => llm.findModel(name),
-    stream(call) {
-      if (call.replay !== undefined) return llm.stream(call);
-      return deferredStream(call, llm, admit);
-    },
+    stream: (call) => gatedStream(call, llm, admit),
   };
 }
 
-function deferredStream(call: LLMCall, llm: LLM, admit: AdmitCall): LLMStream {
+function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall): LLMStream {
   const controller = new AbortController();
   const onAbort = () => controller.abort(call.signal?.reason);
   if (call.signal?.aborted === true) controller.abort(call.signal.reason);
   else call.signal?.addEventListener("abort", onAbort, { once: true });
   const release = () => call.signal?.removeEventListener("abort", onAbort);
+  const model = llm.findModel(call.model);
 
-  const refusal = (message: string): LLMStream => {
-    const error = toErrorMessage({
+  const failure = (reason: "error" | "aborted", message: string): AssistantMessage =>
+    toErrorMessage({
       api: "unknown",
-      provider: "cursor-byok",
+      provider: GATE_PROVIDER,
       model: call.model,
-      reason: controller.signal.aborted ? "aborted" : "error",
+      reason,
       errorMessage: message,
       timestamp: Date.now(),
     });
-    async function* events(): AsyncIterable<AssistantMessageEvent> {
-      yield { type: "error", reason: error.stopReason as "error" | "aborted", error };
-    }
-    return createResponseStream({
-      callID: call.callID,
-      controller,
-      events: events(),
-      toFailure: (reason, text) => ({ ...error, stopReason: reason, errorMessage: text }),
-      onEnd: release,
-    });
+  const refusal = (message: string): AssistantMessageEvent => {
+    const reason = controller.signal.aborted ? "aborted" : "error";
+    return { type: "error", reason, error: failure(reason, message) };
   };
 
   let inner: LLMStream | undefined;
-  /** The stream events come from, once admission decided (the inner call or the refusal). */
-  let settled: LLMStream | undefined;
-  const decided: Promise<LLMStream> = admit(call).then(
-    (verdict) => {
-      if (controller.signal.aborted) return refusal("Request was aborted");
-      if (verdict !== null) return refusal(verdict);
-      // The caller's signal stays linked: aborting it aborts the inner call through ours.
-      inner = llm.stream({ ...call, signal: controller.signal });
-      return inner;
-    },
-    (error: unknown) =>
-      refusal(
+  async function* events(): AsyncIterable<AssistantMessageEvent> {
+    let admission: Admission;
+    try {
+      admission = await admit({
+        call,
+        model,
+        replay: call.replay !== undefined,
+        reservation: toReservation(call, model),
+      });
+    } catch (error) {
+      yield refusal(
         `The model call was not started: its admission check failed (${
           error instanceof Error ? error.message : String(error)
         }).`,
-      ),
-  );
-  const ready = decided.then((stream) => {
-    settled = stream;
-    return stream;
-  });
+      );
+      return;
+    }
+    if (admission.type === "refused") {
+      const message =
+        admission.kind === "budget" && !admission.message.startsWith(BUDGET_REACHED_PREFIX)
+          ? `${BUDGET_REACHED_PREFIX}${admission.message}`
+          : admission.message;
+      yield refusal(message);
+      return;
+    }
+    const { settle } = admission;
+    if (controller.signal.aborted) {
+      await settle?.({ tokens: 0, cost: 0 }).catch(() => {});
+      yield refusal("Request was aborted");
+      return;
+    }
+    // The caller's signal stays linked: aborting it aborts the inner call through ours.
+    inner = llm.stream({
+      ...call,
+      signal: controller.signal,
+      ...(admission.apiKey === undefined ? {} : { apiKey: admission.apiKey }),
+    });
+    const meter = createUsageMeter(call, model);
+    for await (const event of inner) {
+      meter.see(event);
+      if (event.type === "done" || event.type === "error") {
+        await settle?.(meter.used(event)).catch(() => {});
+      }
+      yield event;
+    }
+  }
 
-  return {
+  const stream = createResponseStream({
     callID: call.callID,
+    controller,
+    events: events(),
+    toFailure: failure,
+    exactRequest: () => inner?.exactRequest,
+    attempts: () => inner?.attempts ?? [],
+    onEnd: release,
+  });
+  return {
+    ...stream,
+    // The inner call's raw argument text (the outer snapshot sees only the parsed events).
+    toolCallArgumentsText: (contentIndex) =>
+      inner?.toolCallArgumentsText(contentIndex) ?? stream.toolCallArgumentsText(contentIndex),
     get exactRequest() {
       return inner?.exactRequest;
     },
     get attempts() {
       return inner?.attempts ?? [];
-    },
-    toolCallArgumentsText: (contentIndex) => inner?.toolCallArgumentsText(contentIndex),
-    signal: controller.signal,
-    abort: (reason) => controller.abort(reason),
-    recv: async () => (await ready).recv(),
-    poll: () => settled?.poll(),
-    async *[Symbol.asyncIterator](): AsyncIterator<ResponseEvent> {
-      yield* await ready;
     },
   };
 }

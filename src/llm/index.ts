@@ -1,4 +1,10 @@
 export {
+  type CallAmount,
+  createUsageMeter,
+  estimateInputTokens,
+  toReservation,
+} from "./call-estimate.ts";
+export {
   CHARS_PER_TOKEN,
   type ModelCompaction,
   type ModelCompactionInput,
@@ -22,7 +28,15 @@ export { DEFAULT_DEMO_HELP, DEMO_MODEL_NAME, type DemoOptions } from "./demo.ts"
 export { type ErrorMessageFields, toErrorMessage } from "./error-message.ts";
 export { hashBody } from "./exact-fetch.ts";
 export { COOLING_DOWN_PREFIX, toFailureKind } from "./failure-kind.ts";
-export { type AdmitCall, gateLLM } from "./gated-llm.ts";
+export {
+  type Admission,
+  type AdmissionRequest,
+  type AdmitCall,
+  BUDGET_REACHED_PREFIX,
+  GATE_PROVIDER,
+  gateLLM,
+  isBudgetRefusal,
+} from "./gated-llm.ts";
 export {
   type CreateLLMOptions,
   createLLM,

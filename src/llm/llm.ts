@@ -141,7 +141,10 @@ export function createLLM(options: CreateLLMOptions): LLM {
     }
     const refusal = health.refusal(config.name);
     if (refusal !== null) return failedStream(call, controller, release, refusal, config);
-    const key = resolveApiKey(config.apiKey, env);
+    const key: ResolvedKey =
+      call.apiKey === undefined
+        ? resolveApiKey(config.apiKey, env)
+        : { type: "key", value: call.apiKey.reveal() };
     if (key.type === "missing") {
       return failedStream(
         call,

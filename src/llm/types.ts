@@ -131,6 +131,7 @@ export interface RequestAttempt {
 }
 
 import type { ModelOptions } from "./model-options.ts";
+import type { Secret } from "./secret.ts";
 
 export type { ModelOptions };
 
@@ -151,6 +152,11 @@ export interface LLMCall {
    * fallback model gives up on its model sooner (loop/model-route.ts).
    */
   readonly maxAttempts?: number;
+  /**
+   * The key to send instead of the model's configured one (a team user's own key, docs/team.md).
+   * A `Secret`: it never shows in a log or an error.
+   */
+  readonly apiKey?: Secret;
   /** A body saved by an earlier attempt of this call: it is sent byte for byte instead of a rebuilt one. */
   readonly replay?: { readonly body: string };
   /**

@@ -14,6 +14,15 @@ export { chooseModel, FAILOVER_KINDS, toCandidates } from "./model-route.ts";
 export { buildPrompt, buildRequest, buildTools, toResumeCommand } from "./request.ts";
 export { createConversation, isIdle } from "./state.ts";
 export { type StepRecord, toStepRecords } from "./step-records.ts";
+export {
+  EXPLORE,
+  GENERAL,
+  SUBAGENT_TOOL,
+  type SubagentDefinition,
+  toSubagentConversationID,
+  toSubagentModel,
+  toSubagentSettings,
+} from "./subagent.ts";
 export { SUMMARY_SYSTEM_PROMPT } from "./summary-request.ts";
 export { transition } from "./transition.ts";
 export {

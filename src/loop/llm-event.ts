@@ -9,6 +9,7 @@ import { callModel, hasTokens, toFailoverModel, withStickyModel } from "./model-
 import { applyBlockEvent, createPendingResponse } from "./pending-response.ts";
 import { startModelCall } from "./request.ts";
 import { CONTINUE_LLM, toApplied, toRejected } from "./state.ts";
+import { toRefusedResults } from "./subagent.ts";
 import { applySummaryDone, applySummaryError, compactAfterOverflow } from "./summary-call.ts";
 import { dispatchNextToolCall, toNotRunResult } from "./tool-result.ts";
 import type {
@@ -124,7 +125,8 @@ function applyDone(committed: ConversationState, callID: string, event: DoneEven
     const waiting = {
       calls: toolCalls,
       answered: 0,
-      early: toolCalls.map(() => null),
+      // Calls to tools the turn does not offer are answered here when it only runs offered ones.
+      early: toRefusedResults(appended.settings, toolCalls, message.timestamp),
       operationIDs: toolCalls.map((call) => toOperationID(callID, call.id)),
     };
     return dispatchNextToolCall({ ...appended, waiting }, emit);

@@ -18,13 +18,12 @@ export function applyStart(state: RuntimeState, input: StartInput): Transition {
   if (!isIdle(state.committed.status)) {
     return toRejected(state, "turn_in_progress", `a turn is ${state.committed.status}`);
   }
-  return beginTurn(
-    state.committed,
-    input.inputID,
-    input.settings,
-    input.userMessage,
-    input.context,
-  );
+  // The link to a parent conversation is set once, by the child's first turn (subagent.ts).
+  const committed =
+    input.parent === undefined || state.committed.parent !== undefined
+      ? state.committed
+      : { ...state.committed, parent: input.parent };
+  return beginTurn(committed, input.inputID, input.settings, input.userMessage, input.context);
 }
 
 export function applyUserMessage(state: RuntimeState, input: UserMessageInput): Transition {

@@ -25,19 +25,35 @@ export function toReadOnlyTools(settings: TurnSettings | null): ReadonlySet<stri
 }
 
 /**
+ * The names of the tools whose consecutive calls run together although they have effects
+ * (`TurnSettings.concurrentTools`: subagents). A run of them is a batch of its own, never mixed
+ * with reads.
+ */
+export function toConcurrentTools(settings: TurnSettings | null): ReadonlySet<string> {
+  return new Set(settings?.concurrentTools ?? []);
+}
+
+/**
  * The index after the last call of the batch that starts at `from` (`from` itself when no call
- * is left).
+ * is left): a maximal run of read-only calls, a maximal run of calls to `concurrent` tools, or a
+ * single call.
  */
 export function toBatchEnd(
   calls: readonly ToolCall[],
   from: number,
   readOnly: ReadonlySet<string>,
+  concurrent: ReadonlySet<string> = new Set(),
 ): number {
   const first = calls[from];
   if (first === undefined) return from;
-  if (!readOnly.has(first.name)) return from + 1;
+  const group = readOnly.has(first.name)
+    ? readOnly
+    : concurrent.has(first.name)
+      ? concurrent
+      : null;
+  if (group === null) return from + 1;
   let end = from + 1;
-  while (end < calls.length && readOnly.has((calls[end] as ToolCall).name)) end += 1;
+  while (end < calls.length && group.has((calls[end] as ToolCall).name)) end += 1;
   return end;
 }
 

@@ -9,7 +9,7 @@ import type { ToolCall, ToolResultMessage } from "../llm/types.ts";
 import { appendHashes } from "./history-hash.ts";
 import { startModelCall } from "./request.ts";
 import { toApplied, toRejected, WAIT_INPUT } from "./state.ts";
-import { toBatchEnd, toClientCommand, toReadOnlyTools } from "./tool-batch.ts";
+import { toBatchEnd, toClientCommand, toConcurrentTools, toReadOnlyTools } from "./tool-batch.ts";
 import type {
   ConversationState,
   RuntimeState,
@@ -47,6 +47,7 @@ export function applyToolResult(state: RuntimeState, input: ToolResultInput): Tr
     waiting.calls,
     waiting.answered,
     toReadOnlyTools(committed.settings),
+    toConcurrentTools(committed.settings),
   );
   return dispatchNextToolCall(received, [], inFlightEnd);
 }
@@ -91,7 +92,12 @@ export function dispatchNextToolCall(
     // Calls of the batch in flight are still running: their results come as inputs.
     return toApplied({ committed, pending: null }, WAIT_INPUT, emit);
   }
-  const end = toBatchEnd(waiting.calls, answered, toReadOnlyTools(state.settings));
+  const end = toBatchEnd(
+    waiting.calls,
+    answered,
+    toReadOnlyTools(state.settings),
+    toConcurrentTools(state.settings),
+  );
   // Never null: the call at `answered` has no result (else it would have been appended).
   const command = toClientCommand(nextWaiting, answered, end) ?? WAIT_INPUT;
   return toApplied({ committed, pending: null }, command, emit);

@@ -30,7 +30,7 @@ import {
   toolCall,
   userMessage,
 } from "./testing.ts";
-import type { FailureKind, Input, ResponseEvent } from "./types.ts";
+import type { FailureKind, Input, ResponseEvent, StartInput, Tool, TurnSettings } from "./types.ts";
 
 const call0 = toCallID(CONVERSATION_ID, "t1", 0);
 const call1 = toCallID(CONVERSATION_ID, "t1", 1);
@@ -740,7 +740,107 @@ const rows: Record<string, () => void> = {
       .thenExpect({ command: "canceled" });
     assert.equal(early.transition.state.committed.route, undefined);
   },
+  L47() {
+    // read, task, task, shell, task: the two tasks go together, never with the read before them.
+    const taskA = toolCall("tc-ta", "task", { prompt: "a" });
+    const taskB = toolCall("tc-tb", "task", { prompt: "b" });
+    const taskC = toolCall("tc-tc", "task", { prompt: "c" });
+    const message = assistantMessage([readA, taskA, taskB, shellS, taskC]);
+    const started = given(start("split", { settings: TASK_SETTINGS }))
+      .when(streamed(call0, message).at(-1) as Input)
+      .thenExpect({ command: op(readA) });
+    const waiting = given(start("split", { settings: TASK_SETTINGS }), ...streamed(call0, message));
+    assert.deepEqual(started.transition.state.committed.waiting?.calls, [
+      readA,
+      taskA,
+      taskB,
+      shellS,
+      taskC,
+    ]);
+    waiting
+      .when(result(readA, "a"))
+      .thenExpect({ command: { type: "call_clients", calls: [op(taskA), op(taskB)] } });
+    // The tasks' results, in any order, then the shell alone, then the last task alone.
+    waiting
+      .given(result(readA, "a"), result(taskB, "b done"))
+      .when(result(taskA, "a done"))
+      .thenExpect({
+        command: op(shellS),
+        appended: [toolResultOf(taskA, "a done"), toolResultOf(taskB, "b done")],
+      });
+  },
+  L48() {
+    // An explore subagent's settings: read only, calls to anything else refused by the loop.
+    const explore: TurnSettings = {
+      ...BATCH_SETTINGS,
+      tools: [BATCH_SETTINGS.tools[0] as Tool],
+      onlyOfferedTools: true,
+    };
+    const message = assistantMessage([readA, shellS, readB]);
+    const refused = {
+      ...toolResultOf(shellS, REFUSED("shell")),
+      isError: true,
+      timestamp: message.timestamp,
+    };
+    const outcome = given(start("look", { settings: explore }), openStream(call0, message))
+      .when(streamed(call0, message).at(-1) as Input)
+      .thenExpect({ command: op(readA), status: "waiting_client" });
+    // The refusal waits in order; the reads run, and the shell never reaches the client.
+    assert.deepEqual(outcome.transition.state.committed.waiting?.early, [null, refused, null]);
+    given(start("look", { settings: explore }), ...streamed(call0, message))
+      .when(result(readA, "a"))
+      .thenExpect({
+        command: op(readB),
+        appended: [toolResultOf(readA, "a"), refused],
+      });
+    // Every call refused: straight to the next model call.
+    const onlyShell = assistantMessage([shellS]);
+    given(start("look", { settings: explore }), openStream(call0, onlyShell))
+      .when(streamed(call0, onlyShell).at(-1) as Input)
+      .thenExpect({
+        command: "call_llm",
+        appended: [onlyShell, { ...refused, timestamp: onlyShell.timestamp }],
+      });
+    // Without the flag the same call goes to the client, which decides what the name means.
+    given(start("look", { settings: { ...explore, onlyOfferedTools: undefined } }))
+      .given(openStream(call0, onlyShell))
+      .when(streamed(call0, onlyShell).at(-1) as Input)
+      .thenExpect({ command: op(shellS) });
+  },
+  L49() {
+    const parent = {
+      conversationID: "parent-1",
+      operationID: "parent-1:t1:c0:tc-9",
+      toolCallID: "tc-9",
+      subagentType: "explore",
+    };
+    const first = given()
+      .when({ ...(start("look around") as StartInput), parent })
+      .thenExpect({ command: "call_llm", status: "waiting_llm" });
+    assert.deepEqual(first.transition.state.committed.parent, parent);
+    // Set once: a later start with another link leaves it.
+    const later = given(
+      { ...(start("look around") as StartInput), parent },
+      streamed(call0, answer),
+    )
+      .when({
+        ...(start("more") as StartInput),
+        parent: { ...parent, toolCallID: "tc-other" },
+      })
+      .thenExpect({ command: "call_llm" });
+    assert.deepEqual(later.transition.state.committed.parent, parent);
+    // A conversation without a link has none.
+    assert.equal(given(start("hi")).state.committed.parent, undefined);
+  },
 };
+
+const TASK_SETTINGS: TurnSettings = {
+  ...BATCH_SETTINGS,
+  concurrentTools: ["task"],
+};
+
+const REFUSED = (name: string) =>
+  `Not run: the tool "${name}" is not available to this subagent. Use only the tools you were given.`;
 
 const FAILOVER = [
   "rate_limited",

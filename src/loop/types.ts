@@ -59,6 +59,18 @@ export interface TurnSettings {
    */
   readonly readOnlyTools?: readonly string[];
   /**
+   * Names of tools with effects whose consecutive calls still run together (tool-batch.ts): the
+   * subagent tool, whose calls each work on a task the model split off on purpose. Absent: none.
+   * Not part of the request.
+   */
+  readonly concurrentTools?: readonly string[];
+  /**
+   * Only the tools in `tools` may run: a call naming any other tool is answered by the loop with
+   * an error result and never reaches the client (subagent.ts: a read-only subagent cannot write,
+   * whatever the model asks for). Absent: the client side decides what a name means.
+   */
+  readonly onlyOfferedTools?: true;
+  /**
    * The client's per-request model options (thinking, effort, max mode): the model call carries
    * them to the LLM layer. Absent: the model's configured defaults.
    */
@@ -102,6 +114,20 @@ export interface StartInput extends ExternalInput {
   readonly userMessage: UserMessage;
   readonly context: readonly ContextSupplement[];
   readonly settings: TurnSettings;
+  /** Set on the first turn of a subagent's conversation: the tool call it runs for (subagent.ts). */
+  readonly parent?: ParentLink;
+}
+
+/**
+ * The tool call of another conversation a subagent's conversation runs for (subagent.ts). Kept in
+ * the child's committed state, so the link survives restarts without a schema change.
+ */
+export interface ParentLink {
+  readonly conversationID: string;
+  readonly operationID: string;
+  readonly toolCallID: string;
+  /** The subagent type's name (`explore`, `general`, or a custom subagent's name). */
+  readonly subagentType: string;
 }
 
 /** Begin a turn with a user message, reusing the previous turn's settings. */
@@ -289,6 +315,8 @@ export interface ConversationState {
   readonly lastCommitID: string;
   /** Absent while the conversation runs on the model it asks for (model-route.ts). */
   readonly route?: ModelRoute;
+  /** Present on a subagent's conversation: the tool call it runs for (subagent.ts). */
+  readonly parent?: ParentLink;
 }
 
 /** A content block being streamed. */

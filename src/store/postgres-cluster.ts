@@ -7,8 +7,11 @@
  * the heartbeat is younger than `leaseMs`, both by the database's clock (`clock_timestamp()`). A claim is one statement: it inserts the owner, or
  * takes the stream over when the recorded owner's lease has expired (or was given up), or finds
  * the live owner. Two instances claiming at once serialise on the row: one wins, the other sees
- * the winner. An instance that is known to be gone (its port refuses connections, or it left
- * at shutdown) is expired at once, so its streams are taken over without waiting for the lease.
+ * the winner. An instance that left at shutdown is expired at once, so its streams are taken
+ * over without waiting for the lease. A refused connection is not enough to expire one: an
+ * instance advertising a wrong address refuses connections while it is alive and serving, so
+ * the forwarder asks `awaitVerdict` instead, which watches the heartbeat (docs/team.md
+ * "Takeover").
  */
 import type pg from "pg";
 import { createPool, fromPostgresError, toPostgresLocation } from "./postgres-store.ts";
@@ -21,8 +24,12 @@ export interface ClusterDirectory {
   readonly instanceID: string;
   /** The owner of `requestID`: this instance when it was free, expired, or ours already. */
   claim(requestID: string): Promise<StreamOwner>;
-  /** Expires `instanceID`'s lease now: it refused a connection, so it is not running. */
-  markGone(instanceID: string): Promise<void>;
+  /**
+   * Whether `instanceID`, which could not be reached, is alive: `alive` as soon as its heartbeat
+   * is renewed, `expired` once its lease has run out (then `claim` takes its streams over).
+   * Takes at most about a lease; a live instance is recognised within one heartbeat interval.
+   */
+  awaitVerdict(instanceID: string): Promise<"alive" | "expired">;
   /** Starts the heartbeat with the address the other instances forward to. */
   advertise(url: string): Promise<void>;
   /** Gives this instance's streams up (graceful shutdown) and stops the heartbeat. */
@@ -55,6 +62,7 @@ export async function openClusterDirectory(
   options: ClusterDirectoryOptions,
 ): Promise<ClusterDirectory> {
   const leaseMs = options.leaseMs ?? 15_000;
+  const beatMs = Math.max(50, Math.floor(leaseMs / 3));
   // A heartbeat or claim slower than a third of the lease is of no use, and a stalled one must
   // not hold shutdown (`leave`, then `close` waiting for it) past its bound (cli/serve.ts).
   const pool = createPool({
@@ -88,18 +96,15 @@ export async function openClusterDirectory(
     advertised = url;
     await beat();
     clearInterval(timer);
-    timer = setInterval(
-      () => {
-        beats += 1;
-        void beat().catch(() => undefined);
-        if (beats % 100 === 0) {
-          void query(`delete from stream_owners where claimed_at < ${DB_NOW} - $1`, [
-            FORGET_AFTER_MS,
-          ]).catch(() => undefined);
-        }
-      },
-      Math.max(50, Math.floor(leaseMs / 3)),
-    );
+    timer = setInterval(() => {
+      beats += 1;
+      void beat().catch(() => undefined);
+      if (beats % 100 === 0) {
+        void query(`delete from stream_owners where claimed_at < ${DB_NOW} - $1`, [
+          FORGET_AFTER_MS,
+        ]).catch(() => undefined);
+      }
+    }, beatMs);
     timer.unref();
   };
   if (options.advertiseUrl !== undefined) await advertise(options.advertiseUrl);
@@ -133,9 +138,27 @@ export async function openClusterDirectory(
     instanceID,
     claim,
     advertise,
-    async markGone(gone) {
-      if (gone === instanceID) return;
-      await query("update instances set heartbeat_at = 0 where instance_id = $1", [gone]);
+    async awaitVerdict(other) {
+      const read = async () =>
+        (
+          await query<{ heartbeat_at: string; age: string }>(
+            `select heartbeat_at, ${DB_NOW} - heartbeat_at as age from instances where instance_id = $1`,
+            [other],
+          )
+        ).rows[0];
+      const first = await read();
+      if (first === undefined || Number(first.age) >= leaseMs) return "expired";
+      let age = Number(first.age);
+      for (;;) {
+        // Until the next heartbeat is due (a little after), or the lease runs out.
+        const wait = Math.min(leaseMs - age, Math.max(beatMs - age, 0) + beatMs / 4) + 10;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        const now = await read();
+        if (now === undefined) return "expired";
+        if (Number(now.heartbeat_at) > Number(first.heartbeat_at)) return "alive";
+        age = Number(now.age);
+        if (age >= leaseMs) return "expired";
+      }
     },
     async leave() {
       clearInterval(timer);

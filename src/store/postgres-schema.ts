@@ -306,6 +306,53 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ${refuse("images", "images_fixed", "images are stored once: a stored image is never changed")}
     `,
   },
+  {
+    version: 9,
+    name: "users: own provider keys (variable names only), the user of each agent stream, a ledger of model calls with reservations (PostgreSQL only)",
+    // The ledger starts with what was counted before: the committed usage of each user's
+    // conversations. Helper calls (titles, commit messages) were bound, wrongly, to the first
+    // user who made one: those bindings go (each call now counts for the user who asked).
+    sql: `
+      create table user_keys (
+        user_id text collate "C" not null references users (user_id),
+        provider text collate "C" not null,
+        env_name text not null check (env_name ~ '^[A-Za-z_][A-Za-z0-9_]*$'),
+        primary key (user_id, provider)
+      );
+
+      create table stream_users (
+        request_id text collate "C" primary key,
+        user_id text collate "C" not null references users (user_id),
+        created_at bigint not null
+      );
+
+      create table user_calls (
+        call_id text collate "C" primary key,
+        user_id text collate "C" not null references users (user_id),
+        conversation_id text collate "C" not null,
+        day text collate "C" not null,
+        reserved_tokens bigint not null check (reserved_tokens >= 0),
+        reserved_cost double precision not null check (reserved_cost >= 0),
+        tokens bigint check (tokens >= 0),
+        cost double precision check (cost >= 0),
+        created_at bigint not null,
+        settled_at bigint,
+        check ((settled_at is null) = (tokens is null) and (tokens is null) = (cost is null))
+      );
+
+      create index user_calls_user_day on user_calls (user_id, day);
+
+      delete from conversation_users where conversation_id like 'cursor-byok-helper-%';
+
+      insert into user_calls (call_id, user_id, conversation_id, day, reserved_tokens,
+          reserved_cost, tokens, cost, created_at, settled_at)
+        select coalesce(call_id, 'committed:' || conversation_id || ':' || seq), user_id,
+          conversation_id, day, 0, 0, input + output + cache_read + cache_write, cost,
+          committed_at, committed_at
+        from call_usage join conversation_users using (conversation_id)
+        on conflict (call_id) do nothing;
+    `,
+  },
 ];
 
 /** Moves version-4 bindings (JSON text with a base64 client state) over, as SQLite's 5 does. */

@@ -142,7 +142,7 @@ if (postgres.type === "ready") {
           "insert into llm_calls values ('call-old', 'c-img', 't', 'm', $1, $2, $3, 1, $4, 'planned', 1, 1)",
           [oldRequest, sha256(oldRequest), before.chainHash, before.lastMessageHash],
         );
-        assert.deepEqual(await migratePostgres(client), [8]);
+        assert.deepEqual(await migratePostgres(client, 8), [8]);
       } finally {
         client.release();
       }
@@ -197,6 +197,67 @@ if (postgres.type === "ready") {
         true,
       ]);
       assert.deepEqual(await holds("select data as t from images"), [true]);
+    } finally {
+      await pool.end();
+      await schema.drop();
+    }
+  });
+
+  test("migration 9 starts the users' ledger from their committed usage and unbinds helper pseudo-conversations", async () => {
+    const schema = await postgres.server.createSchema();
+    const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
+    try {
+      const client = await pool.connect();
+      try {
+        assert.deepEqual(await migratePostgres(client, 8), [1, 2, 3, 4, 5, 6, 7, 8]);
+        await client.query("insert into users values ('u-ann', 'ann', 'hash-a', 1, null)");
+        await client.query("insert into conversations values ('c1', 1, 0, '', '', '{}', 1, 1)");
+        await client.query(
+          "insert into conversation_users values ('c1', 'u-ann', 1), " +
+            "('cursor-byok-helper-title', 'u-ann', 2)",
+        );
+        const usage = "'p', 'm', '2026-11-30'";
+        await client.query(
+          `insert into call_usage values ('c1', 1, 'call-1', ${usage}, 100, 50, 10, 5, 0.25, 7), ` +
+            `('c1', 3, null, ${usage}, 1, 2, 0, 0, 0, 8)`,
+        );
+        assert.deepEqual(await migratePostgres(client), [9]);
+        const ledger = await client.query(
+          "select call_id, user_id, conversation_id, day, reserved_tokens::int, tokens::int, cost, settled_at::int " +
+            "from user_calls order by call_id",
+        );
+        assert.deepEqual(ledger.rows, [
+          {
+            call_id: "call-1",
+            user_id: "u-ann",
+            conversation_id: "c1",
+            day: "2026-11-30",
+            reserved_tokens: 0,
+            tokens: 165,
+            cost: 0.25,
+            settled_at: 7,
+          },
+          {
+            call_id: "committed:c1:3",
+            user_id: "u-ann",
+            conversation_id: "c1",
+            day: "2026-11-30",
+            reserved_tokens: 0,
+            tokens: 3,
+            cost: 0,
+            settled_at: 8,
+          },
+        ]);
+        const bound = await client.query("select conversation_id from conversation_users");
+        assert.deepEqual(bound.rows, [{ conversation_id: "c1" }]);
+        await assert.rejects(
+          client.query("insert into user_keys values ('u-ann', 'openai', 'sk-not-a-name!')"),
+          /check constraint/,
+          "only a variable's name fits",
+        );
+      } finally {
+        client.release();
+      }
     } finally {
       await pool.end();
       await schema.drop();

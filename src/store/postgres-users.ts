@@ -1,7 +1,9 @@
 /**
- * The team's users in the PostgreSQL store (users.ts, migration 5 of postgres-schema.ts). Every
- * token check reads the database, so a revoked token is refused by every instance from the next
- * request on; it is one indexed lookup of the token's hash.
+ * The team's users in the PostgreSQL store (users.ts, migrations 5 and 9 of postgres-schema.ts).
+ * Every token check reads the database, so a revoked token is refused by every instance from the
+ * next request on; it is one indexed lookup of the token's hash. A budget check and the call's
+ * reservation are one transaction under a per-user advisory lock, so concurrent calls of one user
+ * on any instance are admitted one after the other, each seeing the others' reservations.
  */
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
@@ -11,14 +13,55 @@ import { toDay } from "./summaries.ts";
 import {
   type Budget,
   type BudgetPeriod,
+  type CallReservation,
   createAccessToken,
   hashAccessToken,
+  KEY_VARIABLE,
+  PROVIDER_ID,
+  RESERVATION_LIFETIME_MS,
   toBudgetVerdict,
   toMonthStart,
   USER_NAME,
+  type UserKey,
   type UserRecord,
   type Users,
+  type UserUsage,
 } from "./users.ts";
+
+/**
+ * The usage figures of one user this UTC day and month: settled, and reserved by open calls (a
+ * reservation older than `RESERVATION_LIFETIME_MS` belongs to a call whose instance died: no
+ * longer held).
+ */
+const USAGE_SQL =
+  "select " +
+  "coalesce(sum(tokens) filter (where day = $2), 0)::text as day_tokens, " +
+  "coalesce(sum(cost) filter (where day = $2), 0)::text as day_cost, " +
+  "coalesce(sum(reserved_tokens) filter (where day = $2 and settled_at is null and created_at > $4), 0)::text as day_reserved_tokens, " +
+  "coalesce(sum(reserved_cost) filter (where day = $2 and settled_at is null and created_at > $4), 0)::text as day_reserved_cost, " +
+  "coalesce(sum(tokens), 0)::text as month_tokens, " +
+  "coalesce(sum(cost), 0)::text as month_cost, " +
+  "coalesce(sum(reserved_tokens) filter (where settled_at is null and created_at > $4), 0)::text as month_reserved_tokens, " +
+  "coalesce(sum(reserved_cost) filter (where settled_at is null and created_at > $4), 0)::text as month_reserved_cost " +
+  "from user_calls where user_id = $1 and day >= $3";
+
+function toUsage(row: Record<string, string> | undefined): Record<BudgetPeriod, UserUsage> {
+  const figure = (name: string) => Number(row?.[name] ?? 0);
+  const of = (period: "day" | "month"): UserUsage => ({
+    tokens: figure(`${period}_tokens`),
+    cost: figure(`${period}_cost`),
+    reservedTokens: figure(`${period}_reserved_tokens`),
+    reservedCost: figure(`${period}_reserved_cost`),
+  });
+  return { day: of("day"), month: of("month") };
+}
+
+/** Whole, non-negative, finite tokens and cost: a provider's odd figures never fail a write. */
+function toAmounts(call: CallReservation): [number, number] {
+  const tokens = Number.isFinite(call.tokens) && call.tokens > 0 ? Math.round(call.tokens) : 0;
+  const cost = Number.isFinite(call.cost) && call.cost > 0 ? call.cost : 0;
+  return [Math.min(tokens, 2 ** 52), cost];
+}
 
 export function openPostgresUsers(options: {
   readonly url: string;
@@ -57,21 +100,51 @@ export function openPostgresUsers(options: {
     }
     return budgets;
   };
-  const usageOf = async (userID: string, now: number) => {
-    const result = await query<Record<string, string>>(
-      "select coalesce(sum(input + output + cache_read + cache_write) filter (where day = $2), 0)::text as day_tokens, " +
-        "coalesce(sum(cost) filter (where day = $2), 0)::text as day_cost, " +
-        "coalesce(sum(input + output + cache_read + cache_write), 0)::text as month_tokens, " +
-        "coalesce(sum(cost), 0)::text as month_cost " +
-        "from call_usage join conversation_users using (conversation_id) " +
-        "where user_id = $1 and day >= $3",
-      [userID, toDay(now), toMonthStart(now)],
+  const usageOf = async (userID: string, now: number, client?: pg.PoolClient) => {
+    const values = [userID, toDay(now), toMonthStart(now), now - RESERVATION_LIFETIME_MS];
+    try {
+      const result =
+        client === undefined
+          ? await query<Record<string, string>>(USAGE_SQL, values)
+          : await client.query<Record<string, string>>(USAGE_SQL, values);
+      return toUsage(result.rows[0]);
+    } catch (error) {
+      throw fromPostgresError(error, location);
+    }
+  };
+  const userIDOf = async (name: string): Promise<string | undefined> =>
+    (await query<{ user_id: string }>("select user_id from users where name = $1", [name])).rows[0]
+      ?.user_id;
+  const keysOf = async (userIDs: readonly string[]): Promise<Map<string, UserKey[]>> => {
+    const rows = await query<{ user_id: string; provider: string; env_name: string }>(
+      "select user_id, provider, env_name from user_keys where user_id = any($1::text[]) " +
+        "order by provider",
+      [userIDs],
     );
-    const row = result.rows[0] ?? {};
-    return {
-      day: { tokens: Number(row.day_tokens ?? 0), cost: Number(row.day_cost ?? 0) },
-      month: { tokens: Number(row.month_tokens ?? 0), cost: Number(row.month_cost ?? 0) },
-    };
+    const keys = new Map<string, UserKey[]>();
+    for (const row of rows.rows) {
+      keys.set(row.user_id, [
+        ...(keys.get(row.user_id) ?? []),
+        { provider: row.provider, env: row.env_name },
+      ]);
+    }
+    return keys;
+  };
+  /** Binds `id` in `table` to the user unless bound; answers the user it is bound to. */
+  const bind = async (
+    table: "conversation_users" | "stream_users",
+    column: "conversation_id" | "request_id",
+    id: string,
+    userID: string,
+    now: number,
+  ): Promise<string> => {
+    const result = await query<{ user_id: string }>(
+      `with inserted as (insert into ${table} (${column}, user_id, created_at) values ($1, $2, $3) ` +
+        `on conflict (${column}) do nothing returning user_id) ` +
+        `select user_id from inserted union all select user_id from ${table} where ${column} = $1`,
+      [id, userID, now],
+    );
+    return result.rows[0]?.user_id ?? userID;
   };
   const invalid = (detail: string) =>
     new StoreError("invalid_argument", location, `${detail}; nothing was changed.`);
@@ -107,7 +180,8 @@ export function openPostgresUsers(options: {
         created_at: string;
         revoked_at: string | null;
       }>("select user_id, name, created_at, revoked_at from users order by name");
-      const budgets = await budgetsOf(rows.rows.map((row) => row.user_id));
+      const ids = rows.rows.map((row) => row.user_id);
+      const [budgets, keys] = await Promise.all([budgetsOf(ids), keysOf(ids)]);
       const listed = [];
       for (const row of rows.rows) {
         const usage = await usageOf(row.user_id, now);
@@ -117,6 +191,7 @@ export function openPostgresUsers(options: {
           createdAt: Number(row.created_at),
           revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
           budgets: budgets.get(row.user_id) ?? [],
+          keys: keys.get(row.user_id) ?? [],
           today: usage.day,
           month: usage.month,
         });
@@ -141,10 +216,7 @@ export function openPostgresUsers(options: {
           throw invalid(`A ${what} budget must be a non-negative number`);
         }
       }
-      const user = await query<{ user_id: string }>("select user_id from users where name = $1", [
-        name,
-      ]);
-      const userID = user.rows[0]?.user_id;
+      const userID = await userIDOf(name);
       if (userID === undefined) return false;
       if (budget.maxTokens === null && budget.maxCost === null) {
         await query("delete from user_budgets where user_id = $1 and period = $2", [
@@ -171,13 +243,11 @@ export function openPostgresUsers(options: {
       return row === undefined ? null : { userID: row.user_id, name: row.name };
     },
 
-    async bindConversation(conversationID, userID, now) {
-      await query(
-        "insert into conversation_users (conversation_id, user_id, created_at) values ($1, $2, $3) " +
-          "on conflict (conversation_id) do nothing",
-        [conversationID, userID, now],
-      );
-    },
+    bindConversation: (conversationID, userID, now) =>
+      bind("conversation_users", "conversation_id", conversationID, userID, now),
+
+    bindStream: (requestID, userID, now) =>
+      bind("stream_users", "request_id", requestID, userID, now),
 
     async ownerOf(conversationID) {
       const result = await query<{ user_id: string }>(
@@ -196,6 +266,106 @@ export function openPostgresUsers(options: {
       if (list.length === 0) return { type: "ok" };
       const usage = await usageOf(userID, now);
       return toBudgetVerdict(names.rows[0]?.name ?? userID, list, usage, now);
+    },
+
+    async reserve(call, now) {
+      const [tokens, cost] = toAmounts(call);
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (error) {
+        throw fromPostgresError(error, location);
+      }
+      try {
+        await client.query("begin");
+        // One user's admissions, on every instance, one at a time.
+        await client.query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [
+          `cursor-byok-user:${call.userID}`,
+        ]);
+        const budgets = await client.query<{
+          period: BudgetPeriod;
+          max_tokens: string | null;
+          max_cost: number | null;
+          name: string;
+        }>(
+          "select period, max_tokens, max_cost, name from user_budgets join users using (user_id) " +
+            "where user_id = $1 order by period",
+          [call.userID],
+        );
+        if (budgets.rows.length > 0) {
+          const verdict = toBudgetVerdict(
+            budgets.rows[0]?.name ?? call.userID,
+            budgets.rows.map((row) => ({
+              period: row.period,
+              maxTokens: row.max_tokens === null ? null : Number(row.max_tokens),
+              maxCost: row.max_cost,
+            })),
+            await usageOf(call.userID, now, client),
+            now,
+          );
+          if (verdict.type === "exceeded") {
+            await client.query("rollback");
+            return verdict;
+          }
+        }
+        await client.query(
+          "insert into user_calls (call_id, user_id, conversation_id, day, reserved_tokens, " +
+            "reserved_cost, created_at) values ($1, $2, $3, $4, $5, $6, $7) " +
+            "on conflict (call_id) do nothing",
+          [call.callID, call.userID, call.conversationID, toDay(now), tokens, cost, now],
+        );
+        await client.query("commit");
+        return { type: "ok" };
+      } catch (error) {
+        await client.query("rollback").catch(() => {});
+        throw fromPostgresError(error, location);
+      } finally {
+        client.release();
+      }
+    },
+
+    async settle(call, now) {
+      const [tokens, cost] = toAmounts(call);
+      await query(
+        "insert into user_calls (call_id, user_id, conversation_id, day, reserved_tokens, " +
+          "reserved_cost, tokens, cost, created_at, settled_at) " +
+          "values ($1, $2, $3, $4, 0, 0, $5, $6, $7, $7) " +
+          "on conflict (call_id) do update set tokens = excluded.tokens, cost = excluded.cost, " +
+          "settled_at = excluded.settled_at",
+        [call.callID, call.userID, call.conversationID, toDay(now), tokens, cost, now],
+      );
+    },
+
+    async setKey(name, provider, env) {
+      if (!PROVIDER_ID.test(provider)) {
+        throw invalid(
+          `"${provider}" is not a provider id (as models name it: openai, anthropic, …)`,
+        );
+      }
+      if (env !== null && !KEY_VARIABLE.test(env)) {
+        throw invalid(
+          "A key is given as the name of an environment variable (letters, digits, _), never the key itself",
+        );
+      }
+      const userID = await userIDOf(name);
+      if (userID === undefined) return false;
+      if (env === null) {
+        await query("delete from user_keys where user_id = $1 and provider = $2", [
+          userID,
+          provider,
+        ]);
+        return true;
+      }
+      await query(
+        "insert into user_keys (user_id, provider, env_name) values ($1, $2, $3) " +
+          "on conflict (user_id, provider) do update set env_name = excluded.env_name",
+        [userID, provider, env],
+      );
+      return true;
+    },
+
+    async keysOf(userID) {
+      return (await keysOf([userID])).get(userID) ?? [];
     },
 
     close: () => pool.end(),

@@ -5,8 +5,8 @@ import { hashAccessToken, toBudgetVerdict, toMonthStart } from "./users.ts";
 
 const NOW = Date.UTC(2026, 10, 30, 11, 0); // 2026-11-30 11:00 UTC
 const usage = (dayTokens: number, dayCost: number, monthTokens: number, monthCost: number) => ({
-  day: { tokens: dayTokens, cost: dayCost },
-  month: { tokens: monthTokens, cost: monthCost },
+  day: { tokens: dayTokens, cost: dayCost, reservedTokens: 0, reservedCost: 0 },
+  month: { tokens: monthTokens, cost: monthCost, reservedTokens: 0, reservedCost: 0 },
 });
 
 test("under every limit: ok; no budgets: ok", () => {
@@ -45,6 +45,21 @@ test("a reached limit refuses until the period ends, and names it", () => {
   assert.equal(month.limit, "cost");
   assert.equal(month.resetsAt, Date.UTC(2026, 11, 1));
   assert.match(month.message, /\$20\.50 of \$20\.00 this month/);
+});
+
+test("reservations of calls in progress count as used, and the message says so", () => {
+  const budgets = [{ period: "day" as const, maxTokens: 1000, maxCost: null }];
+  const reserved = (tokens: number, held: number) => ({
+    day: { tokens, cost: 0, reservedTokens: held, reservedCost: 0 },
+    month: { tokens, cost: 0, reservedTokens: held, reservedCost: 0 },
+  });
+  assert.deepEqual(toBudgetVerdict("ann", budgets, reserved(900, 99), NOW), { type: "ok" });
+  const verdict = toBudgetVerdict("ann", budgets, reserved(900, 100), NOW);
+  assert.ok(verdict.type === "exceeded");
+  assert.match(
+    verdict.message,
+    /^Budget reached: ann has used 900 tokens of 1,000 tokens today \(UTC\), and calls in progress hold 100 tokens more\. /,
+  );
 });
 
 test("the month starts on the 1st (UTC); a token's hash is its SHA-256", () => {

@@ -1,9 +1,11 @@
 /**
- * The team's users (docs/team.md): each has an access token — only its SHA-256 is stored — and
- * optional budgets of tokens or cost per UTC day or month. A conversation belongs to the user
- * whose token started it; a user's usage is the usage of their conversations' committed model
- * calls (the dashboard's `call_usage` rows), so it is recorded by the same commits that keep the
- * history, never estimated.
+ * The team's users (docs/team.md): each has an access token — only its SHA-256 is stored —,
+ * optional budgets of tokens or cost per UTC day or month, and optional own provider keys, kept
+ * as the *name* of an environment variable of the server process (never the key). A conversation
+ * and an agent stream belong to the user whose request first named them; no other user may use
+ * them. A user's usage is a ledger of their model calls (`user_calls`): each call reserves an
+ * estimate before it is sent and is settled with what the provider reported (or, for a call cut
+ * short after tokens arrived, an estimate of what it used) when it ends.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { toDay } from "./summaries.ts";
@@ -19,6 +21,27 @@ export interface Budget {
 }
 
 export interface UserUsage {
+  /** Settled calls: what the provider reported, or the estimate of a call cut short. */
+  readonly tokens: number;
+  readonly cost: number;
+  /** Calls admitted and not settled yet (running, or on an instance that died): their estimates. */
+  readonly reservedTokens: number;
+  readonly reservedCost: number;
+}
+
+/** A user's own key for a provider: the environment variable the server reads it from. */
+export interface UserKey {
+  /** The provider id of the configured models it replaces the team's key for (e.g. `openai`). */
+  readonly provider: string;
+  /** The variable's name; its value is read by the server process at call time. */
+  readonly env: string;
+}
+
+/** A model call about to be sent for a user, with what it is expected to use at most. */
+export interface CallReservation {
+  readonly callID: string;
+  readonly userID: string;
+  readonly conversationID: string;
   readonly tokens: number;
   readonly cost: number;
 }
@@ -32,6 +55,7 @@ export interface UserRecord {
 }
 
 export interface UserListing extends UserRecord {
+  readonly keys: readonly UserKey[];
   readonly today: UserUsage;
   readonly month: UserUsage;
 }
@@ -65,16 +89,52 @@ export interface Users {
   setBudget(name: string, budget: Budget): Promise<boolean>;
   /** The active user holding `token`, or null. */
   authenticate(token: string): Promise<AuthenticatedUser | null>;
-  /** Records the user of a conversation; the first one stays. */
-  bindConversation(conversationID: string, userID: string, now: number): Promise<void>;
+  /**
+   * Binds a conversation to the user unless it is bound already (the first one stays), and
+   * answers the user it is bound to: not `userID` means it is another user's.
+   */
+  bindConversation(conversationID: string, userID: string, now: number): Promise<string>;
+  /** The same for an agent stream, by its request id. */
+  bindStream(requestID: string, userID: string, now: number): Promise<string>;
   /** The user a conversation belongs to, or null. */
   ownerOf(conversationID: string): Promise<string | null>;
-  /** Whether the user may start another model call now. */
+  /** Whether the user may start another model call now, counting reservations. */
   checkBudget(userID: string, now: number): Promise<BudgetVerdict>;
+  /**
+   * Checks the user's budgets and, when they admit another call, reserves the call's estimate —
+   * one step under a per-user lock, so concurrent calls of one user see each other's
+   * reservations. `exceeded`: nothing was reserved.
+   */
+  reserve(call: CallReservation, now: number): Promise<BudgetVerdict>;
+  /**
+   * Records what a call used (its reservation, if any, is replaced); a call settled again (a
+   * replay after a takeover) keeps the last figures.
+   */
+  settle(call: CallReservation, now: number): Promise<void>;
+  /** Sets (`env`) or removes (`null`) the user's own key for a provider. False: no such user. */
+  setKey(name: string, provider: string, env: string | null): Promise<boolean>;
+  /** The user's own keys. */
+  keysOf(userID: string): Promise<UserKey[]>;
   close(): Promise<void>;
 }
 
 export const USER_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+
+/** An environment variable's name, as a user's key is recorded (never its value). */
+/**
+ * How long an unsettled reservation is held. A call settles when it ends; one that never does
+ * belonged to an instance that died mid-call (a takeover that replays it settles it under the same
+ * call id). Longer than any call runs (the provider SDKs' own limit is 10 minutes).
+ */
+export const RESERVATION_LIFETIME_MS = 30 * 60_000;
+
+/** How every budget refusal's message starts (the client shows it as is). */
+export const BUDGET_REACHED_PREFIX = "Budget reached: ";
+
+export const KEY_VARIABLE = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+/** A provider id, as configured models name it (`openai`, `anthropic`, `openrouter`, …). */
+export const PROVIDER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** A new access token: 256 random bits, recognisable by its prefix. */
 export function createAccessToken(): string {
@@ -90,7 +150,11 @@ export function toMonthStart(at: number): string {
   return `${toDay(at).slice(0, 7)}-01`;
 }
 
-/** The first budget the usage has reached (a limit reached counts as exceeded), or ok. */
+/**
+ * The first budget the usage has reached (a limit reached counts as exceeded), or ok. Reserved
+ * amounts count as used: of concurrent calls, only those admitted before the reservations reach
+ * the limit go ahead.
+ */
 export function toBudgetVerdict(
   name: string,
   budgets: readonly Budget[],
@@ -99,12 +163,12 @@ export function toBudgetVerdict(
 ): BudgetVerdict {
   for (const budget of [...budgets].sort((a, b) => a.period.localeCompare(b.period))) {
     const used = usage[budget.period];
-    const checks: ["tokens" | "cost", number, number | null][] = [
-      ["tokens", used.tokens, budget.maxTokens],
-      ["cost", used.cost, budget.maxCost],
+    const checks: ["tokens" | "cost", number, number, number | null][] = [
+      ["tokens", used.tokens, used.reservedTokens, budget.maxTokens],
+      ["cost", used.cost, used.reservedCost, budget.maxCost],
     ];
-    for (const [limit, amount, max] of checks) {
-      if (max === null || amount < max) continue;
+    for (const [limit, amount, reserved, max] of checks) {
+      if (max === null || amount + reserved < max) continue;
       const resetsAt = toPeriodEnd(budget.period, now);
       const figure = (value: number) =>
         limit === "tokens"
@@ -119,7 +183,9 @@ export function toBudgetVerdict(
         max,
         resetsAt,
         message:
-          `Budget reached: ${name} has used ${figure(amount)} of ${figure(max)} ${period} (UTC). ` +
+          `${BUDGET_REACHED_PREFIX}${name} has used ${figure(amount)} of ${figure(max)} ${period} (UTC)` +
+          (reserved > 0 ? `, and calls in progress hold ${figure(reserved)} more` : "") +
+          ". " +
           `New model calls resume at ${new Date(resetsAt).toISOString().replace("T", " ").slice(0, 16)} UTC, ` +
           "or when an admin raises the budget (`cursor-byok users budget`).",
       };

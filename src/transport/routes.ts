@@ -19,6 +19,7 @@ import {
   toTitlePrompt,
 } from "./cursor/helper-tasks.ts";
 import {
+  type AgentClientMessage,
   AgentService,
   AiService,
   BidiService,
@@ -38,6 +39,10 @@ import {
 import type { HelperCall, HelperResult } from "./helper-calls.ts";
 import type { Log } from "./log.ts";
 import type { StreamRegistry } from "./stream-registry.ts";
+import type { CheckAccess } from "./user-access.ts";
+
+/** Set by a team client's IDE proxy on the calls it relays (transport/proxy/team-relay.ts). */
+export const VIA_IDE_PROXY_HEADER = "x-cursor-byok-via-ide-proxy";
 
 export interface RouteOptions {
   /** Whether `GetServerConfig` lets clients use the HTTP/2 bidi `Run`. */
@@ -45,6 +50,8 @@ export interface RouteOptions {
   readonly pathEncryptionKeys: PathEncryptionKeys;
   /** The model call behind chat titles, commit messages and branch names. */
   readonly helper: HelperCall;
+  /** Team users: refuses a stream or conversation of another user (user-access.ts). */
+  readonly access?: CheckAccess;
 }
 
 export function createRoutes(
@@ -55,12 +62,18 @@ export function createRoutes(
   options: RouteOptions,
 ): (router: ConnectRouter) => void {
   const offered = (): OfferedModel[] => models.listModels().map(toOfferedModel);
-  const serverConfig = () =>
+  // HTTP/2 is never offered to the IDE through a team client's proxy (docs/team.md "Clients"):
+  // Electron's HTTP/2 client does not use the proxy, so the agent would go to Cursor's host.
+  const serverConfig = (_request: unknown, context: HandlerContext) =>
     toServerConfigResponse({
-      http2: options.offerHttp2,
+      http2: options.offerHttp2 && !context.requestHeader.has(VIA_IDE_PROXY_HEADER),
       pathEncryptionKeys: options.pathEncryptionKeys,
     });
   const { helper } = options;
+  const access: CheckAccess = options.access ?? (() => Promise.resolve());
+  /** The conversation a client message names (a run request's), checked with its stream. */
+  const conversationOf = (message: AgentClientMessage): string | undefined =>
+    message.message.case === "runRequest" ? message.message.value.conversationId : undefined;
   // A title is never an error for the client: without a model answer it is the first words.
   const nameAgent = async (request: { userMessage: string }, context: HandlerContext) => {
     const result = await helper("title", toTitlePrompt(request.userMessage), context.signal);
@@ -76,13 +89,17 @@ export function createRoutes(
     router.service(AgentService, {
       // Not a generator: the agent stream's own generator is what Connect reads (after-open.ts).
       runSSE: (request, context) =>
-        afterOpen(async () => (await streams.open(request.requestId)).subscribe(context.signal)),
+        afterOpen(async () => {
+          await access({ requestID: request.requestId });
+          return (await streams.open(request.requestId)).subscribe(context.signal);
+        }),
       async *run(requests, context) {
         // A Run stream cannot be reconnected: when the client goes, its turn goes with it.
         const stream = await streams.open(`run-${randomUUID()}`);
         const pump = (async () => {
           let seqno = 0;
           for await (const message of requests) {
+            await access({ conversationID: conversationOf(message) });
             await stream.append(seqno, message);
             seqno += 1;
           }
@@ -129,8 +146,15 @@ export function createRoutes(
           );
         }
         try {
+          await access({ requestID: decoded.value.requestID });
           const stream = await streams.open(decoded.value.requestID, {
             create: message.message.case === "runRequest",
+          });
+          // A run request on another user's conversation also ends this (the user's own)
+          // stream, so its RunSSE reader is not left waiting for a turn that never starts.
+          await access({ conversationID: conversationOf(message) }).catch(async (error) => {
+            await stream.abandon(ConnectError.from(error));
+            throw error;
           });
           await stream.append(appendSeqno, message);
         } catch (error) {

@@ -22,7 +22,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
-import { Code, type ConnectError, createConnectRouter } from "@connectrpc/connect";
+import {
+  Code,
+  type ConnectError,
+  type ConnectRouter,
+  createConnectRouter,
+} from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { LLM } from "../llm/index.ts";
 import type { Runner } from "../runner/types.ts";
@@ -55,6 +60,7 @@ import {
   TELEMETRY_SINKS,
 } from "./startup-procedures.ts";
 import { createStreamRegistry } from "./stream-registry.ts";
+import type { CheckAccess } from "./user-access.ts";
 import { createUserCommands } from "./user-commands.ts";
 import type { WebTools } from "./web-work.ts";
 
@@ -131,6 +137,8 @@ export interface ServerDeps {
    * here, on every request, and the request runs as that user (request-user.ts).
    */
   readonly authenticate?: Authenticate;
+  /** Team users: who may use which stream and conversation (user-access.ts). */
+  readonly access?: CheckAccess;
   /**
    * Several instances on one database (docs/team.md): each agent stream's owner instance, so a
    * RunSSE or BidiAppend that lands here for a stream held elsewhere is forwarded (cluster.ts).
@@ -222,14 +230,9 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       model: options.helperModel,
       timeoutMs: options.helperTimeoutMs,
     }),
+    ...(deps.access === undefined ? {} : { access: deps.access }),
   });
-  const router = createConnectRouter();
-  routes(router);
-  const procedures = new Set([
-    ...router.handlers.map((handler) => handler.requestPath),
-    ...Object.keys(ALIASES),
-    ...LOCAL_IN_IDE_MODE,
-  ]);
+  const procedures = toProcedures(routes);
   const connect = connectNodeAdapter({
     routes,
     readMaxBytes: options.maxMessageBytes,
@@ -360,13 +363,10 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   const isOwnHost = createHostCheck([options.host]);
   const health = createHealth(store);
   const routing = deps.cluster === undefined ? undefined : createClusterRouting(deps.cluster, log);
-  /** `dispatch`, or the stream's owner instance when it lives elsewhere (HTTP/1.1 only). */
+  /** `dispatch`, or the stream's owner instance when it lives elsewhere (either HTTP). */
   const route = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
-    if (routing === undefined || request.httpVersionMajor !== 1) {
-      dispatch(request, response);
-      return;
-    }
-    routing.serve(request as IncomingMessage, response as ServerResponse, dispatch);
+    if (routing === undefined) dispatch(request, response);
+    else routing.serve(request, response, dispatch);
   };
   const handle = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
     if (HEALTH_PATHS.has(pathOf(request))) {
@@ -456,6 +456,33 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       await closed;
     },
   };
+}
+
+/** The paths `routes` answers, their aliases, and the IDE-mode default-model calls. */
+function toProcedures(routes: (router: ConnectRouter) => void): ReadonlySet<string> {
+  const router = createConnectRouter();
+  routes(router);
+  return new Set([
+    ...router.handlers.map((handler) => handler.requestPath),
+    ...Object.keys(ALIASES),
+    ...LOCAL_IN_IDE_MODE,
+  ]);
+}
+
+/**
+ * What `servesProcedure` accepts, without a server: the IDE proxy of a team client sends exactly
+ * these to the team server (docs/team.md "Clients"). Only the routes' paths are read; no handler
+ * is built to run, so their dependencies are left out.
+ */
+export function listServedProcedures(): ReadonlySet<string> {
+  const unused = undefined as never;
+  return toProcedures(
+    createRoutes(unused, unused, Date.now, unused, {
+      offerHttp2: false,
+      pathEncryptionKeys: unused,
+      helper: unused,
+    }),
+  );
 }
 
 /**

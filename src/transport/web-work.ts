@@ -49,6 +49,12 @@ export async function runServerWork(
         return { type: "web_search", outcome: { type: "error", message: errorMessage(error) } };
       }
     }
+    case "subagent":
+      // Subagents are run by the agent stream (agent-stream/subagents.ts), never here.
+      return {
+        type: "subagent",
+        outcome: { type: "error", message: "subagents are not run as web work", agentID: "" },
+      };
     case "web_fetch": {
       const fetcher = web?.fetch;
       if (fetcher == null) {

@@ -147,6 +147,14 @@ export function createClientMessages(
       case "background_shell":
         forceBackground(event.toolCallID);
         return;
+      case "cancel_subagent": {
+        const stopped = await tools.cancelSubagent(event.subagentID, "canceled by the user");
+        log.info(
+          { request: requestID, conversation: stream.conversationID, subagent: event.subagentID },
+          stopped ? "subagent canceled by the user" : "cancel_subagent for no running subagent",
+        );
+        return;
+      }
       case "prewarm":
       case "heartbeat":
       case "kv_result":

@@ -15,6 +15,7 @@
 import type { ConversationState, ToolResultMessage, TurnSettings } from "../../loop/index.ts";
 import type { TurnOutput } from "../../runner/types.ts";
 import {
+  abortToolCall,
   type ClientEvent,
   continueToolCall,
   expireToolCall,
@@ -23,6 +24,7 @@ import {
   fromModeSettings,
   type Mode,
   type ServerWork,
+  type ServerWorkResult,
   startToolCall,
   toAgentMode,
   toModeSettings,
@@ -30,6 +32,7 @@ import {
 import { runServerWork } from "../web-work.ts";
 import { createOneShotTimer, type OneShotTimer } from "./one-shot-timer.ts";
 import { type StreamState, send } from "./stream-state.ts";
+import { createSubagents, type SubagentCall } from "./subagents.ts";
 import type { AgentStreamOptions } from "./types.ts";
 
 export interface ToolCalls {
@@ -45,6 +48,8 @@ export interface ToolCalls {
   stopWork(): void;
   /** Clears every late-result timer. */
   clearLateTimer(): void;
+  /** Stops the running subagent `subagentID` (`cancel_subagent`); false when none runs. */
+  cancelSubagent(subagentID: string, reason: string): Promise<boolean>;
 }
 
 interface OpenToolCall {
@@ -54,7 +59,9 @@ interface OpenToolCall {
 
 /** `settings` without batches of read-only calls when the server turned them off. */
 export function withBatches(options: AgentStreamOptions, settings: TurnSettings): TurnSettings {
-  return options.parallelTools === false ? { ...settings, readOnlyTools: [] } : settings;
+  return options.parallelTools === false
+    ? { ...settings, readOnlyTools: [], concurrentTools: [] }
+    : settings;
 }
 
 export function createToolCalls(stream: StreamState): ToolCalls {
@@ -64,6 +71,13 @@ export function createToolCalls(stream: StreamState): ToolCalls {
   const works = new Map<string, AbortController>();
   const lates = new Map<string, OneShotTimer>();
   let modeAtStart: Mode | null = null;
+  /** The parent's call behind each open subagent call (its state shapes the child). */
+  const taskCalls = new Map<string, SubagentCall>();
+  /**
+   * Open calls of subagents: `rejectOpen` leaves them to subagents.ts, which cancels the child
+   * first (or detaches it), so the child's runner never sees its call fail while it still waits.
+   */
+  const childCalls = new Set<string>();
 
   const clearLate = (operationID: string): void => {
     lates.get(operationID)?.clear();
@@ -91,8 +105,22 @@ export function createToolCalls(stream: StreamState): ToolCalls {
     works.get(operationID)?.abort();
     works.set(operationID, controller);
     const began = now();
-    void runServerWork(deps.web, item.work, controller.signal).then((result) => {
+    const work = item.work;
+    const call = taskCalls.get(operationID);
+    const running: Promise<ServerWorkResult> =
+      work.type !== "subagent"
+        ? runServerWork(deps.web, work, controller.signal)
+        : call === undefined
+          ? Promise.resolve({
+              type: "subagent",
+              outcome: { type: "error", message: "the task call was not found", agentID: "" },
+            })
+          : subagents
+              .run(call, work, controller.signal)
+              .then((outcome) => ({ type: "subagent", outcome }));
+    void running.then((result) => {
       if (works.get(operationID) === controller) works.delete(operationID);
+      taskCalls.delete(operationID);
       log.info(
         {
           request: requestID,
@@ -139,7 +167,7 @@ export function createToolCalls(stream: StreamState): ToolCalls {
     });
   };
 
-  return {
+  const calls: ToolCalls = {
     run(command, state: ConversationState, attempt) {
       if (stream.turn === null) return Promise.reject(new Error("the stream has no turn"));
       // After a restart the turn state comes from the run request; a mode switched to since is
@@ -174,6 +202,13 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       }
       return new Promise((resolve, reject) => {
         open.set(command.operationID, { resolve, reject });
+        if (step.work?.work.type === "subagent") {
+          taskCalls.set(command.operationID, {
+            operationID: command.operationID,
+            toolCallID: command.toolCall.id,
+            state,
+          });
+        }
         if (step.work !== null) startWork(command.operationID, step.work);
       });
     },
@@ -210,9 +245,11 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       );
     },
     rejectOpen(reason) {
-      const waiting = [...open.values()];
-      open.clear();
-      for (const call of waiting) call.reject(new Error(reason));
+      const waiting = [...open].filter(([operationID]) => !childCalls.has(operationID));
+      for (const [operationID, call] of waiting) {
+        open.delete(operationID);
+        call.reject(new Error(reason));
+      }
     },
     stopWork() {
       for (const controller of works.values()) controller.abort();
@@ -222,5 +259,28 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       for (const late of lates.values()) late.clear();
       lates.clear();
     },
+    cancelSubagent(subagentID, reason) {
+      return subagents.cancel(subagentID, reason);
+    },
   };
+  const subagents = createSubagents(stream, {
+    run(command, state, attempt) {
+      childCalls.add(command.operationID);
+      return calls
+        .run(command, state, attempt)
+        .finally(() => childCalls.delete(command.operationID));
+    },
+    abort(operationID, reason) {
+      const waiting = open.get(operationID);
+      open.delete(operationID);
+      clearLate(operationID);
+      if (stream.turn !== null) {
+        const step = abortToolCall(stream.turn, operationID, now(), reason);
+        stream.turn = step.state;
+        send(stream, step.messages);
+      }
+      waiting?.reject(new Error(reason));
+    },
+  });
+  return calls;
 }

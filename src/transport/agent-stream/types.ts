@@ -28,6 +28,11 @@ export interface AgentStreamOptions {
    * (src/loop/tool-batch.ts); false runs every call alone. Default true.
    */
   readonly parallelTools?: boolean;
+  /**
+   * The model each subagent type runs on (`subagents.models` of the configuration), by type name
+   * (`explore`, `general`, a custom subagent's name); a type not listed runs on the parent's.
+   */
+  readonly subagentModels?: Readonly<Record<string, string>>;
 }
 
 export interface AgentStreamDeps {

@@ -114,11 +114,7 @@ test("an action this schema does not model is not mistaken for no action", () =>
 
 test("every modelled action the server does not serve is unserved, never ignored", () => {
   // (summarize, shell command and background shell are served: their own events, tested above.)
-  for (const branch of [
-    "asyncAskQuestionCompletionAction",
-    "cancelSubagentAction",
-    "backgroundSubagentAction",
-  ] as const) {
+  for (const branch of ["asyncAskQuestionCompletionAction", "backgroundSubagentAction"] as const) {
     for (const wrap of ["runRequest", "conversationAction"] as const) {
       const action = { action: { case: branch, value: {} } } as MessageInitShape<
         typeof ConversationActionSchema
@@ -130,6 +126,21 @@ test("every modelled action the server does not serve is unserved, never ignored
       assert.equal(result.type, "unserved_action", `${wrap} ${branch}`);
     }
   }
+});
+
+test("cancel_subagent (10) names the subagent to stop; inside a run request it is not served", () => {
+  assert.deepEqual(
+    event({
+      case: "conversationAction",
+      value: { action: { case: "cancelSubagentAction", value: { subagentId: "tc-7" } } },
+    }),
+    { type: "cancel_subagent", subagentID: "tc-7" },
+  );
+  const inRun = event({
+    case: "runRequest",
+    value: { action: { action: { case: "cancelSubagentAction", value: { subagentId: "tc-7" } } } },
+  });
+  assert.equal(inRun.type, "unserved_action");
 });
 
 test("prewarm requests carry their conversation id", () => {

@@ -28,6 +28,8 @@ export type ClientEvent =
       readonly execID: string;
       readonly request: AgentRunRequest | null;
     }
+  /** The user stopped one running subagent (`cancel_subagent_action`); the turn goes on. */
+  | { readonly type: "cancel_subagent"; readonly subagentID: string }
   /** The user moved the running command of tool call `toolCallID` to the background. */
   | { readonly type: "background_shell"; readonly toolCallID: string }
   /** Summarize (compact) the conversation: `/summarize`. */
@@ -153,6 +155,8 @@ function fromStandaloneAction(action: ConversationAction): ClientEvent {
       return { type: "summarize", request: null };
     case "backgroundShellAction":
       return { type: "background_shell", toolCallID: branch.value.toolCallId };
+    case "cancelSubagentAction":
+      return { type: "cancel_subagent", subagentID: branch.value.subagentId };
     case "shellCommandAction":
       return {
         type: "shell_command",

@@ -180,7 +180,7 @@ test("skills: a selected one inline, the offered ones listed to read when they f
 test("subagents: a selected one with its instructions, the defined ones listed", () => {
   assert.match(
     byKey("subagent:reviewer"),
-    /do the task yourself, following its instructions\.\n\nLook for bugs first\./,
+    /with the task tool \(subagent_type "reviewer"\)\. Where the task tool is not offered, do the task yourself, following its instructions\.\n\nLook for bugs first\./,
   );
   assert.match(byKey("subagent:ghost"), /definition was not sent/);
   assert.match(

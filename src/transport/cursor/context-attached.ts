@@ -146,8 +146,9 @@ export function renderAttached(
       definition === undefined || definition.prompt.trim() === ""
         ? `The user asked for the subagent "${subagent.name}", whose definition was not sent. ` +
           "Do the task yourself."
-        : `The user asked for the subagent "${subagent.name}". This server runs no separate ` +
-          `subagents: do the task yourself, following its instructions.\n\n${truncateMiddle(definition.prompt.trim(), ITEM_LIMIT)}`;
+        : `The user asked for the subagent "${subagent.name}": delegate the task to it with the ` +
+          `task tool (subagent_type "${subagent.name}"). Where the task tool is not offered, do ` +
+          `the task yourself, following its instructions.\n\n${truncateMiddle(definition.prompt.trim(), ITEM_LIMIT)}`;
     items.push({
       key: `subagent:${subagent.name}`,
       text: tag("subagent", { name: subagent.name }, body),

@@ -41,8 +41,9 @@ export function renderCustomSubagents(context: RequestContext): string | null {
   return tag(
     "custom_subagents",
     {},
-    "The user defined these subagents. This server runs no separate subagents: when the user " +
-      "asks for one, do its task yourself, reading its definition file for its instructions.\n" +
+    "The user defined these subagents. When a task fits one, run it with the task tool " +
+      "(subagent_type: its name). Where the task tool is not offered, do its task yourself, " +
+      "reading its definition file for its instructions.\n" +
       truncateMiddle(list.join("\n"), LIST_LIMIT),
   );
 }

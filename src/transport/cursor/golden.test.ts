@@ -27,6 +27,7 @@ import {
 } from "./gen/agent/v1/agent_stream_pb.js";
 import { AgentMode, AgentSkillSchema } from "./gen/agent/v1/common_pb.js";
 import { ConversationActionSchema } from "./gen/agent/v1/conversation_action_pb.js";
+import { ConversationStepSchema } from "./gen/agent/v1/conversation_state_pb.js";
 import {
   GetDefaultModelForCliResponseSchema,
   GetUsableModelsResponseSchema,
@@ -91,7 +92,7 @@ import {
   T0,
   turnState,
 } from "./testing.ts";
-import { continueToolCall, startToolCall } from "./tool-session.ts";
+import { continueToolCall, finishServerWork, startToolCall } from "./tool-session.ts";
 import { toTurnEnd } from "./turn-end.ts";
 import type { TurnState } from "./turn-state.ts";
 import { toNotSupportedError } from "./wire-error.ts";
@@ -1209,4 +1210,68 @@ test("golden: summarize and shell_command run requests; the not-supported end", 
   const stored = JSON.parse(new TextDecoder().decode(readGolden("out-end-not-supported")));
   assert.equal(stored.code, "unimplemented");
   assert.equal(stored.details[0].type, "aiserver.v1.ErrorDetails");
+});
+
+test("golden: a subagent's task tool call, started and completed; cancel_subagent", () => {
+  const state = turnState();
+  const args = {
+    description: "Find the export",
+    prompt: "What does a.ts export?",
+    subagent_type: "explore",
+  };
+  const started = startToolCall(state, callClient("task", args), { at: T0 + 1, inputID: "in-0" });
+  assert.equal(started.ignored, null);
+  // Nothing goes to the client but the UI: the server runs the subagent itself.
+  assert.deepEqual(kinds(started.messages), ["toolCallStarted", "conversationCheckpointUpdate"]);
+  assert.ok(started.work?.work.type === "subagent");
+  assertGolden(
+    "out-task-started",
+    toBinary(AgentServerMessageSchema, started.messages[0] as never),
+  );
+  const done = finishServerWork(
+    started.state,
+    started.work.id,
+    {
+      type: "subagent",
+      outcome: {
+        type: "completed",
+        text: "a.ts exports the constant a.",
+        agentID: `${CONVERSATION_ID}~task~0123456789abcdef01234567`,
+        durationMs: 1_250,
+      },
+    },
+    { at: T0 + 2, inputID: "in-1" },
+  );
+  const completed = done.messages.find((message) => kinds([message])[0] === "toolCallCompleted");
+  assert.ok(completed !== undefined);
+  assertGolden("out-task-completed", toBinary(AgentServerMessageSchema, completed));
+
+  const pinned = fromBinary(AgentServerMessageSchema, readGolden("out-task-completed"));
+  assert.ok(pinned.message.case === "interactionUpdate");
+  const update = pinned.message.value.message;
+  assert.ok(update.case === "toolCallCompleted");
+  const tool = update.value.toolCall?.tool;
+  assert.ok(tool?.case === "taskToolCall");
+  assert.equal(tool.value.args?.subagentType?.type.case, "explore");
+  const result = tool.value.result?.result;
+  assert.ok(result?.case === "success");
+  assert.equal(result.value.durationMs, 1_250n);
+  const step = fromBinary(ConversationStepSchema, result.value.conversationSteps[0] as Uint8Array);
+  assert.ok(step.message.case === "assistantMessage");
+  assert.equal(step.message.value.text, "a.ts exports the constant a.");
+  assert.equal(done.input?.message.content[0]?.type, "text");
+
+  const cancel = create(AgentClientMessageSchema, {
+    message: {
+      case: "conversationAction",
+      value: create(ConversationActionSchema, {
+        action: { case: "cancelSubagentAction", value: { subagentId: "call_task_1" } },
+      }),
+    },
+  });
+  assertGolden("in-bidi-cancel-subagent", toBinary(AgentClientMessageSchema, cancel));
+  assert.deepEqual(
+    fromClientMessage(fromBinary(AgentClientMessageSchema, readGolden("in-bidi-cancel-subagent"))),
+    { type: "cancel_subagent", subagentID: "call_task_1" },
+  );
 });

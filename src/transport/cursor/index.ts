@@ -39,8 +39,10 @@ export {
   toServerTimeResponse,
   toUsableModelsResponse,
 } from "./startup-rpcs.ts";
+export { toSubagentSystemPrompt } from "./subagent-prompt.ts";
 export { type SummaryView, toSummaryUpdates, toSummaryView } from "./summary-updates.ts";
 export {
+  abortToolCall,
   continueToolCall,
   expireToolCall,
   findOpen,
@@ -49,9 +51,19 @@ export {
   // For tests (e2e/crash-matrix.test.ts): the result text of a call whose outcome is unknown.
   UNKNOWN_OUTCOME,
 } from "./tool-session.ts";
-export type { ServerWork, ServerWorkResult, WebOffer } from "./tools/server-work.ts";
+export { PARENT_ONLY_TOOLS } from "./tools/catalogue.ts";
+export type {
+  ServerWork,
+  ServerWorkResult,
+  SubagentOutcome,
+  WebOffer,
+} from "./tools/server-work.ts";
 export { toTurnEnd, toTurnEnded } from "./turn-end.ts";
-export type { TurnState } from "./turn-state.ts";
+export {
+  addUsage,
+  type CustomSubagentDefinition,
+  type TurnState,
+} from "./turn-state.ts";
 export {
   redactSecrets,
   toConnectError,

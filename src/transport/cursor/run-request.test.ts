@@ -71,6 +71,7 @@ test("an IDE run request becomes a start input with settings, context and turn s
     "todo_write",
     "ask_question",
     "switch_mode",
+    "task",
     "list_mcp_resources",
     "read_mcp_resource",
     "mcp_servers",
@@ -325,10 +326,13 @@ test("a mode switch keeps what is not the mode's: fallbacks, compaction, the cli
   };
   const after = toModeSettings(before, "agent", []);
   assert.deepEqual(
-    { ...after, systemPrompt: "", tools: [], readOnlyTools: [] },
-    { ...before, systemPrompt: "", tools: [], readOnlyTools: [] },
+    { ...after, systemPrompt: "", tools: [], readOnlyTools: [], concurrentTools: [] },
+    { ...before, systemPrompt: "", tools: [], readOnlyTools: [], concurrentTools: [] },
   );
   assert.equal(fromModeSettings(after), "agent");
+  // The mode decides whether subagents run together: agent offers task, ask does not.
+  assert.deepEqual(after.concurrentTools, ["task"]);
+  assert.equal(toModeSettings(after, "ask", []).concurrentTools, undefined);
 });
 
 test("the mode reads back from its settings; other settings name no mode", () => {

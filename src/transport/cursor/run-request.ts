@@ -6,6 +6,7 @@
  * to model descriptors are never read. Protocol ids stay here and in the turn state.
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
+import { SUBAGENT_TOOL } from "../../loop/subagent.ts";
 import type { StartInput, TurnSettings } from "../../loop/types.ts";
 import { toBlobStore } from "./blobs.ts";
 import type { RunAction } from "./client-message.ts";
@@ -14,7 +15,10 @@ import { findUnusedContext } from "./context-attached.ts";
 import { type Decoded, toDecoded, toDecodeError } from "./decode-error.ts";
 import { AgentMode, type TodoItem, TodoItemSchema } from "./gen/agent/v1/common_pb.js";
 import { ConversationStateStructureSchema } from "./gen/agent/v1/conversation_state_pb.js";
-import type { RequestContext } from "./gen/agent/v1/request_context_pb.js";
+import {
+  CustomSubagentPermissionMode,
+  type RequestContext,
+} from "./gen/agent/v1/request_context_pb.js";
 import type { AgentRunRequest } from "./gen/agent/v1/run_request_pb.js";
 import {
   type UserMessage as CursorUserMessage,
@@ -88,11 +92,17 @@ export function toModeSettings(
   mcpTools: readonly McpToolRef[],
   web: WebOffer = NO_WEB,
 ): TurnSettings {
+  const tools = toToolDefinitions(mode, mcpTools, web);
+  const { concurrentTools: _before, ...kept } = settings;
   return {
-    ...settings,
+    ...kept,
     systemPrompt: toSystemPrompt(mode),
-    tools: toToolDefinitions(mode, mcpTools, web),
+    tools,
     readOnlyTools: toConcurrentToolNames(mode, mcpTools, web),
+    // Several subagents asked for in one response run at once (src/loop/tool-batch.ts).
+    ...(tools.some((tool) => tool.name === SUBAGENT_TOOL)
+      ? { concurrentTools: [SUBAGENT_TOOL] }
+      : {}),
   };
 }
 
@@ -226,6 +236,14 @@ function toTurnState(
     steps: [],
     previous,
     todos: toTodos(previous.todos),
+    customSubagents: (turn.requestContext?.customSubagents ?? []).map((custom) => ({
+      name: custom.name,
+      description: custom.description,
+      prompt: custom.prompt,
+      tools: [...custom.tools],
+      model: custom.model,
+      readOnly: custom.permissionMode === CustomSubagentPermissionMode.READONLY,
+    })),
   };
 }
 

@@ -303,6 +303,25 @@ export function abortToolCalls(
   return { state: current, messages };
 }
 
+/**
+ * Stops the running tool call `operationID` only (a subagent's call when the subagent ends): as
+ * `abortToolCalls` for that one call; nothing when it is not running.
+ */
+export function abortToolCall(
+  state: TurnState,
+  operationID: string,
+  at: number,
+  reason: string,
+): { state: TurnState; messages: AgentServerMessage[] } {
+  const open = findOpen(state, operationID);
+  if (open === null) return { state, messages: [] };
+  const aborted = abortOne(state, open, at, reason);
+  return {
+    state: aborted.state,
+    messages: [...aborted.messages, toCheckpointMessage(aborted.state)],
+  };
+}
+
 function abortOne(
   state: TurnState,
   open: OpenToolCall,

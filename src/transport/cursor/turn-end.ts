@@ -13,6 +13,7 @@
  * in order and then ends the stream with `error` (or success when it is null).
  */
 import type { ConnectError } from "@connectrpc/connect";
+import { BUDGET_REACHED_PREFIX, isBudgetRefusal } from "../../llm/index.ts";
 import type { CanceledCommand, FailedCommand, FinalCommand } from "../../loop/types.ts";
 import { toCheckpointMessage } from "./checkpoint.ts";
 import type { AgentServerMessage } from "./gen/agent/v1/agent_stream_pb.js";
@@ -41,7 +42,11 @@ export function toTurnEnd(
       return {
         state,
         messages: [toCheckpointMessage(state), toTurnEnded(state)],
-        error: toConnectError(classifyProviderError(detail)),
+        error: toConnectError(
+          isBudgetRefusal(command.message)
+            ? { kind: "budget", detail: detail.slice(BUDGET_REACHED_PREFIX.length) }
+            : classifyProviderError(detail),
+        ),
       };
     }
     case "canceled": {

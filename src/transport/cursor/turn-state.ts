@@ -119,6 +119,21 @@ export interface TurnState {
   readonly previous: ConversationStateStructure;
   /** The server-kept todo list. */
   readonly todos: readonly TodoItem[];
+  /** The client's custom subagents (request context `custom_subagents`); absent: none. */
+  readonly customSubagents?: readonly CustomSubagentDefinition[];
+}
+
+/** A subagent the user defined (`CustomSubagent` of the request context), as plain data. */
+export interface CustomSubagentDefinition {
+  readonly name: string;
+  readonly description: string;
+  readonly prompt: string;
+  /** Tool names it may use; empty: all of the parent's. */
+  readonly tools: readonly string[];
+  /** "" or `inherit`: the parent's. */
+  readonly model: string;
+  /** `permission_mode` READONLY. */
+  readonly readOnly: boolean;
 }
 
 export function addUsage(total: TurnUsage, usage: Usage): TurnUsage {

@@ -27,6 +27,7 @@ export type FailureKind =
   | "context_length"
   | "bad_request"
   | "provider"
+  | "budget"
   | "bad_input"
   | "internal"
   | "canceled";
@@ -57,7 +58,9 @@ export type ProtocolError =
   | { readonly type: "helper_failed"; readonly what: string; readonly reason: string }
   | { readonly type: "instance_unreachable" }
   | { readonly type: "misdirected" }
-  | { readonly type: "token_check_failed" };
+  | { readonly type: "token_check_failed" }
+  | { readonly type: "belongs_to_another_user"; readonly what: "agent stream" | "conversation" }
+  | { readonly type: "team_token_missing"; readonly variable: string };
 
 /** The errors that carry an ErrorDetails detail. */
 type DetailedName = FailureKind | "not_supported";
@@ -88,6 +91,7 @@ export const WIRE_ERRORS: { readonly [Name in DetailedName]: Row<ErrorDetails_Er
   context_length: provider,
   bad_request: provider,
   provider,
+  budget: { code: Code.FailedPrecondition, details: ErrorDetails_Error.CUSTOM_MESSAGE },
   bad_input: { code: Code.InvalidArgument, details: ErrorDetails_Error.CUSTOM_MESSAGE },
   internal: { code: Code.Internal, details: ErrorDetails_Error.INTERNAL },
   canceled: { code: Code.Canceled, details: ErrorDetails_Error.USER_ABORTED_REQUEST },
@@ -111,6 +115,8 @@ export const WIRE_ERRORS: { readonly [Name in DetailedName]: Row<ErrorDetails_Er
   instance_unreachable: bare(Code.Unavailable),
   misdirected: bare(Code.FailedPrecondition),
   token_check_failed: bare(Code.Unavailable),
+  belongs_to_another_user: bare(Code.PermissionDenied),
+  team_token_missing: bare(Code.Unauthenticated),
 };
 
 /** The message of a protocol error (the client shows it as is). */
@@ -157,6 +163,13 @@ function toProtocolMessage(error: ProtocolError): string {
       return "this request was forwarded to another server instance; it is not served here";
     case "token_check_failed":
       return "the access token could not be checked (the user database did not answer); retry shortly";
+    case "belongs_to_another_user":
+      return `this ${error.what} belongs to another user: only the user who started it (or the admin) may use it`;
+    case "team_token_missing":
+      return (
+        `cursor-byok has no team token: set ${error.variable} to the token \`cursor-byok users ` +
+        "add` printed for you (your team's admin has it), then restart cursor-byok"
+      );
   }
 }
 
@@ -207,6 +220,7 @@ const TITLES: Record<FailureKind, string> = {
   context_length: "The conversation is too long for this model",
   bad_request: "The model provider rejected the request",
   provider: "The model provider returned an error",
+  budget: "Budget reached",
   bad_input: "The server could not use the client's request",
   internal: "Internal server error",
   canceled: "Canceled",

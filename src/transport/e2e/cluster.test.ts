@@ -23,7 +23,11 @@ import {
 import { openPostgresStore, openPostgresUsers } from "../../store/index.ts";
 import { getTestPostgres } from "../../store/testing/postgres-server.ts";
 import { createCursorClient } from "../testing/index.ts";
-import { type Balancer, startRoundRobinBalancer } from "./round-robin-balancer.ts";
+import {
+  type Balancer,
+  startRoundRobinBalancer,
+  startRoundRobinH2Balancer,
+} from "./round-robin-balancer.ts";
 import { API_KEY, type ChildServer, MODEL, startServerProcess } from "./test-harness.ts";
 
 const postgres = await getTestPostgres();
@@ -144,6 +148,99 @@ if (postgres.type === "unavailable") {
       const spread = [...byStream.values()].filter((backends) => backends.size >= 2).length;
       assert.ok(spread >= CONVERSATIONS / 2, `${spread} streams reached several instances`);
       assert.equal(new Set(balancer.hits.map((hit) => hit.backend)).size, INSTANCES);
+    });
+
+    test("over HTTP/2 too: RunSSE and BidiAppends landing on different instances reach the owner", async () => {
+      const h2 = await startRoundRobinH2Balancer(instances.map((instance) => instance.url));
+      const client = createCursorClient({
+        baseUrl: h2.url,
+        httpVersion: "2",
+        runSseOverHttp2: true,
+        workspace,
+        timeoutMs: 30_000,
+        headers: { authorization: `Bearer ${token}` },
+      });
+      try {
+        const results = await Promise.all(
+          [0, 1, 2].map(
+            (i) =>
+              client.startTurn({
+                conversationId: `h2-${i}`,
+                text: `read f${i}.txt`,
+                modelId: MODEL,
+              }).done,
+          ),
+        );
+        for (const [i, result] of results.entries()) {
+          assert.equal(result.error, undefined, `conversation h2-${i}: ${result.error?.message}`);
+          assert.match(result.view.text, /done: read/, `conversation h2-${i}`);
+        }
+      } finally {
+        await client.close();
+        await h2.close();
+      }
+      const byStream = new Map<string, Set<number>>();
+      for (const hit of h2.hits) {
+        if (hit.requestID === undefined || !/RunSSE|BidiAppend/.test(hit.path)) continue;
+        byStream.set(hit.requestID, (byStream.get(hit.requestID) ?? new Set()).add(hit.backend));
+      }
+      assert.equal(byStream.size, 3);
+      assert.ok([...byStream.values()].every((backends) => backends.size >= 2));
+    });
+
+    test("an instance advertising a wrong port keeps its streams; the others answer 503", async () => {
+      // Alive and serving, but the address it advertises refuses connections.
+      const wrong = await startServerProcess({
+        providerUrl: provider.url,
+        apiKey: API_KEY,
+        model: MODEL,
+        dbPath: "",
+        port: await freePort(),
+        databaseUrl: url,
+        instanceID: "wrong-port",
+        leaseMs: 3_000,
+        users: true,
+        advertiseUrl: `http://127.0.0.1:${await freePort()}`,
+      });
+      const requestId = randomUUID();
+      const client = createCursorClient({
+        baseUrl: wrong.url,
+        httpVersion: "1.1",
+        workspace,
+        timeoutMs: 30_000,
+        headers: { authorization: `Bearer ${token}` },
+      });
+      try {
+        const result = await client.startTurn(
+          { conversationId: "wrong-port", text: "read f0.txt", modelId: MODEL },
+          { requestId },
+        ).done;
+        assert.equal(result.error, undefined, result.error?.message);
+        assert.equal(await ownerOf(url, requestId), "wrong-port");
+        const calls = provider.requests.length;
+        // Its stream's calls reaching another instance: refused, not taken over.
+        for (const path of [
+          "/agent.v1.AgentService/RunSSE",
+          "/aiserver.v1.BidiService/BidiAppend",
+        ]) {
+          const answer = await fetch(`${(instances[1] as ChildServer).url}${path}`, {
+            method: "POST",
+            headers: {
+              "content-type": "application/connect+proto",
+              authorization: `Bearer ${token}`,
+              "x-request-id": requestId,
+            },
+            body: new Uint8Array(5),
+          });
+          assert.equal(answer.status, 503, path);
+          assert.match(await answer.text(), /"code":"unavailable".*cannot be reached/, path);
+        }
+        assert.equal(await ownerOf(url, requestId), "wrong-port");
+        assert.equal(provider.requests.length, calls, "no instance ran the turn again");
+      } finally {
+        await client.close();
+        await wrong.close();
+      }
     });
 
     test("the owner killed mid-turn: another instance takes the stream over and the turn ends", async () => {

@@ -10,6 +10,15 @@ import {
   type IncomingMessage,
   type ServerResponse,
 } from "node:http";
+import {
+  type ClientHttp2Session,
+  createServer as createHttp2Server,
+  connect as http2Connect,
+  constants as http2Constants,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+  type ServerHttp2Stream,
+} from "node:http2";
 import type { AddressInfo } from "node:net";
 
 export interface BalancerHit {
@@ -81,6 +90,69 @@ export async function startRoundRobinBalancer(backends: readonly string[]): Prom
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * The same over cleartext HTTP/2 (prior knowledge), as a balancer that speaks h2c to its
+ * backends: each HTTP/2 stream (one call) goes to the next backend in turn, over one session per
+ * backend, so the RunSSE and the BidiAppends of one agent stream land on different instances.
+ */
+export async function startRoundRobinH2Balancer(backends: readonly string[]): Promise<Balancer> {
+  const hits: BalancerHit[] = [];
+  let next = 0;
+  const sessions = new Map<number, ClientHttp2Session>();
+  const sessionFor = (backend: number): ClientHttp2Session => {
+    let session = sessions.get(backend);
+    if (session === undefined || session.closed || session.destroyed) {
+      session = http2Connect(backends[backend] as string);
+      session.on("error", () => sessions.delete(backend));
+      sessions.set(backend, session);
+    }
+    return session;
+  };
+  const server = createHttp2Server();
+  server.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
+    const backend = next % backends.length;
+    next += 1;
+    const path = String(headers[":path"] ?? "/");
+    const requestID = headers["x-request-id"];
+    hits.push({
+      path: path.split("?")[0] ?? "/",
+      requestID: Array.isArray(requestID) ? requestID[0] : requestID,
+      backend,
+    });
+    const forwarded: OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(headers)) {
+      if (name !== ":authority" && name !== ":scheme" && value !== undefined) {
+        forwarded[name] = value;
+      }
+    }
+    const upstream = sessionFor(backend).request(forwarded);
+    upstream.on("response", (answer) => {
+      const copied: OutgoingHttpHeaders = {};
+      for (const [name, value] of Object.entries(answer)) {
+        if (value !== undefined) copied[name] = value;
+      }
+      stream.respond(copied);
+      upstream.pipe(stream);
+    });
+    upstream.on("error", () => stream.close(http2Constants.NGHTTP2_INTERNAL_ERROR));
+    stream.on("error", () => upstream.close(http2Constants.NGHTTP2_CANCEL));
+    stream.on("close", () => {
+      if (!upstream.closed) upstream.close(http2Constants.NGHTTP2_CANCEL);
+    });
+    stream.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    hits,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const session of sessions.values()) session.destroy();
         server.close(() => resolve());
       }),
   };

@@ -208,6 +208,7 @@ export async function startServerProcess(settings: {
   instanceID?: string;
   leaseMs?: number;
   users?: boolean;
+  advertiseUrl?: string;
 }): Promise<ChildServer> {
   const child = spawn(
     process.execPath,

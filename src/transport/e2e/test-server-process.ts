@@ -31,6 +31,8 @@ interface Settings {
   readonly databaseUrl?: string;
   readonly instanceID?: string;
   readonly leaseMs?: number;
+  /** Where the others forward to; default this process's own address. */
+  readonly advertiseUrl?: string;
   /** With `databaseUrl`: clients authenticate with the team users' tokens (docs/team.md). */
   readonly users?: boolean;
   /** Overrides the heartbeat interval (benchmarks). */
@@ -75,7 +77,7 @@ const cluster =
     : await openClusterDirectory({
         url: settings.databaseUrl,
         instanceID: settings.instanceID ?? `instance-${process.pid}`,
-        advertiseUrl: `http://127.0.0.1:${settings.port}`,
+        advertiseUrl: settings.advertiseUrl ?? `http://127.0.0.1:${settings.port}`,
         ...(settings.leaseMs === undefined ? {} : { leaseMs: settings.leaseMs }),
       });
 const llm = createLLM({

@@ -54,6 +54,12 @@ export interface ForwardTarget {
   readonly secure: boolean;
   /** The path to request, when the request's own URL is in absolute form. */
   readonly path?: string;
+  /** The `host` / `:authority` to send; default the request's own (the real host's name). */
+  readonly authority?: string;
+  /** Changes the forwarded end-to-end headers (the team relay puts the user's token in). */
+  readonly rewriteHeaders?: (
+    headers: Record<string, string | string[]>,
+  ) => Record<string, string | string[]>;
 }
 
 export interface Forwarder {
@@ -140,9 +146,9 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
   const forwardH2 = async (
     request: Http2ServerRequest,
     response: Http2ServerResponse,
-    host: string,
-    port: number,
+    target: ForwardTarget,
   ): Promise<void> => {
+    const { host, port } = target;
     let clientGone = false;
     response.once("close", () => {
       clientGone = true;
@@ -160,14 +166,15 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
     }
     if (clientGone) return;
     if (session === undefined) {
-      forwardH1(request, response, { host, port, secure: true });
+      forwardH1(request, response, target);
       return;
     }
+    const rewrite = target.rewriteHeaders ?? ((same) => same);
     const headers: OutgoingHttpHeaders = {
-      ...toForwardedHeaders(request.headers),
+      ...rewrite(toForwardedHeaders(request.headers)),
       ":method": request.method,
       ":path": request.url,
-      ":authority": request.headers[":authority"] ?? host,
+      ":authority": target.authority ?? request.headers[":authority"] ?? host,
       ":scheme": "https",
     };
     let upstream: http2.ClientHttp2Stream;
@@ -207,13 +214,16 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
     target: ForwardTarget,
   ): void => {
     const to = options.resolve(target.host, target.port);
-    const authority = String(request.headers.host ?? request.headers[":authority"] ?? target.host);
+    const authority =
+      target.authority ??
+      String(request.headers.host ?? request.headers[":authority"] ?? target.host);
+    const rewrite = target.rewriteHeaders ?? ((same) => same);
     const requestOptions: https.RequestOptions = {
       method: request.method,
       path: target.path ?? request.url,
       host: to.host,
       port: to.port,
-      headers: { ...toForwardedHeaders(request.headers), host: authority },
+      headers: { ...rewrite(toForwardedHeaders(request.headers)), host: authority },
     };
     const upstream = target.secure
       ? https.request({ ...requestOptions, agent, servername: target.host })
@@ -259,12 +269,7 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
     forward(request, response, target) {
       const key = `${target.host}:${target.port}`;
       if (target.secure && request.httpVersionMajor === 2 && !http1Only.has(key)) {
-        void forwardH2(
-          request as Http2ServerRequest,
-          response as Http2ServerResponse,
-          target.host,
-          target.port,
-        );
+        void forwardH2(request as Http2ServerRequest, response as Http2ServerResponse, target);
       } else {
         forwardH1(request, response, target);
       }

@@ -40,6 +40,8 @@ export interface CursorClientOptions {
   readonly baseUrl: string;
   /** 1.1: RunSSE + BidiAppend; 2: bidi Run over cleartext HTTP/2. */
   readonly httpVersion: "1.1" | "2";
+  /** Over HTTP/2, RunSSE + BidiAppend instead of the bidi Run (as over HTTP/1.1). */
+  readonly runSseOverHttp2?: boolean;
   /** Absolute path of the directory execs run in (a temp dir in tests). */
   readonly workspace: string;
   /** Sent on every call (e.g. `authorization`); `x-request-id` is added per turn. */
@@ -156,7 +158,7 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
       const built = isMessage(request, AgentRunRequestSchema) ? request : runRequest(request);
       const requestId = turnOptions.requestId ?? randomUUID();
       const channel =
-        options.httpVersion === "1.1"
+        options.httpVersion === "1.1" || options.runSseOverHttp2 === true
           ? createRunSseChannel({
               agent: agentClient,
               bidi: bidiClient,

@@ -22,6 +22,7 @@ import { readLints } from "./read-lints.ts";
 import { NO_WEB, type WebOffer } from "./server-work.ts";
 import { shell } from "./shell.ts";
 import { switchMode } from "./switch-mode.ts";
+import { task } from "./task.ts";
 import { todoWrite } from "./todo-write.ts";
 import type {
   ClientReply,
@@ -115,6 +116,9 @@ export const BUILT_IN_TOOLS: readonly AnyTool[] = [
   // Run by the server: a search or fetch repeated after a restart reads the web again.
   erase(webSearch, "read_only"),
   erase(webFetch, "read_only"),
+  // A subagent asked for again after a restart continues the same child conversation (its id is
+  // derived from the call), whose own tool calls keep their exactly-once rules.
+  erase(task, "read_only"),
 ];
 
 /**
@@ -152,6 +156,17 @@ export function findTool(
 ): AnyTool | null {
   return listTools(mode, mcp, web).find((tool) => tool.name === name) ?? null;
 }
+
+/**
+ * Tools a subagent never gets besides `task` (src/loop/subagent.ts): nobody answers its
+ * questions, and the todo list, the plan and the mode are the parent's.
+ */
+export const PARENT_ONLY_TOOLS: readonly string[] = [
+  askQuestion.name,
+  switchMode.name,
+  todoWrite.name,
+  createPlan.name,
+];
 
 /** Offered only when the client has MCP servers: their resources and state (reading only). */
 const MCP_HELPER_TOOLS: readonly AnyTool[] = [

@@ -1519,7 +1519,260 @@ export declare const WebFetchToolCallSchema: GenMessage<WebFetchToolCall>;
 
 /**
  * Variants not listed are not modelled; they survive decode -> encode as unknown fields.
+ * Subagents (the task tool, docs/protocol.md "Subagents"). Public schema extraction; the newer
+ * one has explore = 4 and media_review = 5 beside the older three.
  *
+ * @generated from message agent.v1.SubagentTypeUnspecified
+ */
+export declare type SubagentTypeUnspecified = Message<"agent.v1.SubagentTypeUnspecified"> & {
+};
+
+/**
+ * Describes the message agent.v1.SubagentTypeUnspecified.
+ * Use `create(SubagentTypeUnspecifiedSchema)` to create a new message.
+ */
+export declare const SubagentTypeUnspecifiedSchema: GenMessage<SubagentTypeUnspecified>;
+
+/**
+ * @generated from message agent.v1.SubagentTypeComputerUse
+ */
+export declare type SubagentTypeComputerUse = Message<"agent.v1.SubagentTypeComputerUse"> & {
+};
+
+/**
+ * Describes the message agent.v1.SubagentTypeComputerUse.
+ * Use `create(SubagentTypeComputerUseSchema)` to create a new message.
+ */
+export declare const SubagentTypeComputerUseSchema: GenMessage<SubagentTypeComputerUse>;
+
+/**
+ * @generated from message agent.v1.SubagentTypeCustom
+ */
+export declare type SubagentTypeCustom = Message<"agent.v1.SubagentTypeCustom"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message agent.v1.SubagentTypeCustom.
+ * Use `create(SubagentTypeCustomSchema)` to create a new message.
+ */
+export declare const SubagentTypeCustomSchema: GenMessage<SubagentTypeCustom>;
+
+/**
+ * @generated from message agent.v1.SubagentTypeExplore
+ */
+export declare type SubagentTypeExplore = Message<"agent.v1.SubagentTypeExplore"> & {
+};
+
+/**
+ * Describes the message agent.v1.SubagentTypeExplore.
+ * Use `create(SubagentTypeExploreSchema)` to create a new message.
+ */
+export declare const SubagentTypeExploreSchema: GenMessage<SubagentTypeExplore>;
+
+/**
+ * @generated from message agent.v1.SubagentType
+ */
+export declare type SubagentType = Message<"agent.v1.SubagentType"> & {
+  /**
+   * @generated from oneof agent.v1.SubagentType.type
+   */
+  type: {
+    /**
+     * @generated from field: agent.v1.SubagentTypeUnspecified unspecified = 1;
+     */
+    value: SubagentTypeUnspecified;
+    case: "unspecified";
+  } | {
+    /**
+     * @generated from field: agent.v1.SubagentTypeComputerUse computer_use = 2;
+     */
+    value: SubagentTypeComputerUse;
+    case: "computerUse";
+  } | {
+    /**
+     * @generated from field: agent.v1.SubagentTypeCustom custom = 3;
+     */
+    value: SubagentTypeCustom;
+    case: "custom";
+  } | {
+    /**
+     * 5: media_review (not modelled)
+     *
+     * @generated from field: agent.v1.SubagentTypeExplore explore = 4;
+     */
+    value: SubagentTypeExplore;
+    case: "explore";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agent.v1.SubagentType.
+ * Use `create(SubagentTypeSchema)` to create a new message.
+ */
+export declare const SubagentTypeSchema: GenMessage<SubagentType>;
+
+/**
+ * @generated from message agent.v1.TaskArgs
+ */
+export declare type TaskArgs = Message<"agent.v1.TaskArgs"> & {
+  /**
+   * @generated from field: string description = 1;
+   */
+  description: string;
+
+  /**
+   * @generated from field: string prompt = 2;
+   */
+  prompt: string;
+
+  /**
+   * @generated from field: agent.v1.SubagentType subagent_type = 3;
+   */
+  subagentType?: SubagentType | undefined;
+
+  /**
+   * @generated from field: optional string model = 4;
+   */
+  model?: string | undefined;
+
+  /**
+   * @generated from field: optional string resume = 5;
+   */
+  resume?: string | undefined;
+};
+
+/**
+ * Describes the message agent.v1.TaskArgs.
+ * Use `create(TaskArgsSchema)` to create a new message.
+ */
+export declare const TaskArgsSchema: GenMessage<TaskArgs>;
+
+/**
+ * @generated from message agent.v1.TaskSuccess
+ */
+export declare type TaskSuccess = Message<"agent.v1.TaskSuccess"> & {
+  /**
+   * Each entry is an encoded agent.v1.ConversationStep (conversation_state.proto). Declared as
+   * bytes because conversation_state.proto imports this file (a proto import cycle is not
+   * allowed); on the wire an embedded message and its bytes are the same length-delimited field.
+   *
+   * @generated from field: repeated bytes conversation_steps = 1;
+   */
+  conversationSteps: Uint8Array[];
+
+  /**
+   * @generated from field: optional string agent_id = 2;
+   */
+  agentId?: string | undefined;
+
+  /**
+   * @generated from field: bool is_background = 3;
+   */
+  isBackground: boolean;
+
+  /**
+   * @generated from field: optional uint64 duration_ms = 4;
+   */
+  durationMs?: bigint | undefined;
+};
+
+/**
+ * Describes the message agent.v1.TaskSuccess.
+ * Use `create(TaskSuccessSchema)` to create a new message.
+ */
+export declare const TaskSuccessSchema: GenMessage<TaskSuccess>;
+
+/**
+ * @generated from message agent.v1.TaskError
+ */
+export declare type TaskError = Message<"agent.v1.TaskError"> & {
+  /**
+   * @generated from field: string error = 1;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message agent.v1.TaskError.
+ * Use `create(TaskErrorSchema)` to create a new message.
+ */
+export declare const TaskErrorSchema: GenMessage<TaskError>;
+
+/**
+ * @generated from message agent.v1.TaskResult
+ */
+export declare type TaskResult = Message<"agent.v1.TaskResult"> & {
+  /**
+   * @generated from oneof agent.v1.TaskResult.result
+   */
+  result: {
+    /**
+     * @generated from field: agent.v1.TaskSuccess success = 1;
+     */
+    value: TaskSuccess;
+    case: "success";
+  } | {
+    /**
+     * @generated from field: agent.v1.TaskError error = 2;
+     */
+    value: TaskError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agent.v1.TaskResult.
+ * Use `create(TaskResultSchema)` to create a new message.
+ */
+export declare const TaskResultSchema: GenMessage<TaskResult>;
+
+/**
+ * @generated from message agent.v1.TaskToolCall
+ */
+export declare type TaskToolCall = Message<"agent.v1.TaskToolCall"> & {
+  /**
+   * @generated from field: agent.v1.TaskArgs args = 1;
+   */
+  args?: TaskArgs | undefined;
+
+  /**
+   * 3: cloud_agent_bc_id (not modelled)
+   *
+   * @generated from field: agent.v1.TaskResult result = 2;
+   */
+  result?: TaskResult | undefined;
+};
+
+/**
+ * Describes the message agent.v1.TaskToolCall.
+ * Use `create(TaskToolCallSchema)` to create a new message.
+ */
+export declare const TaskToolCallSchema: GenMessage<TaskToolCall>;
+
+/**
+ * The subagent's own progress shown inside the parent's task call. The field is an encoded
+ * agent.v1.InteractionUpdate (interaction_update.proto imports this file; same wire form).
+ *
+ * @generated from message agent.v1.TaskToolCallDelta
+ */
+export declare type TaskToolCallDelta = Message<"agent.v1.TaskToolCallDelta"> & {
+  /**
+   * @generated from field: bytes interaction_update = 1;
+   */
+  interactionUpdate: Uint8Array;
+};
+
+/**
+ * Describes the message agent.v1.TaskToolCallDelta.
+ * Use `create(TaskToolCallDeltaSchema)` to create a new message.
+ */
+export declare const TaskToolCallDeltaSchema: GenMessage<TaskToolCallDelta>;
+
+/**
  * @generated from message agent.v1.ToolCall
  */
 export declare type ToolCall = Message<"agent.v1.ToolCall"> & {
@@ -1604,6 +1857,12 @@ export declare type ToolCall = Message<"agent.v1.ToolCall"> & {
      */
     value: WebSearchToolCall;
     case: "webSearchToolCall";
+  } | {
+    /**
+     * @generated from field: agent.v1.TaskToolCall task_tool_call = 19;
+     */
+    value: TaskToolCall;
+    case: "taskToolCall";
   } | {
     /**
      * @generated from field: agent.v1.AskQuestionToolCall ask_question_tool_call = 23;
@@ -1766,8 +2025,12 @@ export declare type ToolCallDelta = Message<"agent.v1.ToolCallDelta"> & {
     case: "shellToolCallDelta";
   } | {
     /**
-     * 2: task_tool_call_delta (not modelled)
-     *
+     * @generated from field: agent.v1.TaskToolCallDelta task_tool_call_delta = 2;
+     */
+    value: TaskToolCallDelta;
+    case: "taskToolCallDelta";
+  } | {
+    /**
      * 4: replace_env_tool_call_delta (not modelled)
      *
      * @generated from field: agent.v1.EditToolCallDelta edit_tool_call_delta = 3;

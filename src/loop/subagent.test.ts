@@ -1,0 +1,164 @@
+/**
+ * The loop's subagent decisions (subagent.ts): the child's tool set and model, its conversation
+ * id, and the property that a subagent never gets a call to a tool outside its set to the client.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import fc from "fast-check";
+import type { Tool } from "../llm/types.ts";
+import { toCallID } from "./ids.ts";
+import { createConversation } from "./state.ts";
+import {
+  EXPLORE,
+  GENERAL,
+  type SubagentDefinition,
+  toRefusedResults,
+  toSubagentConversationID,
+  toSubagentModel,
+  toSubagentSettings,
+} from "./subagent.ts";
+import {
+  assistantMessage,
+  CONVERSATION_ID,
+  checkedTransition,
+  result,
+  start,
+  streamed,
+  toolCall,
+} from "./testing.ts";
+import type { Command, Input, RuntimeState, TurnSettings } from "./types.ts";
+
+const tool = (name: string): Tool => ({
+  name,
+  description: name,
+  parameters: { type: "object", properties: {} },
+});
+
+const PARENT: TurnSettings = {
+  model: "big",
+  fallbacks: ["backup"],
+  systemPrompt: "parent prompt",
+  tools: ["read_file", "grep", "edit_file", "shell", "task"].map(tool),
+  readOnlyTools: ["read_file", "grep"],
+  concurrentTools: ["task"],
+  modelOptions: { thinking: true },
+};
+
+const names = (settings: TurnSettings) => settings.tools.map((entry) => entry.name);
+
+describe("toSubagentSettings", () => {
+  test("explore: only the parent's read-only tools, refused outside them", () => {
+    const settings = toSubagentSettings(PARENT, EXPLORE, { model: "big", systemPrompt: "sub" });
+    assert.deepEqual(names(settings), ["read_file", "grep"]);
+    assert.deepEqual(settings.readOnlyTools, ["read_file", "grep"]);
+    assert.equal(settings.onlyOfferedTools, true);
+    assert.equal(settings.systemPrompt, "sub");
+    assert.equal(settings.concurrentTools, undefined);
+    // The parent's options stay (same model); its fallbacks are the runner's to choose again.
+    assert.deepEqual(settings.modelOptions, { thinking: true });
+    assert.equal(settings.fallbacks, undefined);
+  });
+
+  test("general: every tool of the parent but task (no nesting) and the withheld ones", () => {
+    const settings = toSubagentSettings(PARENT, GENERAL, { model: "big", systemPrompt: "sub" });
+    assert.deepEqual(names(settings), ["read_file", "grep", "edit_file", "shell"]);
+    const withheld = toSubagentSettings(PARENT, GENERAL, {
+      model: "big",
+      systemPrompt: "sub",
+      withheld: ["shell"],
+    });
+    assert.deepEqual(names(withheld), ["read_file", "grep", "edit_file"]);
+  });
+
+  test("custom: the named tools within the parent's; read-only narrows them further", () => {
+    const custom: SubagentDefinition = {
+      name: "fixer",
+      instructions: "fix",
+      tools: ["edit_file", "grep", "web_search", "task"],
+      readOnly: false,
+      model: "",
+    };
+    const model = { model: "big", systemPrompt: "sub" };
+    assert.deepEqual(names(toSubagentSettings(PARENT, custom, model)), ["grep", "edit_file"]);
+    assert.deepEqual(names(toSubagentSettings(PARENT, { ...custom, readOnly: true }, model)), [
+      "grep",
+    ]);
+  });
+});
+
+describe("toSubagentModel", () => {
+  const configured = new Set(["big", "fast", "cheap"]);
+  const isConfigured = (model: string) => configured.has(model);
+  const choose = (override: string | undefined, requested: string, definition: string) =>
+    toSubagentModel({ override, requested, definition, parent: "big", isConfigured });
+
+  test("the operator's override, then the call's, then the definition's, then the parent's", () => {
+    assert.equal(choose("cheap", "fast", "fast"), "cheap");
+    assert.equal(choose(undefined, "fast", "cheap"), "fast");
+    assert.equal(choose(undefined, "", "cheap"), "cheap");
+    assert.equal(choose(undefined, "", ""), "big");
+  });
+
+  test("models that are not configured, and `inherit`, are skipped", () => {
+    assert.equal(choose("gone", "unknown", "inherit"), "big");
+    assert.equal(choose("gone", "unknown", "fast"), "fast");
+  });
+});
+
+test("a subagent's conversation id is stable per parent call and distinct across calls", () => {
+  const a = toSubagentConversationID("conv", "conv:t1:c0:call_0");
+  assert.equal(a, toSubagentConversationID("conv", "conv:t1:c0:call_0"));
+  assert.notEqual(a, toSubagentConversationID("conv", "conv:t1:c1:call_0"));
+  assert.ok(a.startsWith("conv~task~"));
+});
+
+test("without onlyOfferedTools nothing is refused", () => {
+  const calls = [toolCall("a", "shell")];
+  assert.deepEqual(toRefusedResults(PARENT, calls, 0), [null]);
+  assert.deepEqual(toRefusedResults(null, calls, 0), [null]);
+});
+
+test("property: a subagent never sends a call to a tool outside its set to the client", () => {
+  const offered = toSubagentSettings(PARENT, EXPLORE, { model: "big", systemPrompt: "sub" });
+  const allowed = new Set(names(offered));
+  const toolName = fc.constantFrom("read_file", "grep", "edit_file", "shell", "task", "delete");
+  fc.assert(
+    fc.property(
+      fc.array(fc.array(toolName, { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 4 }),
+      (responses) => {
+        let state: RuntimeState = createConversation(CONVERSATION_ID);
+        const sent: Command[] = [];
+        const apply = (input: Input) => {
+          const step = checkedTransition(state, input);
+          state = step.state;
+          sent.push(step.command);
+          return step;
+        };
+        apply(start("go", { settings: offered }));
+        responses.forEach((tools, step) => {
+          const callID = toCallID(CONVERSATION_ID, "t1", step);
+          const calls = tools.map((name, i) => toolCall(`s${step}-${i}`, name));
+          for (const input of streamed(callID, assistantMessage(calls))) apply(input);
+          // Answer every call the client was asked for, in order, until the next model call.
+          for (const call of calls) {
+            if (state.committed.status !== "waiting_client") break;
+            const waiting = state.committed.waiting;
+            const index = waiting?.calls.findIndex((entry) => entry.id === call.id) ?? -1;
+            if (index < 0 || index < (waiting?.answered ?? 0) || waiting?.early[index]) continue;
+            apply(result(call, "ok"));
+          }
+        });
+        for (const command of sent) {
+          const calls =
+            command.type === "call_client"
+              ? [command]
+              : command.type === "call_clients"
+                ? command.calls
+                : [];
+          for (const call of calls) assert.ok(allowed.has(call.toolCall.name), call.toolCall.name);
+        }
+      },
+    ),
+    { numRuns: 200 },
+  );
+});

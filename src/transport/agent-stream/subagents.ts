@@ -1,0 +1,376 @@
+/**
+ * Runs subagents (the `task` tool, src/loop/subagent.ts, README "Subagents") for the turn on this
+ * stream. A subagent is a child conversation of the runner: its own loop state and append-only
+ * history in the store, linked to the parent's tool call (`ConversationState.parent`, and an id
+ * derived from the parent's operation). Its tool calls go to the same client through this
+ * stream's tool calls (tool-calls.ts), each its own operation with the usual exactly-once rules;
+ * its final answer becomes the parent's tool result.
+ *
+ * - Start or continue: the child's `start` input has an id derived from the parent's operation, so
+ *   a parent call asked for again (after a restart, or a resume) finds the child that already
+ *   exists: an ended one gives its answer, a running one is resumed on this stream.
+ * - Stop: when the parent's turn no longer waits for the call (the parent was canceled), the child
+ *   is canceled; when only the stream went away (shutdown, a dropped connection) it is just
+ *   detached and continues with the next stream that resumes the parent. `cancel` stops one child
+ *   (the client's `cancel_subagent` action); the parent goes on with an error result.
+ * - Usage: every model call of a child adds its tokens to the parent turn's usage (the
+ *   `turn_ended` update and the "turn ended" log); a "subagent ended" line logs each child.
+ */
+import type { AssistantMessage, ToolResultMessage } from "../../llm/types.ts";
+import {
+  type CallClientCommand,
+  type ConversationState,
+  EXPLORE,
+  GENERAL,
+  type SubagentDefinition,
+  type TurnSettings,
+  toSubagentConversationID,
+  toSubagentModel,
+  toSubagentSettings,
+} from "../../loop/index.ts";
+import type { TurnOutcome, TurnOutput } from "../../runner/types.ts";
+import type { OperationAttempt } from "../../store/index.ts";
+import { toCompactionSettings } from "../compaction-settings.ts";
+import {
+  addUsage,
+  type CustomSubagentDefinition,
+  PARENT_ONLY_TOOLS,
+  redactSecrets,
+  type ServerWork,
+  type SubagentOutcome,
+  toSubagentSystemPrompt,
+} from "../cursor/index.ts";
+import type { StreamState } from "./stream-state.ts";
+
+/** What a subagent needs of the stream's tool calls. */
+export interface SubagentTools {
+  run(
+    command: CallClientCommand,
+    state: ConversationState,
+    attempt: OperationAttempt,
+  ): Promise<ToolResultMessage>;
+  /** Stops the open call `operationID` (its wait fails with `reason`). */
+  abort(operationID: string, reason: string): void;
+}
+
+/** The parent's tool call a subagent runs for. */
+export interface SubagentCall {
+  readonly operationID: string;
+  readonly toolCallID: string;
+  /** The parent's committed state when the call started (its settings shape the child's). */
+  readonly state: ConversationState;
+}
+
+export interface Subagents {
+  /** Runs (or continues) the subagent of `call`; never rejects. */
+  run(
+    call: SubagentCall,
+    work: Extract<ServerWork, { type: "subagent" }>,
+    signal: AbortSignal,
+  ): Promise<SubagentOutcome>;
+  /**
+   * Cancels the running subagent with this id (the parent's tool-call id, or the child's
+   * conversation id); false when none runs.
+   */
+  cancel(subagentID: string, reason: string): Promise<boolean>;
+}
+
+interface Running {
+  readonly call: SubagentCall;
+  readonly childID: string;
+  readonly output: TurnOutput;
+  /** The child's tool calls running on the client now. */
+  readonly open: Set<string>;
+}
+
+export function createSubagents(stream: StreamState, tools: SubagentTools): Subagents {
+  const { deps, requestID } = stream;
+  const { runner, log, now } = deps;
+  const running = new Map<string, Running>();
+
+  const cancelChild = (entry: Running, inputID: string, reason: string) =>
+    runner.submit(entry.childID, { type: "cancel", inputID, at: now(), reason }, entry.output);
+
+  return {
+    async run(call, work, signal) {
+      const parentID = call.state.conversationID;
+      const childID = toSubagentConversationID(parentID, call.operationID);
+      const parentSettings = call.state.settings;
+      if (parentSettings === null) {
+        return { type: "error", message: "the parent turn has no settings", agentID: childID };
+      }
+      const definition = findDefinition(work.subagentType, stream.turn?.customSubagents ?? []);
+      if (definition === null) {
+        const custom = (stream.turn?.customSubagents ?? []).map((entry) => entry.name);
+        return {
+          type: "error",
+          agentID: childID,
+          message: `there is no subagent type "${work.subagentType}"; the types are: ${["explore", "general", ...custom].join(", ")}`,
+        };
+      }
+      const settings = toChildSettings(parentSettings, definition, work.model);
+      const began = now();
+      let usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 };
+      const open = new Set<string>();
+      let settle: (outcome: TurnOutcome, state: ConversationState) => void = () => {};
+      const ended = new Promise<{ outcome: TurnOutcome; state: ConversationState }>((resolve) => {
+        settle = (outcome, state) => resolve({ outcome, state });
+      });
+      const output: TurnOutput = {
+        publish(events) {
+          for (const event of events) {
+            const message =
+              event.type === "done" ? event.message : event.type === "error" ? event.error : null;
+            if (message === null || stream.turn === null) continue;
+            // The child's tokens count for the parent's turn (turn_ended, the turn-ended log).
+            stream.turn = { ...stream.turn, usage: addUsage(stream.turn.usage, message.usage) };
+            usage = {
+              input: usage.input + message.usage.input,
+              output: usage.output + message.usage.output,
+              cacheRead: usage.cacheRead + message.usage.cacheRead,
+              cacheWrite: usage.cacheWrite + message.usage.cacheWrite,
+              cost: usage.cost + message.usage.cost.total,
+            };
+          }
+        },
+        runTool(command, state, attempt) {
+          open.add(command.operationID);
+          return tools.run(command, state, attempt).finally(() => open.delete(command.operationID));
+        },
+        end(outcome, state) {
+          // A call the child still had open (it was canceled) is closed on the client too.
+          for (const operationID of [...open])
+            tools.abort(operationID, `the subagent ended (${outcome.type})`);
+          settle(outcome, state);
+        },
+      };
+      const entry: Running = { call, childID, output, open };
+      running.set(call.toolCallID, entry);
+      const onAbort = (): void => {
+        void stopOnAbort(entry).catch(() => {});
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      try {
+        const started = await startOrContinue(entry, work, settings, definition);
+        if (started.type === "ended") return started.outcome;
+        const { outcome, state } = await ended;
+        const result = toOutcome(outcome, state, childID, now() - began);
+        log.info(
+          {
+            conversation: parentID,
+            request: requestID,
+            subagent: childID,
+            type: definition.name,
+            model: settings.model,
+            outcome: outcome.type,
+            inputTokens: usage.input,
+            outputTokens: usage.output,
+            cacheReadTokens: usage.cacheRead,
+            cacheWriteTokens: usage.cacheWrite,
+            // USD at the model's configured prices (0 when it has none).
+            cost: usage.cost,
+            durationMs: now() - began,
+          },
+          "subagent ended",
+        );
+        return result;
+      } catch (error) {
+        return {
+          type: "error",
+          agentID: childID,
+          message: redactSecrets(error instanceof Error ? error.message : String(error)),
+        };
+      } finally {
+        signal.removeEventListener("abort", onAbort);
+        running.delete(call.toolCallID);
+      }
+    },
+
+    async cancel(subagentID, reason) {
+      const entry =
+        running.get(subagentID) ??
+        [...running.values()].find((candidate) => candidate.childID === subagentID);
+      if (entry === undefined) return false;
+      await cancelChild(entry, `${entry.childID}:cancel:${requestID}`, reason);
+      return true;
+    },
+  };
+
+  /**
+   * Starts the child's first turn, or, when that input was applied before, continues the child as
+   * it is: its answer when it ended, a resume on this stream when it waits for something.
+   */
+  async function startOrContinue(
+    entry: Running,
+    work: Extract<ServerWork, { type: "subagent" }>,
+    settings: TurnSettings,
+    definition: SubagentDefinition,
+  ): Promise<{ type: "running" } | { type: "ended"; outcome: SubagentOutcome }> {
+    const { call, childID, output } = entry;
+    const at = now();
+    const submitted = await runner.submit(
+      childID,
+      {
+        type: "start",
+        inputID: `task:${call.operationID}`,
+        at,
+        userMessage: { role: "user", content: work.prompt, timestamp: at },
+        context: [],
+        settings,
+        parent: {
+          conversationID: call.state.conversationID,
+          operationID: call.operationID,
+          toolCallID: call.toolCallID,
+          subagentType: definition.name,
+        },
+      },
+      output,
+    );
+    if (submitted.type === "applied" && submitted.rejected === null) return { type: "running" };
+    const current = await runner.inspect(childID);
+    const state = current?.committed ?? null;
+    if (state === null) throw new Error("the subagent's conversation was not found");
+    if (await runner.resume(childID, output)) return { type: "running" };
+    if (state.status === "final" || state.status === "failed" || state.status === "canceled") {
+      const outcome: TurnOutcome =
+        state.status === "canceled"
+          ? { type: "canceled", reason: "canceled" }
+          : state.status === "failed"
+            ? { type: "failed", message: toFailureMessage(state) }
+            : { type: "final", message: lastAssistant(state) };
+      return { type: "ended", outcome: toOutcome(outcome, state, childID, 0) };
+    }
+    throw new Error(`the subagent could not be continued (${state.status})`);
+  }
+
+  /**
+   * The parent's wait for the call ended: cancel the child when the parent's turn no longer waits
+   * for it; otherwise (the stream went away) leave it for the next stream to continue.
+   */
+  async function stopOnAbort(entry: Running): Promise<void> {
+    const parent = await runner.inspect(entry.call.state.conversationID, { liveOnly: true });
+    const waiting = parent?.committed.waiting;
+    const stillWaiting =
+      parent?.committed.status === "waiting_client" &&
+      waiting != null &&
+      waiting.operationIDs.slice(waiting.answered).includes(entry.call.operationID) &&
+      waiting.early[waiting.operationIDs.indexOf(entry.call.operationID)] == null;
+    if (stillWaiting) {
+      // Only the stream went away (a shutdown): the child stays as it is, its open calls are
+      // left for the next stream that resumes the parent.
+      runner.detach(entry.childID, entry.output);
+      for (const operationID of [...entry.open]) tools.abort(operationID, "the stream ended");
+      return;
+    }
+    await cancelChild(entry, `${entry.childID}:parent-ended`, "the parent turn ended");
+  }
+
+  function toChildSettings(
+    parent: TurnSettings,
+    definition: SubagentDefinition,
+    requested: string,
+  ): TurnSettings {
+    const model = toSubagentModel({
+      override: deps.options.subagentModels?.[definition.name],
+      requested,
+      definition: definition.model,
+      parent: parent.model,
+      isConfigured: (name) => deps.models.findModel(name) !== undefined,
+    });
+    const base = toSubagentSettings(parent, definition, {
+      model,
+      systemPrompt: toSubagentSystemPrompt(definition.readOnly, definition.instructions),
+      withheld: PARENT_ONLY_TOOLS,
+    });
+    if (model === parent.model) return base;
+    // Another model: its own fallbacks and compaction, not the parent's; no picker options.
+    const info = deps.models.findModel(model);
+    const { modelOptions: _options, compaction: _compaction, ...rest } = base;
+    if (info === undefined) return rest;
+    return {
+      ...rest,
+      ...(info.fallbacks.length === 0 ? {} : { fallbacks: info.fallbacks }),
+      compaction: toCompactionSettings(info, (name) => deps.models.findModel(name)),
+    };
+  }
+}
+
+/** The definition of a type name: the built-ins, then the client's custom subagents. */
+function findDefinition(
+  name: string,
+  custom: readonly CustomSubagentDefinition[],
+): SubagentDefinition | null {
+  const wanted = name.trim();
+  if (wanted === "" || wanted === "general" || wanted === "generalPurpose") return GENERAL;
+  if (wanted === "explore") return EXPLORE;
+  const found = custom.find((entry) => entry.name === wanted);
+  if (found === undefined) return null;
+  return {
+    name: found.name,
+    instructions: found.prompt,
+    tools: found.tools.length === 0 ? "all" : found.tools,
+    readOnly: found.readOnly,
+    model: found.model,
+  };
+}
+
+function toOutcome(
+  outcome: TurnOutcome,
+  state: ConversationState,
+  agentID: string,
+  durationMs: number,
+): SubagentOutcome {
+  switch (outcome.type) {
+    case "final":
+      return { type: "completed", text: toText(outcome.message), agentID, durationMs };
+    case "failed":
+      return {
+        type: "error",
+        agentID,
+        message: `the subagent failed: ${redactSecrets(outcome.message.errorMessage ?? "unknown error")}`,
+      };
+    case "canceled":
+      return {
+        type: "error",
+        agentID,
+        message: `the subagent was canceled (${outcome.reason}) after ${state.messages.length} messages`,
+      };
+  }
+}
+
+function toText(message: AssistantMessage): string {
+  return message.content
+    .filter((block) => block.type === "text")
+    .map((block) => block.text)
+    .join("\n")
+    .trim();
+}
+
+function lastAssistant(state: ConversationState): AssistantMessage {
+  for (let i = state.messages.length - 1; i >= 0; i -= 1) {
+    const message = state.messages[i];
+    if (message?.role === "assistant") return message;
+  }
+  throw new Error("the subagent ended without an answer");
+}
+
+function toFailureMessage(state: ConversationState): AssistantMessage {
+  return {
+    role: "assistant",
+    content: [],
+    api: "cursor-byok",
+    provider: "cursor-byok",
+    model: state.settings?.model ?? "",
+    usage: {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 0,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
+    stopReason: "error",
+    errorMessage: state.failure?.message ?? "unknown error",
+    timestamp: 0,
+  };
+}

@@ -1,0 +1,182 @@
+/**
+ * A subagent survives a crash like any turn (README "Subagents", "Crashes and tool calls"): the
+ * real server in its own process is SIGKILLed while the client holds the subagent's read, then
+ * restarted on the same database, and the client reconnects the parent's stream. The parent's
+ * task call is asked again and finds the same child conversation (its id comes from the call),
+ * which continues where it was: the read is asked again (reads may repeat), the write after it
+ * runs exactly once, and the parent ends with the child's answer as its tool result. A second
+ * test kills the server right after each store write of such a turn (every commit point of the
+ * parent and the child): the write never runs twice and every turn ends.
+ */
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
+import type { RecordedRequest } from "../../llm/testing/fake-provider.ts";
+import { toSubagentConversationID } from "../../loop/index.ts";
+import { UNKNOWN_OUTCOME } from "../cursor/index.ts";
+import { createGate, MODEL, startHarness } from "./test-harness.ts";
+
+const CONVERSATION = "subagent-crash";
+
+/** The model's next step from the request alone, so a call repeated after a restart fits. */
+function answer(request: RecordedRequest) {
+  const body = JSON.parse(request.body) as { messages: { role: string; content?: unknown }[] };
+  const results = body.messages.filter((message) => message.role === "tool").length;
+  const isChild = String(body.messages[0]?.content ?? "").includes("# You are a subagent");
+  const reply = isChild
+    ? results === 0
+      ? { toolCalls: [{ id: "call_read", name: "read_file", arguments: { path: "a.ts" } }] }
+      : results === 1
+        ? {
+            toolCalls: [
+              {
+                id: "call_write",
+                name: "write_file",
+                arguments: { path: "out.txt", content: "copied\n" },
+              },
+            ],
+          }
+        : { text: "Copied a.ts into out.txt." }
+    : results === 0
+      ? {
+          toolCalls: [
+            {
+              id: "call_task",
+              name: "task",
+              arguments: { description: "Copy", prompt: "Copy a.ts", subagent_type: "general" },
+            },
+          ],
+        }
+      : { text: "The subagent copied it." };
+  return { type: "sse", body: toChatCompletionSse(reply) } as const;
+}
+
+test("killed while a subagent's read is held: the child continues, its write runs once", {
+  timeout: 120_000,
+}, async () => {
+  const harness = await startHarness({ mode: "process", process: { lateResultGraceMs: 15_000 } });
+  try {
+    writeFileSync(join(harness.workspace, "a.ts"), "export const a = 1;\n");
+    harness.provider.answer(answer);
+    const runs = { readArgs: 0, writeArgs: 0 };
+    const held = createGate();
+    const release = createGate();
+    const client = harness.client({
+      timeoutMs: 60_000,
+      onExec: async (exec) => {
+        const kind = exec.message.case;
+        if (kind !== "readArgs" && kind !== "writeArgs") return undefined;
+        runs[kind] += 1;
+        if (kind === "readArgs" && runs.readArgs === 1) {
+          held.open();
+          await release.promise;
+        }
+        return undefined; // run it for real
+      },
+    });
+    const turn = client.startTurn({ conversationId: CONVERSATION, text: "go", modelId: MODEL });
+    const lost = turn.runSseLost();
+    await held.promise;
+    await harness.restart();
+    await lost;
+    release.open();
+    turn.reconnectRunSse();
+    const result = await turn.done;
+
+    assert.equal(result.error, undefined, result.error?.message);
+    assert.equal(runs.writeArgs, 1, "the subagent's write ran exactly once");
+    assert.ok(runs.readArgs >= 2, "the read was asked again after the restart");
+    assert.equal(readFileSync(join(harness.workspace, "out.txt"), "utf8"), "copied\n");
+    const parent = await harness.store.load(CONVERSATION);
+    const taskResult = parent?.state.messages.find((message) => message.role === "toolResult");
+    assert.ok(taskResult?.role === "toolResult");
+    assert.equal(taskResult.isError, false);
+    assert.deepEqual(taskResult.content, [{ type: "text", text: "Copied a.ts into out.txt." }]);
+    const child = await harness.store.load(
+      toSubagentConversationID(CONVERSATION, `${CONVERSATION}:t1:c0:call_task`),
+    );
+    assert.equal(child?.state.status, "final");
+    // One turn: the restart continued it, it did not start the child again.
+    assert.equal(child?.state.turnCount, 1);
+    const childResults = (child?.state.messages ?? []).flatMap((message) =>
+      message.role === "toolResult" ? [[message.toolCallId, message.isError] as const] : [],
+    );
+    assert.deepEqual(childResults, [
+      ["call_read", false],
+      ["call_write", false],
+    ]);
+  } finally {
+    await harness.close();
+  }
+});
+
+const MAX_WRITES = 60;
+
+describe("crash matrix: SIGKILL after every store write of a turn with a subagent", () => {
+  test("the subagent's write never runs twice, every turn ends", {
+    timeout: 600_000,
+  }, async (t) => {
+    const seen: string[] = [];
+    let write = 1;
+    for (; write <= MAX_WRITES; write += 1) {
+      const harness = await startHarness({
+        mode: "process",
+        process: { lateResultGraceMs: 1_500, killAfterWrite: write },
+      });
+      try {
+        writeFileSync(join(harness.workspace, "a.ts"), "export const a = 1;\n");
+        harness.provider.answer(answer);
+        let writes = 0;
+        const client = harness.client({
+          timeoutMs: 30_000,
+          onExec: (exec) => {
+            if (exec.message.case === "writeArgs") writes += 1;
+            return undefined;
+          },
+        });
+        const turn = client.startTurn({ conversationId: CONVERSATION, text: "go", modelId: MODEL });
+        const lost = turn.runSseLost();
+        const first = await Promise.race([
+          turn.done.then(() => "done" as const),
+          harness.exited().then(() => "killed" as const),
+        ]);
+        if (first === "killed") {
+          await lost;
+          await harness.restart();
+          turn.reconnectRunSse();
+        }
+        const result = await turn.done;
+        const label = `kill after write ${write}`;
+        assert.ok(writes <= 1, `${label}: the subagent's write ran ${writes} times`);
+        const parent = await harness.store.load(CONVERSATION);
+        const child = await harness.store.load(
+          toSubagentConversationID(CONVERSATION, `${CONVERSATION}:t1:c0:call_task`),
+        );
+        if (result.error === undefined) {
+          const last = parent?.state.messages.at(-1);
+          assert.ok(last?.role === "assistant", label);
+          assert.deepEqual(last.content, [{ type: "text", text: "The subagent copied it." }]);
+        } else assert.ok(result.error.message.length > 10, `${label}: ${result.error.message}`);
+        // A child tool result is either the tool's own or says its outcome is unknown.
+        const childResults = (child?.state.messages ?? []).flatMap((message) =>
+          message.role === "toolResult" ? [message] : [],
+        );
+        for (const message of childResults) {
+          if (!message.isError) continue;
+          assert.deepEqual(message.content, [{ type: "text", text: UNKNOWN_OUTCOME }], label);
+        }
+        assert.ok((child?.state.turnCount ?? 0) <= 1, `${label}: the child was started twice`);
+        seen.push(
+          `${write}:${first}:${childResults.map((m) => (m.isError ? "unknown" : "ok")).join("/")}`,
+        );
+        if (first === "done") break;
+      } finally {
+        await harness.close();
+      }
+    }
+    t.diagnostic(`kill point:outcome:child tool results — ${seen.join(", ")}`);
+    assert.ok(write > 15 && write <= MAX_WRITES, `commit points covered: ${seen.join(", ")}`);
+  });
+});

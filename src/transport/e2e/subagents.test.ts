@@ -1,0 +1,465 @@
+/**
+ * Subagents end to end (README "Subagents", src/loop/subagent.ts): the real server, the fake
+ * OpenAI-compatible provider on 127.0.0.1 and the protocol-faithful test client. The provider
+ * answers from each request itself (which conversation: the parent, an explore or a general
+ * subagent, told apart by their system prompts; which step: how many tool results it carries), so
+ * concurrent subagents cannot put a reply queue out of step.
+ *
+ * - Two subagents asked for in one response run at once: the client holds the explorer's read
+ *   until the general subagent's write has arrived, and the other way round, so a server running
+ *   them one after the other never finishes.
+ * - The explorer's write is refused by the server: the file never exists, the client never sees
+ *   the exec.
+ * - The parent's calls show as `task_tool_call` (TaskArgs, then TaskResult.success with the answer
+ *   as an assistant step); the children's answers are the parent's tool results.
+ * - Every child model call's tokens count for the parent turn (turn_ended, the turn-ended log).
+ * - Cancel of the parent cancels a running child; `cancel_subagent` stops one child and the
+ *   parent goes on with an error result.
+ */
+import assert from "node:assert/strict";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
+import type { RecordedRequest } from "../../llm/testing/fake-provider.ts";
+import { toSubagentConversationID } from "../../loop/index.ts";
+import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
+import { ConversationStepSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import {
+  CustomSubagentPermissionMode,
+  CustomSubagentSchema,
+  RequestContextSchema,
+} from "../cursor/gen/agent/v1/request_context_pb.js";
+import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
+import type { TurnResult } from "../testing/index.ts";
+import { API_KEY, createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
+
+interface Body {
+  readonly messages: readonly { role: string; content?: unknown; tool_call_id?: string }[];
+  readonly tools?: readonly { function: { name: string } }[];
+}
+
+const parse = (request: RecordedRequest): Body => JSON.parse(request.body) as Body;
+const systemOf = (body: Body): string => String(body.messages[0]?.content ?? "");
+const toolResults = (body: Body) => body.messages.filter((message) => message.role === "tool");
+const toolNames = (body: Body) => (body.tools ?? []).map((entry) => entry.function.name);
+const who = (body: Body): "parent" | "explore" | "general" =>
+  systemOf(body).includes("# Read-only")
+    ? "explore"
+    : systemOf(body).includes("# You are a subagent")
+      ? "general"
+      : "parent";
+const USAGE = { prompt: 10, completion: 5 };
+const sse = (reply: Parameters<typeof toChatCompletionSse>[0]) =>
+  ({ type: "sse", body: toChatCompletionSse({ ...reply, usage: USAGE }) }) as const;
+
+describe("two subagents at once: explore and general", () => {
+  let harness: Harness;
+  let result: TurnResult;
+  const conversationId = "5ab0a9e0-0000-4000-8000-000000000001";
+  const arrivals: string[] = [];
+
+  before(async () => {
+    harness = await startHarness();
+    writeFileSync(join(harness.workspace, "a.ts"), "export const a = 1;\n");
+    harness.provider.answer((request) => {
+      const body = parse(request);
+      const step = toolResults(body).length;
+      switch (who(body)) {
+        case "parent":
+          return step === 0
+            ? sse({
+                text: "Delegating.",
+                toolCalls: [
+                  {
+                    id: "call_explore",
+                    name: "task",
+                    arguments: {
+                      description: "Find the export",
+                      prompt: "What does a.ts export?",
+                      subagent_type: "explore",
+                    },
+                  },
+                  {
+                    id: "call_general",
+                    name: "task",
+                    arguments: {
+                      description: "Write the note",
+                      prompt: "Write ok to out.txt",
+                      subagent_type: "general",
+                    },
+                  },
+                ],
+              })
+            : sse({ text: "Both done." });
+        case "explore":
+          return step === 0
+            ? sse({
+                toolCalls: [
+                  { id: "call_read", name: "read_file", arguments: { path: "a.ts" } },
+                  {
+                    id: "call_sneaky",
+                    name: "write_file",
+                    arguments: { path: "sneaky.txt", content: "no\n" },
+                  },
+                ],
+              })
+            : sse({ text: "a.ts exports the constant a." });
+        case "general":
+          return step === 0
+            ? sse({
+                toolCalls: [
+                  {
+                    id: "call_write",
+                    name: "write_file",
+                    arguments: { path: "out.txt", content: "ok\n" },
+                  },
+                ],
+              })
+            : sse({ text: "Wrote out.txt." });
+      }
+    });
+    // Each child's first exec waits for the other's: only concurrent subagents get past this.
+    const readArrived = createGate();
+    const writeArrived = createGate();
+    const client = harness.client({
+      onExec: async (exec) => {
+        const kind = exec.message.case ?? "";
+        arrivals.push(kind);
+        if (kind === "readArgs") {
+          readArrived.open();
+          await writeArrived.promise;
+        }
+        if (kind === "writeArgs") {
+          writeArrived.open();
+          await readArrived.promise;
+        }
+        return undefined;
+      },
+    });
+    result = await client.startTurn({ conversationId, text: "Split it up.", modelId: MODEL }).done;
+  });
+  after(() => harness.close());
+
+  test("the turn ends with the parent's answer", () => {
+    assert.equal(result.error, undefined);
+    assert.equal(result.view.text, "Delegating.Both done.");
+  });
+
+  test("both subagents ran at once; the explorer's write never reached the client", () => {
+    assert.deepEqual([...arrivals].sort(), ["readArgs", "writeArgs"]);
+    assert.equal(readFileSync(join(harness.workspace, "out.txt"), "utf8"), "ok\n");
+    assert.equal(existsSync(join(harness.workspace, "sneaky.txt")), false);
+  });
+
+  test("each subagent got its own tool set and prompt; no subagent can delegate again", () => {
+    const bodies = harness.provider.requests.map(parse);
+    const explore = bodies.find((body) => who(body) === "explore");
+    const general = bodies.find((body) => who(body) === "general");
+    const parent = bodies.find((body) => who(body) === "parent");
+    assert.ok(explore && general && parent);
+    assert.ok(toolNames(parent).includes("task"));
+    // Asking the user, the todo list and the mode stay the parent's.
+    for (const name of ["task", "ask_question", "switch_mode", "todo_write"]) {
+      assert.ok(!toolNames(general).includes(name), name);
+    }
+    assert.ok(toolNames(general).includes("write_file"));
+    assert.deepEqual(toolNames(explore), ["read_file", "list_dir", "grep", "glob", "read_lints"]);
+    // The explorer's refused call has its error result in the child's history.
+    const second = bodies.find((body) => who(body) === "explore" && toolResults(body).length > 0);
+    const refused = toolResults(second as Body).find((m) => m.tool_call_id === "call_sneaky");
+    assert.match(JSON.stringify(refused?.content), /not available to this subagent/);
+  });
+
+  test("the client sees task_tool_call started and completed with the answer", () => {
+    const started = result.view.toolCallsStarted.filter((call) => call.variant === "taskToolCall");
+    assert.deepEqual(started.map((call) => call.callId).sort(), ["call_explore", "call_general"]);
+    const completed = result.view.toolCallsCompleted.find((c) => c.callId === "call_explore");
+    const tool = completed?.toolCall?.tool;
+    assert.ok(tool?.case === "taskToolCall");
+    assert.equal(tool.value.args?.description, "Find the export");
+    assert.equal(tool.value.args?.subagentType?.type.case, "explore");
+    const success = tool.value.result?.result;
+    assert.ok(success?.case === "success");
+    const step = fromBinary(
+      ConversationStepSchema,
+      success.value.conversationSteps[0] ?? new Uint8Array(),
+    );
+    assert.deepEqual(step.message, {
+      case: "assistantMessage",
+      value: step.message.value,
+    });
+    assert.equal(
+      step.message.case === "assistantMessage" ? step.message.value.text : "",
+      "a.ts exports the constant a.",
+    );
+    assert.equal(
+      success.value.agentId,
+      toSubagentConversationID(conversationId, `${conversationId}:t1:c0:call_explore`),
+    );
+  });
+
+  test("the children's answers are the parent's tool results, in the model's order", () => {
+    const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
+    assert.equal(who(last), "parent");
+    assert.deepEqual(
+      toolResults(last).map((message) => [message.tool_call_id, message.content]),
+      [
+        ["call_explore", "a.ts exports the constant a."],
+        ["call_general", "Wrote out.txt."],
+      ],
+    );
+  });
+
+  test("each child is a conversation of its own, linked to the parent's call", async () => {
+    const childID = toSubagentConversationID(
+      conversationId,
+      `${conversationId}:t1:c0:call_general`,
+    );
+    const child = await harness.store.load(childID);
+    assert.equal(child?.state.status, "final");
+    assert.deepEqual(child?.state.parent, {
+      conversationID: conversationId,
+      operationID: `${conversationId}:t1:c0:call_general`,
+      toolCallID: "call_general",
+      subagentType: "general",
+    });
+    assert.equal(child?.state.messages.at(0)?.role, "user");
+  });
+
+  test("nothing went wrong in the runner", () => {
+    assert.deepEqual(
+      harness.logs.filter((line) => line.level === "error").map((line) => line.message),
+      [],
+    );
+  });
+
+  test("the children's tokens count for the parent turn", () => {
+    // Six model calls of 10 input and 5 output tokens: two of the parent, two of each child.
+    assert.equal(harness.provider.requests.length, 6);
+    assert.equal(result.view.usage?.inputTokens, 60);
+    assert.equal(result.view.usage?.outputTokens, 30);
+    const ended = harness.logs.find(
+      (line) => line.message === "turn ended" && line.fields.conversation === conversationId,
+    );
+    assert.equal(ended?.fields.inputTokens, 60);
+    assert.equal(ended?.fields.outputTokens, 30);
+    const children = harness.logs.filter((line) => line.message === "subagent ended");
+    assert.deepEqual(children.map((line) => [line.fields.type, line.fields.inputTokens]).sort(), [
+      ["explore", 20],
+      ["general", 20],
+    ]);
+  });
+});
+
+describe("cancel", () => {
+  let harness: Harness;
+  before(async () => {
+    harness = await startHarness();
+    writeFileSync(join(harness.workspace, "a.ts"), "export const a = 1;\n");
+    harness.provider.answer((request) => {
+      const body = parse(request);
+      const step = toolResults(body).length;
+      if (who(body) === "parent") {
+        return step === 0
+          ? sse({
+              toolCalls: [
+                {
+                  id: "call_task",
+                  name: "task",
+                  arguments: { description: "Look", prompt: "Read a.ts", subagent_type: "general" },
+                },
+              ],
+            })
+          : sse({ text: "Went on without it." });
+      }
+      return step === 0
+        ? sse({ toolCalls: [{ id: "call_read", name: "read_file", arguments: { path: "a.ts" } }] })
+        : sse({ text: "unreachable" });
+    });
+  });
+  after(() => {
+    // A child canceled with its parent is no fault of the runner's.
+    const faults = harness.logs.filter((line) => line.level === "error");
+    assert.deepEqual(
+      faults.map((line) => [line.message, line.fields]),
+      [],
+    );
+    return harness.close();
+  });
+
+  /** Starts a turn whose subagent's read is held by the client until `release`. */
+  function startHeld(conversationId: string) {
+    const arrived = createGate();
+    const release = createGate();
+    const client = harness.client({
+      onExec: async () => {
+        arrived.open();
+        await release.promise;
+        return undefined;
+      },
+    });
+    const turn = client.startTurn({ conversationId, text: "Go.", modelId: MODEL });
+    return { turn, arrived: arrived.promise, release: release.open };
+  }
+
+  test("canceling the parent cancels its running subagent", async () => {
+    const conversationId = "5ab0a9e0-0000-4000-8000-000000000002";
+    const { turn, arrived, release } = startHeld(conversationId);
+    await arrived;
+    await turn.cancel("stop");
+    // The client finishes the held read (as a real one would) before its turn is done.
+    release();
+    const result = await turn.done;
+    assert.equal((await harness.store.load(conversationId))?.state.status, "canceled");
+    const childID = toSubagentConversationID(conversationId, `${conversationId}:t1:c0:call_task`);
+    // The child's cancel is applied right after the parent's; wait for it through the store.
+    let child = await harness.store.load(childID);
+    for (let i = 0; i < 200 && child?.state.status !== "canceled"; i += 1) {
+      await new Promise((resolve) => setImmediate(resolve));
+      child = await harness.store.load(childID);
+    }
+    assert.equal(child?.state.status, "canceled");
+    const completed = result.view.toolCallsCompleted.map((call) => call.callId);
+    assert.ok(completed.includes("call_task") && completed.includes("call_read"));
+  });
+
+  test("cancel_subagent stops one subagent; the parent goes on with an error result", async () => {
+    const conversationId = "5ab0a9e0-0000-4000-8000-000000000003";
+    const before = harness.provider.requests.length;
+    const { turn, arrived, release } = startHeld(conversationId);
+    await arrived;
+    await turn.send({
+      message: {
+        case: "conversationAction",
+        value: create(ConversationActionSchema, {
+          action: { case: "cancelSubagentAction", value: { subagentId: "call_task" } },
+        }),
+      },
+    });
+    release();
+    const result = await turn.done;
+    assert.equal(result.error, undefined);
+    assert.equal(result.view.text, "Went on without it.");
+    const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
+    assert.equal(harness.provider.requests.length - before, 3);
+    const [taskResult] = toolResults(last);
+    assert.equal(taskResult?.tool_call_id, "call_task");
+    assert.match(String(taskResult?.content), /The subagent failed: the subagent was canceled/);
+    const completed = result.view.toolCallsCompleted.find((c) => c.callId === "call_task");
+    const tool = completed?.toolCall?.tool;
+    assert.ok(tool?.case === "taskToolCall" && tool.value.result?.result.case === "error");
+  });
+});
+
+describe("models per type and the client's custom subagents", () => {
+  let harness: Harness;
+  let result: TurnResult;
+  const conversationId = "5ab0a9e0-0000-4000-8000-000000000004";
+
+  before(async () => {
+    harness = await startHarness({
+      models: (url) =>
+        ["scripted", "fast", "cheap"].map((name) => ({
+          name,
+          api: "openai-compatible",
+          model: `${name}-model`,
+          baseUrl: url,
+          apiKey: API_KEY,
+        })),
+      server: { stream: { ...DEFAULT_SERVER_OPTIONS.stream, subagentModels: { explore: "fast" } } },
+    });
+    harness.provider.answer((request) => {
+      const body = parse(request);
+      const step = toolResults(body).length;
+      if (systemOf(body).includes("REVIEWER_INSTRUCTIONS")) {
+        return sse({ text: "Reviewed: fine." });
+      }
+      if (who(body) === "explore") return sse({ text: "Explored." });
+      return step === 0
+        ? sse({
+            toolCalls: [
+              {
+                id: "call_x",
+                name: "task",
+                arguments: { description: "Explore", prompt: "Look", subagent_type: "explore" },
+              },
+              {
+                id: "call_r",
+                name: "task",
+                arguments: { description: "Review", prompt: "Review", subagent_type: "reviewer" },
+              },
+              {
+                id: "call_u",
+                name: "task",
+                arguments: { description: "Nope", prompt: "Nope", subagent_type: "nobody" },
+              },
+            ],
+          })
+        : sse({ text: "Done." });
+    });
+    const client = harness.client();
+    result = await client.startTurn({
+      conversationId,
+      text: "Go.",
+      modelId: MODEL,
+      edit: (request) => {
+        const action = request.action?.action;
+        if (action?.case !== "userMessageAction") throw new Error("not a user message");
+        action.value.requestContext ??= create(RequestContextSchema);
+        action.value.requestContext.customSubagents.push(
+          create(CustomSubagentSchema, {
+            name: "reviewer",
+            description: "Reviews changes",
+            prompt: "REVIEWER_INSTRUCTIONS",
+            tools: ["read_file", "grep", "edit_file"],
+            model: "cheap",
+            permissionMode: CustomSubagentPermissionMode.READONLY,
+          }),
+        );
+      },
+    }).done;
+  });
+  after(() => harness.close());
+
+  test("explore runs on its configured model, the custom one on its own, the parent on its", () => {
+    assert.equal(result.error, undefined);
+    const bodies = harness.provider.requests.map(
+      (request) => JSON.parse(request.body) as Body & { model: string },
+    );
+    const model = (match: (body: Body) => boolean) => bodies.find(match)?.model;
+    assert.equal(
+      model((body) => who(body) === "explore"),
+      "fast-model",
+    );
+    assert.equal(
+      model((body) => systemOf(body).includes("REVIEWER_INSTRUCTIONS")),
+      "cheap-model",
+    );
+    assert.equal(
+      model((body) => who(body) === "parent"),
+      "scripted-model",
+    );
+  });
+
+  test("a read-only custom subagent gets only its listed read-only tools", () => {
+    const reviewer = harness.provider.requests
+      .map(parse)
+      .find((body) => systemOf(body).includes("REVIEWER_INSTRUCTIONS"));
+    assert.deepEqual(toolNames(reviewer as Body), ["read_file", "grep"]);
+  });
+
+  test("an unknown type is an error result naming the types; the others complete", () => {
+    const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
+    const results = toolResults(last).map((message) => [message.tool_call_id, message.content]);
+    assert.deepEqual(results.slice(0, 2), [
+      ["call_x", "Explored."],
+      ["call_r", "Reviewed: fine."],
+    ]);
+    assert.match(
+      String(results[2]?.[1]),
+      /there is no subagent type "nobody"; the types are: explore, general, reviewer/,
+    );
+  });
+});

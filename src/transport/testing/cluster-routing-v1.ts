@@ -1,0 +1,219 @@
+/**
+ * The cluster routing of an earlier version, kept to test rolling upgrades (cluster.test.ts):
+ * `src/transport/cluster.ts` as of commit 4275f1b, unchanged but for import paths and the
+ * directory type (that version expired an unreachable owner with `markGone`).
+ */
+/**
+ * Several instances behind a plain load balancer (docs/team.md "Several instances"): the RunSSE
+ * and the BidiAppends of one agent stream may reach different instances, but the stream lives in
+ * one process, its owner. Each such request is routed by its `x-request-id` (equal to the body's
+ * request id, cursor-protocol.md §1.4): the instance claims the stream in the shared directory
+ * (store/postgres-cluster.ts) and serves it, or forwards the request over HTTP to the owner and
+ * relays the answer (the RunSSE stream included) back.
+ *
+ * Why forwarding and not LISTEN/NOTIFY: an append must reach the owner's agent stream with its
+ * answer (accepted, refused, out of order) coming back to the client, and a RunSSE reconnect must
+ * read the owner's backlog; forwarding the HTTP request keeps both exactly as with one instance,
+ * adds one loopback/LAN hop, and needs no second protocol.
+ *
+ * When the owner cannot be reached: a refused connection means it is not running, so its lease
+ * is expired at once and this instance takes the stream over (the existing resume rules pick it
+ * up from the store: the stream's saved run request, the conversation's committed state, a model
+ * call replayed with its saved bytes). Any other failure (a hung host) answers `unavailable`
+ * until the lease expires and a claim succeeds.
+ *
+ * A forwarded request carries a marker naming the instance it is meant for (its random
+ * per-process id, known only to the instances through the database). The receiver serves it
+ * without routing it again only when the marker names itself, so a request never travels twice;
+ * any other marker — a client forging one to skip routing, or an `advertiseUrl` that reaches a
+ * different instance than the one that advertised it (two instances both on `127.0.0.1:8765`,
+ * an instance forwarding to itself) — is refused with 421. The forwarder treats a 421 as a
+ * misconfiguration, not as a gone owner: the owner may well be alive, so nothing is taken over
+ * and the client gets `instance_unreachable` (docs/team.md "Several instances").
+ */
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import type { ClusterDirectory as Directory } from "../../store/index.ts";
+import { toProtocolError } from "../cursor/index.ts";
+import type { Log } from "../log.ts";
+
+type ClusterDirectory = Omit<Directory, "awaitVerdict"> & {
+  markGone(instanceID: string): Promise<void>;
+};
+
+/** The paths of one agent stream's calls over HTTP/1.1 (RunSSE, BidiAppend and its alias). */
+const ROUTED_PATHS: ReadonlySet<string> = new Set([
+  "/agent.v1.AgentService/RunSSE",
+  "/aiserver.v1.BidiService/BidiAppend",
+  "/agent.v1.AgentService/BidiAppend",
+]);
+
+/** Its value is the id of the instance the request is forwarded to. */
+export const FORWARDED_HEADER = "x-cursor-byok-forwarded";
+
+/** How long connecting to the owner may take before it counts as unreachable. */
+const CONNECT_LIMIT_MS = 3_000;
+
+export interface ClusterRouting {
+  /** Serves `request` here (`local`) or at its stream's owner. */
+  serve(
+    request: IncomingMessage,
+    response: ServerResponse,
+    local: (request: IncomingMessage, response: ServerResponse) => void,
+  ): void;
+}
+
+export function createClusterRouting(directory: ClusterDirectory, log: Log): ClusterRouting {
+  const route = async (
+    request: IncomingMessage,
+    response: ServerResponse,
+    local: (request: IncomingMessage, response: ServerResponse) => void,
+    requestID: string,
+  ): Promise<void> => {
+    const owner = await directory.claim(requestID);
+    if (owner.type === "mine") {
+      local(request, response);
+      return;
+    }
+    const outcome = await forward(request, response, owner.url, owner.instanceID);
+    if (outcome === "relayed") return;
+    if (outcome === "misdirected") {
+      // The body went to the wrong instance: it cannot be served here, and the owner may be
+      // alive, so it is neither taken over nor expired.
+      log.error(
+        { request: requestID, owner: owner.instanceID, url: owner.url },
+        "the address an instance advertises reaches another instance: set server.advertiseUrl " +
+          "of every instance to the address the others reach it at (docs/team.md)",
+      );
+      unavailable(request, response);
+      return;
+    }
+    if (outcome === "refused") await directory.markGone(owner.instanceID);
+    const again = await directory.claim(requestID);
+    if (again.type === "mine") {
+      log.info(
+        { request: requestID, from: owner.instanceID },
+        "took over a stream whose instance is gone",
+      );
+      local(request, response);
+      return;
+    }
+    unavailable(request, response);
+  };
+
+  return {
+    serve(request, response, local) {
+      const path = (request.url ?? "/").split("?")[0] ?? "/";
+      const marker = request.headers[FORWARDED_HEADER];
+      if (marker !== undefined) {
+        if (marker === directory.instanceID) {
+          local(request, response);
+          return;
+        }
+        log.warn(
+          { path },
+          "refused a request marked as forwarded to another instance (a forged marker, or an " +
+            "instance whose server.advertiseUrl reaches this one)",
+        );
+        misdirected(request, response);
+        return;
+      }
+      const header = request.headers["x-request-id"];
+      const requestID = Array.isArray(header) ? header[0] : header;
+      if (
+        !ROUTED_PATHS.has(path) ||
+        requestID === undefined ||
+        requestID === "" ||
+        requestID.length > 128
+      ) {
+        local(request, response);
+        return;
+      }
+      void route(request, response, local, requestID).catch((error: unknown) => {
+        log.error(
+          { request: requestID, error: error instanceof Error ? error.message : String(error) },
+          "could not route a stream request",
+        );
+        if (!response.headersSent) unavailable(request, response);
+        else response.destroy();
+      });
+    },
+  };
+}
+
+/**
+ * Relays `request` to `ownerID` at `baseUrl` and its answer back. The request body is not read
+ * until the owner accepted the connection, so a refused or failed connection leaves it for a
+ * local serve. A 421 answer (the instance there is not `ownerID`) is not relayed: `misdirected`.
+ */
+function forward(
+  request: IncomingMessage,
+  response: ServerResponse,
+  baseUrl: string,
+  ownerID: string,
+): Promise<"relayed" | "refused" | "unreachable" | "misdirected"> {
+  return new Promise((resolve) => {
+    const target = new URL(request.url ?? "/", baseUrl);
+    let connected = false;
+    const outgoing = httpRequest(target, {
+      method: request.method,
+      headers: { ...request.headers, host: target.host, [FORWARDED_HEADER]: ownerID },
+    });
+    const timer = setTimeout(() => {
+      if (!connected)
+        outgoing.destroy(Object.assign(new Error("connect timeout"), { code: "ETIMEDOUT" }));
+    }, CONNECT_LIMIT_MS);
+    outgoing.on("socket", (socket) => {
+      const onConnect = () => {
+        connected = true;
+        clearTimeout(timer);
+        request.pipe(outgoing);
+      };
+      if (socket.connecting) socket.once("connect", onConnect);
+      else onConnect();
+    });
+    outgoing.on("response", (answer) => {
+      if (answer.statusCode === 421) {
+        answer.resume();
+        resolve("misdirected");
+        return;
+      }
+      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(response);
+      // The upstream died mid-answer: end the client's connection the same way, so it sees a
+      // lost stream (and reconnects) instead of waiting on a relay that will never finish.
+      answer.on("error", () => response.destroy());
+      answer.on("close", () => {
+        if (!answer.complete) response.destroy();
+      });
+      resolve("relayed");
+    });
+    outgoing.on("error", (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (!connected) {
+        resolve(error.code === "ECONNREFUSED" ? "refused" : "unreachable");
+        return;
+      }
+      // The owner died while serving: the client sees its connection end, as if it had been
+      // connected to the owner, and reconnects (the body is partly sent: it cannot be served here).
+      response.destroy();
+      resolve("relayed");
+    });
+    // The client went away: stop relaying.
+    response.on("close", () => outgoing.destroy());
+  });
+}
+
+/** A marker naming another instance: HTTP 421 Misdirected Request. */
+function misdirected(request: IncomingMessage, response: ServerResponse): void {
+  request.resume();
+  const error = toProtocolError({ type: "misdirected" });
+  response.writeHead(421, { "content-type": "application/json" });
+  response.end(JSON.stringify({ code: "failed_precondition", message: error.rawMessage }));
+}
+
+function unavailable(request: IncomingMessage, response: ServerResponse): void {
+  request.resume();
+  const error = toProtocolError({ type: "instance_unreachable" });
+  response.writeHead(503, { "content-type": "application/json" });
+  response.end(JSON.stringify({ code: "unavailable", message: error.rawMessage }));
+}
