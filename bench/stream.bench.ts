@@ -17,6 +17,13 @@
  * - concurrency: 2,000 streaming conversations on a server process of its own (bounded in
  *   time): chunk latency while they stream, the longest silence any stream saw.
  *
+ * heap and concurrency: the server runs with raised stream and connection caps (every
+ * conversation holds a RunSSE and a BidiAppend connection); the conversations are opened and
+ * read by client processes of their own (stream-clients.ts, 1,000 each), staged, so neither
+ * the provider (this process, which stamps each chunk with the epoch time) nor the server is
+ * starved by them. Everything is on 127.0.0.1 and every child is killed at the latest after the
+ * watch plus 90–120 s.
+ *
  * Environment: BENCH_LENGTHS (e.g. `1000,100000`), BENCH_CONCURRENCY (default 2000).
  */
 import { type ChildProcess, spawn } from "node:child_process";
