@@ -3,10 +3,13 @@
  * opening and reading thousands of conversations does not starve the process that times them
  * (the provider's) or the server. Started by stream.bench.ts with its settings as JSON in argv[2]:
  *
- * - opens `streams` conversations against `url`, `batch` at a time, `everyMs` apart;
+ * - opens `streams` conversations against `url`, at most `maxOpening` of them opening at once (a
+ *   conversation is open once its first message arrived): as fast as the server opens them, and
+ *   never a burst of thousands of connections that overflows its listen backlog;
  * - prints `PROGRESS <open> <failed>` every 200 ms while it runs;
  * - on a line on stdin (or stdin closing) aborts every conversation and prints
- *   `RESULT <json>`: chunk delays (provider write → this client, from the `t<epoch ms>` stamps),
+ *   `RESULT <json>`: chunk delays (provider write → this client, from the `t<epoch ms>` stamps)
+ *   and when they arrived,
  *   gaps between messages on a stream, when the last one opened, failures;
  * - exits by itself after `maxMs` whatever happens.
  */
@@ -16,8 +19,7 @@ import { runTurn, stampsOf } from "./turn-kit.ts";
 export interface ClientSettings {
   readonly url: string;
   readonly streams: number;
-  readonly batch: number;
-  readonly everyMs: number;
+  readonly maxOpening: number;
   readonly maxMs: number;
 }
 
@@ -26,6 +28,8 @@ export interface ClientResult {
   /** Epoch milliseconds when the last of this process's streams opened (NaN: not all did). */
   readonly allOpenAt: number;
   readonly chunkDelays: number[];
+  /** When each of `chunkDelays` arrived (epoch milliseconds). */
+  readonly chunkTimes: number[];
   readonly gaps: number[];
   readonly failures: number;
   readonly firstFailure: string | undefined;
@@ -39,6 +43,7 @@ setTimeout(() => process.exit(2), settings.maxMs).unref();
 
 const controller = new AbortController();
 const chunkDelays: number[] = [];
+const chunkTimes: number[] = [];
 const gaps: number[] = [];
 const failures: string[] = [];
 const opened: Promise<unknown>[] = [];
@@ -51,12 +56,14 @@ const progress = setInterval(() => {
 
 const stop = async () => {
   controller.abort();
+  for (const wake of slotFreed.splice(0)) wake();
   await Promise.all(opened);
   clearInterval(progress);
   const result: ClientResult = {
     open,
     allOpenAt,
     chunkDelays,
+    chunkTimes,
     gaps,
     failures: failures.length,
     firstFailure: failures[0],
@@ -66,21 +73,35 @@ const stop = async () => {
 process.stdin.once("data", () => void stop());
 process.stdin.once("end", () => void stop());
 
+let opening = 0;
+const slotFreed: (() => void)[] = [];
 for (let i = 0; i < settings.streams && !controller.signal.aborted; i += 1) {
-  if (i > 0 && i % settings.batch === 0) {
-    await new Promise((resolve) => setTimeout(resolve, settings.everyMs));
+  while (opening >= settings.maxOpening && !controller.signal.aborted) {
+    await new Promise<void>((resolve) => slotFreed.push(resolve));
   }
+  opening += 1;
+  let settled = false;
+  const openedOrFailed = () => {
+    if (settled) return;
+    settled = true;
+    opening -= 1;
+    slotFreed.shift()?.();
+  };
   let last = Number.NaN;
   opened.push(
     runTurn(
       settings.url,
       (text) => {
         const at = epochNow();
-        for (const stamp of stampsOf(text)) chunkDelays.push(at - stamp);
+        for (const stamp of stampsOf(text)) {
+          chunkDelays.push(at - stamp);
+          chunkTimes.push(at);
+        }
       },
       () => {
         const at = epochNow();
         if (Number.isNaN(last)) {
+          openedOrFailed();
           open += 1;
           if (open === settings.streams) allOpenAt = at;
         } else {
@@ -89,8 +110,10 @@ for (let i = 0; i < settings.streams && !controller.signal.aborted; i += 1) {
         last = at;
       },
       controller.signal,
-    ).catch((error: unknown) => {
-      if (!controller.signal.aborted) failures.push(String(error));
-    }),
+    )
+      .catch((error: unknown) => {
+        if (!controller.signal.aborted) failures.push(String(error));
+      })
+      .finally(openedOrFailed),
   );
 }

@@ -30,6 +30,7 @@ import {
 import { checkEndToEnd } from "./doctor-e2e.ts";
 import { checkIde } from "./doctor-ide.ts";
 import { checkProvidersLive } from "./doctor-live.ts";
+import { checkTeam } from "./doctor-team.ts";
 import { checkSearchLive, checkWeb } from "./doctor-web.ts";
 import type { CliIO } from "./io.ts";
 import { loadSettings } from "./settings.ts";
@@ -135,6 +136,7 @@ export const DOCTOR_COMMAND: Command = {
     report(await checkPort(config));
     report(await checkDatabase(config));
     for (const result of await checkIde(config, io, runCommand)) report(result);
+    if (config.team !== undefined) report(await checkTeam(config.team, timeoutMs));
     if (values.e2e === true) {
       report(await runEndToEnd(config, url, timeoutMs));
     } else {

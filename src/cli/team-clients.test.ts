@@ -10,10 +10,11 @@
 import assert from "node:assert/strict";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
-import { createServer as createNetServer } from "node:net";
+import { createServer as createNetServer, connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { createServer as createTlsServer } from "node:tls";
 import pg from "pg";
 import {
   createCertificateAuthority,
@@ -64,6 +65,10 @@ if (postgres.type === "unavailable") {
     const seen: SeenUpstream[] = [];
     let upstream: ReturnType<typeof createSecureServer>;
     let upstreamEnv: Record<string, string>;
+    /** The team server behind TLS, as behind the team's reverse proxy: `https://localhost:…`. */
+    let teamHttps: string;
+    let tlsFront: ReturnType<typeof createTlsServer>;
+    let teamCaFile: string;
     let ideCa: Awaited<ReturnType<typeof createCertificateAuthority>>;
     let proxyUrl: string;
     const serves: ServeProcess[] = [];
@@ -147,6 +152,31 @@ if (postgres.type === "unavailable") {
         CURSOR_BYOK_TEST_UPSTREAM_CA: publicCaFile,
       };
 
+      // TLS in front of the team server, for a certificate of a team CA the clients are given
+      // by NODE_EXTRA_CA_CERTS; h2 or HTTP/1.1 by ALPN, passed on as bytes (the server speaks
+      // both on one port).
+      const teamCa = await createCertificateAuthority({
+        permittedDomains: [],
+        commonName: "team CA",
+      });
+      const teamLeaf = await createLeafIssuer(teamCa, { permittedDomains: [] }).certificateFor(
+        "localhost",
+      );
+      teamCaFile = path.join(home.dir, "team-ca.pem");
+      writeFileSync(teamCaFile, teamCa.certPem);
+      const teamPort = Number(new URL(team.url).port);
+      tlsFront = createTlsServer(
+        { key: teamLeaf.keyPem, cert: teamLeaf.certPem, ALPNProtocols: ["h2", "http/1.1"] },
+        (socket) => {
+          const backend = netConnect(teamPort, "127.0.0.1");
+          socket.pipe(backend).pipe(socket);
+          socket.on("error", () => backend.destroy());
+          backend.on("error", () => socket.destroy());
+        },
+      );
+      await new Promise<void>((resolve) => tlsFront.listen(0, "127.0.0.1", resolve));
+      teamHttps = `https://localhost:${(tlsFront.address() as { port: number }).port}`;
+
       // IDE mode as `ide setup` leaves it: the CA and the record naming the proxy's address.
       const dataDirectory = path.join(home.dir, "data", "cursor-byok");
       const ideDirectory = toIdeDirectory(dataDirectory);
@@ -173,6 +203,7 @@ if (postgres.type === "unavailable") {
     after(async () => {
       for (const serve of serves) await serve.stop();
       upstream?.close();
+      tlsFront?.close();
       await team?.close();
       await provider?.close();
       await drop?.();
@@ -227,6 +258,32 @@ if (postgres.type === "unavailable") {
       );
     }
 
+    test("the same with the team server behind TLS (https, the team's CA)", async () => {
+      writeFileSync(home.configPath, `team:\n  server: ${teamHttps}\n`);
+      const serve = await startClient({
+        CURSOR_BYOK_TEAM_TOKEN: token,
+        NODE_EXTRA_CA_CERTS: teamCaFile,
+      });
+      try {
+        const client = ideClient();
+        try {
+          const result = await client.startTurn({
+            conversationId: "ide-turn-over-tls",
+            text: "hello",
+            modelId: MODEL,
+          }).done;
+          assert.equal(result.error, undefined, result.error?.message);
+          assert.match(result.view.text, /hello from the team server/);
+        } finally {
+          await client.close();
+        }
+      } finally {
+        await serve.stop();
+        writeFileSync(home.configPath, `team:\n  server: ${team.url}\n`);
+      }
+      assert.equal(await ownerOf(url, "ide-turn-over-tls"), "ann");
+    });
+
     test("without the team token, the IDE shows what to set", async () => {
       const serve = await startClient({});
       assert.match(serve.output(), /NOT SET.*CURSOR_BYOK_TEAM_TOKEN/);
@@ -245,6 +302,24 @@ if (postgres.type === "unavailable") {
         await client.close();
         await serve.stop();
       }
+    });
+
+    test("doctor checks the team token against the team server, without printing it", async () => {
+      const good = await runCliProcess(["doctor"], {
+        env: { ...home.env, CURSOR_BYOK_TEAM_TOKEN: token },
+      });
+      assert.match(good.stdout, /^ok +team +http:\/\/127\.0\.0\.1:\d+ accepts your team token$/m);
+      assert.ok(!good.stdout.includes(token) && !good.stderr.includes(token));
+      const wrong = await runCliProcess(["doctor"], {
+        env: { ...home.env, CURSOR_BYOK_TEAM_TOKEN: "cbk_not-a-token-of-this-team" },
+      });
+      assert.equal(wrong.code, 1);
+      assert.match(
+        wrong.stdout,
+        /^FAIL +team +.* refused your team token \(from CURSOR_BYOK_TEAM_TOKEN\)$/m,
+      );
+      const unset = await runCliProcess(["doctor"], { env: home.env });
+      assert.match(unset.stdout, /^FAIL +team +CURSOR_BYOK_TEAM_TOKEN is not set/m);
     });
 
     describe("cursor-agent through `cursor-byok agent --team`", () => {
@@ -279,6 +354,18 @@ const endpoint = process.argv[process.argv.indexOf("--endpoint") + 1];
         assert.equal(status, "200");
         assert.match(endpoint ?? "", /^http:\/\/127\.0\.0\.1:\d+$/);
         assert.notEqual(endpoint, team.url);
+        // The same over https, the team server's certificate from the team's CA.
+        rmSync(record);
+        const overTls = await runCliProcess(["agent", "--team", teamHttps], {
+          env: {
+            ...home.env,
+            PATH: `${bin}:${home.env.PATH}`,
+            CURSOR_BYOK_TEAM_TOKEN: token,
+            NODE_EXTRA_CA_CERTS: teamCaFile,
+          },
+        });
+        assert.equal(overTls.code, 0, overTls.stderr);
+        assert.equal(readFileSync(record, "utf8").split(" ")[0], "200");
         // The same call with the sign-in token alone is refused by the team server.
         const direct = await fetch(`${team.url}/aiserver.v1.AiService/GetServerConfig`, {
           method: "POST",

@@ -174,8 +174,19 @@ export function estimateNextRequest(
 /** Characters of the system prompt and tool definitions. */
 function toFixedChars(settings: TurnSettings | null): number {
   if (settings === null) return 0;
-  return settings.systemPrompt.length + JSON.stringify(settings.tools).length;
+  let chars = fixedChars.get(settings);
+  if (chars === undefined) {
+    chars = settings.systemPrompt.length + JSON.stringify(settings.tools).length;
+    fixedChars.set(settings, chars);
+  }
+  return chars;
 }
+
+/**
+ * `toFixedChars` by settings value: settings are immutable and shared by the states of a turn,
+ * and serialising Cursor's tools (about 12 KB) on every model call showed in profiles (#19).
+ */
+const fixedChars = new WeakMap<TurnSettings, number>();
 
 /** The input budget a request may use before it is compacted. */
 export function inputBudget(settings: CompactionSettings): number {

@@ -171,3 +171,65 @@ test("property: a subagent never sends a call to a tool outside its set to the c
     { numRuns: 200 },
   );
 });
+
+test("property: task calls batch together, never with reads; any arrival order gives one history", () => {
+  const settings: TurnSettings = {
+    model: "big",
+    systemPrompt: "parent",
+    tools: ["read", "shell", "task"].map(tool),
+    readOnlyTools: ["read"],
+    concurrentTools: ["task"],
+  };
+  const run = (names: readonly string[], keys: readonly number[]) => {
+    let state: RuntimeState = createConversation(CONVERSATION_ID);
+    const batches: string[][] = [];
+    let command = { type: "wait_input" } as Command;
+    const apply = (input: Input) => {
+      const step = checkedTransition(state, input);
+      state = step.state;
+      command = step.command;
+    };
+    apply(start("go", { settings }));
+    const calls = names.map((name, i) => toolCall(`c${i}`, name));
+    const callID = toCallID(CONVERSATION_ID, "t1", 0);
+    for (const input of streamed(callID, assistantMessage(calls))) apply(input);
+    while (command.type === "call_client" || command.type === "call_clients") {
+      const batch = command.type === "call_client" ? [command] : command.calls;
+      batches.push(batch.map((call) => call.toolCall.name));
+      // Answer the batch in the order the keys give (a client finishing them in any order).
+      const order = batch
+        .map((call, i) => ({
+          call,
+          key: keys[(Number(call.toolCall.id.slice(1)) + i) % keys.length] ?? 0,
+        }))
+        .sort((a, b) => a.key - b.key);
+      for (const { call } of order) apply(result(call.toolCall, `done ${call.toolCall.id}`));
+    }
+    return { batches, messages: state.committed.messages, command };
+  };
+  fc.assert(
+    fc.property(
+      fc.array(fc.constantFrom("read", "shell", "task"), { minLength: 1, maxLength: 7 }),
+      fc.array(fc.integer({ min: 0, max: 100 }), { minLength: 1, maxLength: 7 }),
+      (names, keys) => {
+        const shuffled = run(names, keys);
+        const inOrder = run(names, [0]);
+        assert.equal(shuffled.command.type, "call_llm");
+        // Each batch is one read run, one task run, or a single call; runs are maximal.
+        for (const batch of shuffled.batches) {
+          const kinds = new Set(batch);
+          assert.equal(kinds.size, 1, batch.join(","));
+          if (batch.length > 1) assert.notEqual(batch[0], "shell");
+        }
+        assert.deepEqual(shuffled.batches.flat(), names);
+        shuffled.batches.forEach((batch, i) => {
+          const next = shuffled.batches[i + 1];
+          if (next !== undefined && batch[0] !== "shell") assert.notEqual(next[0], batch[0]);
+        });
+        // Results in content order, whatever order they came in: the same history.
+        assert.deepEqual(shuffled.messages, inOrder.messages);
+      },
+    ),
+    { numRuns: 300 },
+  );
+});

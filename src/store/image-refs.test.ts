@@ -39,6 +39,8 @@ test("any text is stored and restored exactly; long base64 runs leave the stored
         assert.ok(!stored.text.includes(data));
       }
       if (stored.text === text) assert.equal(images.size, 0);
+      // A text with a long run has it referenced: none is missed.
+      assert.equal(images.size > 0, new RegExp(`[A-Za-z0-9+/]{${MIN_RUN}}`).test(text));
     }),
     { numRuns: 300, seed: 20261130 },
   );

@@ -55,6 +55,8 @@ export function toStoredText(text: string): StoredText {
  * shorter run from each of its positions (seconds for a megabyte of 1000-character runs).
  */
 function* base64Runs(text: string): Generator<[number, number]> {
+  // Most texts (every saved model request) have none: tell that without visiting every character.
+  if (!mayHaveRun(text)) return;
   let start = -1;
   for (let i = 0; i <= text.length; i++) {
     const code = i < text.length ? text.charCodeAt(i) : -1;
@@ -70,6 +72,24 @@ function* base64Runs(text: string): Generator<[number, number]> {
     }
     start = -1;
   }
+}
+
+/**
+ * False when `text` certainly has no run of `MIN_RUN` base64 characters: such a run covers a
+ * position that is a multiple of `MIN_RUN`, so only the runs through those positions are
+ * measured, each at most `MIN_RUN` characters either way (linear in the worst case, a few
+ * characters per position for ordinary text; issue #19).
+ */
+function mayHaveRun(text: string): boolean {
+  for (let at = 0; at < text.length; at += MIN_RUN) {
+    if (!isBase64(text.charCodeAt(at))) continue;
+    let start = at;
+    while (start > 0 && at - start < MIN_RUN && isBase64(text.charCodeAt(start - 1))) start--;
+    let end = at + 1;
+    while (end < text.length && end - start < MIN_RUN && isBase64(text.charCodeAt(end))) end++;
+    if (end - start >= MIN_RUN) return true;
+  }
+  return false;
 }
 
 const EQUALS = 0x3d;

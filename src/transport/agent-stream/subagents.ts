@@ -22,6 +22,7 @@ import {
   type ConversationState,
   EXPLORE,
   GENERAL,
+  type ResponseEvent,
   type SubagentDefinition,
   type TurnSettings,
   toSubagentConversationID,
@@ -44,11 +45,15 @@ import type { StreamState } from "./stream-state.ts";
 
 /** What a subagent needs of the stream's tool calls. */
 export interface SubagentTools {
+  /** Runs a subagent's tool call on the client; its updates show in task call `taskCallID`. */
   run(
     command: CallClientCommand,
     state: ConversationState,
     attempt: OperationAttempt,
+    taskCallID: string,
   ): Promise<ToolResultMessage>;
+  /** Shows a subagent's streamed text and thinking inside task call `taskCallID`. */
+  showProgress(taskCallID: string, events: readonly ResponseEvent[]): void;
   /** Stops the open call `operationID` (its wait fails with `reason`). */
   abort(operationID: string, reason: string): void;
 }
@@ -81,6 +86,8 @@ interface Running {
   readonly output: TurnOutput;
   /** The child's tool calls running on the client now. */
   readonly open: Set<string>;
+  /** Ends `run` without an outcome: the stream went away and the child was left as it is. */
+  readonly leave: () => void;
 }
 
 export function createSubagents(stream: StreamState, tools: SubagentTools): Subagents {
@@ -112,12 +119,16 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       const began = now();
       let usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 };
       const open = new Set<string>();
-      let settle: (outcome: TurnOutcome, state: ConversationState) => void = () => {};
-      const ended = new Promise<{ outcome: TurnOutcome; state: ConversationState }>((resolve) => {
-        settle = (outcome, state) => resolve({ outcome, state });
+      type Ending = { outcome: TurnOutcome; state: ConversationState } | null;
+      let resolveEnding: (ending: Ending) => void = () => {};
+      const ended = new Promise<Ending>((resolve) => {
+        resolveEnding = resolve;
       });
+      const settle = (outcome: TurnOutcome, state: ConversationState) =>
+        resolveEnding({ outcome, state });
       const output: TurnOutput = {
         publish(events) {
+          tools.showProgress(call.toolCallID, events);
           for (const event of events) {
             const message =
               event.type === "done" ? event.message : event.type === "error" ? event.error : null;
@@ -135,7 +146,9 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
         },
         runTool(command, state, attempt) {
           open.add(command.operationID);
-          return tools.run(command, state, attempt).finally(() => open.delete(command.operationID));
+          return tools
+            .run(command, state, attempt, call.toolCallID)
+            .finally(() => open.delete(command.operationID));
         },
         end(outcome, state) {
           // A call the child still had open (it was canceled) is closed on the client too.
@@ -144,7 +157,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
           settle(outcome, state);
         },
       };
-      const entry: Running = { call, childID, output, open };
+      const entry: Running = { call, childID, output, open, leave: () => resolveEnding(null) };
       running.set(call.toolCallID, entry);
       const onAbort = (): void => {
         void stopOnAbort(entry).catch(() => {});
@@ -153,7 +166,12 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       try {
         const started = await startOrContinue(entry, work, settings, definition);
         if (started.type === "ended") return started.outcome;
-        const { outcome, state } = await ended;
+        const ending = await ended;
+        if (ending === null) {
+          // Nobody reads this outcome (the call's wait has ended); the child is continued later.
+          return { type: "error", agentID: childID, message: "the stream ended" };
+        }
+        const { outcome, state } = ending;
         const result = toOutcome(outcome, state, childID, now() - began);
         log.info(
           {
@@ -260,6 +278,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       // left for the next stream that resumes the parent.
       runner.detach(entry.childID, entry.output);
       for (const operationID of [...entry.open]) tools.abort(operationID, "the stream ended");
+      entry.leave();
       return;
     }
     await cancelChild(entry, `${entry.childID}:parent-ended`, "the parent turn ended");
@@ -279,7 +298,11 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
     });
     const base = toSubagentSettings(parent, definition, {
       model,
-      systemPrompt: toSubagentSystemPrompt(definition.readOnly, definition.instructions),
+      // In ask and plan mode the parent only reads, so its subagents do too (its tools say so).
+      systemPrompt: toSubagentSystemPrompt(
+        definition.readOnly || stream.turn?.mode === "ask" || stream.turn?.mode === "plan",
+        definition.instructions,
+      ),
       withheld: PARENT_ONLY_TOOLS,
     });
     if (model === parent.model) return base;
@@ -327,13 +350,13 @@ function toOutcome(
       return {
         type: "error",
         agentID,
-        message: `the subagent failed: ${redactSecrets(outcome.message.errorMessage ?? "unknown error")}`,
+        message: `its turn failed: ${redactSecrets(outcome.message.errorMessage ?? "unknown error")}`,
       };
     case "canceled":
       return {
         type: "error",
         agentID,
-        message: `the subagent was canceled (${outcome.reason}) after ${state.messages.length} messages`,
+        message: `it was canceled (${outcome.reason}) after ${state.messages.length} messages`,
       };
   }
 }

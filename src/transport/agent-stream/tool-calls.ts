@@ -12,9 +12,15 @@
  * `lates` the late-result timers; `modeAtStart` the mode when the last call started (a
  * switch_mode call may change it, and runs alone; read once by `settingsAfterTool`).
  */
-import type { ConversationState, ToolResultMessage, TurnSettings } from "../../loop/index.ts";
+import type {
+  ConversationState,
+  ResponseEvent,
+  ToolResultMessage,
+  TurnSettings,
+} from "../../loop/index.ts";
 import type { TurnOutput } from "../../runner/types.ts";
 import {
+  type AgentServerMessage,
   abortToolCall,
   type ClientEvent,
   continueToolCall,
@@ -28,6 +34,8 @@ import {
   startToolCall,
   toAgentMode,
   toModeSettings,
+  toTaskProgress,
+  toTaskProgressEvents,
 } from "../cursor/index.ts";
 import { runServerWork } from "../web-work.ts";
 import { createOneShotTimer, type OneShotTimer } from "./one-shot-timer.ts";
@@ -50,6 +58,11 @@ export interface ToolCalls {
   clearLateTimer(): void;
   /** Stops the running subagent `subagentID` (`cancel_subagent`); false when none runs. */
   cancelSubagent(subagentID: string, reason: string): Promise<boolean>;
+  /**
+   * The turn ends: closes the subagents' open calls on the client, inside their task cards (their
+   * waits end when subagents.ts has stopped each subagent).
+   */
+  closeSubagentCalls(reason: string): void;
 }
 
 interface OpenToolCall {
@@ -74,10 +87,18 @@ export function createToolCalls(stream: StreamState): ToolCalls {
   /** The parent's call behind each open subagent call (its state shapes the child). */
   const taskCalls = new Map<string, SubagentCall>();
   /**
-   * Open calls of subagents: `rejectOpen` leaves them to subagents.ts, which cancels the child
-   * first (or detaches it), so the child's runner never sees its call fail while it still waits.
+   * Open calls of subagents, with the parent's task call each belongs to: their updates show
+   * inside that call's card (cursor/task-progress.ts), and `rejectOpen` leaves them to
+   * subagents.ts, which cancels the child first (or detaches it), so the child's runner never
+   * sees its call fail while it still waits.
    */
-  const childCalls = new Set<string>();
+  const childCalls = new Map<string, string>();
+
+  /** Sends what a step of call `operationID` produced; a subagent's shows in its task card. */
+  const sendFor = (operationID: string | null, messages: readonly AgentServerMessage[]): void => {
+    const taskCallID = operationID === null ? undefined : childCalls.get(operationID);
+    send(stream, taskCallID === undefined ? messages : toTaskProgress(taskCallID, messages));
+  };
 
   const clearLate = (operationID: string): void => {
     lates.get(operationID)?.clear();
@@ -128,7 +149,7 @@ export function createToolCalls(stream: StreamState): ToolCalls {
           outcome: result.outcome.type,
           durationMs: now() - began,
         },
-        "web tool ran",
+        work.type === "subagent" ? "subagent ran" : "web tool ran",
       );
       if (controller.signal.aborted || stream.turn === null || !open.has(operationID)) return;
       const step = finishServerWork(stream.turn, item.id, result, {
@@ -140,7 +161,7 @@ export function createToolCalls(stream: StreamState): ToolCalls {
         return;
       }
       stream.turn = step.state;
-      send(stream, step.messages);
+      sendFor(operationID, step.messages);
       if (step.work !== null) startWork(operationID, step.work);
       finish(operationID, step.input?.message ?? null);
     });
@@ -158,7 +179,7 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       });
       if (step.ignored !== null) return;
       stream.turn = step.state;
-      send(stream, step.messages);
+      sendFor(operationID, step.messages);
       log.warn(
         { request: requestID, conversation: stream.conversationID, operation: operationID },
         "no late result arrived: the model is told the tool's outcome is unknown",
@@ -177,13 +198,15 @@ export function createToolCalls(stream: StreamState): ToolCalls {
         stream.turn = { ...stream.turn, mode: committed, agentMode: toAgentMode(committed) };
       }
       const context = { at: now(), inputID: `result:${command.operationID}` };
+      const taskCallID = childCalls.get(command.operationID);
       const step = startToolCall(stream.turn, command, context, {
         recovered: attempt.outcomeUnknown,
+        ...(taskCallID === undefined ? {} : { taskCallID }),
       });
       if (step.ignored !== null) return Promise.reject(new Error(step.ignored));
       modeAtStart = stream.turn.mode;
       stream.turn = step.state;
-      send(stream, step.messages);
+      sendFor(command.operationID, step.messages);
       if (step.input !== null) return Promise.resolve(step.input.message);
       if (attempt.outcomeUnknown) {
         const waiting = findOpen(stream.turn, command.operationID)?.awaiting.type === "earlier";
@@ -226,7 +249,7 @@ export function createToolCalls(stream: StreamState): ToolCalls {
         return;
       }
       stream.turn = step.state;
-      send(stream, step.messages);
+      sendFor(step.operationID, step.messages);
       const operationID = step.operationID;
       if (operationID === null) return;
       if (step.work !== null) startWork(operationID, step.work);
@@ -262,10 +285,23 @@ export function createToolCalls(stream: StreamState): ToolCalls {
     cancelSubagent(subagentID, reason) {
       return subagents.cancel(subagentID, reason);
     },
+    closeSubagentCalls(reason) {
+      for (const operationID of childCalls.keys()) {
+        if (stream.turn === null) return;
+        const step = abortToolCall(stream.turn, operationID, now(), reason);
+        stream.turn = step.state;
+        sendFor(operationID, step.messages);
+      }
+    },
+  };
+  /** A subagent's streamed text and thinking, shown inside its task card. */
+  const showProgress = (taskCallID: string, events: readonly ResponseEvent[]): void => {
+    send(stream, toTaskProgressEvents(taskCallID, events));
   };
   const subagents = createSubagents(stream, {
-    run(command, state, attempt) {
-      childCalls.add(command.operationID);
+    showProgress,
+    run(command, state, attempt, taskCallID) {
+      childCalls.set(command.operationID, taskCallID);
       return calls
         .run(command, state, attempt)
         .finally(() => childCalls.delete(command.operationID));
@@ -277,7 +313,7 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       if (stream.turn !== null) {
         const step = abortToolCall(stream.turn, operationID, now(), reason);
         stream.turn = step.state;
-        send(stream, step.messages);
+        sendFor(operationID, step.messages);
       }
       waiting?.reject(new Error(reason));
     },

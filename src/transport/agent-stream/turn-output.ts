@@ -37,6 +37,7 @@ export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOut
     runTool: tools.run,
     settingsAfterTool: tools.settingsAfterTool,
     end(outcome, state: ConversationState) {
+      tools.closeSubagentCalls(`the turn ended (${outcome.type})`);
       if (stream.turn !== null) {
         const ended = toTurnEnd(stream.turn, outcome, { at: now() });
         stream.turn = ended.state;

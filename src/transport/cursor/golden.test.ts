@@ -29,6 +29,10 @@ import { AgentMode, AgentSkillSchema } from "./gen/agent/v1/common_pb.js";
 import { ConversationActionSchema } from "./gen/agent/v1/conversation_action_pb.js";
 import { ConversationStepSchema } from "./gen/agent/v1/conversation_state_pb.js";
 import {
+  InteractionUpdateSchema,
+  TextDeltaUpdateSchema,
+} from "./gen/agent/v1/interaction_update_pb.js";
+import {
   GetDefaultModelForCliResponseSchema,
   GetUsableModelsResponseSchema,
 } from "./gen/agent/v1/models_pb.js";
@@ -77,6 +81,7 @@ import {
   toServerTimeResponse,
   toUsableModelsResponse,
 } from "./startup-rpcs.ts";
+import { toTaskProgressEvents } from "./task-progress.ts";
 import {
   assertGolden,
   CONVERSATION_ID,
@@ -1260,6 +1265,23 @@ test("golden: a subagent's task tool call, started and completed; cancel_subagen
   assert.ok(step.message.case === "assistantMessage");
   assert.equal(step.message.value.text, "a.ts exports the constant a.");
   assert.equal(done.input?.message.content[0]?.type, "text");
+
+  // The subagent's own text, inside the task card.
+  const [progress] = toTaskProgressEvents("toolu_01", [
+    { type: "text_delta", contentIndex: 0, delta: "Reading a.ts", partial: assistantMessage([]) },
+  ]);
+  assert.ok(progress !== undefined);
+  assertGolden("out-task-progress-text", toBinary(AgentServerMessageSchema, progress));
+  const shown = fromBinary(AgentServerMessageSchema, readGolden("out-task-progress-text"));
+  assert.ok(shown.message.case === "interactionUpdate");
+  const delta = shown.message.value.message;
+  assert.ok(delta.case === "toolCallDelta" && delta.value.callId === "toolu_01");
+  const nested = delta.value.toolCallDelta?.delta;
+  assert.ok(nested?.case === "taskToolCallDelta");
+  assert.deepEqual(fromBinary(InteractionUpdateSchema, nested.value.interactionUpdate).message, {
+    case: "textDelta",
+    value: create(TextDeltaUpdateSchema, { text: "Reading a.ts" }),
+  });
 
   const cancel = create(AgentClientMessageSchema, {
     message: {

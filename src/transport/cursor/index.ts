@@ -41,6 +41,7 @@ export {
 } from "./startup-rpcs.ts";
 export { toSubagentSystemPrompt } from "./subagent-prompt.ts";
 export { type SummaryView, toSummaryUpdates, toSummaryView } from "./summary-updates.ts";
+export { toTaskProgress, toTaskProgressEvents } from "./task-progress.ts";
 export {
   abortToolCall,
   continueToolCall,

@@ -195,6 +195,7 @@ test("the mode comes from the user message, else the checkpoint; modes pick prom
       "read_lints",
       "ask_question",
       "switch_mode",
+      "task",
       // The IDE request carries an MCP server: its resources and state are offered in every mode.
       "list_mcp_resources",
       "read_mcp_resource",
@@ -330,9 +331,11 @@ test("a mode switch keeps what is not the mode's: fallbacks, compaction, the cli
     { ...before, systemPrompt: "", tools: [], readOnlyTools: [], concurrentTools: [] },
   );
   assert.equal(fromModeSettings(after), "agent");
-  // The mode decides whether subagents run together: agent offers task, ask does not.
+  // Every mode offers task, and its calls run together.
   assert.deepEqual(after.concurrentTools, ["task"]);
-  assert.equal(toModeSettings(after, "ask", []).concurrentTools, undefined);
+  assert.deepEqual(toModeSettings(after, "ask", []).concurrentTools, ["task"]);
+  const withoutTask = { ...after, tools: after.tools.filter((tool) => tool.name !== "task") };
+  assert.deepEqual(toModeSettings(withoutTask, "plan", []).concurrentTools, ["task"]);
 });
 
 test("the mode reads back from its settings; other settings name no mode", () => {

@@ -75,6 +75,11 @@ export interface StartOptions {
    * waits only for a late reply to the earlier exec (`expireToolCall` ends the wait).
    */
   readonly recovered: boolean;
+  /**
+   * Set for a subagent's call: the parent's task call it runs under. Its step is the subagent's,
+   * not the parent's, so it is not added to the turn's steps (the checkpoint shows the task).
+   */
+  readonly taskCallID?: string;
 }
 
 export function startToolCall(
@@ -117,6 +122,7 @@ export function startToolCall(
     awaiting: { type: "exec", id: 0, execID: "" },
     startedAt: context.at,
     recovered: null,
+    ...(options.taskCallID === undefined ? {} : { taskCallID: options.taskCallID }),
   };
   const started = toUpdateMessage({
     case: "toolCallStarted",
@@ -351,7 +357,8 @@ function abortOne(
   );
   const step = create(ConversationStepSchema, { message: { case: "toolCall", value: toolCall } });
   const closed = withoutOpen(state, open.operationID);
-  return { state: { ...closed, steps: [...closed.steps, step] }, messages };
+  const steps = open.taskCallID === undefined ? [...closed.steps, step] : closed.steps;
+  return { state: { ...closed, steps }, messages };
 }
 
 /** The open call of `operationID`, or null. */
@@ -450,7 +457,7 @@ function finish(
   const step = create(ConversationStepSchema, { message: { case: "toolCall", value: toolCall } });
   const next: TurnState = {
     ...withoutOpen(state, open.operationID),
-    steps: [...state.steps, step],
+    steps: open.taskCallID === undefined ? [...state.steps, step] : state.steps,
     todos: output.todos ?? state.todos,
     ...(output.mode === undefined || output.mode === state.mode
       ? {}

@@ -70,6 +70,8 @@ export interface OpenToolCall {
    * once the call moves on to a request of this process.
    */
   readonly recovered: { readonly resultCase: string } | null;
+  /** Set for a subagent's call: the parent's task call (its step is not the turn's). */
+  readonly taskCallID?: string;
 }
 
 /** A tool call whose arguments are still streaming in from the model. */

@@ -112,6 +112,54 @@ test("killed while a subagent's read is held: the child continues, its write run
   }
 });
 
+test("a graceful shutdown while a subagent's read is held: the child is left as it is and continues", {
+  timeout: 120_000,
+}, async () => {
+  const harness = await startHarness({ mode: "process", process: { lateResultGraceMs: 15_000 } });
+  try {
+    writeFileSync(join(harness.workspace, "a.ts"), "export const a = 1;\n");
+    harness.provider.answer(answer);
+    const runs = { readArgs: 0, writeArgs: 0 };
+    const held = createGate();
+    const release = createGate();
+    const client = harness.client({
+      timeoutMs: 60_000,
+      onExec: async (exec) => {
+        const kind = exec.message.case;
+        if (kind !== "readArgs" && kind !== "writeArgs") return undefined;
+        runs[kind] += 1;
+        if (kind === "readArgs" && runs.readArgs === 1) {
+          held.open();
+          await release.promise;
+        }
+        return undefined;
+      },
+    });
+    const conversationId = `${CONVERSATION}-graceful`;
+    const turn = client.startTurn({ conversationId, text: "go", modelId: MODEL });
+    await held.promise;
+    // SIGTERM: the server shuts down cleanly (streams closed, nothing canceled), then a new one.
+    await harness.server.close();
+    await harness.restart();
+    release.open();
+    turn.reconnectRunSse();
+    const result = await turn.done;
+    assert.equal(result.error, undefined, result.error?.message);
+    assert.equal(runs.writeArgs, 1);
+    const child = await harness.store.load(
+      toSubagentConversationID(conversationId, `${conversationId}:t1:c0:call_task`),
+    );
+    assert.equal(child?.state.status, "final");
+    assert.equal(child?.state.turnCount, 1);
+    const parent = await harness.store.load(conversationId);
+    const last = parent?.state.messages.at(-1);
+    assert.ok(last?.role === "assistant");
+    assert.deepEqual(last.content, [{ type: "text", text: "The subagent copied it." }]);
+  } finally {
+    await harness.close();
+  }
+});
+
 const MAX_WRITES = 60;
 
 describe("crash matrix: SIGKILL after every store write of a turn with a subagent", () => {

@@ -24,8 +24,16 @@ import { create, fromBinary } from "@bufbuild/protobuf";
 import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import type { RecordedRequest } from "../../llm/testing/fake-provider.ts";
 import { toSubagentConversationID } from "../../loop/index.ts";
+import { AgentMode } from "../cursor/gen/agent/v1/common_pb.js";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
-import { ConversationStepSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import {
+  ConversationStepSchema,
+  ConversationTurnStructureSchema,
+} from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import {
+  type InteractionUpdate,
+  InteractionUpdateSchema,
+} from "../cursor/gen/agent/v1/interaction_update_pb.js";
 import {
   CustomSubagentPermissionMode,
   CustomSubagentSchema,
@@ -51,6 +59,18 @@ const who = (body: Body): "parent" | "explore" | "general" =>
       ? "general"
       : "parent";
 const USAGE = { prompt: 10, completion: 5 };
+
+/** The updates shown inside task call `callID`'s card (`task_tool_call_delta`), in order. */
+function nestedUpdates(result: TurnResult, callID: string): InteractionUpdate[] {
+  return result.messages.flatMap((message) => {
+    if (message.message.case !== "interactionUpdate") return [];
+    const update = message.message.value.message;
+    if (update.case !== "toolCallDelta" || update.value.callId !== callID) return [];
+    const delta = update.value.toolCallDelta?.delta;
+    if (delta?.case !== "taskToolCallDelta") return [];
+    return [fromBinary(InteractionUpdateSchema, delta.value.interactionUpdate)];
+  });
+}
 const sse = (reply: Parameters<typeof toChatCompletionSse>[0]) =>
   ({ type: "sse", body: toChatCompletionSse({ ...reply, usage: USAGE }) }) as const;
 
@@ -200,6 +220,42 @@ describe("two subagents at once: explore and general", () => {
     );
   });
 
+  test("each subagent's text and tool calls show inside its own task card only", () => {
+    const explore = nestedUpdates(result, "call_explore");
+    const text = explore
+      .flatMap((update) => (update.message.case === "textDelta" ? [update.message.value.text] : []))
+      .join("");
+    assert.equal(text, "a.ts exports the constant a.");
+    const started = explore.flatMap((update) =>
+      update.message.case === "toolCallStarted" ? [update.message.value.callId] : [],
+    );
+    // The refused write never started: the loop answered it.
+    assert.deepEqual(started, ["call_read"]);
+    const general = nestedUpdates(result, "call_general").flatMap((update) =>
+      update.message.case === "toolCallCompleted" ? [update.message.value.callId] : [],
+    );
+    assert.deepEqual(general, ["call_write"]);
+    // At the top level: the parent's text and its two task cards, nothing of the subagents.
+    const topLevel = result.view.toolCallsStarted.map((call) => call.callId);
+    assert.deepEqual(topLevel.sort(), ["call_explore", "call_general"]);
+    assert.equal(result.view.text, "Delegating.Both done.");
+  });
+
+  test("the checkpoint's steps are the parent's: its task calls, none of the subagents' calls", () => {
+    const checkpoint = result.view.checkpoint;
+    assert.ok(checkpoint !== undefined);
+    const turn = fromBinary(
+      ConversationTurnStructureSchema,
+      checkpoint.turns.at(-1) ?? new Uint8Array(),
+    );
+    assert.ok(turn.turn.case === "agentConversationTurn");
+    const toolCalls = turn.turn.value.steps.flatMap((bytes) => {
+      const step = fromBinary(ConversationStepSchema, bytes);
+      return step.message.case === "toolCall" ? [step.message.value.toolCallId] : [];
+    });
+    assert.deepEqual(toolCalls.sort(), ["call_explore", "call_general"]);
+  });
+
   test("the children's answers are the parent's tool results, in the model's order", () => {
     const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
     assert.equal(who(last), "parent");
@@ -321,8 +377,14 @@ describe("cancel", () => {
       child = await harness.store.load(childID);
     }
     assert.equal(child?.state.status, "canceled");
+    // The task card is closed; the subagent's read is closed inside it, not as a call of its own.
     const completed = result.view.toolCallsCompleted.map((call) => call.callId);
-    assert.ok(completed.includes("call_task") && completed.includes("call_read"));
+    assert.deepEqual(completed, ["call_task"]);
+    const nested = nestedUpdates(result, "call_task").map((update) => update.message.case);
+    assert.deepEqual(
+      nested.filter((kind) => kind === "toolCallStarted" || kind === "toolCallCompleted"),
+      ["toolCallStarted", "toolCallCompleted"],
+    );
   });
 
   test("cancel_subagent stops one subagent; the parent goes on with an error result", async () => {
@@ -346,7 +408,10 @@ describe("cancel", () => {
     assert.equal(harness.provider.requests.length - before, 3);
     const [taskResult] = toolResults(last);
     assert.equal(taskResult?.tool_call_id, "call_task");
-    assert.match(String(taskResult?.content), /The subagent failed: the subagent was canceled/);
+    assert.match(
+      String(taskResult?.content),
+      /^The subagent did not complete: it was canceled \(canceled by the user\)/,
+    );
     const completed = result.view.toolCallsCompleted.find((c) => c.callId === "call_task");
     const tool = completed?.toolCall?.tool;
     assert.ok(tool?.case === "taskToolCall" && tool.value.result?.result.case === "error");
@@ -461,5 +526,103 @@ describe("models per type and the client's custom subagents", () => {
       String(results[2]?.[1]),
       /there is no subagent type "nobody"; the types are: explore, general, reviewer/,
     );
+  });
+});
+
+describe("ask mode", () => {
+  test("a general subagent of an ask-mode turn only reads, and its prompt says so", async () => {
+    const harness = await startHarness();
+    try {
+      harness.provider.answer((request) => {
+        const body = parse(request);
+        if (!systemOf(body).includes("# You are a subagent")) {
+          return toolResults(body).length === 0
+            ? sse({
+                toolCalls: [
+                  {
+                    id: "call_t",
+                    name: "task",
+                    arguments: { description: "Look", prompt: "Look", subagent_type: "general" },
+                  },
+                ],
+              })
+            : sse({ text: "Answered." });
+        }
+        return sse({ text: "Looked." });
+      });
+      const result = await harness.client().startTurn({
+        conversationId: "5ab0a9e0-0000-4000-8000-000000000005",
+        text: "How does it work?",
+        modelId: MODEL,
+        edit: (request) => {
+          const action = request.action?.action;
+          if (action?.case !== "userMessageAction" || action.value.userMessage === undefined) {
+            throw new Error("not a user message");
+          }
+          action.value.userMessage.mode = AgentMode.ASK;
+        },
+      }).done;
+      assert.equal(result.error, undefined);
+      assert.equal(result.view.text, "Answered.");
+      const child = harness.provider.requests
+        .map(parse)
+        .find((body) => systemOf(body).includes("# You are a subagent"));
+      assert.ok(child !== undefined);
+      assert.match(systemOf(child), /# Read-only/);
+      assert.deepEqual(toolNames(child), ["read_file", "list_dir", "grep", "glob", "read_lints"]);
+    } finally {
+      await harness.close();
+    }
+  });
+});
+
+describe("a subagent whose model call fails", () => {
+  test("the parent gets an error result saying why, and goes on", async () => {
+    const harness = await startHarness();
+    try {
+      harness.provider.answer((request) => {
+        const body = parse(request);
+        if (who(body) !== "parent") {
+          return {
+            type: "status",
+            status: 400,
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({
+              error: { message: "CHILD_MODEL_REFUSED", type: "bad_request" },
+            }),
+          };
+        }
+        return toolResults(body).length === 0
+          ? sse({
+              toolCalls: [
+                {
+                  id: "call_t",
+                  name: "task",
+                  arguments: { description: "Try", prompt: "Try", subagent_type: "general" },
+                },
+              ],
+            })
+          : sse({ text: "It failed; I will do it myself." });
+      });
+      const result = await harness.client().startTurn({
+        conversationId: "5ab0a9e0-0000-4000-8000-000000000006",
+        text: "Go.",
+        modelId: MODEL,
+      }).done;
+      assert.equal(result.error, undefined);
+      assert.equal(result.view.text, "It failed; I will do it myself.");
+      const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
+      const [taskResult] = toolResults(last);
+      assert.match(
+        String(taskResult?.content),
+        /^The subagent did not complete: its turn failed: .*CHILD_MODEL_REFUSED/,
+      );
+      const completed = result.view.toolCallsCompleted.find((call) => call.callId === "call_t");
+      const tool = completed?.toolCall?.tool;
+      assert.ok(tool?.case === "taskToolCall");
+      assert.equal(tool.value.result?.result.case, "error");
+    } finally {
+      await harness.close();
+    }
   });
 });

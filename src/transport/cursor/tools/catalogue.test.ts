@@ -29,6 +29,7 @@ test("modes offer the expected tools", () => {
     "read_lints",
     "ask_question",
     "switch_mode",
+    "task",
   ]);
   assert.deepEqual(names("plan"), [
     "read_file",
@@ -39,6 +40,7 @@ test("modes offer the expected tools", () => {
     "ask_question",
     "create_plan",
     "switch_mode",
+    "task",
   ]);
   assert.deepEqual(names("agent"), names("debug"));
   assert.ok(!names("agent").includes("create_plan"));

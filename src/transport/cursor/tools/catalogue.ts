@@ -113,12 +113,12 @@ export const BUILT_IN_TOOLS: readonly AnyTool[] = [
   erase(createPlan, "read_only"),
   // Asking the user again is harmless; the answer decides.
   erase(switchMode, "read_only"),
-  // Run by the server: a search or fetch repeated after a restart reads the web again.
-  erase(webSearch, "read_only"),
-  erase(webFetch, "read_only"),
   // A subagent asked for again after a restart continues the same child conversation (its id is
   // derived from the call), whose own tool calls keep their exactly-once rules.
   erase(task, "read_only"),
+  // Run by the server: a search or fetch repeated after a restart reads the web again.
+  erase(webSearch, "read_only"),
+  erase(webFetch, "read_only"),
 ];
 
 /**

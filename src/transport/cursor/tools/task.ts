@@ -54,7 +54,8 @@ export const task: ToolHandler<TaskToolArgs, null> = {
       required: ["description", "prompt", "subagent_type"],
     },
   },
-  modes: ["agent", "debug"],
+  // In ask and plan mode the parent's tools only read, so every subagent there only reads too.
+  modes: ["agent", "ask", "plan", "debug"],
   parse: (args) =>
     parseArgs(args, (read) => ({
       description: read.string("description").trim(),
@@ -137,7 +138,7 @@ function fromOutcome(args: TaskToolArgs, outcome: SubagentOutcome): ToolOutput {
 
 function toFailure(args: TaskToolArgs, message: string): ToolOutput {
   return toOutput(
-    `The subagent failed: ${message}`,
+    `The subagent did not complete: ${message}`,
     {
       case: "taskToolCall",
       value: create(TaskToolCallSchema, {
