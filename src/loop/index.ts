@@ -25,6 +25,7 @@ export {
   toSubagentSettings,
 } from "./subagent.ts";
 export { SUMMARY_SYSTEM_PROMPT } from "./summary-request.ts";
+export { toNotRunResult } from "./tool-result.ts";
 export { transition } from "./transition.ts";
 export {
   mayCancel,

@@ -55,9 +55,41 @@ describe("toSubagentSettings", () => {
     assert.equal(settings.onlyOfferedTools, true);
     assert.equal(settings.systemPrompt, "sub");
     assert.equal(settings.concurrentTools, undefined);
-    // The parent's options stay (same model); its fallbacks are the runner's to choose again.
+    // The parent's options and fallbacks stay on the parent's model (a failing primary fails
+    // the subagent over too); another model's fallbacks are its own.
     assert.deepEqual(settings.modelOptions, { thinking: true });
-    assert.equal(settings.fallbacks, undefined);
+    assert.deepEqual(settings.fallbacks, ["backup"]);
+    const other = toSubagentSettings(PARENT, EXPLORE, { model: "small", systemPrompt: "sub" });
+    assert.equal(other.fallbacks, undefined);
+  });
+
+  test("a read-only type gets only the effect-free tools, never an MCP tool claiming read-only", () => {
+    const parent: TurnSettings = {
+      ...PARENT,
+      tools: [...PARENT.tools, tool("mcp__db__drop_table")],
+      // The batching list trusts the MCP server's readOnlyHint.
+      readOnlyTools: ["read_file", "grep", "mcp__db__drop_table"],
+    };
+    const options = { model: "big", systemPrompt: "sub", effectFree: ["read_file", "grep"] };
+    const explore = toSubagentSettings(parent, EXPLORE, options);
+    assert.deepEqual(names(explore), ["read_file", "grep"]);
+    const call = toolCall("c1", "mcp__db__drop_table", {});
+    assert.notEqual(toRefusedResults(explore, [call], 1)[0], null);
+    // Batching turned off (readOnlyTools: []) still leaves the explorer its reads.
+    const unbatched = toSubagentSettings({ ...parent, readOnlyTools: [] }, EXPLORE, options);
+    assert.deepEqual(names(unbatched), ["read_file", "grep"]);
+    // A read-only custom subagent that names the MCP tool explicitly gets it (the user's choice).
+    const named: SubagentDefinition = {
+      name: "dba",
+      instructions: "",
+      tools: ["grep", "mcp__db__drop_table"],
+      readOnly: true,
+      model: "",
+    };
+    assert.deepEqual(names(toSubagentSettings(parent, named, options)), [
+      "grep",
+      "mcp__db__drop_table",
+    ]);
   });
 
   test("general: every tool of the parent but task (no nesting) and the withheld ones", () => {

@@ -28,7 +28,7 @@ export interface SubagentDefinition {
   readonly instructions: string;
   /** Tool names it may use, within the parent's; `all`: every tool of the parent. */
   readonly tools: readonly string[] | "all";
-  /** Only tools without effects (the parent's `readOnlyTools`). */
+  /** Only tools without effects (`toSubagentSettings`' `effectFree`, and ones it names). */
   readonly readOnly: boolean;
   /** The model its definition asks for ("" or `inherit`: none). */
   readonly model: string;
@@ -51,7 +51,8 @@ export const GENERAL: SubagentDefinition = {
 };
 
 /**
- * The child's settings: the parent's model options and compaction, `systemPrompt`, and the tools
+ * The child's settings: the parent's model options and compaction (and its fallbacks, on the
+ * parent's model), `systemPrompt`, and the tools
  * the definition allows out of the parent's (in the parent's order, so the definitions stay
  * byte-stable), never the subagent tool nor the `withheld` ones. Calls to other tools are refused
  * (`onlyOfferedTools`).
@@ -64,21 +65,34 @@ export function toSubagentSettings(
     readonly systemPrompt: string;
     /** Tools only the parent has, besides `task` (asking the user, its todo list, its mode). */
     readonly withheld?: readonly string[];
+    /**
+     * The parent's tools known to have no effects (built-in reads; never an MCP tool, whose
+     * read-only hint is its server's word): all a read-only type gets, unless its definition
+     * names a tool the parent marks read-only (`readOnlyTools`) explicitly. Absent: the parent's
+     * `readOnlyTools`. Independent of batching, which the server may turn off.
+     */
+    readonly effectFree?: readonly string[];
   },
 ): TurnSettings {
-  const readOnly = new Set(parent.readOnlyTools ?? []);
+  const effectFree = new Set(options.effectFree ?? parent.readOnlyTools ?? []);
+  const claimsReadOnly = new Set(parent.readOnlyTools ?? []);
   const named = definition.tools === "all" ? null : new Set(definition.tools);
   const withheld = new Set([SUBAGENT_TOOL, ...(options.withheld ?? [])]);
+  const readOnlyAllows = (name: string): boolean =>
+    effectFree.has(name) || (named?.has(name) === true && claimsReadOnly.has(name));
   const tools = parent.tools.filter(
     (tool) =>
       !withheld.has(tool.name) &&
       (named === null || named.has(tool.name)) &&
-      (!definition.readOnly || readOnly.has(tool.name)),
+      (!definition.readOnly || readOnlyAllows(tool.name)),
   );
   const offered = new Set(tools.map((tool) => tool.name));
-  const { concurrentTools: _concurrent, fallbacks: _fallbacks, ...rest } = parent;
+  // On the parent's own model the child keeps the parent's fallbacks (a failing primary fails the
+  // child over the same way); another model's are the caller's to give.
+  const { concurrentTools: _concurrent, fallbacks, ...rest } = parent;
   return {
     ...rest,
+    ...(options.model === parent.model && fallbacks !== undefined ? { fallbacks } : {}),
     model: options.model,
     systemPrompt: options.systemPrompt,
     tools,

@@ -25,6 +25,7 @@ import {
   type ResponseEvent,
   type SubagentDefinition,
   type TurnSettings,
+  toNotRunResult,
   toSubagentConversationID,
   toSubagentModel,
   toSubagentSettings,
@@ -39,6 +40,7 @@ import {
   redactSecrets,
   type ServerWork,
   type SubagentOutcome,
+  toEffectFreeToolNames,
   toSubagentSystemPrompt,
 } from "../cursor/index.ts";
 import type { StreamState } from "./stream-state.ts";
@@ -152,6 +154,17 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
           }
         },
         runTool(command, state, attempt) {
+          // The loop refuses tools outside the child's set (L48); a read-only type's call to a
+          // tool with effects is refused here too, whatever settings it was committed with.
+          if (definition.readOnly && !mayReadOnlyRun(definition, command.toolCall.name)) {
+            return Promise.resolve(
+              toNotRunResult(
+                command.toolCall,
+                `Not run: the tool "${command.toolCall.name}" is not available to this read-only subagent.`,
+                now(),
+              ),
+            );
+          }
           open.add(command.operationID);
           return tools
             .run(command, state, attempt, call.toolCallID)
@@ -336,6 +349,16 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
     await cancelChild(entry, `${entry.childID}:parent-ended`, "the parent turn ended");
   }
 
+  /** Whether a read-only subagent may run tool `name`: an effect-free tool, or one it names. */
+  function mayReadOnlyRun(definition: SubagentDefinition, name: string): boolean {
+    const turn = stream.turn;
+    if (turn === null) return false;
+    return (
+      toEffectFreeToolNames(turn.mode, turn.mcpTools, turn.web).includes(name) ||
+      (definition.tools !== "all" && definition.tools.includes(name))
+    );
+  }
+
   function toChildSettings(
     parent: TurnSettings,
     definition: SubagentDefinition,
@@ -356,6 +379,10 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
         definition.instructions,
       ),
       withheld: PARENT_ONLY_TOOLS,
+      effectFree:
+        stream.turn === null
+          ? []
+          : toEffectFreeToolNames(stream.turn.mode, stream.turn.mcpTools, stream.turn.web),
     });
     if (model === parent.model) return base;
     // Another model: its own fallbacks and compaction, not the parent's; no picker options.

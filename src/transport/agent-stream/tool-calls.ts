@@ -33,11 +33,13 @@ import {
   type ServerWorkResult,
   startToolCall,
   toAgentMode,
+  toEffectFreeToolNames,
   toModeSettings,
   toTaskProgress,
   toTaskProgressEvents,
 } from "../cursor/index.ts";
 import { runServerWork } from "../web-work.ts";
+import { createEffectsLock } from "./effects-lock.ts";
 import { createOneShotTimer, type OneShotTimer } from "./one-shot-timer.ts";
 import { type StreamState, send } from "./stream-state.ts";
 import { createSubagents, type SubagentCall } from "./subagents.ts";
@@ -93,6 +95,8 @@ export function createToolCalls(stream: StreamState): ToolCalls {
    * sees its call fail while it still waits.
    */
   const childCalls = new Map<string, string>();
+  /** Subagents' calls with effects, one at a time across the stream's subagents. */
+  const effects = createEffectsLock();
 
   /** Sends what a step of call `operationID` produced; a subagent's shows in its task card. */
   const sendFor = (operationID: string | null, messages: readonly AgentServerMessage[]): void => {
@@ -300,13 +304,32 @@ export function createToolCalls(stream: StreamState): ToolCalls {
   };
   const subagents = createSubagents(stream, {
     showProgress,
-    run(command, state, attempt, taskCallID) {
-      childCalls.set(command.operationID, taskCallID);
-      return calls
-        .run(command, state, attempt)
-        .finally(() => childCalls.delete(command.operationID));
+    async run(command, state, attempt, taskCallID) {
+      const { operationID } = command;
+      // Sibling subagents' calls with effects run one at a time (effects-lock.ts); reads do not wait.
+      const turn = stream.turn;
+      const effectFree =
+        turn === null ? [] : toEffectFreeToolNames(turn.mode, turn.mcpTools, turn.web);
+      const locked = !effectFree.includes(command.toolCall.name);
+      if (locked) {
+        await effects.acquire(operationID, (holder) =>
+          log.debug(
+            { request: requestID, operation: operationID, tool: command.toolCall.name, holder },
+            "subagent tool call waits for another subagent's call with effects",
+          ),
+        );
+      }
+      childCalls.set(operationID, taskCallID);
+      try {
+        return await calls.run(command, state, attempt);
+      } finally {
+        childCalls.delete(operationID);
+        if (locked) effects.release(operationID, "done");
+      }
     },
     abort(operationID, reason) {
+      // A call still waiting for the lock is never started.
+      effects.release(operationID, reason);
       const waiting = open.get(operationID);
       open.delete(operationID);
       clearLate(operationID);

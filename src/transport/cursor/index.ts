@@ -52,7 +52,7 @@ export {
   // For tests (e2e/crash-matrix.test.ts): the result text of a call whose outcome is unknown.
   UNKNOWN_OUTCOME,
 } from "./tool-session.ts";
-export { PARENT_ONLY_TOOLS } from "./tools/catalogue.ts";
+export { PARENT_ONLY_TOOLS, toEffectFreeToolNames } from "./tools/catalogue.ts";
 export type {
   ServerWork,
   ServerWorkResult,

@@ -5,7 +5,14 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { toCanonicalJSON } from "../../../loop/canonical-json.ts";
 import { McpToolDefinitionSchema } from "../gen/agent/v1/mcp_pb.js";
 import { MODES } from "../mode.ts";
-import { BUILT_IN_TOOLS, findTool, toMcpToolRefs, toToolDefinitions } from "./catalogue.ts";
+import {
+  BUILT_IN_TOOLS,
+  findTool,
+  toConcurrentToolNames,
+  toEffectFreeToolNames,
+  toMcpToolRefs,
+  toToolDefinitions,
+} from "./catalogue.ts";
 
 test("every built-in tool has a unique name, an object schema and a description", () => {
   const names = BUILT_IN_TOOLS.map((tool) => tool.name);
@@ -113,4 +120,30 @@ test("MCP tools are offered in agent and debug modes, after the built-ins", () =
   ]);
   assert.equal(toToolDefinitions("agent", refs).at(-1)?.name, "mcp__s__x");
   assert.ok(!toToolDefinitions("ask", refs).some((tool) => tool.name === "mcp__s__x"));
+});
+
+test("effect-free tools: the concurrent built-ins, never an MCP tool whatever its readOnlyHint", () => {
+  const mcp = [
+    {
+      name: "mcp__db__drop_table",
+      definitionName: "drop_table",
+      providerIdentifier: "db",
+      toolName: "drop_table",
+      description: "drops a table",
+      parameters: { type: "object" },
+      readOnly: true,
+    },
+  ];
+  // Batching trusts the hint; a read-only subagent and the effects lock do not.
+  assert.ok(toConcurrentToolNames("agent", mcp).includes("mcp__db__drop_table"));
+  assert.deepEqual(toEffectFreeToolNames("agent", mcp), [
+    "read_file",
+    "list_dir",
+    "grep",
+    "glob",
+    "read_lints",
+    "list_mcp_resources",
+    "read_mcp_resource",
+    "mcp_servers",
+  ]);
 });

@@ -147,6 +147,24 @@ export function toConcurrentToolNames(
     .map((tool) => tool.name);
 }
 
+/**
+ * The names of the tools of `mode` known to have no effects: the concurrent built-ins (reads,
+ * searches, the MCP helpers that read resources), never an MCP tool, whose `readOnlyHint` is its
+ * server's word, not a guarantee. What a read-only subagent may use and what sibling subagents
+ * may run beside each other's writes (README "Subagents"); independent of whether the server
+ * batches reads (`parallelTools`).
+ */
+export function toEffectFreeToolNames(
+  mode: Mode,
+  mcp: readonly McpToolRef[],
+  web: WebOffer = NO_WEB,
+): string[] {
+  const mcpNames = new Set(mcp.map((ref) => ref.name));
+  return listTools(mode, mcp, web)
+    .filter((tool) => tool.concurrent && !mcpNames.has(tool.name))
+    .map((tool) => tool.name);
+}
+
 /** The tool `name` as offered in `mode`, or null when the mode does not offer it. */
 export function findTool(
   name: string,
