@@ -20,6 +20,7 @@ export {
   SUBAGENT_TOOL,
   type SubagentDefinition,
   toRootConversationID,
+  toStickySubagentSettings,
   toSubagentConversationID,
   toSubagentModel,
   toSubagentSettings,

@@ -14,6 +14,7 @@ import {
   type SubagentDefinition,
   toRefusedResults,
   toRootConversationID,
+  toStickySubagentSettings,
   toSubagentConversationID,
   toSubagentModel,
   toSubagentSettings,
@@ -117,6 +118,20 @@ describe("toSubagentSettings", () => {
       "grep",
     ]);
   });
+});
+
+test("a subagent on the parent's model starts on the parent's sticky model after a failover", () => {
+  const child = toSubagentSettings(PARENT, GENERAL, { model: "big", systemPrompt: "sub" });
+  const failedOver = { settings: PARENT, route: { requested: "big", model: "backup" } };
+  const sticky = toStickySubagentSettings(child, failedOver);
+  assert.equal(sticky.model, "backup");
+  assert.deepEqual(sticky.fallbacks, ["big"]);
+  // No route, another model, or a route for another request: unchanged.
+  assert.equal(toStickySubagentSettings(child, { settings: PARENT }), child);
+  const other = toSubagentSettings(PARENT, GENERAL, { model: "small", systemPrompt: "sub" });
+  assert.equal(toStickySubagentSettings(other, failedOver), other);
+  const stale = { settings: PARENT, route: { requested: "other", model: "backup" } };
+  assert.equal(toStickySubagentSettings(child, stale), child);
 });
 
 describe("toSubagentModel", () => {

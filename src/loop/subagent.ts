@@ -14,8 +14,9 @@
  */
 import { createHash } from "node:crypto";
 import type { ToolCall, ToolResultMessage } from "../llm/types.ts";
+import { toCandidates } from "./model-route.ts";
 import { toNotRunResult } from "./tool-result.ts";
-import type { TurnSettings } from "./types.ts";
+import type { ConversationState, TurnSettings } from "./types.ts";
 
 /** The name of the tool the model delegates with. */
 export const SUBAGENT_TOOL = "task";
@@ -98,6 +99,29 @@ export function toSubagentSettings(
     tools,
     readOnlyTools: (parent.readOnlyTools ?? []).filter((name) => offered.has(name)),
     onlyOfferedTools: true,
+  };
+}
+
+/**
+ * A subagent on the parent's model starts where the parent's calls go now: on the parent's
+ * sticky model (`route`, model-route.ts) when the parent has failed over, with the rest of the
+ * parent's candidates as its fallbacks, so it does not first hit the primary the parent left.
+ * Otherwise `settings` as they are.
+ */
+export function toStickySubagentSettings(
+  settings: TurnSettings,
+  parent: Pick<ConversationState, "settings" | "route">,
+): TurnSettings {
+  const route = parent.route;
+  const parentModel = parent.settings?.model;
+  if (route === undefined || parentModel === undefined) return settings;
+  if (settings.model !== parentModel || route.requested !== parentModel) return settings;
+  const candidates = toCandidates(settings);
+  if (!candidates.includes(route.model)) return settings;
+  return {
+    ...settings,
+    model: route.model,
+    fallbacks: candidates.filter((model) => model !== route.model),
   };
 }
 

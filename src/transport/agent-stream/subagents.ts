@@ -26,6 +26,7 @@ import {
   type SubagentDefinition,
   type TurnSettings,
   toNotRunResult,
+  toStickySubagentSettings,
   toSubagentConversationID,
   toSubagentModel,
   toSubagentSettings,
@@ -124,7 +125,12 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
         };
       }
       // A resumed subagent goes on with its own settings (its model, tools and prompt).
-      const settings = resumed?.settings ?? toChildSettings(parentSettings, definition, work.model);
+      const settings =
+        resumed?.settings ??
+        toStickySubagentSettings(
+          toChildSettings(parentSettings, definition, work.model),
+          call.state,
+        );
       const began = now();
       let usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 };
       const open = new Set<string>();
