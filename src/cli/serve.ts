@@ -163,14 +163,18 @@ export const SERVE_COMMAND: Command = {
         {
           ...DEFAULT_SERVER_OPTIONS,
           ...(config.helperModel === undefined ? {} : { helperModel: config.helperModel }),
-          ...(config.subagentModels === undefined
-            ? {}
-            : {
-                stream: {
-                  ...DEFAULT_SERVER_OPTIONS.stream,
-                  subagentModels: config.subagentModels,
-                },
-              }),
+          stream: {
+            ...DEFAULT_SERVER_OPTIONS.stream,
+            ...(config.subagentModels === undefined
+              ? {}
+              : { subagentModels: config.subagentModels }),
+            ...(config.subagentMaxConcurrent === undefined
+              ? {}
+              : { subagentMaxConcurrent: config.subagentMaxConcurrent }),
+            ...(config.subagentMaxSteps === undefined
+              ? {}
+              : { subagentMaxSteps: config.subagentMaxSteps }),
+          },
           host: config.server.host,
           port: config.server.port,
           runSseContentType: config.server.runSseContentType,

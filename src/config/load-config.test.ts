@@ -376,7 +376,12 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "an unknown subagents field",
       "subagents:\n  model: a\n",
-      "FILE:2:3: subagents.model: unknown field (expected one of models)",
+      "FILE:2:3: subagents.model: unknown field (expected one of models, maxConcurrent, maxSteps)",
+    ],
+    [
+      "a subagent limit that is not a positive integer",
+      "subagents:\n  maxConcurrent: 0\n",
+      "FILE:2:18: subagents.maxConcurrent: must be a positive integer",
     ],
     [
       "an access token variable that is not set",
@@ -529,6 +534,16 @@ describe("environment shortcuts and precedence", () => {
     const { config } = load(text, { env: { OPENAI_API_KEY: "sk-1" } });
     assert.deepEqual(config.subagentModels, { explore: "gpt-6-luna", reviewer: "gpt-6.1-terra" });
     assert.equal(load("", { env: { OPENAI_API_KEY: "sk-1" } }).config.subagentModels, undefined);
+  });
+
+  test("subagents.maxConcurrent and maxSteps limit subagents; absent, the server's defaults", () => {
+    const text = "subagents:\n  maxConcurrent: 2\n  maxSteps: 10\n";
+    const { config } = load(text, { env: { OPENAI_API_KEY: "sk-1" } });
+    assert.equal(config.subagentMaxConcurrent, 2);
+    assert.equal(config.subagentMaxSteps, 10);
+    const none = load("", { env: { OPENAI_API_KEY: "sk-1" } }).config;
+    assert.equal(none.subagentMaxConcurrent, undefined);
+    assert.equal(none.subagentMaxSteps, undefined);
   });
 
   test("flags win over the file", () => {

@@ -61,7 +61,7 @@ const TOP_FIELDS = [
   "subagents",
   "team",
 ];
-const SUBAGENT_FIELDS = ["models"];
+const SUBAGENT_FIELDS = ["models", "maxConcurrent", "maxSteps"];
 const TEAM_FIELDS = ["server", "tokenEnv"];
 /** The variable holding the user's team token unless `team.tokenEnv` names another. */
 export const DEFAULT_TEAM_TOKEN_VARIABLE = "CURSOR_BYOK_TEAM_TOKEN";
@@ -142,6 +142,7 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
   const models = toDefaultFirst(source, root.defaultModel, [...fileModels, ...shortcutModels]);
   const helperModel = toModelName(source, ["helperModel"], root.helperModel, models);
   const subagentModels = toSubagentModels(source, root.subagents, models);
+  const subagentLimits = toSubagentLimits(source, root.subagents);
 
   return {
     file: { path: file, exists: text !== undefined },
@@ -154,6 +155,7 @@ export function toConfig(text: string | undefined, inputs: LoadConfigInputs): Co
     models,
     ...(helperModel === undefined ? {} : { helperModel }),
     ...(subagentModels === undefined ? {} : { subagentModels }),
+    ...subagentLimits,
     missingKeys: findMissingKeys(source, models, inputs.env),
     web: toWebSettings(source, root.web, inputs.env),
     ...toTeamClient(source, root.team, inputs.env),
@@ -473,6 +475,24 @@ function toSubagentModels(
     if (name !== undefined) chosen[type] = name;
   }
   return chosen;
+}
+
+/** `subagents.maxConcurrent` and `subagents.maxSteps`, when given (README "Subagents"). */
+function toSubagentLimits(
+  source: YamlSource | undefined,
+  value: unknown,
+): { subagentMaxConcurrent?: number; subagentMaxSteps?: number } {
+  const section = toSection(source, ["subagents"], value, SUBAGENT_FIELDS);
+  const maxConcurrent = optionalPositiveInteger(
+    source,
+    ["subagents", "maxConcurrent"],
+    section.maxConcurrent,
+  );
+  const maxSteps = optionalPositiveInteger(source, ["subagents", "maxSteps"], section.maxSteps);
+  return {
+    ...(maxConcurrent === undefined ? {} : { subagentMaxConcurrent: maxConcurrent }),
+    ...(maxSteps === undefined ? {} : { subagentMaxSteps: maxSteps }),
+  };
 }
 
 function findMissingKeys(

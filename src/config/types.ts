@@ -83,6 +83,10 @@ export interface Config {
   readonly helperModel?: string;
   /** `subagents.models`: the model of each subagent type, by type name; absent: the parent's. */
   readonly subagentModels?: Readonly<Record<string, string>>;
+  /** `subagents.maxConcurrent`: subagents running at once per chat; absent: the default (4). */
+  readonly subagentMaxConcurrent?: number;
+  /** `subagents.maxSteps`: model calls of one subagent run; absent: the default (50). */
+  readonly subagentMaxSteps?: number;
   readonly missingKeys: readonly MissingKey[];
   /** The web tools: search provider, fetch limits, approval. */
   readonly web: WebSettings;

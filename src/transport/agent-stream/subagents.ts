@@ -16,6 +16,7 @@
  * - Usage: every model call of a child adds its tokens to the parent turn's usage (the
  *   `turn_ended` update and the "turn ended" log); a "subagent ended" line logs each child.
  */
+import { createHash } from "node:crypto";
 import type { AssistantMessage, ToolResultMessage } from "../../llm/types.ts";
 import {
   type CallClientCommand,
@@ -45,6 +46,16 @@ import {
   toSubagentSystemPrompt,
 } from "../cursor/index.ts";
 import type { StreamState } from "./stream-state.ts";
+import { DEFAULT_SUBAGENT_MAX_CONCURRENT, DEFAULT_SUBAGENT_MAX_STEPS } from "./types.ts";
+
+/**
+ * The id a subagent's tool call `operationID` has on the wire (`callId`, the exec's
+ * `toolCallId`): unique on the stream, since operation ids are, and stable across a restart.
+ * The model's own id (providers reuse `call_0`) stays in the subagent's history.
+ */
+export function toSubagentCallID(operationID: string): string {
+  return `task_${createHash("sha256").update(operationID).digest("hex").slice(0, 24)}`;
+}
 
 /** What a subagent needs of the stream's tool calls. */
 export interface SubagentTools {
@@ -124,6 +135,14 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
           message: `there is no subagent type "${work.subagentType}"; the types are: ${["explore", "general", ...custom].join(", ")}`,
         };
       }
+      const maxConcurrent = deps.options.subagentMaxConcurrent ?? DEFAULT_SUBAGENT_MAX_CONCURRENT;
+      if (running.size >= maxConcurrent) {
+        return {
+          type: "error",
+          agentID: childID,
+          message: `it was not started: at most ${maxConcurrent} subagents run at once; ask for it again when one of the others has finished`,
+        };
+      }
       // A resumed subagent goes on with its own settings (its model, tools and prompt).
       const settings =
         resumed?.settings ??
@@ -141,12 +160,26 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       });
       const settle = (outcome: TurnOutcome, state: ConversationState) =>
         resolveEnding({ outcome, state });
+      const maxSteps = deps.options.subagentMaxSteps ?? DEFAULT_SUBAGENT_MAX_STEPS;
+      let steps = 0;
       const output: TurnOutput = {
         publish(events) {
           tools.showProgress(call.toolCallID, events);
           for (const event of events) {
             const message =
               event.type === "done" ? event.message : event.type === "error" ? event.error : null;
+            if (event.type === "done") {
+              steps += 1;
+              // A subagent nobody watches cannot run forever: after its last allowed model call
+              // it is stopped instead of running the tools that call asked for.
+              if (steps >= maxSteps && event.message.stopReason === "toolUse") {
+                void cancelChild(
+                  entry,
+                  `${childID}:max-steps:${requestID}`,
+                  `limit of ${maxSteps} steps reached`,
+                ).catch(() => {});
+              }
+            }
             if (message === null || stream.turn === null) continue;
             // The child's tokens count for the parent's turn (turn_ended, the turn-ended log).
             stream.turn = { ...stream.turn, usage: addUsage(stream.turn.usage, message.usage) };
@@ -437,12 +470,16 @@ function toOutcome(
         agentID,
         message: `its turn failed: ${redactSecrets(outcome.message.errorMessage ?? "unknown error")}`,
       };
-    case "canceled":
+    case "canceled": {
+      const last = lastText(state);
       return {
         type: "error",
         agentID,
-        message: `it was canceled (${outcome.reason}) after ${state.messages.length} messages`,
+        message:
+          `it was canceled (${outcome.reason}) after ${state.messages.length} messages` +
+          (last === "" ? "" : `; its last text: ${last}`),
       };
+    }
   }
 }
 
@@ -452,6 +489,17 @@ function toText(message: AssistantMessage): string {
     .map((block) => block.text)
     .join("\n")
     .trim();
+}
+
+/** The text of the subagent's last assistant message that has some; "" none. */
+function lastText(state: ConversationState): string {
+  for (let i = state.messages.length - 1; i >= 0; i -= 1) {
+    const message = state.messages[i];
+    if (message?.role !== "assistant") continue;
+    const text = toText(message);
+    if (text !== "") return text;
+  }
+  return "";
 }
 
 function lastAssistant(state: ConversationState): AssistantMessage {

@@ -42,7 +42,7 @@ import { runServerWork } from "../web-work.ts";
 import { createEffectsLock } from "./effects-lock.ts";
 import { createOneShotTimer, type OneShotTimer } from "./one-shot-timer.ts";
 import { type StreamState, send } from "./stream-state.ts";
-import { createSubagents, type SubagentCall } from "./subagents.ts";
+import { createSubagents, type SubagentCall, toSubagentCallID } from "./subagents.ts";
 import type { AgentStreamOptions } from "./types.ts";
 
 export interface ToolCalls {
@@ -320,8 +320,13 @@ export function createToolCalls(stream: StreamState): ToolCalls {
         );
       }
       childCalls.set(operationID, taskCallID);
+      // The client keys tool cards, approvals and background shells by call id, and models reuse
+      // ids (`call_0`): the child's call gets an id unique on the stream, its result the model's.
+      const toolCall = command.toolCall;
+      const shown = { ...command, toolCall: { ...toolCall, id: toSubagentCallID(operationID) } };
       try {
-        return await calls.run(command, state, attempt);
+        const result = await calls.run(shown, state, attempt);
+        return { ...result, toolCallId: toolCall.id };
       } finally {
         childCalls.delete(operationID);
         if (locked) effects.release(operationID, "done");

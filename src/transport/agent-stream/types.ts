@@ -33,7 +33,20 @@ export interface AgentStreamOptions {
    * (`explore`, `general`, a custom subagent's name); a type not listed runs on the parent's.
    */
   readonly subagentModels?: Readonly<Record<string, string>>;
+  /**
+   * Subagents running at once on one stream (`subagents.maxConcurrent`); a task call beyond gets
+   * an error result saying so. Default `DEFAULT_SUBAGENT_MAX_CONCURRENT`.
+   */
+  readonly subagentMaxConcurrent?: number;
+  /**
+   * Model calls one subagent makes on a stream before it is stopped (`subagents.maxSteps`); the
+   * parent gets an error result with its last text. Default `DEFAULT_SUBAGENT_MAX_STEPS`.
+   */
+  readonly subagentMaxSteps?: number;
 }
+
+export const DEFAULT_SUBAGENT_MAX_CONCURRENT = 4;
+export const DEFAULT_SUBAGENT_MAX_STEPS = 50;
 
 export interface AgentStreamDeps {
   readonly runner: Runner;

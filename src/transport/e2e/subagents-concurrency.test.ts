@@ -7,13 +7,23 @@
  *   with `edit_file` (read, replace, write the whole file). The client holds the first read until
  *   either the other subagent's read has arrived too (both edits are open at once: one would be
  *   lost) or the server says the second edit waits for the first; both edits must survive.
+ * - Call ids on the wire never collide: the parent's task calls are `call_0`/`call_1` and both
+ *   explore subagents' models call `read_file` as `call_0` (providers reuse ids); every tool call
+ *   the client sees has its own id, and each child's history keeps the id its model sent.
  */
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
+import { fromBinary } from "@bufbuild/protobuf";
 import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import type { RecordedRequest } from "../../llm/testing/fake-provider.ts";
+import {
+  type InteractionUpdate,
+  InteractionUpdateSchema,
+} from "../cursor/gen/agent/v1/interaction_update_pb.js";
+import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
+import type { TurnResult } from "../testing/index.ts";
 import { createGate, type LogLine, MODEL, startHarness } from "./test-harness.ts";
 
 interface Body {
@@ -27,6 +37,18 @@ const userText = (body: Body) =>
   String(body.messages.find((message) => message.role === "user")?.content ?? "");
 const sse = (reply: Parameters<typeof toChatCompletionSse>[0]) =>
   ({ type: "sse", body: toChatCompletionSse(reply) }) as const;
+
+/** The updates shown inside task call `callID`'s card (`task_tool_call_delta`), in order. */
+function nestedUpdates(result: TurnResult, callID: string): InteractionUpdate[] {
+  return result.messages.flatMap((message) => {
+    if (message.message.case !== "interactionUpdate") return [];
+    const update = message.message.value.message;
+    if (update.case !== "toolCallDelta" || update.value.callId !== callID) return [];
+    const delta = update.value.toolCallDelta?.delta;
+    if (delta?.case !== "taskToolCallDelta") return [];
+    return [fromBinary(InteractionUpdateSchema, delta.value.interactionUpdate)];
+  });
+}
 
 /** Calls `listener` for every log line from now on. */
 function onLog(logs: LogLine[], listener: (line: LogLine) => void): void {
@@ -107,6 +129,184 @@ describe("sibling subagents with effects", () => {
         "export const a = 2;\nexport const b = 2;\n",
       );
       assert.equal(waited, 1, "the second edit waited for the first");
+    } finally {
+      await harness.close();
+    }
+  });
+});
+
+describe("call ids on the wire", () => {
+  test("children reusing their model's call ids: every call the client sees has its own id", async () => {
+    const harness = await startHarness();
+    try {
+      writeFileSync(join(harness.workspace, "a.ts"), "AAA\n");
+      writeFileSync(join(harness.workspace, "b.ts"), "BBB\n");
+      harness.provider.answer((request) => {
+        const body = parse(request);
+        const step = toolResults(body).length;
+        if (!isChild(body)) {
+          return step === 0
+            ? sse({
+                toolCalls: ["a", "b"].map((name, at) => ({
+                  id: `call_${at}`,
+                  name: "task",
+                  arguments: {
+                    description: name,
+                    prompt: `read ${name}.ts`,
+                    subagent_type: "explore",
+                  },
+                })),
+              })
+            : sse({ text: "done" });
+        }
+        const file = userText(body).includes("a.ts") ? "a.ts" : "b.ts";
+        return step === 0
+          ? sse({ toolCalls: [{ id: "call_0", name: "read_file", arguments: { path: file } }] })
+          : sse({ text: `${file}: ${JSON.stringify(toolResults(body)[0]?.content)}` });
+      });
+      const conversationId = "5ab0a9e0-0000-4000-8000-0000000000c2";
+      const execs: { toolCallId: string }[] = [];
+      const client = harness.client({
+        onExec: async (exec) => {
+          if (exec.message.case === "readArgs") execs.push(exec.message.value);
+          return undefined;
+        },
+      });
+      const result = await client.startTurn({ conversationId, text: "go", modelId: MODEL }).done;
+      assert.equal(result.error, undefined, result.error?.message);
+      // The parent's task cards at the top level, the children's reads inside them, and the
+      // reads' execs: one id each.
+      const started = [...result.view.toolCallsStarted.map((call) => call.callId)];
+      for (const card of ["call_0", "call_1"]) {
+        for (const update of nestedUpdates(result, card)) {
+          if (update.message.case === "toolCallStarted") started.push(update.message.value.callId);
+        }
+      }
+      assert.equal(started.length, 4);
+      assert.equal(new Set(started).size, 4, `call ids collide: ${started.join(", ")}`);
+      const execIDs = execs.map((exec) => exec.toolCallId);
+      assert.equal(execIDs.length, 2);
+      assert.equal(new Set([...started, ...execIDs]).size, 4, `exec ids: ${execIDs.join(", ")}`);
+      // Each explorer read its own file, and its history keeps its model's id.
+      const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
+      const answers = toolResults(last).map((message) => String(message.content));
+      assert.ok(answers[0]?.includes("AAA") && answers[1]?.includes("BBB"), answers.join(" | "));
+      const children = harness.provider.requests
+        .map(parse)
+        .filter((body) => isChild(body) && toolResults(body).length === 1);
+      assert.equal(children.length, 2);
+      for (const body of children) {
+        const tool = body.messages.find((message) => message.role === "tool") as
+          | { tool_call_id?: string }
+          | undefined;
+        assert.equal(tool?.tool_call_id, "call_0");
+      }
+    } finally {
+      await harness.close();
+    }
+  });
+});
+
+describe("limits", () => {
+  test("subagents beyond maxConcurrent are refused with a clear result; the others run at once", async () => {
+    const harness = await startHarness({
+      server: { stream: { ...DEFAULT_SERVER_OPTIONS.stream, subagentMaxConcurrent: 2 } },
+    });
+    try {
+      for (const name of ["a", "b", "c"]) {
+        writeFileSync(join(harness.workspace, `${name}.ts`), `${name.toUpperCase()}\n`);
+      }
+      harness.provider.answer((request) => {
+        const body = parse(request);
+        const step = toolResults(body).length;
+        if (!isChild(body)) {
+          return step === 0
+            ? sse({
+                toolCalls: ["a", "b", "c"].map((name) => ({
+                  id: `call_${name}`,
+                  name: "task",
+                  arguments: {
+                    description: name,
+                    prompt: `read ${name}.ts`,
+                    subagent_type: "explore",
+                  },
+                })),
+              })
+            : sse({ text: "done" });
+        }
+        const file = /read (\w)\.ts/.exec(userText(body))?.[1] ?? "?";
+        return step === 0
+          ? sse({ toolCalls: [{ id: "r", name: "read_file", arguments: { path: `${file}.ts` } }] })
+          : sse({ text: `read ${file}` });
+      });
+      // Each running child's read waits for the other's: two run at once.
+      const bothRead = createGate();
+      let reads = 0;
+      const client = harness.client({
+        onExec: async (exec) => {
+          if (exec.message.case === "readArgs") {
+            reads += 1;
+            if (reads === 2) bothRead.open();
+            await bothRead.promise;
+          }
+          return undefined;
+        },
+      });
+      const result = await client.startTurn({
+        conversationId: "5ab0a9e0-0000-4000-8000-0000000000c3",
+        text: "go",
+        modelId: MODEL,
+      }).done;
+      assert.equal(result.error, undefined, result.error?.message);
+      assert.equal(reads, 2);
+      const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
+      const answers = toolResults(last).map((message) => String(message.content));
+      assert.match(answers[0] ?? "", /read a/);
+      assert.match(answers[1] ?? "", /read b/);
+      assert.match(answers[2] ?? "", /at most 2 subagents run at once/);
+    } finally {
+      await harness.close();
+    }
+  });
+
+  test("a subagent that never stops calling tools is stopped after maxSteps model calls", async () => {
+    const harness = await startHarness({
+      server: { stream: { ...DEFAULT_SERVER_OPTIONS.stream, subagentMaxSteps: 3 } },
+    });
+    try {
+      writeFileSync(join(harness.workspace, "a.ts"), "A\n");
+      harness.provider.answer((request) => {
+        const body = parse(request);
+        const step = toolResults(body).length;
+        if (!isChild(body)) {
+          return step === 0
+            ? sse({
+                toolCalls: [
+                  {
+                    id: "call_loop",
+                    name: "task",
+                    arguments: { description: "loop", prompt: "loop", subagent_type: "explore" },
+                  },
+                ],
+              })
+            : sse({ text: "stopped" });
+        }
+        return sse({
+          text: `step ${step + 1}`,
+          toolCalls: [{ id: `r${step}`, name: "read_file", arguments: { path: "a.ts" } }],
+        });
+      });
+      const result = await harness.client().startTurn({
+        conversationId: "5ab0a9e0-0000-4000-8000-0000000000c4",
+        text: "go",
+        modelId: MODEL,
+      }).done;
+      assert.equal(result.error, undefined, result.error?.message);
+      const childCalls = harness.provider.requests.map(parse).filter(isChild);
+      assert.equal(childCalls.length, 3);
+      const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
+      const [answer] = toolResults(last).map((message) => String(message.content));
+      assert.match(answer ?? "", /limit of 3 steps reached.*its last text: step 3/);
     } finally {
       await harness.close();
     }
