@@ -268,7 +268,8 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
         running.get(subagentID) ??
         [...running.values()].find((candidate) => candidate.childID === subagentID);
       if (entry === undefined) return false;
-      await cancelChild(entry, `${entry.childID}:cancel:${requestID}`, reason);
+      // Keyed by the parent's call: a resumed child has several turns, each its own cancel.
+      await cancelChild(entry, `${entry.call.operationID}:cancel`, reason);
       return true;
     },
   };
@@ -385,7 +386,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       entry.leave();
       return;
     }
-    await cancelChild(entry, `${entry.childID}:parent-ended`, "the parent turn ended");
+    await cancelChild(entry, `${entry.call.operationID}:parent-ended`, "the parent turn ended");
   }
 
   /** Whether a read-only subagent may run tool `name`: an effect-free tool, or one it names. */

@@ -726,3 +726,92 @@ describe("resume: continuing an earlier subagent", () => {
     }
   });
 });
+
+describe("cancel_subagent on a resumed subagent", () => {
+  test("each turn of a resumed subagent can be stopped on its own", async () => {
+    const harness = await startHarness();
+    const conversationId = "5ab0a9e0-0000-4000-8000-000000000008";
+    const childID = toSubagentConversationID(conversationId, `${conversationId}:t1:c0:call_a`);
+    try {
+      writeFileSync(join(harness.workspace, "a.ts"), "export const a = 1;\n");
+      harness.provider.answer((request) => {
+        const body = parse(request);
+        if (who(body) !== "parent") {
+          // The child reads whenever its last message is a new prompt.
+          return body.messages.at(-1)?.role === "user"
+            ? sse({
+                toolCalls: [{ id: "call_read", name: "read_file", arguments: { path: "a.ts" } }],
+              })
+            : sse({ text: "unreachable" });
+        }
+        const step = toolResults(body).length;
+        const task = (id: string, extra: Record<string, unknown>) =>
+          sse({
+            toolCalls: [
+              {
+                id,
+                name: "task",
+                arguments: {
+                  description: "Read",
+                  prompt: "Read a.ts",
+                  subagent_type: "general",
+                  ...extra,
+                },
+              },
+            ],
+          });
+        return step === 0
+          ? task("call_a", {})
+          : step === 1
+            ? task("call_b", { resume: childID })
+            : sse({ text: "Done." });
+      });
+      const arrivals = [createGate(), createGate()];
+      const releases = [createGate(), createGate()];
+      let reads = 0;
+      const turn = harness
+        .client({
+          onExec: async (exec) => {
+            if (exec.message.case !== "readArgs") return undefined;
+            const index = reads;
+            reads += 1;
+            arrivals[index]?.open();
+            await releases[index]?.promise;
+            return undefined;
+          },
+        })
+        .startTurn({ conversationId, text: "Go.", modelId: MODEL });
+      const stop = (subagentId: string) =>
+        turn.send({
+          message: {
+            case: "conversationAction",
+            value: create(ConversationActionSchema, {
+              action: { case: "cancelSubagentAction", value: { subagentId } },
+            }),
+          },
+        });
+      await arrivals[0]?.promise;
+      await stop("call_a");
+      releases[0]?.open();
+      await arrivals[1]?.promise;
+      await stop("call_b");
+      releases[1]?.open();
+      const result = await turn.done;
+      assert.equal(result.error, undefined);
+      assert.equal(result.view.text, "Done.");
+      const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
+      for (const message of toolResults(last)) {
+        assert.match(
+          String(message.content),
+          /did not complete: it was canceled/,
+          message.tool_call_id,
+        );
+      }
+      const child = await harness.store.load(childID);
+      assert.equal(child?.state.turnCount, 2);
+      assert.equal(child?.state.status, "canceled");
+    } finally {
+      await harness.close();
+    }
+  });
+});
