@@ -305,7 +305,8 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
             inputID,
             at,
             userMessage: prompt,
-            context: [],
+            // The parent's environment, workspace and rules, which its system prompt refers to.
+            context: stream.turn?.subagentContext ?? [],
             settings,
             parent: {
               conversationID: call.state.conversationID,
@@ -437,16 +438,28 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
   }
 }
 
-/** The definition of a type name: the built-ins, then the client's custom subagents. */
-function findDefinition(
+/**
+ * The definition of a type name: a custom subagent of exactly that name (the user's definition
+ * wins over a built-in of the same name), then the built-ins and the custom subagents by a
+ * loose match (case, `-`, `_` and spaces ignored: models trained elsewhere write
+ * `general-purpose` or `Explore`).
+ */
+export function findDefinition(
   name: string,
   custom: readonly CustomSubagentDefinition[],
 ): SubagentDefinition | null {
   const wanted = name.trim();
-  if (wanted === "" || wanted === "general" || wanted === "generalPurpose") return GENERAL;
-  if (wanted === "explore") return EXPLORE;
-  const found = custom.find((entry) => entry.name === wanted);
-  if (found === undefined) return null;
+  const exact = custom.find((entry) => entry.name === wanted);
+  if (exact !== undefined) return toCustomDefinition(exact);
+  const loose = (text: string) => text.toLowerCase().replace(/[-_\s]/g, "");
+  const key = loose(wanted);
+  if (key === "" || key === "general" || key === "generalpurpose") return GENERAL;
+  if (key === "explore") return EXPLORE;
+  const similar = custom.find((entry) => loose(entry.name) === key);
+  return similar === undefined ? null : toCustomDefinition(similar);
+}
+
+function toCustomDefinition(found: CustomSubagentDefinition): SubagentDefinition {
   return {
     name: found.name,
     instructions: found.prompt,

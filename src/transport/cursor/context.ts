@@ -33,6 +33,36 @@ export interface ContextSources {
   readonly hookContexts?: readonly HookAdditionalContext[];
 }
 
+/**
+ * The keys of the supplements a subagent starts with: the facts about the machine and workspace
+ * and the user's standing instructions, which its system prompt says arrive as context. Not the
+ * parent's attachments, selections, hooks or custom-subagent list: the parent hands the subagent
+ * what the task needs in its prompt, and a subagent cannot delegate.
+ */
+const SUBAGENT_CONTEXT_KEYS: ReadonlySet<string> = new Set([
+  "environment",
+  "git",
+  "project-layout",
+  "rules",
+  "skills",
+  "mcp-instructions",
+  "auto-run-rules",
+  "custom-instructions",
+]);
+
+/**
+ * The supplements a subagent's first turn starts with (README "Subagents"): those of
+ * `SUBAGENT_CONTEXT_KEYS` out of the request's. Fixed for the child once started, so its request
+ * prefix stays stable.
+ */
+export function toSubagentContext(
+  sources: Omit<ContextSources, "selectedContext" | "hookContexts">,
+): ContextSupplement[] {
+  return toContextSupplements({ ...sources, selectedContext: undefined }).filter((supplement) =>
+    SUBAGENT_CONTEXT_KEYS.has(supplement.key),
+  );
+}
+
 /** Largest rendering of one attached item; longer ones are cut in the middle (stated). */
 const ITEM_LIMIT = 100_000;
 const LAYOUT_LINES = 400;

@@ -10,7 +10,7 @@ import { SUBAGENT_TOOL } from "../../loop/subagent.ts";
 import type { StartInput, TurnSettings } from "../../loop/types.ts";
 import { toBlobStore } from "./blobs.ts";
 import type { RunAction } from "./client-message.ts";
-import { toContextSupplements } from "./context.ts";
+import { toContextSupplements, toSubagentContext } from "./context.ts";
 import { findUnusedContext } from "./context-attached.ts";
 import { type Decoded, toDecoded, toDecodeError } from "./decode-error.ts";
 import { AgentMode, type TodoItem, TodoItemSchema } from "./gen/agent/v1/common_pb.js";
@@ -236,6 +236,11 @@ function toTurnState(
     steps: [],
     previous,
     todos: toTodos(previous.todos),
+    subagentContext: toSubagentContext({
+      requestContext: turn.requestContext,
+      customInstructions: request.customSystemPrompt,
+      excludeWorkspace: request.excludeWorkspaceContext ?? false,
+    }),
     customSubagents: (turn.requestContext?.customSubagents ?? []).map((custom) => ({
       name: custom.name,
       description: custom.description,

@@ -6,6 +6,7 @@
  * One value per turn (one request id / RunSSE stream).
  */
 import type { JsonObject, Usage } from "../../llm/types.ts";
+import type { ContextSupplement } from "../../loop/index.ts";
 import type { AgentMode, TodoItem } from "./gen/agent/v1/common_pb.js";
 import type {
   ConversationStateStructure,
@@ -123,6 +124,11 @@ export interface TurnState {
   readonly todos: readonly TodoItem[];
   /** The client's custom subagents (request context `custom_subagents`); absent: none. */
   readonly customSubagents?: readonly CustomSubagentDefinition[];
+  /**
+   * What a subagent's first turn starts with (`toSubagentContext`): the environment, workspace,
+   * rules and the user's instructions its system prompt refers to; absent: none.
+   */
+  readonly subagentContext?: readonly ContextSupplement[];
 }
 
 /** A subagent the user defined (`CustomSubagent` of the request context), as plain data. */

@@ -15,13 +15,14 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { fromBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import type { RecordedRequest } from "../../llm/testing/fake-provider.ts";
 import {
   type InteractionUpdate,
   InteractionUpdateSchema,
 } from "../cursor/gen/agent/v1/interaction_update_pb.js";
+import { RequestContextSchema } from "../cursor/gen/agent/v1/request_context_pb.js";
 import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
 import type { TurnResult } from "../testing/index.ts";
 import { createGate, type LogLine, MODEL, startHarness } from "./test-harness.ts";
@@ -33,8 +34,15 @@ const parse = (request: RecordedRequest): Body => JSON.parse(request.body) as Bo
 const isChild = (body: Body) =>
   String(body.messages[0]?.content ?? "").includes("# You are a subagent");
 const toolResults = (body: Body) => body.messages.filter((message) => message.role === "tool");
-const userText = (body: Body) =>
-  String(body.messages.find((message) => message.role === "user")?.content ?? "");
+const userText = (body: Body): string => {
+  // The task prompt is the last part of the first user message; the context comes before it.
+  const content = body.messages.find((message) => message.role === "user")?.content;
+  if (!Array.isArray(content)) return String(content ?? "");
+  const last: unknown = content.at(-1);
+  return typeof last === "object" && last !== null && "text" in last ? String(last.text) : "";
+};
+const userTextAll = (body: Body): string =>
+  JSON.stringify(body.messages.find((message) => message.role === "user")?.content ?? "");
 const sse = (reply: Parameters<typeof toChatCompletionSse>[0]) =>
   ({ type: "sse", body: toChatCompletionSse(reply) }) as const;
 
@@ -307,6 +315,47 @@ describe("limits", () => {
       const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
       const [answer] = toolResults(last).map((message) => String(message.content));
       assert.match(answer ?? "", /limit of 3 steps reached.*its last text: step 3/);
+    } finally {
+      await harness.close();
+    }
+  });
+});
+
+describe("a subagent's context", () => {
+  test("a subagent starts with the parent's rules, which its system prompt refers to", async () => {
+    const harness = await startHarness();
+    try {
+      harness.provider.answer((request) => {
+        const body = parse(request);
+        if (isChild(body)) return sse({ text: "followed" });
+        return toolResults(body).length === 0
+          ? sse({
+              toolCalls: [
+                {
+                  id: "call_t",
+                  name: "task",
+                  arguments: { description: "t", prompt: "TASK_PROMPT", subagent_type: "general" },
+                },
+              ],
+            })
+          : sse({ text: "done" });
+      });
+      const result = await harness.client().startTurn({
+        conversationId: "5ab0a9e0-0000-4000-8000-0000000000c5",
+        text: "go",
+        modelId: MODEL,
+        edit: (request) => {
+          const action = request.action?.action;
+          if (action?.case !== "userMessageAction") throw new Error("not a user message");
+          action.value.requestContext ??= create(RequestContextSchema);
+          action.value.requestContext.cloudRule = "TEAM_RULE_USE_TABS";
+        },
+      }).done;
+      assert.equal(result.error, undefined, result.error?.message);
+      const child = harness.provider.requests.map(parse).find(isChild);
+      const user = child === undefined ? "" : userTextAll(child);
+      assert.match(user, /<rules>.*TEAM_RULE_USE_TABS/);
+      assert.match(user, /TASK_PROMPT/);
     } finally {
       await harness.close();
     }
