@@ -144,7 +144,25 @@ export function openPostgresUsers(options: {
         `select user_id from inserted union all select user_id from ${table} where ${column} = $1`,
       [id, userID, now],
     );
-    return result.rows[0]?.user_id ?? userID;
+    const bound = result.rows[0]?.user_id;
+    if (bound !== undefined) return bound;
+    // Another statement inserted the id first: ours waited for its commit and did nothing, but our
+    // select still read the snapshot taken before that commit (READ COMMITTED), so it saw no row.
+    // A new statement has a new snapshot and sees the committed owner. Never answer `userID` here:
+    // both users would be told the id is theirs.
+    const again = await query<{ user_id: string }>(
+      `select user_id from ${table} where ${column} = $1`,
+      [id],
+    );
+    const owner = again.rows[0]?.user_id;
+    if (owner === undefined) {
+      throw new StoreError(
+        "invalid_argument",
+        location,
+        `The owner of ${id} could not be read after binding it; nothing was granted. Try again.`,
+      );
+    }
+    return owner;
   };
   const invalid = (detail: string) =>
     new StoreError("invalid_argument", location, `${detail}; nothing was changed.`);
