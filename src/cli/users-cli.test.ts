@@ -70,7 +70,8 @@ if (postgres.type === "unavailable") {
         await users.settle({ ...call, callID: "done", tokens: 150, cost: 0.5 }, Date.now());
         const held = { ...call, callID: "running", tokens: 1010, cost: 0.25 };
         assert.deepEqual(await users.reserve(held, Date.now()), { type: "ok" });
-        // A reservation whose instance died mid-call is held 30 minutes, no longer.
+        // A reservation whose instance died mid-call is held 5 minutes after its last sign of
+        // life (store/users.ts RESERVATION_LIFETIME_MS), no longer.
         const stale = { ...call, callID: "orphaned", tokens: 5000, cost: 5 };
         assert.deepEqual(await users.reserve(stale, Date.now() - 31 * 60_000), { type: "ok" });
       } finally {

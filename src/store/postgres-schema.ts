@@ -353,6 +353,16 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         on conflict (call_id) do nothing;
     `,
   },
+  {
+    version: 10,
+    name: "users' ledger: a reservation is held from its call's last sign of life (held_at)",
+    // A running call refreshes \`held_at\` (llm/gated-llm.ts); a reservation no longer counts once
+    // \`held_at\` is older than the lifetime. Rows written before count from their creation.
+    sql: `
+      alter table user_calls add column held_at bigint;
+      update user_calls set held_at = created_at where settled_at is null;
+    `,
+  },
 ];
 
 /** Moves version-4 bindings (JSON text with a base64 client state) over, as SQLite's 5 does. */

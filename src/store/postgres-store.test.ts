@@ -221,7 +221,7 @@ if (postgres.type === "ready") {
           `insert into call_usage values ('c1', 1, 'call-1', ${usage}, 100, 50, 10, 5, 0.25, 7), ` +
             `('c1', 3, null, ${usage}, 1, 2, 0, 0, 0, 8)`,
         );
-        assert.deepEqual(await migratePostgres(client), [9]);
+        assert.deepEqual(await migratePostgres(client, 9), [9]);
         const ledger = await client.query(
           "select call_id, user_id, conversation_id, day, reserved_tokens::int, tokens::int, cost, settled_at::int " +
             "from user_calls order by call_id",
