@@ -15,6 +15,7 @@ import assert from "node:assert/strict";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
+import pg from "pg";
 import {
   createLLM,
   createModelConfig,
@@ -107,6 +108,7 @@ if (postgres.type === "unavailable") {
 } else {
   describe("team budgets: reservations, every call counted", { concurrency: 1 }, () => {
     let drop: () => Promise<void>;
+    let url: string;
     let users: Users;
     let llm: LLM;
     let providers: LLM;
@@ -117,6 +119,7 @@ if (postgres.type === "unavailable") {
     before(async () => {
       const schema = await postgres.server.createSchema();
       drop = schema.drop;
+      url = schema.url;
       users = openPostgresUsers({ url: schema.url });
       // Opening a store migrates the schema.
       const { openPostgresStore } = await import("../store/postgres-store.ts");
@@ -136,7 +139,7 @@ if (postgres.type === "unavailable") {
         retry: { maxAttempts: 1 },
       });
       llm = gateLLM(providers, createTeam(users).admit);
-      for (const name of ["ann", "bob", "cid", "dan", "eve", "fay"]) {
+      for (const name of ["ann", "bob", "cid", "dan", "eve", "fay", "gus"]) {
         const { user } = await users.add(name);
         people[name] = { userID: user.userID, name };
       }
@@ -304,7 +307,8 @@ if (postgres.type === "unavailable") {
     });
 
     // The next two wait on promises the fixed code resolves: without it, a failure, not a hang.
-    test("a running call marks its reservation as in use until it ends (L4)", { // Waits on promises the fixed code resolves: without it, a failure, not a hang.
+    test("a running call marks its reservation as in use until it ends (L4)", {
+      // Waits on promises the fixed code resolves: without it, a failure, not a hang.
       timeout: 20_000,
     }, async () => {
       let marked: () => void = () => {};
@@ -341,7 +345,8 @@ if (postgres.type === "unavailable") {
       );
     });
 
-    test("a settlement that fails is retried, and reported; one given up is reported lost (L4)", { // Waits on promises the fixed code resolves: without it, a failure, not a hang.
+    test("a settlement that fails is retried, and reported; one given up is reported lost (L4)", {
+      // Waits on promises the fixed code resolves: without it, a failure, not a hang.
       timeout: 20_000,
     }, async () => {
       provider.setMode("answer");
@@ -410,6 +415,37 @@ if (postgres.type === "unavailable") {
           end?.type === "error" ? (end.error.errorMessage ?? "") : "",
           /access was revoked/,
         );
+      }
+      assert.equal(provider.requests(), sent, "nothing reached the provider");
+    });
+
+    test("a key variable that is not a user's, or is the server's own, is never read: the call is refused (L3)", async () => {
+      provider.setMode("answer");
+      const secrets = { PGPASSWORD: "pg-secret", CURSOR_BYOK_USER_TEAM: "sk-team-secret" };
+      const team = createTeam(users, { env: secrets, serverVariables: ["CURSOR_BYOK_USER_TEAM"] });
+      const gated = gateLLM(providers, team.admit);
+      const sent = provider.requests();
+      // Recorded before names were restricted, or written to the database directly.
+      const pool = new pg.Pool({ connectionString: url, max: 1 });
+      try {
+        await pool.query(
+          "insert into user_keys select user_id, 'fake', 'PGPASSWORD' from users where name = 'gus'",
+        );
+        const refused = await drain(start("gus", callOf("hello"), gated));
+        assert.match(
+          refused?.type === "error" ? (refused.error.errorMessage ?? "") : "",
+          /your own fake key is recorded as the variable PGPASSWORD, which may not hold a user's key/,
+        );
+        await pool.query(
+          "update user_keys set env_name = 'CURSOR_BYOK_USER_TEAM' where provider = 'fake'",
+        );
+        const own = await drain(start("gus", callOf("hello again"), gated));
+        assert.match(
+          own?.type === "error" ? (own.error.errorMessage ?? "") : "",
+          /CURSOR_BYOK_USER_TEAM is one of the server's own variables/,
+        );
+      } finally {
+        await pool.end();
       }
       assert.equal(provider.requests(), sent, "nothing reached the provider");
     });

@@ -16,7 +16,12 @@ import { errorMessage } from "../errors/error-message.ts";
 import { type AdmitCall, createSecret, type Secret } from "../llm/index.ts";
 import { toRootConversationID } from "../loop/index.ts";
 import { openPostgresUsers } from "../store/postgres-users.ts";
-import { type CallSettlement, REVOKED_MESSAGE, type Users } from "../store/users.ts";
+import {
+  type CallSettlement,
+  REVOKED_MESSAGE,
+  toUserKeyVariableProblem,
+  type Users,
+} from "../store/users.ts";
 import type { Log } from "../transport/log.ts";
 import { type Authenticate, currentRequestUser } from "../transport/request-user.ts";
 import { type CheckAccess, createAccessCheck } from "../transport/user-access.ts";
@@ -51,6 +56,11 @@ export interface TeamOptions {
    * all within the reservation's lifetime, so the reservation counts until the settlement lands.
    */
   readonly settleRetryDelaysMs?: readonly number[];
+  /**
+   * Variables the server uses itself (its admin token, the models' keys): never read as a user's
+   * key, even when named like one (`USER_KEY_PREFIX`).
+   */
+  readonly serverVariables?: readonly string[];
   /** Told of each settlement that failed (for the log). */
   readonly onLedgerFailure?: (failure: LedgerFailure) => void;
 }
@@ -94,13 +104,26 @@ export function logLedgerFailures(log: Log): (failure: LedgerFailure) => void {
 }
 
 export function openTeam(config: Config, options: TeamOptions = {}): Team {
-  return createTeam(openTeamUsers(config), options);
+  return createTeam(openTeamUsers(config), {
+    serverVariables: toServerVariables(config),
+    ...options,
+  });
+}
+
+/** The environment variables the configuration reads secrets from. */
+export function toServerVariables(config: Config): string[] {
+  const names = config.models.flatMap(({ config: model }) =>
+    model.apiKey.type === "env" ? [model.apiKey.name] : [],
+  );
+  if (config.server.accessToken.type === "env") names.push(config.server.accessToken.variable);
+  return names;
 }
 
 export function createTeam(users: Users, options: TeamOptions = {}): Team {
   const now = options.now ?? Date.now;
   const env = options.env ?? process.env;
   const retryDelays = options.settleRetryDelaysMs ?? SETTLE_RETRY_DELAYS_MS;
+  const serverVariables = new Set(options.serverVariables ?? []);
   /**
    * Writes a settlement; if that fails, tries again in the background after each of the delays
    * (the call is not held up), reporting each failure. A settlement is keyed by its attempt, so a
@@ -146,6 +169,20 @@ export function createTeam(users: Users, options: TeamOptions = {}): Team {
       if (model !== undefined) {
         const own = (await users.keysOf(userID)).find((key) => key.provider === model.provider);
         if (own !== undefined) {
+          // Recorded before names were restricted, or written to the database directly.
+          const problem = serverVariables.has(own.env)
+            ? `${own.env} is one of the server's own variables`
+            : toUserKeyVariableProblem(own.env);
+          if (problem !== null) {
+            return {
+              type: "refused",
+              kind: "other",
+              message:
+                `The model call was not started: your own ${own.provider} key is recorded as the ` +
+                `variable ${own.env}, which may not hold a user's key (${problem}). Ask an admin to ` +
+                "set it again with `cursor-byok users keys`.",
+            };
+          }
           const value = env[own.env]?.trim();
           if (value === undefined || value === "") {
             return {

@@ -16,12 +16,12 @@ import {
   type CallReservation,
   createAccessToken,
   hashAccessToken,
-  KEY_VARIABLE,
   PROVIDER_ID,
   RESERVATION_LIFETIME_MS,
   REVOKED_MESSAGE,
   toBudgetVerdict,
   toMonthStart,
+  toUserKeyVariableProblem,
   USER_NAME,
   type UserKey,
   type UserRecord,
@@ -391,11 +391,8 @@ export function openPostgresUsers(options: {
           `"${provider}" is not a provider id (as models name it: openai, anthropic, …)`,
         );
       }
-      if (env !== null && !KEY_VARIABLE.test(env)) {
-        throw invalid(
-          "A key is given as the name of an environment variable (letters, digits, _), never the key itself",
-        );
-      }
+      const problem = env === null ? null : toUserKeyVariableProblem(env);
+      if (problem !== null) throw invalid(problem);
       const userID = await userIDOf(name);
       if (userID === undefined) return false;
       if (env === null) {

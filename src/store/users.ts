@@ -164,6 +164,28 @@ export const BUDGET_REACHED_PREFIX = "Budget reached: ";
 /** An environment variable's name, as a user's key is recorded (never its value). */
 export const KEY_VARIABLE = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
+/**
+ * How the variable of every user's own key is named. A user's key is sent to a configured model's
+ * endpoint as that user's key, so the variable must never be one of the server's own secrets (its
+ * admin token, `DATABASE_URL`/`PG*`, the models' `apiKeyEnv`, web search keys, or anything else
+ * in its environment): only variables made for users' keys qualify.
+ */
+export const USER_KEY_PREFIX = "CURSOR_BYOK_USER_";
+
+/** Why `name` may not hold a user's own key, or null when it may. */
+export function toUserKeyVariableProblem(name: string): string | null {
+  if (!KEY_VARIABLE.test(name)) {
+    return "A key is given as the name of an environment variable (letters, digits, _), never the key itself";
+  }
+  if (!name.startsWith(USER_KEY_PREFIX) || name.length === USER_KEY_PREFIX.length) {
+    return (
+      `A user's key variable is named ${USER_KEY_PREFIX}<something> (e.g. ${USER_KEY_PREFIX}ANN_OPENAI), ` +
+      `so it can never name one of the server's own secrets; ${name} is not`
+    );
+  }
+  return null;
+}
+
 /** A provider id, as configured models name it (`openai`, `anthropic`, `openrouter`, …). */
 export const PROVIDER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
