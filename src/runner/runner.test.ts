@@ -260,6 +260,20 @@ describe("createRunner()", () => {
     assert.deepEqual(roles, ["user", "user", "assistant"]);
   });
 
+  test("with supersede false, a new message while a turn runs is refused; the turn goes on", async () => {
+    provider.reply({ type: "stall", body: toChatCompletionSse({ text: "slow" }), events: 1 });
+    const first = createOutput();
+    await runner.submit(CONV, start("first"), first);
+    await provider.request(0);
+    const second = createOutput();
+    const refused = await runner.submit(CONV, start("second"), second, { supersede: false });
+    assert.deepEqual(refused, { type: "applied", rejected: "turn_in_progress" });
+    // The first turn still runs on its own output; cancel it to end the test.
+    assert.equal((await runner.inspect(CONV))?.committed.status, "waiting_llm");
+    await runner.submit(CONV, { type: "cancel", inputID: "c", at: 1, reason: "done" }, first);
+    assert.equal((await first.ended).type, "canceled");
+  });
+
   test("a summarize refused while a batch runs leaves the turn on its own output", async () => {
     provider.reply(
       {

@@ -162,7 +162,9 @@ export function createRunner(options: RunnerOptions): Runner {
         }
         // A compaction asked for while a turn runs is refused by the loop, not superseding it.
         const cancel =
-          input.type === "compact" ? null : toSupersedingCancel(entry.state.committed, input);
+          input.type === "compact" || submitOptions.supersede === false
+            ? null
+            : toSupersedingCancel(entry.state.committed, input);
         if (cancel !== null) await applyOrEndTurn(entry, cancel, cancel.inputID);
         // A refused input (a summarize while a turn runs) leaves the turn with the output it had.
         const carrier = entry.output;

@@ -66,6 +66,12 @@ export interface SubmitOptions {
    * after a restart: opaque bytes of the client protocol.
    */
   readonly clientState?: Uint8Array;
+  /**
+   * false: a `start` or `user_message` while a turn runs is refused by the loop
+   * (`turn_in_progress`) instead of first canceling that turn (a subagent asked to continue while
+   * it still runs). Default true.
+   */
+  readonly supersede?: boolean;
 }
 
 export type SubmitResult =

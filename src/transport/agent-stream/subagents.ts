@@ -101,12 +101,18 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
   return {
     async run(call, work, signal) {
       const parentID = call.state.conversationID;
-      const childID = toSubagentConversationID(parentID, call.operationID);
       const parentSettings = call.state.settings;
+      const resumed = work.resume === "" ? null : await findResumable(work.resume, parentID);
+      if (resumed?.type === "error") {
+        return { type: "error", message: resumed.message, agentID: work.resume };
+      }
+      const childID = resumed?.childID ?? toSubagentConversationID(parentID, call.operationID);
       if (parentSettings === null) {
         return { type: "error", message: "the parent turn has no settings", agentID: childID };
       }
-      const definition = findDefinition(work.subagentType, stream.turn?.customSubagents ?? []);
+      const definition =
+        resumed?.definition ??
+        findDefinition(work.subagentType, stream.turn?.customSubagents ?? []);
       if (definition === null) {
         const custom = (stream.turn?.customSubagents ?? []).map((entry) => entry.name);
         return {
@@ -115,7 +121,8 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
           message: `there is no subagent type "${work.subagentType}"; the types are: ${["explore", "general", ...custom].join(", ")}`,
         };
       }
-      const settings = toChildSettings(parentSettings, definition, work.model);
+      // A resumed subagent goes on with its own settings (its model, tools and prompt).
+      const settings = resumed?.settings ?? toChildSettings(parentSettings, definition, work.model);
       const began = now();
       let usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 };
       const open = new Set<string>();
@@ -164,7 +171,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       };
       signal.addEventListener("abort", onAbort, { once: true });
       try {
-        const started = await startOrContinue(entry, work, settings, definition);
+        const started = await startOrContinue(entry, work, settings, definition, resumed !== null);
         if (started.type === "ended") return started.outcome;
         const ending = await ended;
         if (ending === null) {
@@ -223,28 +230,45 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
     work: Extract<ServerWork, { type: "subagent" }>,
     settings: TurnSettings,
     definition: SubagentDefinition,
+    resuming: boolean,
   ): Promise<{ type: "running" } | { type: "ended"; outcome: SubagentOutcome }> {
     const { call, childID, output } = entry;
     const at = now();
-    const submitted = await runner.submit(
-      childID,
-      {
-        type: "start",
-        inputID: `task:${call.operationID}`,
-        at,
-        userMessage: { role: "user", content: work.prompt, timestamp: at },
-        context: [],
-        settings,
-        parent: {
-          conversationID: call.state.conversationID,
-          operationID: call.operationID,
-          toolCallID: call.toolCallID,
-          subagentType: definition.name,
-        },
-      },
-      output,
-    );
+    const inputID = `task:${call.operationID}`;
+    const prompt = { role: "user" as const, content: work.prompt, timestamp: at };
+    // Continuing an earlier subagent is a new turn of its conversation; it never cancels one
+    // that still runs (the model must wait for that one's result).
+    const submitted = resuming
+      ? await runner.submit(
+          childID,
+          { type: "user_message", inputID, at, message: prompt },
+          output,
+          { supersede: false },
+        )
+      : await runner.submit(
+          childID,
+          {
+            type: "start",
+            inputID,
+            at,
+            userMessage: prompt,
+            context: [],
+            settings,
+            parent: {
+              conversationID: call.state.conversationID,
+              operationID: call.operationID,
+              toolCallID: call.toolCallID,
+              subagentType: definition.name,
+            },
+          },
+          output,
+        );
     if (submitted.type === "applied" && submitted.rejected === null) return { type: "running" };
+    if (submitted.type === "applied") {
+      throw new Error(
+        `it is still working on an earlier task (${submitted.rejected}); wait for its result`,
+      );
+    }
     const current = await runner.inspect(childID);
     const state = current?.committed ?? null;
     if (state === null) throw new Error("the subagent's conversation was not found");
@@ -259,6 +283,34 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       return { type: "ended", outcome: toOutcome(outcome, state, childID, 0) };
     }
     throw new Error(`the subagent could not be continued (${state.status})`);
+  }
+
+  /**
+   * The subagent `agentID` names, when the model may continue it: a subagent of this parent
+   * conversation, not running on this stream now. Its settings and type carry over.
+   */
+  async function findResumable(
+    agentID: string,
+    parentID: string,
+  ): Promise<
+    | { type: "ok"; childID: string; settings: TurnSettings; definition: SubagentDefinition }
+    | { type: "error"; message: string }
+  > {
+    const state = agentID.startsWith(`${parentID}~task~`)
+      ? ((await runner.inspect(agentID))?.committed ?? null)
+      : null;
+    if (state === null || state.parent?.conversationID !== parentID || state.settings === null) {
+      return { type: "error", message: `there is no subagent "${agentID}" in this conversation` };
+    }
+    if ([...running.values()].some((entry) => entry.childID === agentID)) {
+      return {
+        type: "error",
+        message: `the subagent "${agentID}" is still working on an earlier task; wait for its result`,
+      };
+    }
+    const definition =
+      findDefinition(state.parent.subagentType, stream.turn?.customSubagents ?? []) ?? GENERAL;
+    return { type: "ok", childID: agentID, settings: state.settings, definition };
   }
 
   /**

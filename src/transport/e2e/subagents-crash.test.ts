@@ -93,7 +93,10 @@ test("killed while a subagent's read is held: the child continues, its write run
     const taskResult = parent?.state.messages.find((message) => message.role === "toolResult");
     assert.ok(taskResult?.role === "toolResult");
     assert.equal(taskResult.isError, false);
-    assert.deepEqual(taskResult.content, [{ type: "text", text: "Copied a.ts into out.txt." }]);
+    const childID = toSubagentConversationID(CONVERSATION, `${CONVERSATION}:t1:c0:call_task`);
+    assert.deepEqual(taskResult.content, [
+      { type: "text", text: `Copied a.ts into out.txt.\n\nagent_id: ${childID}` },
+    ]);
     const child = await harness.store.load(
       toSubagentConversationID(CONVERSATION, `${CONVERSATION}:t1:c0:call_task`),
     );

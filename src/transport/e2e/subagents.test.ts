@@ -259,11 +259,14 @@ describe("two subagents at once: explore and general", () => {
   test("the children's answers are the parent's tool results, in the model's order", () => {
     const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
     assert.equal(who(last), "parent");
+    // Each answer ends with the subagent's id, for the model to continue it (`resume`).
+    const agent = (call: string) =>
+      toSubagentConversationID(conversationId, `${conversationId}:t1:c0:${call}`);
     assert.deepEqual(
       toolResults(last).map((message) => [message.tool_call_id, message.content]),
       [
-        ["call_explore", "a.ts exports the constant a."],
-        ["call_general", "Wrote out.txt."],
+        ["call_explore", `a.ts exports the constant a.\n\nagent_id: ${agent("call_explore")}`],
+        ["call_general", `Wrote out.txt.\n\nagent_id: ${agent("call_general")}`],
       ],
     );
   });
@@ -518,10 +521,13 @@ describe("models per type and the client's custom subagents", () => {
   test("an unknown type is an error result naming the types; the others complete", () => {
     const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
     const results = toolResults(last).map((message) => [message.tool_call_id, message.content]);
-    assert.deepEqual(results.slice(0, 2), [
-      ["call_x", "Explored."],
-      ["call_r", "Reviewed: fine."],
-    ]);
+    assert.deepEqual(
+      results.slice(0, 2).map(([id, content]) => [id, String(content).split("\n\nagent_id: ")[0]]),
+      [
+        ["call_x", "Explored."],
+        ["call_r", "Reviewed: fine."],
+      ],
+    );
     assert.match(
       String(results[2]?.[1]),
       /there is no subagent type "nobody"; the types are: explore, general, reviewer/,
@@ -621,6 +627,94 @@ describe("a subagent whose model call fails", () => {
       const tool = completed?.toolCall?.tool;
       assert.ok(tool?.case === "taskToolCall");
       assert.equal(tool.value.result?.result.case, "error");
+    } finally {
+      await harness.close();
+    }
+  });
+});
+
+describe("resume: continuing an earlier subagent", () => {
+  test("a later task call with its agent_id continues it with its history; bad ids are refused", async () => {
+    const harness = await startHarness();
+    const conversationId = "5ab0a9e0-0000-4000-8000-000000000007";
+    const first = toSubagentConversationID(conversationId, `${conversationId}:t1:c0:call_a`);
+    try {
+      harness.provider.answer((request) => {
+        const body = parse(request);
+        const step = toolResults(body).length;
+        if (who(body) !== "parent") {
+          // The child: its first answer, then (resumed) an answer that shows it kept its history.
+          const users = body.messages.filter((message) => message.role === "user").length;
+          return sse({ text: users === 1 ? "Found 3 files." : `Still know: ${users} prompts.` });
+        }
+        if (step === 0) {
+          return sse({
+            toolCalls: [
+              {
+                id: "call_a",
+                name: "task",
+                arguments: {
+                  description: "Count",
+                  prompt: "Count files",
+                  subagent_type: "explore",
+                },
+              },
+            ],
+          });
+        }
+        if (step === 1) {
+          return sse({
+            toolCalls: [
+              {
+                id: "call_b",
+                name: "task",
+                arguments: {
+                  description: "More",
+                  prompt: "And the tests?",
+                  subagent_type: "general",
+                  resume: first,
+                },
+              },
+              {
+                id: "call_c",
+                name: "task",
+                arguments: {
+                  description: "Other",
+                  prompt: "x",
+                  subagent_type: "explore",
+                  resume: "someone-else~task~0123",
+                },
+              },
+            ],
+          });
+        }
+        return sse({ text: "Done." });
+      });
+      const result = await harness.client().startTurn({
+        conversationId,
+        text: "Go.",
+        modelId: MODEL,
+      }).done;
+      assert.equal(result.error, undefined);
+      const last = parse(harness.provider.requests.at(-1) as RecordedRequest);
+      const results = toolResults(last).map((message) => [message.tool_call_id, message.content]);
+      assert.deepEqual(results[1], ["call_b", `Still know: 2 prompts.\n\nagent_id: ${first}`]);
+      assert.match(
+        String(results[2]?.[1]),
+        /did not complete: there is no subagent "someone-else~task~0123" in this conversation/,
+      );
+      // One child conversation, two turns; the resumed turn kept the explorer's settings.
+      const child = await harness.store.load(first);
+      assert.equal(child?.state.turnCount, 2);
+      assert.equal(child?.state.parent?.toolCallID, "call_a");
+      const resumedBody = harness.provider.requests
+        .map(parse)
+        .find(
+          (body) =>
+            who(body) === "explore" && toolNames(body).length > 0 && body.messages.length > 3,
+        );
+      assert.ok(resumedBody !== undefined, "the resumed call went out with the explorer's prompt");
+      assert.ok(!toolNames(resumedBody).includes("write_file"));
     } finally {
       await harness.close();
     }

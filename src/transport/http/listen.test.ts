@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
@@ -60,6 +61,37 @@ describe("listen()", () => {
       session.close();
     }
   });
+});
+
+/** `ss` (iproute2) shows a listening socket's accept queue limit as its Send-Q. */
+function readListenBacklog(port: number): number | undefined {
+  try {
+    const out = execFileSync("ss", ["-ltnH", `sport = :${port}`], { encoding: "utf8" });
+    const columns = out.trim().split(/\s+/);
+    return Number(columns[2]);
+  } catch {
+    return undefined;
+  }
+}
+
+const hasSs = readListenBacklog(1) !== undefined;
+
+test(hasSs
+  ? "listen() queues a burst of connections beyond Node's default 511 (up to the kernel's cap)"
+  : "listen() backlog — skipped: `ss` (iproute2) is not installed to read it", {
+  skip: !hasSs,
+}, async () => {
+  const listener = await listen(() => {}, "127.0.0.1", 0);
+  try {
+    const backlog = readListenBacklog(listener.address.port);
+    const cap = Number(
+      execFileSync("cat", ["/proc/sys/net/core/somaxconn"], { encoding: "utf8" }).trim(),
+    );
+    assert.equal(backlog, Math.min(4096, cap));
+    assert.ok(cap <= 511 || (backlog ?? 0) > 511);
+  } finally {
+    await listener.close();
+  }
 });
 
 describe("listen() bounds what a silent or slow client can hold", () => {

@@ -48,6 +48,14 @@ export const DEFAULT_LISTEN_LIMITS: ListenLimits = {
   maxConnections: 1_000,
 };
 
+/**
+ * Connections the kernel queues before they are accepted. Node's default (511) overflows when
+ * many clients connect at once — every client reconnecting after a restart, or a load test —
+ * and the kernel then drops connections (seen as ECONNRESET, issue #19). Linux caps it at
+ * `net.core.somaxconn` (4096 on current kernels).
+ */
+const LISTEN_BACKLOG = 4096;
+
 export async function listen(
   handler: RequestHandler,
   host: string,
@@ -126,7 +134,7 @@ export async function listen(
   server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, () => {
+    server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
       server.off("error", reject);
       resolve();
     });

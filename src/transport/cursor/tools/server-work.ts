@@ -17,6 +17,8 @@ export type ServerWork =
       readonly subagentType: string;
       /** The model the parent's model asked for; "" none. */
       readonly model: string;
+      /** The agent id (conversation id) of an earlier subagent to continue; "" none. */
+      readonly resume: string;
     };
 
 /** How a subagent ended. */

@@ -26,6 +26,8 @@ export interface TaskToolArgs {
   readonly prompt: string;
   readonly subagentType: string;
   readonly model: string;
+  /** The agent id of an earlier subagent of this conversation to continue; "" none. */
+  readonly resume: string;
 }
 
 export const task: ToolHandler<TaskToolArgs, null> = {
@@ -33,7 +35,7 @@ export const task: ToolHandler<TaskToolArgs, null> = {
   definition: {
     name: "task",
     description:
-      'Delegate a self-contained task to a subagent with its own fresh context; you get back only its final answer, so your own context stays small. Use it for broad searches of the codebase, investigations and independent pieces of work; several task calls in one response run at the same time. The subagent sees nothing of this conversation: give it everything it needs in the prompt and say what its answer should contain. Types: "explore" (read-only: reads and searches, cannot change anything), "general" (your tools, except task), or the name of one of the user\'s custom subagents.',
+      'Delegate a self-contained task to a subagent with its own fresh context; you get back only its final answer, so your own context stays small. Use it for broad searches of the codebase, investigations and independent pieces of work; several task calls in one response run at the same time. The subagent sees nothing of this conversation: give it everything it needs in the prompt and say what its answer should contain. A result ends with the agent_id of the subagent: pass it as resume to continue that subagent with what it already knows. Types: "explore" (read-only: reads and searches, cannot change anything), "general" (your tools, except task), or the name of one of the user\'s custom subagents.',
     parameters: {
       type: "object",
       properties: {
@@ -50,6 +52,11 @@ export const task: ToolHandler<TaskToolArgs, null> = {
           type: "string",
           description: "Optional: a model to run it on (default: the type's configured model).",
         },
+        resume: {
+          type: "string",
+          description:
+            "Optional: the agent_id from an earlier task result, to continue that subagent with its history and this prompt (subagent_type is then ignored).",
+        },
       },
       required: ["description", "prompt", "subagent_type"],
     },
@@ -62,6 +69,7 @@ export const task: ToolHandler<TaskToolArgs, null> = {
       prompt: read.string("prompt"),
       subagentType: read.string("subagent_type").trim(),
       model: read.optionalString("model")?.trim() ?? "",
+      resume: read.optionalString("resume")?.trim() ?? "",
     })),
   preview: () => ({ case: "taskToolCall", value: create(TaskToolCallSchema) }),
   started: (args) => ({
@@ -78,6 +86,7 @@ export const task: ToolHandler<TaskToolArgs, null> = {
         prompt: args.prompt,
         subagentType: args.subagentType,
         model: args.model,
+        resume: args.resume,
       },
     },
     stage: "run",
@@ -108,14 +117,17 @@ function toUiArgs(args: TaskToolArgs): TaskArgs {
     prompt: args.prompt,
     subagentType: toSubagentType(args.subagentType),
     ...(args.model === "" ? {} : { model: args.model }),
+    ...(args.resume === "" ? {} : { resume: args.resume }),
   });
 }
 
 function fromOutcome(args: TaskToolArgs, outcome: SubagentOutcome): ToolOutput {
   if (outcome.type === "error") return toFailure(args, outcome.message);
-  const text = outcome.text.trim() === "" ? "(The subagent gave no answer.)" : outcome.text;
+  const answer = outcome.text.trim() === "" ? "(The subagent gave no answer.)" : outcome.text;
+  // The id lets the model continue this subagent later (`resume`).
+  const text = `${answer}\n\nagent_id: ${outcome.agentID}`;
   const step = create(ConversationStepSchema, {
-    message: { case: "assistantMessage", value: { text } },
+    message: { case: "assistantMessage", value: { text: answer } },
   });
   return toOutput(text, {
     case: "taskToolCall",
