@@ -136,26 +136,26 @@ export function openPostgresUsers(options: {
     table: "conversation_users" | "stream_users",
     column: "conversation_id" | "request_id",
     id: string,
-    userID: string,
+    userID: string | null,
     now: number,
-  ): Promise<string> => {
-    const result = await query<{ user_id: string }>(
+  ): Promise<string | null> => {
+    const result = await query<{ user_id: string | null }>(
       `with inserted as (insert into ${table} (${column}, user_id, created_at) values ($1, $2, $3) ` +
         `on conflict (${column}) do nothing returning user_id) ` +
         `select user_id from inserted union all select user_id from ${table} where ${column} = $1`,
       [id, userID, now],
     );
-    const bound = result.rows[0]?.user_id;
-    if (bound !== undefined) return bound;
+    const bound = result.rows[0];
+    if (bound !== undefined) return bound.user_id;
     // Another statement inserted the id first: ours waited for its commit and did nothing, but our
     // select still read the snapshot taken before that commit (READ COMMITTED), so it saw no row.
     // A new statement has a new snapshot and sees the committed owner. Never answer `userID` here:
     // both users would be told the id is theirs.
-    const again = await query<{ user_id: string }>(
+    const again = await query<{ user_id: string | null }>(
       `select user_id from ${table} where ${column} = $1`,
       [id],
     );
-    const owner = again.rows[0]?.user_id;
+    const owner = again.rows[0];
     if (owner === undefined) {
       throw new StoreError(
         "invalid_argument",
@@ -163,7 +163,7 @@ export function openPostgresUsers(options: {
         `The owner of ${id} could not be read after binding it; nothing was granted. Try again.`,
       );
     }
-    return owner;
+    return owner.user_id;
   };
   const invalid = (detail: string) =>
     new StoreError("invalid_argument", location, `${detail}; nothing was changed.`);
@@ -269,7 +269,7 @@ export function openPostgresUsers(options: {
       bind("stream_users", "request_id", requestID, userID, now),
 
     async ownerOf(conversationID) {
-      const result = await query<{ user_id: string }>(
+      const result = await query<{ user_id: string | null }>(
         "select user_id from conversation_users where conversation_id = $1",
         [conversationID],
       );

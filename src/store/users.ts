@@ -105,13 +105,18 @@ export interface Users {
   /** The active user holding `token`, or null. */
   authenticate(token: string): Promise<AuthenticatedUser | null>;
   /**
-   * Binds a conversation to the user unless it is bound already (the first one stays), and
-   * answers the user it is bound to: not `userID` means it is another user's.
+   * Binds a conversation to the user — `null`: the admin — unless it is bound already (the first
+   * one stays), and answers whom it is bound to (`null`: the admin's): not `userID` means it is
+   * not the user's.
    */
-  bindConversation(conversationID: string, userID: string, now: number): Promise<string>;
+  bindConversation(
+    conversationID: string,
+    userID: string | null,
+    now: number,
+  ): Promise<string | null>;
   /** The same for an agent stream, by its request id. */
-  bindStream(requestID: string, userID: string, now: number): Promise<string>;
-  /** The user a conversation belongs to, or null. */
+  bindStream(requestID: string, userID: string | null, now: number): Promise<string | null>;
+  /** The user a conversation belongs to, or null (the admin's, or not bound). */
   ownerOf(conversationID: string): Promise<string | null>;
   /** Whether the user may start another model call now, counting reservations. */
   checkBudget(userID: string, now: number): Promise<BudgetVerdict>;
