@@ -10,6 +10,10 @@
  * - Call ids on the wire never collide: the parent's task calls are `call_0`/`call_1` and both
  *   explore subagents' models call `read_file` as `call_0` (providers reuse ids); every tool call
  *   the client sees has its own id, and each child's history keeps the id its model sent.
+ * - Limits: task calls beyond `subagentMaxConcurrent` get a result saying so; a subagent that
+ *   keeps calling tools is stopped after `subagentMaxSteps` model calls.
+ * - Context: a subagent starts with the parent's rules.
+ * - Routing: after the parent failed over, a subagent on its model starts on the fallback.
  */
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -25,7 +29,7 @@ import {
 import { RequestContextSchema } from "../cursor/gen/agent/v1/request_context_pb.js";
 import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
 import type { TurnResult } from "../testing/index.ts";
-import { createGate, type LogLine, MODEL, startHarness } from "./test-harness.ts";
+import { API_KEY, createGate, type LogLine, MODEL, startHarness } from "./test-harness.ts";
 
 interface Body {
   readonly messages: readonly { role: string; content?: unknown }[];
@@ -356,6 +360,54 @@ describe("a subagent's context", () => {
       const user = child === undefined ? "" : userTextAll(child);
       assert.match(user, /<rules>.*TEAM_RULE_USE_TABS/);
       assert.match(user, /TASK_PROMPT/);
+    } finally {
+      await harness.close();
+    }
+  });
+});
+
+describe("a subagent after the parent failed over", () => {
+  test("it starts on the parent's sticky fallback, not on the failing primary", async () => {
+    const harness = await startHarness({
+      models: (url) => {
+        const compatible = { api: "openai-compatible", baseUrl: url, apiKey: API_KEY };
+        return [
+          { ...compatible, name: "main", model: "main-up", fallbacks: ["spare"] },
+          { ...compatible, name: "spare", model: "spare-up" },
+        ];
+      },
+      health: { cooldownAfter429s: 1000 },
+    });
+    try {
+      harness.provider.answer((request) => {
+        const body = JSON.parse(request.body) as Body & { model: string };
+        if (body.model === "main-up") {
+          return { type: "status", status: 429, body: '{"error":"slow down"}' };
+        }
+        if (isChild(body)) return sse({ text: "child answer" });
+        return toolResults(body).length === 0
+          ? sse({
+              toolCalls: [
+                {
+                  id: "call_t",
+                  name: "task",
+                  arguments: { description: "t", prompt: "t", subagent_type: "general" },
+                },
+              ],
+            })
+          : sse({ text: "done" });
+      });
+      const result = await harness.client().startTurn({
+        conversationId: "5ab0a9e0-0000-4000-8000-0000000000c6",
+        text: "go",
+        modelId: "main",
+      }).done;
+      assert.equal(result.error, undefined, result.error?.message);
+      const childModels = harness.provider.requests
+        .map((request) => JSON.parse(request.body) as Body & { model: string })
+        .filter(isChild)
+        .map((body) => body.model);
+      assert.deepEqual(childModels, ["spare-up"]);
     } finally {
       await harness.close();
     }
