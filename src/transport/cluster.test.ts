@@ -23,10 +23,15 @@ import * as routingV0 from "./testing/cluster-routing-v0.ts";
 import * as routingV1 from "./testing/cluster-routing-v1.ts";
 
 const postgres = await getTestPostgres();
+/** A test fails after this long instead of hanging a run (a stream held open, say). */
+const TEST_LIMIT_MS = 120_000;
 const RUN_SSE = "/agent.v1.AgentService/RunSSE";
 const APPEND = "/aiserver.v1.BidiService/BidiAppend";
-/** Short, so a verdict on an unreachable owner comes within a test's patience. */
-const LEASE_MS = 1_500;
+/**
+ * Short, so a verdict on an unreachable owner comes within a test's patience, yet long enough
+ * that a heartbeat (every lease/3) is not missed on a loaded machine.
+ */
+const LEASE_MS = 3_000;
 
 type Version = "v0" | "v1" | "current";
 
@@ -175,7 +180,9 @@ if (postgres.type === "unavailable") {
       await drop();
     });
 
-    test("a stream is served by its owner wherever its requests land", async () => {
+    test("a stream is served by its owner wherever its requests land", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       await a.directory.advertise(a.url);
       assert.deepEqual(await post(b.url, "r-owned-by-b"), {
         status: 200,
@@ -188,7 +195,9 @@ if (postgres.type === "unavailable") {
       assert.deepEqual(a.served, []);
     });
 
-    test("over HTTP/2, an append reaching a non-owner is delivered to the owner", async () => {
+    test("over HTTP/2, an append reaching a non-owner is delivered to the owner", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       assert.deepEqual(await postH2(b.url, "r-h2", RUN_SSE), {
         status: 200,
         body: "served by b over HTTP/2",
@@ -205,7 +214,9 @@ if (postgres.type === "unavailable") {
       assert.ok(!a.served.includes("r-h2"));
     });
 
-    test("a version-2 marker forged by a client is not honoured", async () => {
+    test("a version-2 marker forged by a client is not honoured", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       for (const marker of ["1", "b-id", "anything"]) {
         const answer = await post(a.url, "r-owned-by-b", { [FORWARDED_TO_HEADER]: marker });
         assert.equal(answer.status, 421, marker);
@@ -215,7 +226,9 @@ if (postgres.type === "unavailable") {
       assert.ok(a.lines.some((line) => line.message.includes("refused a request marked")));
     });
 
-    test("an earlier version's marker grants nothing: routed like an unmarked request", async () => {
+    test("an earlier version's marker grants nothing: routed like an unmarked request", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       // Whatever it names — the sender (as v0 sent), the target (as v1 sent), anything — the
       // stream is served by its owner only.
       for (const marker of ["a-id", "b-id", "anything"]) {
@@ -229,7 +242,9 @@ if (postgres.type === "unavailable") {
     });
 
     for (const version of ["v0", "v1"] as const) {
-      test(`rolling upgrade: instances of ${version} and of this version serve each other's streams`, async () => {
+      test(`rolling upgrade: instances of ${version} and of this version serve each other's streams`, {
+        timeout: TEST_LIMIT_MS,
+      }, async () => {
         const old = await startInstance(`old-${version}`, url, version);
         others.push(old);
         await old.directory.advertise(old.url);
@@ -252,7 +267,9 @@ if (postgres.type === "unavailable") {
       });
     }
 
-    test("an advertised address that reaches another instance never makes two instances serve one stream", async () => {
+    test("an advertised address that reaches another instance never makes two instances serve one stream", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       // a advertises b's address (two instances left on one default, say).
       await a.directory.advertise(b.url);
       assert.equal((await post(a.url, "r-owned-by-a")).body, "served by a over HTTP/1");
@@ -275,7 +292,9 @@ if (postgres.type === "unavailable") {
       assert.deepEqual(await a.directory.claim("r-owned-by-a"), { type: "mine" });
     });
 
-    test("an instance alive behind a wrong advertised port keeps its stream; the others answer 503", async () => {
+    test("an instance alive behind a wrong advertised port keeps its stream; the others answer 503", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       // a's heartbeat goes on, but its advertised port refuses connections.
       await a.directory.advertise(await refusingUrl());
       assert.equal((await post(a.url, "r-wrong-port")).body, "served by a over HTTP/1");
@@ -297,7 +316,9 @@ if (postgres.type === "unavailable") {
       assert.equal((await post(a.url, "r-wrong-port")).body, "served by a over HTTP/1");
     });
 
-    test("an owner that refuses connections and stops its heartbeat is taken over after its lease", async () => {
+    test("an owner that refuses connections and stops its heartbeat is taken over after its lease", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       const gone = await startInstance("gone", url);
       await gone.directory.advertise(gone.url);
       assert.equal((await post(gone.url, "r-crashed")).body, "served by gone over HTTP/1");

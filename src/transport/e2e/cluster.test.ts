@@ -31,6 +31,8 @@ import {
 import { API_KEY, type ChildServer, MODEL, startServerProcess } from "./test-harness.ts";
 
 const postgres = await getTestPostgres();
+/** A test fails after this long instead of hanging a run (a stream held open, say). */
+const TEST_LIMIT_MS = 120_000;
 const INSTANCES = 3;
 const CONVERSATIONS = 12;
 
@@ -121,7 +123,9 @@ if (postgres.type === "unavailable") {
       rmSync(workspace, { recursive: true, force: true });
     });
 
-    test("many concurrent conversations complete, each stream's calls on several instances", async () => {
+    test("many concurrent conversations complete, each stream's calls on several instances", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       const client = clientOf();
       try {
         const results = await Promise.all(
@@ -150,7 +154,9 @@ if (postgres.type === "unavailable") {
       assert.equal(new Set(balancer.hits.map((hit) => hit.backend)).size, INSTANCES);
     });
 
-    test("over HTTP/2 too: RunSSE and BidiAppends landing on different instances reach the owner", async () => {
+    test("over HTTP/2 too: RunSSE and BidiAppends landing on different instances reach the owner", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       const h2 = await startRoundRobinH2Balancer(instances.map((instance) => instance.url));
       const client = createCursorClient({
         baseUrl: h2.url,
@@ -188,7 +194,9 @@ if (postgres.type === "unavailable") {
       assert.ok([...byStream.values()].every((backends) => backends.size >= 2));
     });
 
-    test("an instance advertising a wrong port keeps its streams; the others answer 503", async () => {
+    test("an instance advertising a wrong port keeps its streams; the others answer 503", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       // Alive and serving, but the address it advertises refuses connections.
       const wrong = await startServerProcess({
         providerUrl: provider.url,
@@ -231,6 +239,7 @@ if (postgres.type === "unavailable") {
               "x-request-id": requestId,
             },
             body: new Uint8Array(5),
+            signal: AbortSignal.timeout(30_000),
           });
           assert.equal(answer.status, 503, path);
           assert.match(await answer.text(), /"code":"unavailable".*cannot be reached/, path);
@@ -243,7 +252,9 @@ if (postgres.type === "unavailable") {
       }
     });
 
-    test("the owner killed mid-turn: another instance takes the stream over and the turn ends", async () => {
+    test("the owner killed mid-turn: another instance takes the stream over and the turn ends", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       const requestId = randomUUID();
       const first = provider.requests.length;
       // The turn's first model call streams one event, then stalls until its instance dies.
@@ -281,7 +292,9 @@ if (postgres.type === "unavailable") {
       }
     });
 
-    test("a revoked token is refused at once by every instance", async () => {
+    test("a revoked token is refused at once by every instance", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       const live = instances.filter((instance) => instance !== killed);
       assert.ok(live.length >= 2);
       const statusAt = async (instanceUrl: string) =>
@@ -299,7 +312,9 @@ if (postgres.type === "unavailable") {
       for (const instance of live) assert.equal(await statusAt(instance.url), 401);
     });
 
-    test("the owner shut down mid-turn (SIGTERM) hands the stream over; the turn ends", async () => {
+    test("the owner shut down mid-turn (SIGTERM) hands the stream over; the turn ends", {
+      timeout: TEST_LIMIT_MS,
+    }, async () => {
       // A new user: ann was revoked above.
       const users = openPostgresUsers({ url });
       token = (await users.add("bo")).token;

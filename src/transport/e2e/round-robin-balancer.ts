@@ -17,6 +17,7 @@ import {
   constants as http2Constants,
   type IncomingHttpHeaders,
   type OutgoingHttpHeaders,
+  type ServerHttp2Session,
   type ServerHttp2Stream,
 } from "node:http2";
 import type { AddressInfo } from "node:net";
@@ -114,6 +115,11 @@ export async function startRoundRobinH2Balancer(backends: readonly string[]): Pr
     return session;
   };
   const server = createHttp2Server();
+  const incoming = new Set<ServerHttp2Session>();
+  server.on("session", (session: ServerHttp2Session) => {
+    incoming.add(session);
+    session.once("close", () => incoming.delete(session));
+  });
   server.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
     const backend = next % backends.length;
     next += 1;
@@ -153,6 +159,8 @@ export async function startRoundRobinH2Balancer(backends: readonly string[]): Pr
     close: () =>
       new Promise<void>((resolve) => {
         for (const session of sessions.values()) session.destroy();
+        // Clients' sessions too: close waits for every one of them to end.
+        for (const session of incoming) session.destroy();
         server.close(() => resolve());
       }),
   };
