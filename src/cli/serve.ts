@@ -131,6 +131,16 @@ export const SERVE_COMMAND: Command = {
         : await openClusterDirectory({
             url: config.postgres.url.reveal(),
             instanceID: randomUUID(),
+            // Self-fencing (docs/team.md "Takeover"): its lease may soon be taken over, so this
+            // instance stops serving at once, as a crash would: streams, turns, model calls.
+            onLeaseLost: () => {
+              log.error(
+                {},
+                "could not renew this instance's lease in the database: exiting before another " +
+                  "instance takes its streams over (a supervisor restarts it)",
+              );
+              process.exit(1);
+            },
           });
     let server: LocalServer;
     try {
