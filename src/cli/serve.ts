@@ -52,7 +52,7 @@ import { createLog } from "./log.ts";
 import { type OpenedStore, openServerStore } from "./open-store.ts";
 import { loadSettings } from "./settings.ts";
 import { serveTeamClient } from "./team-client.ts";
-import { openTeam } from "./team-users.ts";
+import { logLedgerFailures, openTeam } from "./team-users.ts";
 import { untilStopped } from "./until-stopped.ts";
 import { toWebSummary, toWebTools } from "./web-tools.ts";
 
@@ -123,7 +123,9 @@ export const SERVE_COMMAND: Command = {
     }
     const opened = await openServerStore(config);
     const store: Store = opened.store;
-    const team = config.server.users ? openTeam(config) : undefined;
+    const team = config.server.users
+      ? openTeam(config, { onLedgerFailure: logLedgerFailures(log) })
+      : undefined;
     // Several instances may share the PostgreSQL store: streams are owned and forwarded.
     const cluster =
       config.postgres === undefined

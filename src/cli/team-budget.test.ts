@@ -15,6 +15,7 @@ import assert from "node:assert/strict";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
+import pg from "pg";
 import {
   createLLM,
   createModelConfig,
@@ -29,7 +30,7 @@ import { openPostgresUsers } from "../store/postgres-users.ts";
 import { getTestPostgres } from "../store/testing/postgres-server.ts";
 import type { AuthenticatedUser, Users } from "../store/users.ts";
 import { runAsUser } from "../transport/request-user.ts";
-import { createTeam } from "./team-users.ts";
+import { createTeam, type LedgerFailure } from "./team-users.ts";
 
 const postgres = await getTestPostgres();
 const MAX_OUTPUT = 1000;
@@ -39,6 +40,7 @@ type Mode = "answer" | "hold" | "stall" | "drop" | "fail";
 
 async function startProvider() {
   let mode: Mode = "answer";
+  let requests = 0;
   const held: ServerResponse[] = [];
   const arrivals: (() => void)[] = [];
   const full = toChatCompletionSse({ text: "done", usage: { prompt: 100, completion: 50 } });
@@ -49,6 +51,7 @@ async function startProvider() {
   const server: Server = createServer((request, response) => {
     request.resume();
     request.on("end", () => {
+      requests += 1;
       arrivals.shift()?.();
       switch (mode) {
         case "answer":
@@ -90,6 +93,7 @@ async function startProvider() {
       }
     },
     held: () => held.length,
+    requests: () => requests,
     close: () =>
       new Promise<void>((resolve) => {
         for (const response of held.splice(0)) response.destroy();
@@ -104,8 +108,10 @@ if (postgres.type === "unavailable") {
 } else {
   describe("team budgets: reservations, every call counted", { concurrency: 1 }, () => {
     let drop: () => Promise<void>;
+    let url: string;
     let users: Users;
     let llm: LLM;
+    let providers: LLM;
     let provider: Awaited<ReturnType<typeof startProvider>>;
     const people: Record<string, AuthenticatedUser> = {};
     let seq = 0;
@@ -113,28 +119,27 @@ if (postgres.type === "unavailable") {
     before(async () => {
       const schema = await postgres.server.createSchema();
       drop = schema.drop;
+      url = schema.url;
       users = openPostgresUsers({ url: schema.url });
       // Opening a store migrates the schema.
       const { openPostgresStore } = await import("../store/postgres-store.ts");
       await (await openPostgresStore({ url: schema.url, poolSize: 1 })).close();
       provider = await startProvider();
-      llm = gateLLM(
-        createLLM({
-          models: [
-            createModelConfig({
-              name: "scripted",
-              api: "openai-compatible",
-              provider: "fake",
-              baseUrl: provider.baseUrl,
-              model: "scripted-1",
-              maxOutput: MAX_OUTPUT,
-            }),
-          ],
-          retry: { maxAttempts: 1 },
-        }),
-        createTeam(users).admit,
-      );
-      for (const name of ["ann", "bob", "cid"]) {
+      providers = createLLM({
+        models: [
+          createModelConfig({
+            name: "scripted",
+            api: "openai-compatible",
+            provider: "fake",
+            baseUrl: provider.baseUrl,
+            model: "scripted-1",
+            maxOutput: MAX_OUTPUT,
+          }),
+        ],
+        retry: { maxAttempts: 1 },
+      });
+      llm = gateLLM(providers, createTeam(users).admit);
+      for (const name of ["ann", "bob", "cid", "dan", "eve", "fay", "gus"]) {
         const { user } = await users.add(name);
         people[name] = { userID: user.userID, name };
       }
@@ -157,8 +162,8 @@ if (postgres.type === "unavailable") {
       ...extra,
     });
     /** Starts a call as `name` (a request of theirs around it). */
-    const start = (name: string, call: LLMCall) =>
-      runAsUser(people[name] as AuthenticatedUser, () => llm.stream(call));
+    const start = (name: string, call: LLMCall, through: LLM = llm) =>
+      runAsUser(people[name] as AuthenticatedUser, () => through.stream(call));
     /** Reads the stream to its end; its last event. */
     const drain = async (stream: AsyncIterable<ResponseEvent>) => {
       let last: ResponseEvent | undefined;
@@ -299,6 +304,150 @@ if (postgres.type === "unavailable") {
       const replayed = await drain(start("cid", callOf("again", { replay: { body } })));
       assert.equal(replayed?.type, "done");
       assert.equal((await usageOf("cid"))?.tokens, before + 150);
+    });
+
+    // The next two wait on promises the fixed code resolves: without it, a failure, not a hang.
+    test("a running call marks its reservation as in use until it ends (L4)", {
+      // Waits on promises the fixed code resolves: without it, a failure, not a hang.
+      timeout: 20_000,
+    }, async () => {
+      let marked: () => void = () => {};
+      const firstMark = new Promise<void>((resolve) => {
+        marked = resolve;
+      });
+      const marks: string[] = [];
+      const watched: Users = {
+        ...users,
+        async hold(callID, at) {
+          await users.hold(callID, at);
+          marks.push(callID);
+          marked();
+        },
+      };
+      const gated = gateLLM(providers, createTeam(watched).admit, { holdEveryMs: 5 });
+      provider.setMode("hold");
+      const arrived = provider.arrival();
+      const call = callOf("a long answer");
+      const stream = start("dan", call, gated);
+      const first = stream.recv();
+      // The call is at the provider, and its reservation has been marked while it waits.
+      await arrived;
+      await firstMark;
+      assert.ok(marks.every((id) => id === call.callID));
+      provider.setMode("answer");
+      provider.release();
+      await first;
+      assert.equal((await drain(stream))?.type, "done");
+      const dan = await usageOf("dan");
+      assert.deepEqual(
+        { tokens: dan?.tokens, reserved: dan?.reservedTokens },
+        { tokens: 150, reserved: 0 },
+      );
+    });
+
+    test("a settlement that fails is retried, and reported; one given up is reported lost (L4)", {
+      // Waits on promises the fixed code resolves: without it, a failure, not a hang.
+      timeout: 20_000,
+    }, async () => {
+      provider.setMode("answer");
+      let failing = 1;
+      let written: () => void = () => {};
+      let lost: () => void = () => {};
+      const flaky: Users = {
+        ...users,
+        async settle(settlement, at) {
+          if (failing > 0) {
+            failing -= 1;
+            throw new Error("connection to the database lost");
+          }
+          await users.settle(settlement, at);
+          written();
+        },
+      };
+      const reports: LedgerFailure[] = [];
+      const team = createTeam(flaky, {
+        settleRetryDelaysMs: [0],
+        onLedgerFailure: (failure) => {
+          reports.push(failure);
+          if (failure.outcome === "lost") lost();
+        },
+      });
+      const gated = gateLLM(providers, team.admit);
+      const retried = new Promise<void>((resolve) => {
+        written = resolve;
+      });
+      assert.equal((await drain(start("eve", callOf("one"), gated)))?.type, "done");
+      await retried;
+      assert.equal((await usageOf("eve"))?.tokens, 150, "the retry recorded it");
+      assert.deepEqual(
+        reports.map(({ outcome, tokens }) => ({ outcome, tokens })),
+        [{ outcome: "retrying", tokens: 150 }],
+      );
+
+      failing = 2;
+      const givenUp = new Promise<void>((resolve) => {
+        lost = resolve;
+      });
+      const call = callOf("two");
+      assert.equal((await drain(start("eve", call, gated)))?.type, "done");
+      await givenUp;
+      assert.deepEqual(
+        reports.slice(1).map(({ outcome, callID }) => ({ outcome, callID })),
+        [
+          { outcome: "retrying", callID: call.callID },
+          { outcome: "lost", callID: call.callID },
+        ],
+      );
+      // Until its lifetime runs out, the unsettled reservation still counts against the budget.
+      assert.equal((await usageOf("eve"))?.reservedTokens, MAX_OUTPUT + estimateInputTokens(call));
+    });
+
+    test("a revoked user's running turn starts no new model call, replays included (L4)", async () => {
+      provider.setMode("answer");
+      assert.equal((await drain(start("fay", callOf("before"))))?.type, "done");
+      assert.ok(await users.revoke("fay", Date.now()));
+      const sent = provider.requests();
+      const body = JSON.stringify({ model: "scripted-1", stream: true, messages: [] });
+      for (const call of [callOf("after"), callOf("again", { replay: { body } })]) {
+        const end = await drain(start("fay", call));
+        assert.equal(end?.type, "error");
+        assert.match(
+          end?.type === "error" ? (end.error.errorMessage ?? "") : "",
+          /access was revoked/,
+        );
+      }
+      assert.equal(provider.requests(), sent, "nothing reached the provider");
+    });
+
+    test("a key variable that is not a user's, or is the server's own, is never read: the call is refused (L3)", async () => {
+      provider.setMode("answer");
+      const secrets = { PGPASSWORD: "pg-secret", CURSOR_BYOK_USER_TEAM: "sk-team-secret" };
+      const team = createTeam(users, { env: secrets, serverVariables: ["CURSOR_BYOK_USER_TEAM"] });
+      const gated = gateLLM(providers, team.admit);
+      const sent = provider.requests();
+      // Recorded before names were restricted, or written to the database directly.
+      const pool = new pg.Pool({ connectionString: url, max: 1 });
+      try {
+        await pool.query(
+          "insert into user_keys select user_id, 'fake', 'PGPASSWORD' from users where name = 'gus'",
+        );
+        const refused = await drain(start("gus", callOf("hello"), gated));
+        assert.match(
+          refused?.type === "error" ? (refused.error.errorMessage ?? "") : "",
+          /your own fake key is recorded as the variable PGPASSWORD, which may not hold a user's key/,
+        );
+        await pool.query(
+          "update user_keys set env_name = 'CURSOR_BYOK_USER_TEAM' where provider = 'fake'",
+        );
+        const own = await drain(start("gus", callOf("hello again"), gated));
+        assert.match(
+          own?.type === "error" ? (own.error.errorMessage ?? "") : "",
+          /CURSOR_BYOK_USER_TEAM is one of the server's own variables/,
+        );
+      } finally {
+        await pool.end();
+      }
+      assert.equal(provider.requests(), sent, "nothing reached the provider");
     });
   });
 }

@@ -127,7 +127,7 @@ if (postgres.type === "unavailable") {
         const store = await openPostgresStore({ url, poolSize: 4 });
         stores.push(store);
         const team = createTeam(users, {
-          env: { ANN_OPENAI_KEY: ANN_KEY, CARL_OPENAI_KEY: CARL_KEY },
+          env: { CURSOR_BYOK_USER_ANN_OPENAI: ANN_KEY, CURSOR_BYOK_USER_CARL_OPENAI: CARL_KEY },
         });
         const llm = gateLLM(
           createLLM({
@@ -169,9 +169,9 @@ if (postgres.type === "unavailable") {
       for (const name of ["ann", "bob", "carl", "dora"]) {
         tokens[name] = (await users.add(name)).token;
       }
-      assert.ok(await users.setKey("ann", "openai", "ANN_OPENAI_KEY"));
-      assert.ok(await users.setKey("carl", "openai", "CARL_OPENAI_KEY"));
-      assert.ok(await users.setKey("dora", "openai", "DORA_OPENAI_KEY"));
+      assert.ok(await users.setKey("ann", "openai", "CURSOR_BYOK_USER_ANN_OPENAI"));
+      assert.ok(await users.setKey("carl", "openai", "CURSOR_BYOK_USER_CARL_OPENAI"));
+      assert.ok(await users.setKey("dora", "openai", "CURSOR_BYOK_USER_DORA_OPENAI"));
     });
     after(async () => {
       for (const server of servers) await server.close();
@@ -275,7 +275,7 @@ if (postgres.type === "unavailable") {
       assert.equal(provider.seen.length, before + 3, "dora's call was not sent");
       assert.match(
         dora.error?.message ?? "",
-        /your own openai key is to be read from the environment variable DORA_OPENAI_KEY, which is not set on this server instance/,
+        /your own openai key is to be read from the environment variable CURSOR_BYOK_USER_DORA_OPENAI, which is not set on this server instance/,
       );
     });
 
@@ -290,14 +290,14 @@ if (postgres.type === "unavailable") {
 
     test("no key is in the database, the log, or users list", async () => {
       const dump = await dumpDatabase();
-      assert.match(dump, /ANN_OPENAI_KEY/, "the variable's name is kept");
+      assert.match(dump, /CURSOR_BYOK_USER_ANN_OPENAI/, "the variable's name is kept");
       for (const key of [ANN_KEY, CARL_KEY, TEAM_KEY]) {
         assert.ok(!dump.includes(key), `${key.slice(0, 8)}… is not in the database`);
         assert.ok(!JSON.stringify(recorded.lines).includes(key), "nor in the log");
       }
       const listed = await users.list(Date.now());
       assert.deepEqual(listed.find((user) => user.name === "ann")?.keys, [
-        { provider: "openai", env: "ANN_OPENAI_KEY" },
+        { provider: "openai", env: "CURSOR_BYOK_USER_ANN_OPENAI" },
       ]);
       assert.deepEqual(listed.find((user) => user.name === "bob")?.keys, []);
       assert.ok(!JSON.stringify(listed).includes(ANN_KEY));

@@ -6,13 +6,20 @@
  * (budgets, keys).
  */
 import { toDefaultConfigPath } from "../config/index.ts";
-import type { Budget, UserListing, Users, UserUsage } from "../store/users.ts";
+import {
+  type Budget,
+  toUserKeyVariableProblem,
+  USER_KEY_PREFIX,
+  type UserListing,
+  type Users,
+  type UserUsage,
+} from "../store/users.ts";
 import { CONFIG_OPTION, HELP_OPTION, parseFlags, toStringFlag } from "./args.ts";
 import type { Command } from "./command.ts";
 import { toTable } from "./format.ts";
 import type { CliIO } from "./io.ts";
 import { loadSettings } from "./settings.ts";
-import { openTeamUsers } from "./team-users.ts";
+import { openTeamUsers, toServerVariables } from "./team-users.ts";
 import { UsageError } from "./usage-error.ts";
 
 const OPTIONS = {
@@ -48,8 +55,9 @@ export const USERS_COMMAND: Command = {
       "  budget   limits tokens (input, output and cache) and/or cost per UTC day or month;",
       "           checked before each model call; --none removes the period's budget",
       "  keys     the user's own key for a provider's models (--provider as the models name it:",
-      "           openai, anthropic, …): only the NAME of an environment variable is stored; each",
-      "           server instance reads the key from it at call time. --none: the team's key again",
+      "           openai, anthropic, …): only the NAME of an environment variable is stored, which",
+      `           starts with ${USER_KEY_PREFIX}; each server instance reads the key from it at call`,
+      "           time. --none: the team's key again",
       "",
       "Options:",
       `  --config <file>    the configuration file (default ${toDefaultConfigPath(io)},`,
@@ -90,9 +98,33 @@ export const USERS_COMMAND: Command = {
           return 0;
         }
         case "list":
-          return await list(users, values.json === true, io);
+          return await list(users, values.json === true, io, {
+            providers: config.models.map((model) => model.config.provider),
+            serverVariables: toServerVariables(config),
+          });
         case "keys": {
           const { provider, env } = key as { provider: string; env: string | null };
+          // A key for a provider no model has would never be used: the user's calls would run
+          // on the team's keys, unnoticed.
+          const providers = [...new Set(config.models.map((model) => model.config.provider))];
+          if (env !== null && !providers.includes(provider)) {
+            io.stderr.write(
+              `cursor-byok: no configured model has the provider id ${provider}` +
+                (providers.length === 0
+                  ? " (this configuration has no models: run `users keys` where the server's configuration is)"
+                  : ` (the models' provider ids: ${providers.join(", ")})`) +
+                "; nothing was changed.\n",
+            );
+            return 1;
+          }
+          const used = toServerVariables(config);
+          if (env !== null && used.includes(env)) {
+            io.stderr.write(
+              `cursor-byok: ${env} is one of the server's own variables (a model's apiKeyEnv or the ` +
+                "admin token's); nothing was changed.\n",
+            );
+            return 1;
+          }
           if (!(await users.setKey(needName(), provider, env))) {
             io.stderr.write(`cursor-byok: no user named ${name}.\n`);
             return 1;
@@ -185,6 +217,12 @@ function toKey(values: Record<string, unknown>): { provider: string; env: string
       "--env takes the NAME of an environment variable (letters, digits, _), never the key itself",
     );
   }
+  if (!env.startsWith(USER_KEY_PREFIX) || env === USER_KEY_PREFIX) {
+    throw new UsageError(
+      `--env must name a variable starting with ${USER_KEY_PREFIX} (e.g. ${USER_KEY_PREFIX}ANN_OPENAI): ` +
+        "a user's key variable may never be one of the server's own secrets",
+    );
+  }
   return { provider, env };
 }
 
@@ -198,7 +236,24 @@ function toBudgetText(budget: Budget): string {
   return `at most ${parts.join(" and ")} ${per}`;
 }
 
-async function list(users: Users, json: boolean, io: CliIO): Promise<number> {
+/** What the configuration here says about users' keys (for `list`'s warnings). */
+interface KeyContext {
+  readonly providers: readonly string[];
+  readonly serverVariables: readonly string[];
+}
+
+/** Why a recorded key will not be used as recorded, or null. */
+function toKeyWarning(key: { provider: string; env: string }, context: KeyContext) {
+  if (context.serverVariables.includes(key.env) || toUserKeyVariableProblem(key.env) !== null) {
+    return "not a user key variable: their calls are refused";
+  }
+  if (context.providers.length > 0 && !context.providers.includes(key.provider)) {
+    return "no configured model has this provider: unused";
+  }
+  return null;
+}
+
+async function list(users: Users, json: boolean, io: CliIO, context: KeyContext): Promise<number> {
   const listed: UserListing[] = await users.list(Date.now());
   if (json) {
     io.stdout.write(`${JSON.stringify(listed, null, 2)}\n`);
@@ -214,15 +269,13 @@ async function list(users: Users, json: boolean, io: CliIO): Promise<number> {
       ? ` (+${figures.reservedTokens.toLocaleString("en-US")} tok, $${figures.reservedCost.toFixed(2)} reserved)`
       : "");
   // Whether each variable is set is known for this shell only; each instance reads its own.
+  const keyText = (key: UserListing["keys"][number]) => {
+    const here = (io.env[key.env] ?? "").trim() === "" ? "unset" : "set";
+    const warning = toKeyWarning(key, context);
+    return `${key.provider}: $${key.env} (${here} here${warning === null ? "" : `; ${warning}`})`;
+  };
   const keys = (user: UserListing) =>
-    user.keys.length === 0
-      ? "team's"
-      : user.keys
-          .map(
-            (key) =>
-              `${key.provider}: $${key.env} (${(io.env[key.env] ?? "").trim() === "" ? "unset" : "set"} here)`,
-          )
-          .join("; ");
+    user.keys.length === 0 ? "team's" : user.keys.map(keyText).join("; ");
   const rows = [
     ["user", "status", "keys", "today", "this month", "budgets"],
     ...listed.map((user) => [

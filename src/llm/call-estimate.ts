@@ -3,8 +3,9 @@
  * "Users and budgets").
  *
  * - Before the call: its *reservation*, an upper estimate — the request's input at 4 characters
- *   a token (an image counts as `IMAGE_TOKENS`) plus the model's whole output limit, priced at the
- *   model's input and output prices.
+ *   a token (an image counts as `IMAGE_TOKENS`) plus the whole output limit the call is sent with
+ *   (the max-mode limit when the client chose max mode), priced at the model's input and output
+ *   prices.
  * - After it: what the provider reported; when the call was cut short (aborted, failed) after
  *   tokens had arrived and the report is missing or smaller, the estimated input plus the output
  *   received so far (characters / 4). A call that failed before any token arrived and reported
@@ -25,7 +26,17 @@ const CHARS_PER_TOKEN = 4;
 
 export interface ModelLimits {
   readonly maxOutput: number;
+  /** The output limit a call in max mode is sent with (model-options.ts `applyModelOptions`). */
+  readonly maxModeMaxOutput: number;
   readonly prices: ModelPrices;
+}
+
+/**
+ * The output limit the call is sent with: in max mode (`options.maxMode`), the model's max-mode
+ * limit, as `applyModelOptions` sets `maxTokens`; else its base limit.
+ */
+export function toOutputLimit(call: Pick<LLMCall, "options">, model: ModelLimits): number {
+  return call.options?.maxMode === true ? model.maxModeMaxOutput : model.maxOutput;
 }
 
 /** The input tokens of a request, estimated from its characters. */
@@ -45,10 +56,10 @@ export function estimateInputTokens(call: LLMCall): number {
   return Math.ceil(chars / CHARS_PER_TOKEN) + images * IMAGE_TOKENS;
 }
 
-/** The reservation of a call: estimated input plus the whole output limit. */
+/** The reservation of a call: estimated input plus the whole output limit it is sent with. */
 export function toReservation(call: LLMCall, model: ModelLimits | undefined): CallAmount {
   const input = estimateInputTokens(call);
-  const output = model?.maxOutput ?? 0;
+  const output = model === undefined ? 0 : toOutputLimit(call, model);
   return { tokens: input + output, cost: price(model?.prices, input, output) };
 }
 

@@ -54,6 +54,11 @@ export type Admission =
       readonly apiKey?: Secret;
       /** Told what the call used, once it ended. Its failure does not fail the call. */
       readonly settle?: (used: CallAmount) => Promise<void>;
+      /**
+       * Called every `holdEveryMs` while the call runs (from admission to settlement), so its
+       * reservation is not taken for an abandoned one. Its failure does not fail the call.
+       */
+      readonly hold?: () => Promise<void>;
     };
 
 export type AdmitCall = (request: AdmissionRequest) => Promise<Admission>;
@@ -66,16 +71,25 @@ export function isBudgetRefusal(message: Pick<AssistantMessage, "provider" | "er
   );
 }
 
-export function gateLLM(llm: LLM, admit: AdmitCall): LLM {
+export interface GateOptions {
+  /** How often a running call's `hold` is called. Default: 60 s (store/users.ts). */
+  readonly holdEveryMs?: number;
+}
+
+/** The default of `GateOptions.holdEveryMs` (the store's `RESERVATION_HOLD_EVERY_MS`). */
+export const HOLD_EVERY_MS = 60_000;
+
+export function gateLLM(llm: LLM, admit: AdmitCall, options: GateOptions = {}): LLM {
+  const holdEveryMs = options.holdEveryMs ?? HOLD_EVERY_MS;
   return {
     listModels: () => llm.listModels(),
     health: () => llm.health(),
     findModel: (name) => llm.findModel(name),
-    stream: (call) => gatedStream(call, llm, admit),
+    stream: (call) => gatedStream(call, llm, admit, holdEveryMs),
   };
 }
 
-function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall): LLMStream {
+function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall, holdEveryMs: number): LLMStream {
   const controller = new AbortController();
   const onAbort = () => controller.abort(call.signal?.reason);
   if (call.signal?.aborted === true) controller.abort(call.signal.reason);
@@ -123,25 +137,36 @@ function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall): LLMStream {
       yield refusal(message);
       return;
     }
-    const { settle } = admission;
+    const { settle, hold } = admission;
     if (controller.signal.aborted) {
       await settle?.({ tokens: 0, cost: 0 }).catch(() => {});
       yield refusal("Request was aborted");
       return;
     }
-    // The caller's signal stays linked: aborting it aborts the inner call through ours.
-    inner = llm.stream({
-      ...call,
-      signal: controller.signal,
-      ...(admission.apiKey === undefined ? {} : { apiKey: admission.apiKey }),
-    });
-    const meter = createUsageMeter(call, model);
-    for await (const event of inner) {
-      meter.see(event);
-      if (event.type === "done" || event.type === "error") {
-        await settle?.(meter.used(event)).catch(() => {});
+    // While the call runs, its reservation is marked as in use (store/users.ts `hold`).
+    const holding =
+      hold === undefined
+        ? undefined
+        : setInterval(() => void hold().catch(() => {}), holdEveryMs).unref();
+    try {
+      // The caller's signal stays linked: aborting it aborts the inner call through ours.
+      inner = llm.stream({
+        ...call,
+        signal: controller.signal,
+        ...(admission.apiKey === undefined ? {} : { apiKey: admission.apiKey }),
+      });
+      const meter = createUsageMeter(call, model);
+      for await (const event of inner) {
+        meter.see(event);
+        if (event.type === "done" || event.type === "error") {
+          clearInterval(holding);
+          // Retried and reported by the admission's owner (cli/team-users.ts): never fails the call.
+          await settle?.(meter.used(event)).catch(() => {});
+        }
+        yield event;
       }
-      yield event;
+    } finally {
+      clearInterval(holding);
     }
   }
 

@@ -72,6 +72,8 @@ export interface ModelInfo {
   readonly options: ModelOptionSupport;
   /** The context window in max mode (equal to `contextWindow` when it has no max mode). */
   readonly maxModeContextWindow: number;
+  /** The output limit in max mode (equal to `maxOutput` when it has no max mode). */
+  readonly maxModeMaxOutput: number;
   /** Configured models a call moves to when this one fails before its first token. */
   readonly fallbacks: readonly string[];
   /** At most this many calls at once; null: no limit. */
@@ -425,6 +427,7 @@ function toModelInfo(config: ModelConfig): ModelInfo {
     demo: false,
     options: toModelOptionSupport(config),
     maxModeContextWindow: config.maxMode?.contextWindow ?? config.contextWindow,
+    maxModeMaxOutput: config.maxMode?.maxOutput ?? config.maxOutput,
     fallbacks: config.fallbacks ?? [],
     maxConcurrent: config.maxConcurrent ?? null,
   };
@@ -447,6 +450,7 @@ function toDemoInfo(demo: DemoModel): ModelInfo {
     demo: true,
     options: { thinking: false, efforts: [], maxMode: false, parallelToolCalls: true },
     maxModeContextWindow: demo.contextWindow,
+    maxModeMaxOutput: demo.maxOutput,
     fallbacks: [],
     maxConcurrent: null,
   };

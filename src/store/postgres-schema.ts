@@ -353,6 +353,38 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         on conflict (call_id) do nothing;
     `,
   },
+  {
+    version: 10,
+    name: "users: a reservation is held from its call's last sign of life (held_at); streams and conversations of the admin (null user), every existing one bound",
+    // A running call refreshes \`held_at\` (llm/gated-llm.ts); a reservation no longer counts once
+    // \`held_at\` is older than the lifetime. Rows written before count from their creation.
+    //
+    // A null user is the admin's (docs/team.md "Whose stream, whose conversation"): no user may
+    // take it. Every stream and conversation already stored is bound now, so none goes to the
+    // first user who names it: a stream to its conversation's user, a subagent's conversation
+    // (\`<root>~task~<digest>\`) to its root's, anything else (the admin's, from before users,
+    // helper pseudo-conversations) to the admin.
+    sql: `
+      alter table user_calls add column held_at bigint;
+      update user_calls set held_at = created_at where settled_at is null;
+
+      alter table conversation_users alter column user_id drop not null;
+      alter table stream_users alter column user_id drop not null;
+
+      insert into conversation_users (conversation_id, user_id, created_at)
+        select c.conversation_id,
+          (select r.user_id from conversation_users r
+            where r.conversation_id = split_part(c.conversation_id, '~task~', 1)),
+          c.created_at
+        from conversations c
+        on conflict (conversation_id) do nothing;
+
+      insert into stream_users (request_id, user_id, created_at)
+        select s.request_id, u.user_id, s.created_at
+        from request_streams s left join conversation_users u using (conversation_id)
+        on conflict (request_id) do nothing;
+    `,
+  },
 ];
 
 /** Moves version-4 bindings (JSON text with a base64 client state) over, as SQLite's 5 does. */

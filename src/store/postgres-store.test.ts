@@ -203,6 +203,56 @@ if (postgres.type === "ready") {
     }
   });
 
+  test("migration 10 binds every stored stream and conversation (to its user, its root's, or the admin) and holds open reservations from their creation", async () => {
+    const schema = await postgres.server.createSchema();
+    const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
+    try {
+      const client = await pool.connect();
+      try {
+        assert.deepEqual(await migratePostgres(client, 9), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        await client.query("insert into users values ('u-ann', 'ann', 'hash-a', 1, null)");
+        for (const id of ["c-ann", "c-ann~task~0123", "c-admin", "c-admin~task~4567"]) {
+          await client.query("insert into conversations values ($1, 1, 0, '', '', '{}', 5, 5)", [
+            id,
+          ]);
+        }
+        await client.query("insert into conversation_users values ('c-ann', 'u-ann', 1)");
+        await client.query(
+          "insert into request_streams (request_id, conversation_id, created_at) values " +
+            "('r-ann', 'c-ann', 2), ('r-admin', 'c-admin', 3)",
+        );
+        await client.query(
+          "insert into user_calls (call_id, user_id, conversation_id, day, reserved_tokens, " +
+            "reserved_cost, created_at) values ('open', 'u-ann', 'c-ann', '2026-11-30', 10, 0, 7)",
+        );
+        assert.deepEqual(await migratePostgres(client), [10]);
+        const conversations = await client.query(
+          "select conversation_id, user_id from conversation_users order by conversation_id",
+        );
+        assert.deepEqual(conversations.rows, [
+          { conversation_id: "c-admin", user_id: null },
+          { conversation_id: "c-admin~task~4567", user_id: null },
+          { conversation_id: "c-ann", user_id: "u-ann" },
+          { conversation_id: "c-ann~task~0123", user_id: "u-ann" },
+        ]);
+        const streams = await client.query(
+          "select request_id, user_id from stream_users order by request_id",
+        );
+        assert.deepEqual(streams.rows, [
+          { request_id: "r-admin", user_id: null },
+          { request_id: "r-ann", user_id: "u-ann" },
+        ]);
+        const held = await client.query("select held_at::int from user_calls");
+        assert.deepEqual(held.rows, [{ held_at: 7 }]);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await pool.end();
+      await schema.drop();
+    }
+  });
+
   test("migration 9 starts the users' ledger from their committed usage and unbinds helper pseudo-conversations", async () => {
     const schema = await postgres.server.createSchema();
     const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
@@ -221,7 +271,7 @@ if (postgres.type === "ready") {
           `insert into call_usage values ('c1', 1, 'call-1', ${usage}, 100, 50, 10, 5, 0.25, 7), ` +
             `('c1', 3, null, ${usage}, 1, 2, 0, 0, 0, 8)`,
         );
-        assert.deepEqual(await migratePostgres(client), [9]);
+        assert.deepEqual(await migratePostgres(client, 9), [9]);
         const ledger = await client.query(
           "select call_id, user_id, conversation_id, day, reserved_tokens::int, tokens::int, cost, settled_at::int " +
             "from user_calls order by call_id",

@@ -16,11 +16,12 @@ import {
   type CallReservation,
   createAccessToken,
   hashAccessToken,
-  KEY_VARIABLE,
   PROVIDER_ID,
   RESERVATION_LIFETIME_MS,
+  REVOKED_MESSAGE,
   toBudgetVerdict,
   toMonthStart,
+  toUserKeyVariableProblem,
   USER_NAME,
   type UserKey,
   type UserRecord,
@@ -30,19 +31,19 @@ import {
 
 /**
  * The usage figures of one user this UTC day and month: settled, and reserved by open calls (a
- * reservation older than `RESERVATION_LIFETIME_MS` belongs to a call whose instance died: no
- * longer held).
+ * reservation whose call gave no sign of life for `RESERVATION_LIFETIME_MS` — `held_at`,
+ * migration 10 — belongs to a call whose instance died: no longer held).
  */
 const USAGE_SQL =
   "select " +
   "coalesce(sum(tokens) filter (where day = $2), 0)::text as day_tokens, " +
   "coalesce(sum(cost) filter (where day = $2), 0)::text as day_cost, " +
-  "coalesce(sum(reserved_tokens) filter (where day = $2 and settled_at is null and created_at > $4), 0)::text as day_reserved_tokens, " +
-  "coalesce(sum(reserved_cost) filter (where day = $2 and settled_at is null and created_at > $4), 0)::text as day_reserved_cost, " +
+  "coalesce(sum(reserved_tokens) filter (where day = $2 and settled_at is null and coalesce(held_at, created_at) > $4), 0)::text as day_reserved_tokens, " +
+  "coalesce(sum(reserved_cost) filter (where day = $2 and settled_at is null and coalesce(held_at, created_at) > $4), 0)::text as day_reserved_cost, " +
   "coalesce(sum(tokens), 0)::text as month_tokens, " +
   "coalesce(sum(cost), 0)::text as month_cost, " +
-  "coalesce(sum(reserved_tokens) filter (where settled_at is null and created_at > $4), 0)::text as month_reserved_tokens, " +
-  "coalesce(sum(reserved_cost) filter (where settled_at is null and created_at > $4), 0)::text as month_reserved_cost " +
+  "coalesce(sum(reserved_tokens) filter (where settled_at is null and coalesce(held_at, created_at) > $4), 0)::text as month_reserved_tokens, " +
+  "coalesce(sum(reserved_cost) filter (where settled_at is null and coalesce(held_at, created_at) > $4), 0)::text as month_reserved_cost " +
   "from user_calls where user_id = $1 and day >= $3";
 
 function toUsage(row: Record<string, string> | undefined): Record<BudgetPeriod, UserUsage> {
@@ -135,16 +136,34 @@ export function openPostgresUsers(options: {
     table: "conversation_users" | "stream_users",
     column: "conversation_id" | "request_id",
     id: string,
-    userID: string,
+    userID: string | null,
     now: number,
-  ): Promise<string> => {
-    const result = await query<{ user_id: string }>(
+  ): Promise<string | null> => {
+    const result = await query<{ user_id: string | null }>(
       `with inserted as (insert into ${table} (${column}, user_id, created_at) values ($1, $2, $3) ` +
         `on conflict (${column}) do nothing returning user_id) ` +
         `select user_id from inserted union all select user_id from ${table} where ${column} = $1`,
       [id, userID, now],
     );
-    return result.rows[0]?.user_id ?? userID;
+    const bound = result.rows[0];
+    if (bound !== undefined) return bound.user_id;
+    // Another statement inserted the id first: ours waited for its commit and did nothing, but our
+    // select still read the snapshot taken before that commit (READ COMMITTED), so it saw no row.
+    // A new statement has a new snapshot and sees the committed owner. Never answer `userID` here:
+    // both users would be told the id is theirs.
+    const again = await query<{ user_id: string | null }>(
+      `select user_id from ${table} where ${column} = $1`,
+      [id],
+    );
+    const owner = again.rows[0];
+    if (owner === undefined) {
+      throw new StoreError(
+        "invalid_argument",
+        location,
+        `The owner of ${id} could not be read after binding it; nothing was granted. Try again.`,
+      );
+    }
+    return owner.user_id;
   };
   const invalid = (detail: string) =>
     new StoreError("invalid_argument", location, `${detail}; nothing was changed.`);
@@ -250,7 +269,7 @@ export function openPostgresUsers(options: {
       bind("stream_users", "request_id", requestID, userID, now),
 
     async ownerOf(conversationID) {
-      const result = await query<{ user_id: string }>(
+      const result = await query<{ user_id: string | null }>(
         "select user_id from conversation_users where conversation_id = $1",
         [conversationID],
       );
@@ -282,6 +301,16 @@ export function openPostgresUsers(options: {
         await client.query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [
           `cursor-byok-user:${call.userID}`,
         ]);
+        // A user revoked while their turn runs starts no new call (the request that began it was
+        // authenticated before).
+        const user = await client.query<{ name: string }>(
+          "select name from users where user_id = $1 and revoked_at is null",
+          [call.userID],
+        );
+        if (user.rows.length === 0) {
+          await client.query("rollback");
+          return { type: "revoked", message: REVOKED_MESSAGE };
+        }
         const budgets = await client.query<{
           period: BudgetPeriod;
           max_tokens: string | null;
@@ -310,7 +339,7 @@ export function openPostgresUsers(options: {
         }
         await client.query(
           "insert into user_calls (call_id, user_id, conversation_id, day, reserved_tokens, " +
-            "reserved_cost, created_at) values ($1, $2, $3, $4, $5, $6, $7) " +
+            "reserved_cost, created_at, held_at) values ($1, $2, $3, $4, $5, $6, $7, $7) " +
             "on conflict (call_id) do nothing",
           [call.callID, call.userID, call.conversationID, toDay(now), tokens, cost, now],
         );
@@ -324,15 +353,35 @@ export function openPostgresUsers(options: {
       }
     },
 
+    async isActive(userID) {
+      const result = await query("select 1 from users where user_id = $1 and revoked_at is null", [
+        userID,
+      ]);
+      return result.rows.length === 1;
+    },
+
+    async hold(callID, now) {
+      await query(
+        "update user_calls set held_at = greatest(coalesce(held_at, created_at), $2) " +
+          "where call_id = $1 and settled_at is null",
+        [callID, now],
+      );
+    },
+
     async settle(call, now) {
       const [tokens, cost] = toAmounts(call);
+      // Each attempt writes its own row, and only that row: the reserved attempt its call's row
+      // (replacing the reservation), a replay one keyed by its attempt. So a replay never
+      // overwrites a settled call, and a settlement written again (a retry) changes nothing.
+      const rowID =
+        call.replayID === undefined ? call.callID : `${call.callID}~replay~${call.replayID}`;
       await query(
         "insert into user_calls (call_id, user_id, conversation_id, day, reserved_tokens, " +
           "reserved_cost, tokens, cost, created_at, settled_at) " +
           "values ($1, $2, $3, $4, 0, 0, $5, $6, $7, $7) " +
           "on conflict (call_id) do update set tokens = excluded.tokens, cost = excluded.cost, " +
           "settled_at = excluded.settled_at",
-        [call.callID, call.userID, call.conversationID, toDay(now), tokens, cost, now],
+        [rowID, call.userID, call.conversationID, toDay(now), tokens, cost, now],
       );
     },
 
@@ -342,11 +391,8 @@ export function openPostgresUsers(options: {
           `"${provider}" is not a provider id (as models name it: openai, anthropic, …)`,
         );
       }
-      if (env !== null && !KEY_VARIABLE.test(env)) {
-        throw invalid(
-          "A key is given as the name of an environment variable (letters, digits, _), never the key itself",
-        );
-      }
+      const problem = env === null ? null : toUserKeyVariableProblem(env);
+      if (problem !== null) throw invalid(problem);
       const userID = await userIDOf(name);
       if (userID === undefined) return false;
       if (env === null) {

@@ -46,6 +46,21 @@ export interface CallReservation {
   readonly cost: number;
 }
 
+/**
+ * What one attempt of a call used. The attempt that reserved the call settles the call's own row;
+ * a replay (a call resumed after a crash or a takeover, never reserved) settles a row of its own,
+ * `replayID` naming the attempt, so a call sent twice counts twice and a settlement written twice
+ * (a retry after a lost answer) counts once.
+ */
+export interface CallSettlement extends CallReservation {
+  readonly replayID?: string;
+}
+
+/** `reserve`'s answer: the budget's, or a user revoked since the request began. */
+export type AdmissionVerdict =
+  | BudgetVerdict
+  | { readonly type: "revoked"; readonly message: string };
+
 export interface UserRecord {
   readonly userID: string;
   readonly name: string;
@@ -90,27 +105,40 @@ export interface Users {
   /** The active user holding `token`, or null. */
   authenticate(token: string): Promise<AuthenticatedUser | null>;
   /**
-   * Binds a conversation to the user unless it is bound already (the first one stays), and
-   * answers the user it is bound to: not `userID` means it is another user's.
+   * Binds a conversation to the user — `null`: the admin — unless it is bound already (the first
+   * one stays), and answers whom it is bound to (`null`: the admin's): not `userID` means it is
+   * not the user's.
    */
-  bindConversation(conversationID: string, userID: string, now: number): Promise<string>;
+  bindConversation(
+    conversationID: string,
+    userID: string | null,
+    now: number,
+  ): Promise<string | null>;
   /** The same for an agent stream, by its request id. */
-  bindStream(requestID: string, userID: string, now: number): Promise<string>;
-  /** The user a conversation belongs to, or null. */
+  bindStream(requestID: string, userID: string | null, now: number): Promise<string | null>;
+  /** The user a conversation belongs to, or null (the admin's, or not bound). */
   ownerOf(conversationID: string): Promise<string | null>;
   /** Whether the user may start another model call now, counting reservations. */
   checkBudget(userID: string, now: number): Promise<BudgetVerdict>;
   /**
-   * Checks the user's budgets and, when they admit another call, reserves the call's estimate —
-   * one step under a per-user lock, so concurrent calls of one user see each other's
-   * reservations. `exceeded`: nothing was reserved.
+   * Checks that the user is active and their budgets admit another call and, if so, reserves the
+   * call's estimate — one step under a per-user lock, so concurrent calls of one user see each
+   * other's reservations. `exceeded`, `revoked`: nothing was reserved.
    */
-  reserve(call: CallReservation, now: number): Promise<BudgetVerdict>;
+  reserve(call: CallReservation, now: number): Promise<AdmissionVerdict>;
+  /** Whether the user exists and is not revoked (a replay's admission: it reserves nothing). */
+  isActive(userID: string): Promise<boolean>;
   /**
-   * Records what a call used (its reservation, if any, is replaced); a call settled again (a
-   * replay after a takeover) keeps the last figures.
+   * Marks a reservation as still in use at `now`: it is held for `RESERVATION_LIFETIME_MS` from
+   * its call's last such sign of life, so a call that runs long keeps it.
    */
-  settle(call: CallReservation, now: number): Promise<void>;
+  hold(callID: string, now: number): Promise<void>;
+  /**
+   * Records what one attempt of a call used (`CallSettlement`): the reserved attempt's figures
+   * replace its reservation; a replay's go to a row of its own. Writing the same settlement
+   * again changes nothing.
+   */
+  settle(call: CallSettlement, now: number): Promise<void>;
   /** Sets (`env`) or removes (`null`) the user's own key for a provider. False: no such user. */
   setKey(name: string, provider: string, env: string | null): Promise<boolean>;
   /** The user's own keys. */
@@ -120,18 +148,48 @@ export interface Users {
 
 export const USER_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 
-/** An environment variable's name, as a user's key is recorded (never its value). */
 /**
- * How long an unsettled reservation is held. A call settles when it ends; one that never does
- * belonged to an instance that died mid-call (a takeover that replays it settles it under the same
- * call id). Longer than any call runs (the provider SDKs' own limit is 10 minutes).
+ * How long an unsettled reservation is held after its call's last sign of life (`Users.hold`,
+ * sent every minute while the call runs: llm/gated-llm.ts `HOLD_EVERY_MS`), so a call held as
+ * long as it runs, however long. A call settles when it ends; one that never does belonged to an
+ * instance that died mid-call, or its settlement could not be written (retried within this time,
+ * cli/team-users.ts). Several missed signs of life, so a slow database does not drop a running
+ * call's reservation.
  */
-export const RESERVATION_LIFETIME_MS = 30 * 60_000;
+export const RESERVATION_LIFETIME_MS = 5 * 60_000;
+
+/** Why a revoked user's call is refused (their turn may still run: it was authenticated before). */
+export const REVOKED_MESSAGE =
+  "The model call was not started: this user's access was revoked (`cursor-byok users revoke`). " +
+  "Ask an admin for a new token.";
 
 /** How every budget refusal's message starts (the client shows it as is). */
 export const BUDGET_REACHED_PREFIX = "Budget reached: ";
 
+/** An environment variable's name, as a user's key is recorded (never its value). */
 export const KEY_VARIABLE = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+/**
+ * How the variable of every user's own key is named. A user's key is sent to a configured model's
+ * endpoint as that user's key, so the variable must never be one of the server's own secrets (its
+ * admin token, `DATABASE_URL`/`PG*`, the models' `apiKeyEnv`, web search keys, or anything else
+ * in its environment): only variables made for users' keys qualify.
+ */
+export const USER_KEY_PREFIX = "CURSOR_BYOK_USER_";
+
+/** Why `name` may not hold a user's own key, or null when it may. */
+export function toUserKeyVariableProblem(name: string): string | null {
+  if (!KEY_VARIABLE.test(name)) {
+    return "A key is given as the name of an environment variable (letters, digits, _), never the key itself";
+  }
+  if (!name.startsWith(USER_KEY_PREFIX) || name.length === USER_KEY_PREFIX.length) {
+    return (
+      `A user's key variable is named ${USER_KEY_PREFIX}<something> (e.g. ${USER_KEY_PREFIX}ANN_OPENAI), ` +
+      `so it can never name one of the server's own secrets; ${name} is not`
+    );
+  }
+  return null;
+}
 
 /** A provider id, as configured models name it (`openai`, `anthropic`, `openrouter`, …). */
 export const PROVIDER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

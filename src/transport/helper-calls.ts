@@ -8,6 +8,9 @@ import { randomUUID } from "node:crypto";
 import type { LLM } from "../llm/index.ts";
 import type { HelperPrompt } from "./cursor/helper-tasks.ts";
 
+/** The pseudo-conversations helper calls run in: the server's, never a user's (user-access.ts). */
+export const HELPER_CONVERSATION_PREFIX = "cursor-byok-helper-";
+
 export type HelperTask = "title" | "overview" | "commit-message" | "branch-name";
 
 export type HelperResult =
@@ -38,7 +41,7 @@ export function createHelperCall(
       callID: `helper-${task}-${randomUUID()}`,
       model,
       // One cache key per task: the instruction prefix is the same for every call of a task.
-      conversationID: `cursor-byok-helper-${task}`,
+      conversationID: `${HELPER_CONVERSATION_PREFIX}${task}`,
       signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]),
       request: {
         systemPrompt: prompt.systemPrompt,

@@ -1,18 +1,28 @@
 /**
  * Which team user may use an agent stream or a conversation (docs/team.md "Users and budgets"):
- * the first user whose request names one — a RunSSE or BidiAppend by its request id, a run request
+ * the first request that names one — a RunSSE or BidiAppend by its request id, a run request
  * by its conversation id — binds it in the database, so every instance refuses it to any other
- * user (`belongs_to_another_user`, docs/wire-errors.md). Requests made with the admin's token, or
- * on a server without users, run as no user and are not checked.
+ * user (`belongs_to_another_user`, docs/wire-errors.md). A request made with the admin's token
+ * binds what it names first to the admin (no user may take it), and may use everything. Helper
+ * pseudo-conversations (`cursor-byok-helper-*`) are the server's: no user's request may name one.
+ * On a server without users nothing is checked.
  */
 import { toRootConversationID } from "../loop/index.ts";
 import { toProtocolError } from "./cursor/index.ts";
+import { HELPER_CONVERSATION_PREFIX } from "./helper-calls.ts";
 import { currentRequestUser } from "./request-user.ts";
 
-/** The bindings, kept in the store (store/users.ts): each answers the user bound after the call. */
+/**
+ * The bindings, kept in the store (store/users.ts): each answers whom the id is bound to after
+ * the call (`null`: the admin).
+ */
 export interface UserBindings {
-  bindStream(requestID: string, userID: string, now: number): Promise<string>;
-  bindConversation(conversationID: string, userID: string, now: number): Promise<string>;
+  bindStream(requestID: string, userID: string | null, now: number): Promise<string | null>;
+  bindConversation(
+    conversationID: string,
+    userID: string | null,
+    now: number,
+  ): Promise<string | null>;
 }
 
 /** Throws `belongs_to_another_user` when the request's user may not use what it names. */
@@ -24,7 +34,21 @@ export type CheckAccess = (target: {
 export function createAccessCheck(bindings: UserBindings, now: () => number): CheckAccess {
   return async ({ requestID, conversationID }) => {
     const user = currentRequestUser();
-    if (user === undefined) return;
+    if (user === undefined) {
+      // The admin: claims what it names first, so no user can take it later; uses anything. A
+      // subagent's conversation is left to its root's owner (the root is what a user is checked
+      // against first).
+      if (requestID !== undefined && requestID !== "") {
+        await bindings.bindStream(requestID, null, now());
+      }
+      if (conversationID !== undefined && conversationID !== "") {
+        await bindings.bindConversation(toRootConversationID(conversationID), null, now());
+      }
+      return;
+    }
+    if (conversationID?.startsWith(HELPER_CONVERSATION_PREFIX) === true) {
+      throw toProtocolError({ type: "belongs_to_another_user", what: "conversation" });
+    }
     if (requestID !== undefined && requestID !== "") {
       const owner = await bindings.bindStream(requestID, user.userID, now());
       if (owner !== user.userID) {
