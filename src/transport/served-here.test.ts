@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { ConnectError, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { createLLM, createModelConfig } from "../llm/index.ts";
 import { toChatCompletionSse } from "../llm/testing/chat-completions-sse.ts";
@@ -27,6 +27,7 @@ import { AgentClientMessageSchema, AgentService } from "./cursor/gen/agent/v1/ag
 import { BidiAppendRequestSchema, BidiService } from "./cursor/gen/aiserver/v1/bidi_pb.js";
 import { toProtocolError } from "./cursor/index.ts";
 import { createRecordingLog } from "./log.ts";
+import { createServedHereCheck } from "./served-here.ts";
 import { DEFAULT_SERVER_OPTIONS, type LocalServer, startServer } from "./server.ts";
 import { createCursorClient } from "./testing/index.ts";
 
@@ -61,6 +62,35 @@ function startHeldProvider() {
     });
   return { server, bodies, release, seen };
 }
+
+test("the check: a differing header is refused; without one the body's id is claimed", async () => {
+  const claimed: string[] = [];
+  const check = (answer: "mine" | "elsewhere" | "fails") =>
+    createServedHereCheck({
+      claim: async (id) => {
+        claimed.push(id);
+        if (answer === "fails") throw new Error("the database did not answer");
+        return answer === "mine"
+          ? { type: "mine" }
+          : { type: "elsewhere", instanceID: "other", url: "http://10.0.0.2:8765" };
+      },
+    });
+  const code = async (promise: Promise<void>) =>
+    promise.then(
+      () => "served",
+      (error: unknown) => ConnectError.from(error).code,
+    );
+  assert.equal(await code(check("mine")("r", "decoy")), Code.InvalidArgument);
+  assert.equal(await code(check("mine")("r", "")), Code.InvalidArgument);
+  assert.equal(await code(check("elsewhere")("r", "r")), "served");
+  assert.deepEqual(claimed, [], "a routed request was claimed by routing already");
+  assert.equal(await code(check("mine")("r", null)), "served");
+  assert.equal(await code(check("elsewhere")("r", null)), Code.FailedPrecondition);
+  assert.equal(await code(check("fails")("r", null)), Code.Unavailable);
+  const long = "x".repeat(129);
+  assert.equal(await code(check("elsewhere")(long, long)), Code.FailedPrecondition);
+  assert.deepEqual(claimed, ["r", "r", "r", long]);
+});
 
 if (postgres.type === "unavailable") {
   test(`served here: skipped, ${postgres.reason}`, { skip: postgres.reason }, () => {});

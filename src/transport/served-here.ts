@@ -27,7 +27,10 @@ export function createServedHereCheck(directory: Pick<ClusterDirectory, "claim">
       throw toProtocolError({ type: "request_id_mismatch" });
     }
     if (toRoutedRequestID(header ?? undefined) !== undefined) return;
-    const owner = await directory.claim(bodyID);
+    // The directory not answering is this instance's failure: retry, as when routing fails.
+    const owner = await directory.claim(bodyID).catch(() => {
+      throw toProtocolError({ type: "instance_unreachable" });
+    });
     if (owner.type !== "mine") throw toProtocolError({ type: "served_elsewhere" });
   };
 }

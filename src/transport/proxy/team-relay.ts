@@ -161,7 +161,10 @@ export function answerError(
     writer.end(envelope);
     return;
   }
-  writer.writeHead(error.code === Code.Unauthenticated ? 401 : 400, {
+  // The statuses a server answers these with (server.ts): 401, 404 for an unserved procedure.
+  const status =
+    error.code === Code.Unauthenticated ? 401 : error.code === Code.Unimplemented ? 404 : 400;
+  writer.writeHead(status, {
     "content-type": "application/json",
   });
   writer.end(JSON.stringify(body));
