@@ -23,12 +23,18 @@ import {
 } from "../config/index.ts";
 import { listen } from "../transport/http/listen.ts";
 import { silentLog } from "../transport/log.ts";
+import { guardLocalRelay } from "../transport/proxy/local-relay-gate.ts";
 import { createTeamRelay } from "../transport/proxy/team-relay.ts";
+import { listServedProcedures } from "../transport/server.ts";
+import { EMPTY_REPLIES } from "../transport/startup-procedures.ts";
 import { CONFIG_OPTION, HELP_OPTION, parseFlags, toStringFlag } from "./args.ts";
 import type { Command } from "./command.ts";
 import type { CliIO } from "./io.ts";
 import { loadSettings } from "./settings.ts";
 import { UsageError } from "./usage-error.ts";
+
+/** The variable README and the starter config name for `server.accessTokenEnv` (the admin's). */
+const ADMIN_TOKEN_VARIABLE = "CURSOR_BYOK_TOKEN";
 
 const OPTIONS = {
   ...HELP_OPTION,
@@ -159,13 +165,17 @@ async function runThroughRelay(
     tokenVariable: team.tokenVariable,
     log: silentLog,
   });
-  const listener = await listen(relay.serve, "127.0.0.1", 0);
+  const listener = await listen(
+    guardLocalRelay(relay.serve, new Set([...listServedProcedures(), ...EMPTY_REPLIES])),
+    "127.0.0.1",
+    0,
+  );
   const endpoint = `http://127.0.0.1:${listener.address.port}`;
   try {
     return await runChild(
       executable,
       ["--endpoint", endpoint, "--agent-endpoint", endpoint, ...args],
-      toChildEnv(io.env),
+      toRelayedChildEnv(io.env, team.tokenVariable),
       io,
     );
   } finally {
@@ -229,6 +239,23 @@ export function toChildEnv(
 ): Record<string, string | undefined> {
   const child = { ...env };
   for (const name of PROXY_VARIABLES) delete child[name];
+  return child;
+}
+
+/**
+ * cursor-agent's environment behind the team relay: without the proxy variables and without the
+ * team token (and the admin token, should it be set). The relay has read the token already, and
+ * cursor-agent's shell tool runs the model's commands in this environment: a prompt injection
+ * running `env` would otherwise put the token into a tool result (docs/team.md "Clients").
+ */
+export function toRelayedChildEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  tokenVariable: string,
+): Record<string, string | undefined> {
+  const child = toChildEnv(env);
+  for (const name of [tokenVariable, DEFAULT_TEAM_TOKEN_VARIABLE, ADMIN_TOKEN_VARIABLE]) {
+    delete child[name];
+  }
   return child;
 }
 

@@ -110,12 +110,9 @@ export const SERVE_COMMAND: Command = {
       return 1;
     }
     const ideMode = ide.type === "ok";
-    if (ideMode && config.server.accessToken.type !== "none") {
-      io.stderr.write(
-        "cursor-byok: not starting: IDE mode is set up, and the server has an access token. Cursor " +
-          "cannot send that token, so the IDE proxy would let any local user use your keys without it. " +
-          "Remove the access token (IDE mode is for one person's machine), or run `cursor-byok ide undo`.\n",
-      );
+    const ideProblem = toIdeModeProblem(config, ideMode);
+    if (ideProblem !== undefined) {
+      io.stderr.write(`cursor-byok: not starting: ${ideProblem}\n`);
       return 1;
     }
     if (ideMode && config.server.offerHttp2) {
@@ -136,6 +133,16 @@ export const SERVE_COMMAND: Command = {
         : await openClusterDirectory({
             url: config.postgres.url.reveal(),
             instanceID: randomUUID(),
+            // Self-fencing (docs/team.md "Takeover"): its lease may soon be taken over, so this
+            // instance stops serving at once, as a crash would: streams, turns, model calls.
+            onLeaseLost: () => {
+              log.error(
+                {},
+                "could not renew this instance's lease in the database: exiting before another " +
+                  "instance takes its streams over (a supervisor restarts it)",
+              );
+              process.exit(1);
+            },
           });
     let server: LocalServer;
     try {
@@ -313,6 +320,34 @@ export function toStartProblems(config: Config): string[] {
   if (advertise !== undefined) problems.push(advertise);
   if (refusal !== undefined) problems.push(refusal);
   return problems;
+}
+
+/**
+ * Why IDE mode (a journal left by `ide setup`) cannot run with `config`. The IDE proxy serves
+ * the IDE without a token (Cursor cannot send one), as the admin: no user, no bindings, no
+ * budgets. So a team's server (`server.users`) never runs it — each person's IDE reaches the
+ * team server through their own machine's `serve` with `team.server` (docs/team.md "Clients") —
+ * and neither does a server with an access token, which the proxy would bypass.
+ */
+export function toIdeModeProblem(config: Config, ideMode: boolean): string | undefined {
+  if (!ideMode) return undefined;
+  if (config.server.users) {
+    return (
+      "IDE mode is set up, and this is a team's server (server.users). The IDE proxy cannot " +
+      "send a user's token, so it would serve any local account as the admin: every user's " +
+      "streams and conversations, no budgets. Run `cursor-byok ide undo` here; each person's " +
+      "IDE reaches the team server through `cursor-byok serve` with team.server on their own " +
+      'machine (docs/team.md "Clients").'
+    );
+  }
+  if (config.server.accessToken.type !== "none") {
+    return (
+      "IDE mode is set up, and the server has an access token. Cursor cannot send that token, " +
+      "so the IDE proxy would let any local user use your keys without it. Remove the access " +
+      "token (IDE mode is for one person's machine), or run `cursor-byok ide undo`."
+    );
+  }
+  return undefined;
 }
 
 /**

@@ -12,6 +12,14 @@
  * instance advertising a wrong address refuses connections while it is alive and serving, so
  * the forwarder asks `awaitVerdict` instead, which watches the heartbeat (docs/team.md
  * "Takeover").
+ *
+ * Self-fencing: the others may take this instance's streams over once its heartbeat is `leaseMs`
+ * old by the database's clock. The row is stamped when the statement runs, which is after this
+ * process sent it, so a lease renewed by a statement sent at local time t lasts at least until
+ * t + leaseMs. When no heartbeat has succeeded for `leaseMs - leaseMs / 5` since the last good
+ * one was sent (the database unreachable or too slow, one lost heartbeat is tolerated),
+ * `onLeaseLost` is called — before the others can take over, with a fifth of the lease to spare
+ * — and the caller stops serving (cli/serve.ts exits, as a crash would).
  */
 import type pg from "pg";
 import { createPool, fromPostgresError, toPostgresLocation } from "./postgres-store.ts";
@@ -47,6 +55,11 @@ export interface ClusterDirectoryOptions {
   readonly advertiseUrl?: string;
   /** Default 15 s. */
   readonly leaseMs?: number;
+  /**
+   * Called once when this instance can no longer be sure it holds its lease (self-fencing,
+   * above): it must stop serving its streams now, the others may take them over soon.
+   */
+  readonly onLeaseLost?: () => void;
 }
 
 /** Claims older than this are forgotten (a stream lives minutes, not days). */
@@ -84,12 +97,35 @@ export async function openClusterDirectory(
   };
 
   let advertised: string | undefined;
-  const beat = () =>
-    query(
+  /** Self-fencing (above): fires unless a heartbeat succeeds in time; cleared when leaving. */
+  const fenceAfterMs = leaseMs - Math.floor(leaseMs / 5);
+  let fence: NodeJS.Timeout | undefined;
+  let fenced = false;
+  let renewedFrom = 0;
+  const armFence = (): void => {
+    if (options.onLeaseLost === undefined || fenced) return;
+    clearTimeout(fence);
+    fence = setTimeout(
+      () => {
+        fenced = true;
+        options.onLeaseLost?.();
+      },
+      Math.max(0, renewedFrom + fenceAfterMs - performance.now()),
+    );
+    fence.unref();
+  };
+  const beat = async (): Promise<void> => {
+    const sentAt = performance.now();
+    await query(
       `insert into instances (instance_id, url, started_at, heartbeat_at) values ($1, $2, ${DB_NOW}, ${DB_NOW}) ` +
         "on conflict (instance_id) do update set heartbeat_at = excluded.heartbeat_at, url = excluded.url",
       [instanceID, advertised],
     );
+    if (sentAt > renewedFrom) {
+      renewedFrom = sentAt;
+      armFence();
+    }
+  };
   let beats = 0;
   let timer: NodeJS.Timeout | undefined;
   const advertise = async (url: string): Promise<void> => {
@@ -162,10 +198,12 @@ export async function openClusterDirectory(
     },
     async leave() {
       clearInterval(timer);
+      clearTimeout(fence);
       await query("update instances set heartbeat_at = 0 where instance_id = $1", [instanceID]);
     },
     async close() {
       clearInterval(timer);
+      clearTimeout(fence);
       await pool.end();
     },
   };

@@ -2,7 +2,9 @@
  * Several instances behind a plain load balancer (docs/team.md "Several instances"): the RunSSE
  * and the BidiAppends of one agent stream may reach different instances, over HTTP/1.1 or
  * HTTP/2, but the stream lives in one process, its owner. Each such request is routed by its
- * `x-request-id` (equal to the body's request id, cursor-protocol.md §1.4): the instance claims
+ * `x-request-id` (equal to the body's request id, cursor-protocol.md §1.4; the handler refuses
+ * one that differs, and claims the body's id itself when there is none, served-here.ts, so only
+ * the stream's owner ever serves it): the instance claims
  * the stream in the shared directory (store/postgres-cluster.ts) and serves it, or forwards the
  * request over HTTP/1.1 to the owner and relays the answer (the RunSSE stream included) back.
  *
@@ -55,6 +57,15 @@ const ROUTED_PATHS: ReadonlySet<string> = new Set([
 export const FORWARDED_TO_HEADER = "x-cursor-byok-forwarded-to";
 /** Earlier versions' marker: never trusted, routed like an unmarked request (see above). */
 export const LEGACY_FORWARDED_HEADER = "x-cursor-byok-forwarded";
+
+/**
+ * The id a stream request is routed by: its `x-request-id` header, when it has one that can be
+ * an id (non-empty, at most 128 characters). The handler checks that it equals the body's id.
+ */
+export function toRoutedRequestID(header: string | string[] | undefined): string | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value === undefined || value === "" || value.length > 128 ? undefined : value;
+}
 
 /** How long connecting to the owner may take before it counts as unreachable. */
 const CONNECT_LIMIT_MS = 3_000;
@@ -135,14 +146,10 @@ export function createClusterRouting(directory: ClusterDirectory, log: Log): Clu
       }
       // An earlier version's marker (LEGACY_FORWARDED_HEADER) is not looked at: such a request
       // is routed like any other.
-      const header = request.headers["x-request-id"];
-      const requestID = Array.isArray(header) ? header[0] : header;
-      if (
-        !ROUTED_PATHS.has(path) ||
-        requestID === undefined ||
-        requestID === "" ||
-        requestID.length > 128
-      ) {
+      // Without a routable header the request is served here, and the handler claims the id it
+      // serves itself (served-here.ts): it refuses unless this instance holds that stream.
+      const requestID = toRoutedRequestID(request.headers["x-request-id"]);
+      if (!ROUTED_PATHS.has(path) || requestID === undefined) {
         local(request, response);
         return;
       }

@@ -38,6 +38,7 @@ import {
 } from "./cursor/index.ts";
 import type { HelperCall, HelperResult } from "./helper-calls.ts";
 import type { Log } from "./log.ts";
+import type { CheckServedHere } from "./served-here.ts";
 import type { StreamRegistry } from "./stream-registry.ts";
 import type { CheckAccess } from "./user-access.ts";
 
@@ -52,6 +53,8 @@ export interface RouteOptions {
   readonly helper: HelperCall;
   /** Team users: refuses a stream or conversation of another user (user-access.ts). */
   readonly access?: CheckAccess;
+  /** Several instances: refuses a stream this instance does not hold (served-here.ts). */
+  readonly servedHere?: CheckServedHere;
 }
 
 export function createRoutes(
@@ -71,6 +74,9 @@ export function createRoutes(
     });
   const { helper } = options;
   const access: CheckAccess = options.access ?? (() => Promise.resolve());
+  const servedHere: CheckServedHere = options.servedHere ?? (() => Promise.resolve());
+  const headerID = (context: HandlerContext): string | null =>
+    context.requestHeader.get("x-request-id");
   /** The conversation a client message names (a run request's), checked with its stream. */
   const conversationOf = (message: AgentClientMessage): string | undefined =>
     message.message.case === "runRequest" ? message.message.value.conversationId : undefined;
@@ -90,6 +96,7 @@ export function createRoutes(
       // Not a generator: the agent stream's own generator is what Connect reads (after-open.ts).
       runSSE: (request, context) =>
         afterOpen(async () => {
+          await servedHere(request.requestId, headerID(context));
           await access({ requestID: request.requestId });
           return (await streams.open(request.requestId)).subscribe(context.signal);
         }),
@@ -131,7 +138,7 @@ export function createRoutes(
     });
 
     router.service(BidiService, {
-      async bidiAppend(request) {
+      async bidiAppend(request, context) {
         const requestID = request.requestId?.requestId.slice(0, 64) ?? "";
         const decoded = fromBidiAppendRequest(request);
         if (!decoded.ok) {
@@ -149,6 +156,7 @@ export function createRoutes(
           );
         }
         try {
+          await servedHere(decoded.value.requestID, headerID(context));
           await access({ requestID: decoded.value.requestID });
           const stream = await streams.open(decoded.value.requestID, {
             create: message.message.case === "runRequest",

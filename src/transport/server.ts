@@ -53,6 +53,7 @@ import type { Log } from "./log.ts";
 import { createPathEncryptionKeys } from "./path-encryption-keys.ts";
 import { type Authenticate, runAsUser } from "./request-user.ts";
 import { createRoutes } from "./routes.ts";
+import { createServedHereCheck } from "./served-here.ts";
 import {
   EMPTY_REPLIES,
   INFERENCE_SERVICE_PREFIX,
@@ -231,6 +232,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       timeoutMs: options.helperTimeoutMs,
     }),
     ...(deps.access === undefined ? {} : { access: deps.access }),
+    ...(deps.cluster === undefined ? {} : { servedHere: createServedHereCheck(deps.cluster) }),
   });
   const procedures = toProcedures(routes);
   const connect = connectNodeAdapter({
@@ -439,7 +441,8 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   return {
     url,
     address: listener.address,
-    serveTrusted: dispatch,
+    // Routed like any request: only the owner instance serves a stream (served-here.ts).
+    serveTrusted: route,
     servesProcedure: (path) => procedures.has(path),
     async close(closeOptions = {}) {
       health.drain();

@@ -58,6 +58,8 @@ export type ProtocolError =
   | { readonly type: "helper_failed"; readonly what: string; readonly reason: string }
   | { readonly type: "instance_unreachable" }
   | { readonly type: "misdirected" }
+  | { readonly type: "request_id_mismatch" }
+  | { readonly type: "served_elsewhere" }
   | { readonly type: "token_check_failed" }
   | { readonly type: "belongs_to_another_user"; readonly what: "agent stream" | "conversation" }
   | { readonly type: "team_token_missing"; readonly variable: string };
@@ -114,6 +116,8 @@ export const WIRE_ERRORS: { readonly [Name in DetailedName]: Row<ErrorDetails_Er
   helper_failed: bare(Code.Unavailable),
   instance_unreachable: bare(Code.Unavailable),
   misdirected: bare(Code.FailedPrecondition),
+  request_id_mismatch: bare(Code.InvalidArgument),
+  served_elsewhere: bare(Code.FailedPrecondition),
   token_check_failed: bare(Code.Unavailable),
   belongs_to_another_user: bare(Code.PermissionDenied),
   team_token_missing: bare(Code.Unauthenticated),
@@ -161,6 +165,13 @@ function toProtocolMessage(error: ProtocolError): string {
       );
     case "misdirected":
       return "this request was forwarded to another server instance; it is not served here";
+    case "request_id_mismatch":
+      return "the x-request-id header differs from the request id in the body; send the same id in both";
+    case "served_elsewhere":
+      return (
+        "this agent stream is held by another server instance; send its request id as the " +
+        "x-request-id header so the request reaches that instance"
+      );
     case "token_check_failed":
       return "the access token could not be checked (the user database did not answer); retry shortly";
     case "belongs_to_another_user":

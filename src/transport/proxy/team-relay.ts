@@ -3,7 +3,8 @@
  * as the bearer token, and no setting makes them send another, so a team server's per-user
  * tokens reach it through this relay on the user's machine. It sends the agent's calls to the
  * team's server with `authorization: Bearer <the user's team token>` in place of the client's
- * own authorization (and without its cookies), and relays the answer back as it streams.
+ * own authorization (and with only the headers serving the call needs: no cookies, no Cursor
+ * account or machine identifiers), and relays the answer back as it streams.
  *
  * Two clients use it: the IDE proxy (ide/ide-proxy.ts), for the procedures a cursor-byok server
  * answers — everything else still goes to Cursor's real hosts, unchanged, so the team token
@@ -44,8 +45,35 @@ export interface TeamRelay {
   close(): void;
 }
 
-/** Client headers the team server is not given: the client's own credentials. */
-const WITHHELD = new Set(["authorization", "cookie"]);
+/**
+ * The client headers the team server is given: what serving a call needs (Connect's and gRPC's
+ * protocol headers, the body's encoding, the stream's request id, the client's kind and
+ * version). Everything else stays on the machine: the client's own credentials
+ * (`authorization`, `cookie`) and the identifiers of its Cursor account and machine
+ * (`x-session-id`, derived from the sign-in token; `x-cursor-checksum`, which embeds the
+ * machine id; `x-client-key`, `x-cursor-config-version`, `x-new-onboarding-completed`, time
+ * zone, tracing headers, …; cursor-protocol.md §1.5).
+ */
+const RELAYED_HEADERS: ReadonlySet<string> = new Set([
+  "content-type",
+  "content-length",
+  "content-encoding",
+  "accept",
+  "accept-encoding",
+  "connect-protocol-version",
+  "connect-timeout-ms",
+  "connect-content-encoding",
+  "connect-accept-encoding",
+  "grpc-timeout",
+  "grpc-encoding",
+  "grpc-accept-encoding",
+  "te",
+  "user-agent",
+  "x-request-id",
+  "x-cursor-client-type",
+  "x-cursor-client-version",
+  "x-ghost-mode",
+]);
 
 export function createTeamRelay(options: TeamRelayOptions): TeamRelay {
   const server = new URL(options.server);
@@ -61,7 +89,7 @@ export function createTeamRelay(options: TeamRelayOptions): TeamRelay {
   const rewriteHeaders = (headers: Record<string, string | string[]>) => {
     const out: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(headers)) {
-      if (!WITHHELD.has(name)) out[name] = value;
+      if (RELAYED_HEADERS.has(name)) out[name] = value;
     }
     if (token !== undefined) out.authorization = `Bearer ${token.reveal()}`;
     if (options.forIde === true) out[VIA_IDE_PROXY_HEADER] = "1";
@@ -114,7 +142,7 @@ function teamTrustRoots(): readonly string[] {
 }
 
 /** `error` in the client's protocol: a Connect end-stream message, or a unary JSON error. */
-function answerError(
+export function answerError(
   request: ProxiedRequest,
   response: ProxiedResponse,
   error: ConnectError,
@@ -133,7 +161,10 @@ function answerError(
     writer.end(envelope);
     return;
   }
-  writer.writeHead(error.code === Code.Unauthenticated ? 401 : 400, {
+  // The statuses a server answers these with (server.ts): 401, 404 for an unserved procedure.
+  const status =
+    error.code === Code.Unauthenticated ? 401 : error.code === Code.Unimplemented ? 404 : 400;
+  writer.writeHead(status, {
     "content-type": "application/json",
   });
   writer.end(JSON.stringify(body));
