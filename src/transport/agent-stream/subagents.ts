@@ -17,6 +17,7 @@
  *   `turn_ended` update and the "turn ended" log); a "subagent ended" line logs each child.
  */
 import { createHash } from "node:crypto";
+import { toErrorMessage } from "../../llm/index.ts";
 import type { AssistantMessage, ToolResultMessage } from "../../llm/types.ts";
 import {
   type CallClientCommand,
@@ -525,22 +526,12 @@ function lastAssistant(state: ConversationState): AssistantMessage {
 }
 
 function toFailureMessage(state: ConversationState): AssistantMessage {
-  return {
-    role: "assistant",
-    content: [],
+  return toErrorMessage({
     api: "cursor-byok",
     provider: "cursor-byok",
     model: state.settings?.model ?? "",
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
-    stopReason: "error",
+    reason: "error",
     errorMessage: state.failure?.message ?? "unknown error",
     timestamp: 0,
-  };
+  });
 }
