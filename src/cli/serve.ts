@@ -19,7 +19,7 @@ import {
   toDefaultConfigPath,
 } from "../config/index.ts";
 import { errorMessage } from "../errors/error-message.ts";
-import { startIdeProxy } from "../ide/ide-proxy.ts";
+import { startIdeProxy, toIdeProxyStartProblem } from "../ide/ide-proxy.ts";
 import { readJournal, toIdeDirectory } from "../ide/journal.ts";
 import { toSettingsPath } from "../ide/settings-file.ts";
 import { readIdeStatus, toStaleProblem } from "../ide/status.ts";
@@ -222,14 +222,7 @@ export const SERVE_COMMAND: Command = {
         await team?.close();
         await cluster?.close();
         await opened.close();
-        const code = (error as NodeJS.ErrnoException).code;
-        io.stderr.write(
-          `cursor-byok: ${
-            code === "EADDRINUSE"
-              ? `the IDE proxy's port ${proxyUrl.port} is in use (Cursor's settings point at ${ide.journal.proxyUrl}). Stop what uses it, or run \`cursor-byok ide undo\` and set up again with --proxy-port.`
-              : `could not start the IDE proxy: ${(error as Error).message}`
-          }\n`,
-        );
+        io.stderr.write(`cursor-byok: ${toIdeProxyStartProblem(error, ide.journal.proxyUrl)}\n`);
         return 1;
       }
       log.info({ proxy: proxy.url }, "the IDE proxy is listening");

@@ -5,7 +5,7 @@
  * real hosts unchanged, so the team token never travels there.
  */
 import type { Config, TeamClientSettings } from "../config/index.ts";
-import { startIdeProxy } from "../ide/ide-proxy.ts";
+import { startIdeProxy, toIdeProxyStartProblem } from "../ide/ide-proxy.ts";
 import { readJournal, toIdeDirectory } from "../ide/journal.ts";
 import type { IdeProxy } from "../transport/proxy/proxy.ts";
 import { createTeamRelay } from "../transport/proxy/team-relay.ts";
@@ -51,14 +51,7 @@ export async function serveTeamClient(
     });
   } catch (error) {
     relay.close();
-    const code = (error as NodeJS.ErrnoException).code;
-    io.stderr.write(
-      `cursor-byok: ${
-        code === "EADDRINUSE"
-          ? `the IDE proxy's port ${proxyUrl.port} is in use (Cursor's settings point at ${ide.journal.proxyUrl}). Stop what uses it, or run \`cursor-byok ide undo\` and set up again with --proxy-port.`
-          : `could not start the IDE proxy: ${(error as Error).message}`
-      }\n`,
-    );
+    io.stderr.write(`cursor-byok: ${toIdeProxyStartProblem(error, ide.journal.proxyUrl)}\n`);
     return 1;
   }
   log.info(

@@ -32,6 +32,17 @@ export interface IdeProxyOptions {
   readonly allowedConnectPorts?: readonly number[];
 }
 
+/**
+ * What `serve` says when the IDE proxy cannot listen: the port Cursor's settings point at is taken
+ * (the user must free it or set up again on another), or another reason in the system's words.
+ */
+export function toIdeProxyStartProblem(error: unknown, proxyUrl: string): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === "EADDRINUSE"
+    ? `the IDE proxy's port ${new URL(proxyUrl).port} is in use (Cursor's settings point at ${proxyUrl}). Stop what uses it, or run \`cursor-byok ide undo\` and set up again with --proxy-port.`
+    : `could not start the IDE proxy: ${(error as Error).message}`;
+}
+
 export async function startIdeProxy(options: IdeProxyOptions): Promise<IdeProxy> {
   const found = readCertificateAuthority(options.ideDirectory);
   if (found.type !== "ok") {
