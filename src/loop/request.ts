@@ -17,7 +17,7 @@ import { hashHistory } from "./history-hash.ts";
 import { toCallID } from "./ids.ts";
 import { callModel, chooseModel, hasFallbackLeft } from "./model-route.ts";
 import { buildSummaryRequest } from "./summary-request.ts";
-import { toBatchEnd, toClientCommand, toReadOnlyTools } from "./tool-batch.ts";
+import { toBatchEnd, toClientCommand, toConcurrentTools, toReadOnlyTools } from "./tool-batch.ts";
 import type {
   CallClientCommand,
   CallClientsCommand,
@@ -190,7 +190,14 @@ export function toResumeCommand(
   }
   const waiting = state.waiting;
   if (state.status === "waiting_client" && waiting !== null) {
-    const end = toBatchEnd(waiting.calls, waiting.answered, toReadOnlyTools(state.settings));
+    // The same batch the transition planned (tool-result.ts): a run of subagent calls resumes
+    // together, or the calls after the first would never be asked again.
+    const end = toBatchEnd(
+      waiting.calls,
+      waiting.answered,
+      toReadOnlyTools(state.settings),
+      toConcurrentTools(state.settings),
+    );
     return toClientCommand(waiting, waiting.answered, end);
   }
   return null;

@@ -768,6 +768,15 @@ const rows: Record<string, () => void> = {
         command: op(shellS),
         appended: [toolResultOf(taskA, "a done"), toolResultOf(taskB, "b done")],
       });
+    // A resume (after a restart) asks again for the whole batch of tasks, as it was planned;
+    // with one of them answered, for the other one.
+    const inTasks = waiting.given(result(readA, "a")).state.committed;
+    assert.deepEqual(toResumeCommand(inTasks), {
+      type: "call_clients",
+      calls: [op(taskA), op(taskB)],
+    });
+    const oneLeft = waiting.given(result(readA, "a"), result(taskA, "a done")).state.committed;
+    assert.deepEqual(toResumeCommand(oneLeft), op(taskB));
   },
   L48() {
     // An explore subagent's settings: read only, calls to anything else refused by the loop.
