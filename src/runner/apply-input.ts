@@ -5,6 +5,7 @@
  * is carried out. A lost compare-and-swap reloads what the other writer committed and applies the
  * input again, at most `MAX_CONFLICT_ATTEMPTS` times.
  */
+import type { Usage } from "../llm/types.ts";
 import {
   type Command,
   type ConversationState,
@@ -98,9 +99,24 @@ export function createApplyInput(deps: ApplyInputDeps): ApplyInput {
     }
     entry.state = step.state;
     entry.output?.publish(step.emit, step.state);
+    const unshown = toSummaryUsage(before.committed, input);
+    if (unshown !== null) entry.output?.countUsage?.(unshown);
     execute(entry, step.command);
     return step;
   }
 
   return (entry, input, inputID, extra = () => []) => applyOnce(entry, input, inputID, extra, 1);
+}
+
+/**
+ * The usage a summary call's last event reports (its `done` or `error`): the loop emits nothing
+ * for a summary call (loop/summary-call.ts), so its tokens reach the turn's figure only this way.
+ */
+function toSummaryUsage(state: ConversationState, input: Input): Usage | null {
+  if (input.type !== "llm_event") return null;
+  if (state.call?.callID !== input.callID || state.call.summary === undefined) return null;
+  const event = input.event;
+  if (event.type === "done") return event.message.usage;
+  if (event.type === "error") return event.error.usage;
+  return null;
 }

@@ -38,6 +38,12 @@ describe("compaction through the runner", () => {
       // the cheaper step (old tool outputs no longer re-sent) first, summaries when not enough
       assert.ok((result.state?.elisions?.length ?? 0) >= 3, "elisions");
       assert.ok((result.state?.compactions?.length ?? 0) >= 1, "summaries");
+      // Each summary call's tokens reach the output (the turn's figure), as the provider
+      // reported them: they publish no events.
+      assert.deepEqual(
+        result.countedUsage,
+        result.requests.filter((r) => r.summary).map((r) => r.tokens),
+      );
     });
 
     test(`${spec.id}: the provider's context-length error compacts and repeats the call`, async () => {

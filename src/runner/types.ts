@@ -3,6 +3,7 @@
  * offers (`Runner`). The runner is protocol-neutral; the Cursor session implements `TurnOutput`.
  */
 import type { LLM } from "../llm/index.ts";
+import type { Usage } from "../llm/types.ts";
 import type {
   CallClientCommand,
   CanceledCommand,
@@ -51,6 +52,11 @@ export interface TurnOutput {
    * changed them (switch_mode); `undefined` when they stay. Optional.
    */
   settingsAfterTool?(settings: TurnSettings): TurnSettings | undefined;
+  /**
+   * The usage of a model call whose events are not published: a summary (compaction) call,
+   * which shows nothing to the client but spends tokens of the turn. Optional.
+   */
+  countUsage?(usage: Usage): void;
   /** The turn ended; nothing more is published for it. */
   end(outcome: TurnOutcome, state: ConversationState): void;
 }

@@ -53,6 +53,8 @@ export interface LongSessionResult {
   readonly requests: readonly SentRequest[];
   readonly outcomes: readonly TurnOutcome[];
   readonly state: ConversationState | null;
+  /** Input tokens of each call the runner reported through `countUsage` (summary calls). */
+  readonly countedUsage: readonly number[];
 }
 
 export const TOOL = {
@@ -158,12 +160,14 @@ async function drive(
   const runner = createRunner({ store, llm, now: () => 1_767_225_600_000 });
   const conversationID = `long-${options.kind}`;
   const outcomes: TurnOutcome[] = [];
+  const countedUsage: number[] = [];
   const body = "x".repeat(options.toolOutputChars);
   for (let turn = 0; turn < options.turns; turn += 1) {
     toolsLeft = options.toolsPerTurn;
     const ended = Promise.withResolvers<TurnOutcome>();
     const output: TurnOutput = {
       publish() {},
+      countUsage: (usage) => countedUsage.push(usage.input),
       runTool: (command) =>
         Promise.resolve<ToolResultMessage>({
           role: "toolResult",
@@ -188,7 +192,7 @@ async function drive(
   }
   await runner.shutdown();
   const loaded = await store.load(conversationID);
-  return { requests, outcomes, state: loaded?.state ?? null };
+  return { requests, outcomes, state: loaded?.state ?? null, countedUsage };
 }
 
 /**

@@ -14,11 +14,14 @@
  *   detached and continues with the next stream that resumes the parent. `cancel` stops one child
  *   (the client's `cancel_subagent` action); the parent goes on with an error result.
  * - Usage: every model call of a child adds its tokens to the parent turn's usage (the
- *   `turn_ended` update and the "turn ended" log); a "subagent ended" line logs each child.
+ *   `turn_ended` update and the "turn ended" log), its summary calls too (`countUsage`); a
+ *   "subagent ended" line logs each child. Not counted there (README "Subagents" says so): a
+ *   call still streaming when the parent is canceled (the turn reports before its children are
+ *   stopped).
  */
 import { createHash } from "node:crypto";
 import { toErrorMessage } from "../../llm/index.ts";
-import type { AssistantMessage, ToolResultMessage } from "../../llm/types.ts";
+import type { AssistantMessage, ToolResultMessage, Usage } from "../../llm/types.ts";
 import {
   type CallClientCommand,
   type ConversationState,
@@ -161,6 +164,18 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
       });
       const settle = (outcome: TurnOutcome, state: ConversationState) =>
         resolveEnding({ outcome, state });
+      // The child's tokens count for the parent's turn (turn_ended, the turn-ended log).
+      const count = (called: Usage): void => {
+        if (stream.turn === null) return;
+        stream.turn = { ...stream.turn, usage: addUsage(stream.turn.usage, called) };
+        usage = {
+          input: usage.input + called.input,
+          output: usage.output + called.output,
+          cacheRead: usage.cacheRead + called.cacheRead,
+          cacheWrite: usage.cacheWrite + called.cacheWrite,
+          cost: usage.cost + called.cost.total,
+        };
+      };
       const maxSteps = deps.options.subagentMaxSteps ?? DEFAULT_SUBAGENT_MAX_STEPS;
       let steps = 0;
       const output: TurnOutput = {
@@ -181,18 +196,11 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
                 ).catch(() => {});
               }
             }
-            if (message === null || stream.turn === null) continue;
-            // The child's tokens count for the parent's turn (turn_ended, the turn-ended log).
-            stream.turn = { ...stream.turn, usage: addUsage(stream.turn.usage, message.usage) };
-            usage = {
-              input: usage.input + message.usage.input,
-              output: usage.output + message.usage.output,
-              cacheRead: usage.cacheRead + message.usage.cacheRead,
-              cacheWrite: usage.cacheWrite + message.usage.cacheWrite,
-              cost: usage.cost + message.usage.cost.total,
-            };
+            if (message !== null) count(message.usage);
           }
         },
+        // The child's summary (compaction) calls, which publish nothing.
+        countUsage: count,
         runTool(command, state, attempt) {
           // The loop refuses tools outside the child's set (L48); a read-only type's call to a
           // tool with effects is refused here too, whatever settings it was committed with.

@@ -6,6 +6,7 @@
 import type { ConversationState } from "../../loop/index.ts";
 import type { TurnOutput } from "../../runner/types.ts";
 import {
+  addUsage,
   fromResponseEvent,
   redactSecrets,
   type SummaryView,
@@ -33,6 +34,11 @@ export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOut
         stream.turn = next.state;
         send(stream, next.messages);
       }
+    },
+    countUsage(usage) {
+      // A summary call's tokens count for the turn (turn_ended, the log) like any call's.
+      if (stream.turn !== null)
+        stream.turn = { ...stream.turn, usage: addUsage(stream.turn.usage, usage) };
     },
     runTool: tools.run,
     settingsAfterTool: tools.settingsAfterTool,
