@@ -167,16 +167,20 @@ if (postgres.type === "unavailable") {
         headers: { authorization: `Bearer ${token}` },
       });
       try {
-        const results = await Promise.all(
-          [0, 1, 2].map(
-            (i) =>
-              client.startTurn({
-                conversationId: `h2-${i}`,
-                text: `read f${i}.txt`,
-                modelId: MODEL,
-              }).done,
-          ),
-        );
+        // One turn at a time: each turn's RunSSE and BidiAppends then take consecutive turns of
+        // the round robin, so every stream reaches at least two instances. Concurrent turns in
+        // lockstep could each keep landing on one instance (three streams, three instances), and
+        // the HTTP/1.1 test above already covers concurrency.
+        const results = [];
+        for (const i of [0, 1, 2]) {
+          results.push(
+            await client.startTurn({
+              conversationId: `h2-${i}`,
+              text: `read f${i}.txt`,
+              modelId: MODEL,
+            }).done,
+          );
+        }
         for (const [i, result] of results.entries()) {
           assert.equal(result.error, undefined, `conversation h2-${i}: ${result.error?.message}`);
           assert.match(result.view.text, /done: read/, `conversation h2-${i}`);
