@@ -19,6 +19,24 @@ export function toCanonicalJSON(value: unknown): string {
   return write(value, "$");
 }
 
+/**
+ * `toCanonicalJSON` of an object that is never changed once built — a tool definition, a turn's
+ * settings — made once per object and reused (issue #19: every commit writes the state, and
+ * Cursor's tool definitions are most of its 20 KB). Loop values are immutable by contract (their
+ * types are `readonly`, the loop is pure); only pass objects nobody mutates after this call.
+ * A value that is not plain JSON throws as `toCanonicalJSON` does, and is not remembered.
+ */
+export function toCanonicalJSONOnce(value: object): string {
+  let text = made.get(value);
+  if (text === undefined) {
+    text = toCanonicalJSON(value);
+    made.set(value, text);
+  }
+  return text;
+}
+
+const made = new WeakMap<object, string>();
+
 /** Whether `write` would accept `value` (and so `JSON.stringify` writes the same text). */
 function isPlainJSON(value: unknown): boolean {
   switch (typeof value) {

@@ -13,6 +13,7 @@
  */
 
 import { errorMessage } from "../errors/error-message.ts";
+import { toCanonicalJSON, toCanonicalJSONOnce } from "../loop/canonical-json.ts";
 import {
   chainHash,
   EMPTY_CHAIN_HASH,
@@ -84,9 +85,65 @@ export function toAppendedRows(
   return rows;
 }
 
-/** The state's text without its messages; `messages` keeps its key position as `[]`. */
+/**
+ * The state's text without its messages; `messages` keeps its key position as `[]`. `toText` is
+ * the canonical JSON writer (with the caller's error); the text is the same as
+ * `toText({ ...state, messages: [] })`, but the settings and each tool definition are written
+ * once per object (`toCanonicalJSONOnce`): they are shared, unchanged, by the states of a turn
+ * (the tool definitions by every turn) and are most of the text (issue #19). Anything that is
+ * not plain JSON goes through `toText`, for its error.
+ */
 export function toStateJSON(state: ConversationState, toText: (value: unknown) => string): string {
-  return toText({ ...state, messages: [] });
+  return toStateText(state) ?? toText({ ...state, messages: [] });
+}
+
+function toStateText(state: ConversationState): string | null {
+  if (Object.getPrototypeOf(state) !== Object.prototype || !Object.hasOwn(state, "messages")) {
+    return null;
+  }
+  try {
+    let text = "{";
+    for (const key of Object.keys(state)) {
+      const member: unknown = state[key as keyof ConversationState];
+      if (member === undefined) continue;
+      const value =
+        key === "messages"
+          ? "[]"
+          : key === "settings" && isPlainObject(member)
+            ? toSettingsText(member)
+            : toCanonicalJSON(member);
+      text += `${text === "{" ? "" : ","}${JSON.stringify(key)}:${value}`;
+    }
+    return `${text}}`;
+  } catch {
+    return null;
+  }
+}
+
+function toSettingsText(settings: object): string {
+  let text = settingsTexts.get(settings);
+  if (text !== undefined) return text;
+  text = "{";
+  for (const [key, member] of Object.entries(settings)) {
+    if (member === undefined) continue;
+    const value =
+      key === "tools" && Array.isArray(member)
+        ? `[${member.map((tool: unknown) => (isPlainObject(tool) ? toCanonicalJSONOnce(tool) : toCanonicalJSON(tool))).join(",")}]`
+        : toCanonicalJSON(member);
+    text += `${text === "{" ? "" : ","}${JSON.stringify(key)}:${value}`;
+  }
+  text += "}";
+  settingsTexts.set(settings, text);
+  return text;
+}
+
+/** Settings texts by settings object (immutable loop values; see `toCanonicalJSONOnce`). */
+const settingsTexts = new WeakMap<object, string>();
+
+function isPlainObject(value: unknown): value is object {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
 }
 
 /**
