@@ -83,6 +83,7 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
           turnID,
           model: command.model,
           request: exact.body,
+          requestHash: exact.bodyHash,
           messagesHash: command.messagesHash,
           messageCount: command.messageCount,
           lastMessageHash: command.lastMessageHash,
