@@ -120,7 +120,7 @@ export function createRunSseHandler(options: RunSseHandlerOptions): RequestHandl
               connect(request, response);
               return;
             }
-            void serveRunSse(
+            serveRunSse(
               request as IncomingMessage,
               response as ServerResponse,
               direct,
@@ -128,7 +128,15 @@ export function createRunSseHandler(options: RunSseHandlerOptions): RequestHandl
               5 + check.payload.length,
               open,
               () => connect(request, response),
-            );
+            ).catch((error: unknown) => {
+              // Not expected (every failure of the stream is its end-of-stream message): the
+              // client sees the connection drop, as with a crash, and may reconnect.
+              log.error(
+                { path, error: error instanceof Error ? error.message : String(error) },
+                "RunSSE response failed",
+              );
+              response.destroy();
+            });
             return;
           }
           case "too_large":

@@ -3,8 +3,11 @@
  * services in routes.ts, and plain handlers for what Connect cannot express:
  *
  * - BidiAppend is also answered under `agent.v1.AgentService` (one client file uses that path);
- * - the RunSSE response can carry `content-type: text/event-stream` over its binary Connect
- *   envelopes, as the working IDE-facing peer does (docs/protocol.md §1.3) — a setting;
+ * - RunSSE, every turn's down-link, is written by run-sse-response.ts for the request every
+ *   client sends (Connect's server-streaming pipeline cost ≈1.6 ms of time to first text and a
+ *   share of every open stream's heap, issue #19), with Connect's handler for the rest; its
+ *   response can carry `content-type: text/event-stream` over its binary Connect envelopes, as
+ *   the working IDE-facing peer does (docs/protocol.md §1.3) — a setting;
  * - start-up and session calls whose correct answer is "nothing" (identity, team, plugins,
  *   analytics sinks, network probe: startup-procedures.ts) get an empty message, which is a valid
  *   message of any type; OTLP trace uploads are accepted and dropped;
