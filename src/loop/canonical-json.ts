@@ -20,13 +20,15 @@ export function toCanonicalJSON(value: unknown): string {
 }
 
 /**
- * `toCanonicalJSON` of an object that is never changed once built — a tool definition, a turn's
- * settings — made once per object and reused (issue #19: every commit writes the state, and
- * Cursor's tool definitions are most of its 20 KB). Loop values are immutable by contract (their
- * types are `readonly`, the loop is pure); only pass objects nobody mutates after this call.
- * A value that is not plain JSON throws as `toCanonicalJSON` does, and is not remembered.
+ * `toCanonicalJSON` of a frozen object, made once per object and reused: Cursor's tool
+ * definitions, frozen (deeply) by the catalogue and shared by every turn, are most of the 20 KB
+ * state every commit writes (issue #19). Whoever freezes an object for this freezes its members
+ * too. An object that is not frozen is written each time, so the cache holds only the texts of
+ * shared, long-lived values, never one per conversation. A value that is not plain JSON throws as
+ * `toCanonicalJSON` does, and is not remembered.
  */
 export function toCanonicalJSONOnce(value: object): string {
+  if (!Object.isFrozen(value)) return toCanonicalJSON(value);
   let text = made.get(value);
   if (text === undefined) {
     text = toCanonicalJSON(value);

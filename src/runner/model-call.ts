@@ -60,7 +60,8 @@ export const PREPARE_WAIT_MS = 50;
  */
 export interface PreparedCall {
   readonly callID: string;
-  readonly exact: ExactRequest | null;
+  /** Null once sent or dropped: the stream lives as long as the model answers, the body need not. */
+  exact: ExactRequest | null;
   send(): void;
   drop(): void;
 }
@@ -108,8 +109,10 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
     if (isStopping() || entry.retired) return null;
     if ((await store.getLLMCall(command.callID)) !== null) return null;
     const conversationID = entry.conversationID;
-    let seen!: (exact: ExactRequest | null) => void;
-    const known = new Promise<ExactRequest | null>((resolve) => {
+    // The request until the step's commit; not kept after it (issue #19: heap per stream).
+    let pending: ExactRequest | null = null;
+    let seen!: (known: boolean) => void;
+    const known = new Promise<boolean>((resolve) => {
       seen = resolve;
     });
     let send!: () => void;
@@ -122,7 +125,8 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
     /** Whether the step's commit saves the call's row (else the call saves it, as before). */
     let inCommit = false;
     const stream = open(conversationID, command, null, async (exact) => {
-      seen(exact);
+      pending = exact;
+      seen(true);
       await committed;
       if (!inCommit) {
         const { turnID } = entry.state.committed;
@@ -132,17 +136,22 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
     // Before the send, the only event a stream can have is its terminal error.
     const first = stream.recv();
     // A call waiting for a slot of its model (or a slow admission) does not hold the step.
-    const timer = setTimeout(() => seen(null), PREPARE_WAIT_MS);
-    const exact = await Promise.race([known, first.then(() => null)]);
+    const timer = setTimeout(() => seen(false), PREPARE_WAIT_MS);
+    const exact = (await Promise.race([known, first.then(() => false)])) ? pending : null;
     clearTimeout(timer);
+    pending = null;
     inCommit = exact !== null;
     const opened: Opened = {
       callID: command.callID,
       exact,
       stream,
       first,
-      send: () => send(),
+      send: () => {
+        opened.exact = null;
+        send();
+      },
       drop: () => {
+        opened.exact = null;
         drop(new Error("the step that planned the call was not committed"));
         stream.abort("the step that planned the call was not committed");
       },

@@ -88,10 +88,9 @@ export function toAppendedRows(
 /**
  * The state's text without its messages; `messages` keeps its key position as `[]`. `toText` is
  * the canonical JSON writer (with the caller's error); the text is the same as
- * `toText({ ...state, messages: [] })`, but the settings and each tool definition are written
- * once per object (`toCanonicalJSONOnce`): they are shared, unchanged, by the states of a turn
- * (the tool definitions by every turn) and are most of the text (issue #19). Anything that is
- * not plain JSON goes through `toText`, for its error.
+ * `toText({ ...state, messages: [] })`, but each frozen tool definition is written once
+ * (`toCanonicalJSONOnce`): the catalogue's are shared by every turn and are most of the text
+ * (issue #19). Anything that is not plain JSON goes through `toText`, for its error.
  */
 export function toStateJSON(state: ConversationState, toText: (value: unknown) => string): string {
   return toStateText(state) ?? toText({ ...state, messages: [] });
@@ -121,9 +120,7 @@ function toStateText(state: ConversationState): string | null {
 }
 
 function toSettingsText(settings: object): string {
-  let text = settingsTexts.get(settings);
-  if (text !== undefined) return text;
-  text = "{";
+  let text = "{";
   for (const [key, member] of Object.entries(settings)) {
     if (member === undefined) continue;
     const value =
@@ -132,13 +129,8 @@ function toSettingsText(settings: object): string {
         : toCanonicalJSON(member);
     text += `${text === "{" ? "" : ","}${JSON.stringify(key)}:${value}`;
   }
-  text += "}";
-  settingsTexts.set(settings, text);
-  return text;
+  return `${text}}`;
 }
-
-/** Settings texts by settings object (immutable loop values; see `toCanonicalJSONOnce`). */
-const settingsTexts = new WeakMap<object, string>();
 
 function isPlainObject(value: unknown): value is object {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
