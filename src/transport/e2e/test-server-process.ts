@@ -5,6 +5,7 @@
  * itself right after its n-th store write (a commit point) has completed, before the server
  * acts on it: a crash at that exact point.
  */
+import { createInterface } from "node:readline";
 import { createLLM, createModelConfigs } from "../../llm/index.ts";
 import { createRunner } from "../../runner/runner.ts";
 import {
@@ -53,6 +54,12 @@ interface Settings {
    * the process runs with `--expose-gc` (the soak).
    */
   readonly reportMemoryMs?: number;
+  /**
+   * Prints one such report for every line read on standard input, and never otherwise: a
+   * benchmark that measures latency must not have the server stop for a full collection twice a
+   * second.
+   */
+  readonly reportMemoryOnRequest?: boolean;
 }
 
 /** The store methods that write: every commit point of a turn is one of their calls. */
@@ -124,14 +131,18 @@ const server = await startServer(
   },
 );
 process.stdout.write(`LISTENING ${server.url}\n`);
+const reportMemory = (): void => {
+  (globalThis as { gc?: () => void }).gc?.();
+  const { rss, heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage();
+  process.stdout.write(
+    `MEMORY ${JSON.stringify({ rss, heapUsed, heapTotal, external, arrayBuffers })}\n`,
+  );
+};
 if (settings.reportMemoryMs !== undefined) {
-  setInterval(() => {
-    (globalThis as { gc?: () => void }).gc?.();
-    const { rss, heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage();
-    process.stdout.write(
-      `MEMORY ${JSON.stringify({ rss, heapUsed, heapTotal, external, arrayBuffers })}\n`,
-    );
-  }, settings.reportMemoryMs).unref();
+  setInterval(reportMemory, settings.reportMemoryMs).unref();
+}
+if (settings.reportMemoryOnRequest === true) {
+  createInterface({ input: process.stdin }).on("line", reportMemory);
 }
 process.once("SIGTERM", () => {
   void (async () => {
