@@ -4,7 +4,10 @@
  * (docs/design.md §6, docs/protocol.md §1.4).
  *
  * - Everything the server sends for the stream goes through `push`, in order; one writer.
- * - One subscriber at a time: a new `subscribe` takes over from the previous one, which ends.
+ * - One subscriber at a time: a new `subscribe` (an async generator, what Connect reads) or
+ *   `read` (a pull reader, what the direct RunSSE responder writes from: no generator and no
+ *   promise per message) takes over from the previous one, which ends. Both are one
+ *   implementation: the generator is a loop over a reader.
  * - A message counts as delivered once the subscriber's consumer asks for the one after it (the
  *   transport has written it). A connection that drops while a message is being written leaves
  *   that message undelivered, and the next subscriber gets it again.
