@@ -20,7 +20,7 @@ import {
 } from "../loop/index.ts";
 import type { RecordWrite, Store } from "../store/index.ts";
 import type { ConversationCache, Live } from "./conversation-cache.ts";
-import { type PreparedCall, toCallRow } from "./model-call.ts";
+import { type PreparedCall, toCallRow } from "./prepared-call.ts";
 
 /** How often one input is re-applied after losing the compare-and-swap before the turn fails. */
 export const MAX_CONFLICT_ATTEMPTS = 3;

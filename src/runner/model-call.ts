@@ -21,9 +21,10 @@ import {
   toFailureKind,
 } from "../llm/index.ts";
 import type { CallLLMCommand, Transition } from "../loop/index.ts";
-import type { LLMCallInput, RecordWrite, Store } from "../store/index.ts";
+import type { RecordWrite, Store } from "../store/index.ts";
 import type { ApplyInput } from "./apply-input.ts";
 import type { Live } from "./conversation-cache.ts";
+import { type PreparedCall, toCallRow } from "./prepared-call.ts";
 import type { SerialQueue } from "./serial-queue.ts";
 import type { ModelSwitch } from "./types.ts";
 
@@ -52,19 +53,6 @@ export const MAX_BURST = 256;
  * (`maxConcurrent`) can wait much longer, and must not hold its conversation's inputs meanwhile.
  */
 export const PREPARE_WAIT_MS = 50;
-
-/**
- * A call opened before the commit of the step that planned it, held at `beforeSend`: `exact` is
- * its request (null when the stream ended before sending, e.g. the request could not be built);
- * `send` lets it go once the step is committed with the request saved, `drop` ends it unsent.
- */
-export interface PreparedCall {
-  readonly callID: string;
-  /** Null once sent or dropped: the stream lives as long as the model answers, the body need not. */
-  exact: ExactRequest | null;
-  send(): void;
-  drop(): void;
-}
 
 export interface ModelCall {
   /** Reads the call's events, opening it first unless it was `prepared` (and is sent now). */
@@ -263,25 +251,4 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
     }
   };
   return Object.assign(call, { prepare });
-}
-
-/** The call's row as saved before its request is sent (`streaming`: bytes may go up once it is). */
-export function toCallRow(
-  command: CallLLMCommand,
-  conversationID: string,
-  turnID: string,
-  exact: ExactRequest,
-): LLMCallInput {
-  return {
-    callID: command.callID,
-    conversationID,
-    turnID,
-    model: command.model,
-    request: exact.body,
-    requestHash: exact.bodyHash,
-    messagesHash: command.messagesHash,
-    messageCount: command.messageCount,
-    lastMessageHash: command.lastMessageHash,
-    status: "streaming",
-  };
 }

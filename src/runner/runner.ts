@@ -33,7 +33,8 @@ import {
 import { createOperationRunner, type RecordWrite } from "../store/index.ts";
 import { createApplyInput } from "./apply-input.ts";
 import { createConversationCache, type Live } from "./conversation-cache.ts";
-import { createModelCall, type PreparedCall } from "./model-call.ts";
+import { createModelCall } from "./model-call.ts";
+import type { PreparedCall } from "./prepared-call.ts";
 import { createSerialQueue } from "./serial-queue.ts";
 import { createToolCall } from "./tool-call.ts";
 import type { Runner, RunnerOptions, SubmitOptions, SubmitResult, TurnOutcome } from "./types.ts";
