@@ -124,13 +124,32 @@ function toSettingsText(settings: object): string {
   for (const [key, member] of Object.entries(settings)) {
     if (member === undefined) continue;
     const value =
-      key === "tools" && Array.isArray(member)
-        ? `[${member.map((tool: unknown) => (isPlainObject(tool) ? toCanonicalJSONOnce(tool) : toCanonicalJSON(tool))).join(",")}]`
-        : toCanonicalJSON(member);
+      key === "systemPrompt" && typeof member === "string"
+        ? toPromptText(member)
+        : key === "tools" && Array.isArray(member)
+          ? `[${member.map((tool: unknown) => (isPlainObject(tool) ? toCanonicalJSONOnce(tool) : toCanonicalJSON(tool))).join(",")}]`
+          : toCanonicalJSON(member);
     text += `${text === "{" ? "" : ","}${JSON.stringify(key)}:${value}`;
   }
   return `${text}}`;
 }
+
+/**
+ * The JSON text of the system prompts written last: one fixed 2–6 KB text per agent mode, the same
+ * in every commit (issue #19). At most `PROMPT_TEXTS` are kept.
+ */
+function toPromptText(prompt: string): string {
+  let text = promptTexts.get(prompt);
+  if (text === undefined) {
+    text = JSON.stringify(prompt);
+    if (promptTexts.size >= PROMPT_TEXTS) promptTexts.clear();
+    promptTexts.set(prompt, text);
+  }
+  return text;
+}
+
+const PROMPT_TEXTS = 8;
+const promptTexts = new Map<string, string>();
 
 function isPlainObject(value: unknown): value is object {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
