@@ -67,6 +67,11 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   const settle = (): void => {
     if (outbound.ended && !outbound.subscribed) deps.onSettled?.(stream);
   };
+  /** A subscriber's reading ended: without a new one, the turn waits for a reconnect. */
+  const detached = (): void => {
+    if (!outbound.ended && !outbound.subscribed) grace.start();
+    settle();
+  };
 
   function endStream(error?: ConnectError): void {
     tools.stopWork();
@@ -104,10 +109,11 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     subscribe(signal) {
       grace.clear();
       // The outbound generator itself, with this stream's bookkeeping when its reader goes.
-      return outbound.subscribe(signal, () => {
-        if (!outbound.ended && !outbound.subscribed) grace.start();
-        settle();
-      });
+      return outbound.subscribe(signal, detached);
+    },
+    read(signal) {
+      grace.clear();
+      return outbound.read(signal, detached);
     },
     async restore(conversation, turnID, runRequestBytes) {
       const request = fromSavedRunRequest(runRequestBytes);

@@ -135,3 +135,91 @@ describe("createOutboundStream()", () => {
     }
   });
 });
+
+describe("OutboundStream.read()", () => {
+  test("next() counts the previous message as delivered; close() leaves the last one undelivered", () => {
+    const stream = create();
+    for (const m of ["a", "b", "c"]) stream.push(m);
+    let detached = 0;
+    const reader = stream.read(undefined, () => {
+      detached += 1;
+    });
+    assert.equal(stream.subscribed, true);
+    assert.equal(reader.next(), "a");
+    assert.equal(stream.delivered, 0, "handed out, not yet written");
+    assert.equal(reader.next(), "b");
+    assert.equal(stream.delivered, 1);
+    reader.close();
+    reader.close();
+    assert.equal(detached, 1, "onDetach runs once");
+    assert.equal(stream.subscribed, false);
+    assert.equal(reader.next(), undefined);
+    assert.equal(reader.done, true);
+    assert.equal(stream.delivered, 1, "b was being written when the connection dropped");
+    const again = stream.read();
+    assert.equal(again.next(), "b");
+  });
+
+  test("wait() resolves on a push; the end comes after the backlog, with its error", async () => {
+    const stream = create();
+    const reader = stream.read();
+    assert.equal(reader.next(), undefined);
+    assert.equal(reader.done, false);
+    const waiting = reader.wait();
+    stream.push("x");
+    await waiting;
+    assert.equal(reader.next(), "x");
+    stream.end(new Error("canceled"));
+    assert.equal(reader.next(), undefined);
+    assert.equal(reader.done, true);
+    assert.match(String(reader.error), /canceled/);
+    assert.equal(stream.delivered, 1);
+  });
+
+  test("a takeover ends the reader without counting the message it was writing", async () => {
+    const stream = create();
+    stream.push("a");
+    const first = stream.read();
+    assert.equal(first.next(), "a");
+    const waiting = first.wait();
+    const second = stream.read();
+    await waiting;
+    assert.equal(first.next(), undefined);
+    assert.equal(first.done, true);
+    assert.equal(first.error, undefined);
+    assert.equal(stream.delivered, 0);
+    assert.equal(second.next(), "a");
+  });
+
+  test("close() and an abort wake a waiting reader", async () => {
+    const stream = create();
+    const closed = stream.read();
+    const waiting = closed.wait();
+    closed.close();
+    await waiting;
+    assert.equal(closed.done, true);
+    const controller = new AbortController();
+    const aborted = stream.read(controller.signal);
+    const pending = aborted.wait();
+    controller.abort();
+    await pending;
+    assert.equal(aborted.next(), undefined);
+    assert.equal(aborted.done, true);
+  });
+
+  test("a heartbeat after heartbeatMs of waiting, not backlogged", async () => {
+    mock.timers.enable({ apis: ["setTimeout"] });
+    try {
+      const stream = create();
+      const reader = stream.read();
+      const waiting = reader.wait();
+      mock.timers.tick(5000);
+      await waiting;
+      assert.equal(reader.next(), "♥");
+      assert.equal(reader.next(), undefined);
+      assert.equal(stream.length, 0);
+    } finally {
+      mock.timers.reset();
+    }
+  });
+});

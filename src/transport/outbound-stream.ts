@@ -4,7 +4,10 @@
  * (docs/design.md §6, docs/protocol.md §1.4).
  *
  * - Everything the server sends for the stream goes through `push`, in order; one writer.
- * - One subscriber at a time: a new `subscribe` takes over from the previous one, which ends.
+ * - One subscriber at a time: a new `subscribe` (an async generator, what Connect reads) or
+ *   `read` (a pull reader, what the direct RunSSE responder writes from: no generator and no
+ *   promise per message) takes over from the previous one, which ends. Both are one
+ *   implementation: the generator is a loop over a reader.
  * - A message counts as delivered once the subscriber's consumer asks for the one after it (the
  *   transport has written it). A connection that drops while a message is being written leaves
  *   that message undelivered, and the next subscriber gets it again.
@@ -25,6 +28,12 @@ export interface OutboundStream<T> {
    * generator in one of their own (one layer less per message, issue #19).
    */
   subscribe(signal?: AbortSignal, onDetach?: () => void): AsyncGenerator<T, void, undefined>;
+  /**
+   * The same subscription as `subscribe`, as a pull reader for a transport that writes each
+   * message itself (the direct RunSSE responder, run-sse-response.ts): no generator and no
+   * promise per message, a promise only when there is nothing to send. Takes over at once.
+   */
+  read(signal?: AbortSignal, onDetach?: () => void): OutboundReader<T>;
   readonly ended: boolean;
   /** Messages pushed so far. */
   readonly length: number;
@@ -34,6 +43,43 @@ export interface OutboundStream<T> {
   readonly retained: number;
   /** True while a subscriber is attached. */
   readonly subscribed: boolean;
+}
+
+/**
+ * One subscriber's reading, pulled by its writer:
+ *
+ * ```ts
+ * for (;;) {
+ *   const message = reader.next();
+ *   if (message !== undefined) { write(message); continue; } // (awaiting backpressure)
+ *   if (reader.done) break; // then `reader.error`
+ *   await reader.wait();
+ * }
+ * reader.close();
+ * ```
+ */
+export interface OutboundReader<T> {
+  /**
+   * The next message to write, or `undefined` when there is none now (then see `done`). Calling
+   * it counts the message the previous call returned as delivered: the writer asks for the next
+   * one only once it has written that one. A heartbeat comes from here after `wait` ended in
+   * `heartbeatMs` of silence.
+   */
+  next(): T | undefined;
+  /**
+   * Whether the reading is over (`next` gave `undefined`): the stream ended and its backlog was
+   * written, or this reader was taken over, aborted or closed.
+   */
+  readonly done: boolean;
+  /** Once `done`: the error the stream ended with, if it ended with one. */
+  readonly error: unknown;
+  /** Resolves when `next` may have something: a push, the end, a takeover, abort, `close`, a heartbeat due. */
+  wait(): Promise<void>;
+  /**
+   * Stops reading (the message `next` returned last stays undelivered) and runs `onDetach`
+   * once; also wakes a pending `wait`. Idempotent.
+   */
+  close(): void;
 }
 
 export interface OutboundStreamOptions<T> {
@@ -63,26 +109,9 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
   const changed = (): void => {
     // Most pushes find the subscriber busy writing: nothing to wake, nothing to allocate.
     if (waiters.size === 0) return;
-    const notify = [...waiters];
-    waiters.clear();
-    for (const wake of notify) wake();
+    // Each waiter removes itself and only schedules its reader's continuation.
+    for (const wake of waiters) wake();
   };
-
-  /** Resolves on the next push/end/takeover, on abort, or after `ms` (then `true`). */
-  const waitForChange = (ms: number, signal?: AbortSignal): Promise<boolean> =>
-    new Promise((resolve) => {
-      const done = (timedOut: boolean) => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        waiters.delete(wake);
-        resolve(timedOut);
-      };
-      const wake = () => done(false);
-      const onAbort = () => done(false);
-      const timer = setTimeout(() => done(true), ms);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      waiters.add(wake);
-    });
 
   /** Delivered messages are never sent again: let them go. */
   const markDelivered = (count: number): void => {
@@ -94,34 +123,114 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
     }
   };
 
+  /** A reader for subscription `mine` (the generation it took over as). */
+  function attach(mine: number, signal?: AbortSignal, onDetach?: () => void): OutboundReader<T> {
+    active += 1;
+    /** How many backlog messages the message last returned by `next` stands for. */
+    let handedOut = 0;
+    let heartbeatDue = false;
+    let over = false;
+    let closed = false;
+    let error: unknown;
+    let resume: (() => void) | null = null;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const wake = (): void => {
+      if (resume === null) return;
+      const resolve = resume;
+      resume = null;
+      clearTimeout(timer);
+      waiters.delete(wake);
+      resolve();
+    };
+    const onHeartbeat = (): void => {
+      heartbeatDue = true;
+      wake();
+    };
+    signal?.addEventListener("abort", wake, { once: true });
+    const reader: OutboundReader<T> = {
+      next() {
+        if (over) return undefined;
+        if (closed || mine !== generation) {
+          // Taken over: the message being written goes to the new subscriber.
+          over = true;
+          return undefined;
+        }
+        if (handedOut > 0) {
+          markDelivered(handedOut);
+          handedOut = 0;
+        }
+        if (signal?.aborted) {
+          over = true;
+          return undefined;
+        }
+        if (delivered < base + backlog.length) {
+          if (options.coalesce === undefined) {
+            handedOut = 1;
+            return backlog[delivered - base] as T;
+          }
+          const joined = options.coalesce(backlog, delivered - base);
+          handedOut = joined.count;
+          return joined.message;
+        }
+        if (heartbeatDue) {
+          heartbeatDue = false;
+          return options.heartbeat();
+        }
+        if (ended) {
+          over = true;
+          error = endError;
+        }
+        return undefined;
+      },
+      get done() {
+        return over;
+      },
+      get error() {
+        return error;
+      },
+      wait() {
+        if (closed || mine !== generation || signal?.aborted || ended) return Promise.resolve();
+        if (delivered < base + backlog.length) return Promise.resolve();
+        return new Promise<void>((resolve) => {
+          resume = resolve;
+          waiters.add(wake);
+          timer = setTimeout(onHeartbeat, options.heartbeatMs);
+        });
+      },
+      close() {
+        if (closed) return;
+        closed = true;
+        over = true;
+        wake();
+        signal?.removeEventListener("abort", wake);
+        active -= 1;
+        onDetach?.();
+      },
+    };
+    return reader;
+  }
+
   async function* run(
     mine: number,
     signal?: AbortSignal,
     onDetach?: () => void,
   ): AsyncGenerator<T, void, undefined> {
-    active += 1;
+    const reader = attach(mine, signal, onDetach);
     try {
-      while (mine === generation && !signal?.aborted) {
-        if (delivered < base + backlog.length) {
-          const next =
-            options.coalesce === undefined
-              ? { message: backlog[delivered - base] as T, count: 1 }
-              : options.coalesce(backlog, delivered - base);
-          yield next.message;
-          if (mine !== generation) return;
-          markDelivered(next.count);
+      for (;;) {
+        const message = reader.next();
+        if (message !== undefined) {
+          yield message;
           continue;
         }
-        if (ended) {
-          if (endError !== undefined) throw endError;
+        if (reader.done) {
+          if (reader.error !== undefined) throw reader.error;
           return;
         }
-        const idle = await waitForChange(options.heartbeatMs, signal);
-        if (idle && mine === generation && !signal?.aborted) yield options.heartbeat();
+        await reader.wait();
       }
     } finally {
-      active -= 1;
-      onDetach?.();
+      reader.close();
     }
   }
 
@@ -142,6 +251,11 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
       generation += 1;
       changed();
       return run(generation, signal, onDetach);
+    },
+    read(signal, onDetach) {
+      generation += 1;
+      changed();
+      return attach(generation, signal, onDetach);
     },
     get ended() {
       return ended;

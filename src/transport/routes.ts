@@ -38,6 +38,7 @@ import {
 } from "./cursor/index.ts";
 import type { HelperCall, HelperResult } from "./helper-calls.ts";
 import type { Log } from "./log.ts";
+import type { OpenRunSse } from "./run-sse-open.ts";
 import type { CheckServedHere } from "./served-here.ts";
 import type { StreamRegistry } from "./stream-registry.ts";
 import type { CheckAccess } from "./user-access.ts";
@@ -46,6 +47,8 @@ import type { CheckAccess } from "./user-access.ts";
 export const VIA_IDE_PROXY_HEADER = "x-cursor-byok-via-ide-proxy";
 
 export interface RouteOptions {
+  /** Opens a RunSSE's stream, with the checks both RunSSE responders share (run-sse-open.ts). */
+  readonly openRunSse: OpenRunSse;
   /** Whether `GetServerConfig` lets clients use the HTTP/2 bidi `Run`. */
   readonly offerHttp2: boolean;
   readonly pathEncryptionKeys: PathEncryptionKeys;
@@ -93,13 +96,14 @@ export function createRoutes(
 
   return (router) => {
     router.service(AgentService, {
-      // Not a generator: the agent stream's own generator is what Connect reads (after-open.ts).
+      // For the requests the direct responder leaves to Connect (run-sse-response.ts). Not a
+      // generator: the agent stream's own generator is what Connect reads (after-open.ts).
       runSSE: (request, context) =>
-        afterOpen(async () => {
-          await servedHere(request.requestId, headerID(context));
-          await access({ requestID: request.requestId });
-          return (await streams.open(request.requestId)).subscribe(context.signal);
-        }),
+        afterOpen(async () =>
+          (await options.openRunSse(request.requestId, headerID(context))).subscribe(
+            context.signal,
+          ),
+        ),
       async *run(requests, context) {
         // A Run stream cannot be reconnected: when the client goes, its turn goes with it.
         const runID = `run-${randomUUID()}`;

@@ -3,8 +3,11 @@
  * services in routes.ts, and plain handlers for what Connect cannot express:
  *
  * - BidiAppend is also answered under `agent.v1.AgentService` (one client file uses that path);
- * - the RunSSE response can carry `content-type: text/event-stream` over its binary Connect
- *   envelopes, as the working IDE-facing peer does (docs/protocol.md §1.3) — a setting;
+ * - RunSSE, every turn's down-link, is written by run-sse-response.ts for the request every
+ *   client sends (Connect's server-streaming pipeline cost ≈1.6 ms of time to first text and a
+ *   share of every open stream's heap, issue #19), with Connect's handler for the rest; its
+ *   response can carry `content-type: text/event-stream` over its binary Connect envelopes, as
+ *   the working IDE-facing peer does (docs/protocol.md §1.3) — a setting;
  * - start-up and session calls whose correct answer is "nothing" (identity, team, plugins,
  *   analytics sinks, network probe: startup-procedures.ts) get an empty message, which is a valid
  *   message of any type; OTLP trace uploads are accepted and dropped;
@@ -21,7 +24,6 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { AddressInfo } from "node:net";
-import { fromBinary } from "@bufbuild/protobuf";
 import {
   Code,
   type ConnectError,
@@ -33,10 +35,10 @@ import type { LLM } from "../llm/index.ts";
 import type { Runner } from "../runner/types.ts";
 import type { ClusterDirectory, Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
-import { asClientFault, checkFirstEnvelope, refuse, refuseOversized } from "./client-faults.ts";
+import { asClientFault, refuseOversized } from "./client-faults.ts";
 import { createClusterRouting } from "./cluster.ts";
 import type { PathEncryptionKeys } from "./cursor/index.ts";
-import { BidiRequestIdSchema, toProtocolError } from "./cursor/index.ts";
+import { toProtocolError } from "./cursor/index.ts";
 import { createDashboard } from "./dashboard/dashboard.ts";
 import type { ReadSetup } from "./dashboard/types.ts";
 import { createHealth, HEALTH_PATHS } from "./health.ts";
@@ -53,6 +55,12 @@ import type { Log } from "./log.ts";
 import { createPathEncryptionKeys } from "./path-encryption-keys.ts";
 import { type Authenticate, runAsUser } from "./request-user.ts";
 import { createRoutes } from "./routes.ts";
+import { createRunSseOpen } from "./run-sse-open.ts";
+import {
+  COMPRESS_MIN_BYTES,
+  CONNECT_COMPRESSION,
+  createRunSseHandler,
+} from "./run-sse-response.ts";
 import { createServedHereCheck } from "./served-here.ts";
 import {
   EMPTY_REPLIES,
@@ -70,6 +78,12 @@ export interface ServerOptions {
   readonly port: number;
   /** `event-stream` (default) sends RunSSE as `text/event-stream`; `connect` keeps Connect's type. */
   readonly runSseContentType: "event-stream" | "connect";
+  /**
+   * Who writes RunSSE responses: `direct` (default) for the request every client sends
+   * (run-sse-response.ts), Connect for the rest; `connect` always Connect's handler (for
+   * comparing the two: tests and benchmarks).
+   */
+  readonly runSseResponder?: "direct" | "connect";
   /** Let clients use the HTTP/2 bidi `Run` (GetServerConfig `http2_config`); default false. */
   readonly offerHttp2: boolean;
   readonly stream: AgentStreamOptions;
@@ -224,7 +238,12 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   );
   const unimplemented = new Set<string>();
 
+  const openRunSse = createRunSseOpen(streams, {
+    ...(deps.access === undefined ? {} : { access: deps.access }),
+    ...(deps.cluster === undefined ? {} : { servedHere: createServedHereCheck(deps.cluster) }),
+  });
   const routes = createRoutes(streams, llm, now, log, {
+    openRunSse,
     offerHttp2: options.offerHttp2,
     pathEncryptionKeys: deps.pathEncryptionKeys ?? createPathEncryptionKeys(),
     helper: createHelperCall(llm, now, {
@@ -237,6 +256,9 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   const procedures = toProcedures(routes);
   const connect = connectNodeAdapter({
     routes,
+    // Connect's defaults, named: the direct RunSSE responder negotiates from the same list.
+    acceptCompression: [...CONNECT_COMPRESSION],
+    compressMinBytes: COMPRESS_MIN_BYTES,
     readMaxBytes: options.maxMessageBytes,
     fallback(request, response) {
       const path = pathOf(request);
@@ -294,7 +316,15 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     now,
   });
 
-  const runSseLimit = Math.min(options.maxMessageBytes, MAX_RUN_SSE_REQUEST_BYTES);
+  const runSse = createRunSseHandler({
+    open: openRunSse,
+    connect,
+    responder: options.runSseResponder ?? "direct",
+    contentType: options.runSseContentType,
+    maxEnvelopeBytes: Math.min(options.maxMessageBytes, MAX_RUN_SSE_REQUEST_BYTES),
+    envelopeTimeoutMs: options.envelopeTimeoutMs,
+    log,
+  });
 
   /** Every request that may be served goes here, after the host and token checks (or from the IDE proxy). */
   const dispatch = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
@@ -309,57 +339,18 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       request.resume();
       return;
     }
-    asClientFault(response, (detail) =>
-      log.warn({ path, error: detail }, "request refused: the body is not a valid message"),
-    );
     const alias = ALIASES[path];
     if (alias !== undefined) request.url = alias;
     if (path !== "/agent.v1.AgentService/RunSSE") {
+      asClientFault(response, (detail) =>
+        log.warn({ path, error: detail }, "request refused: the body is not a valid message"),
+      );
       connect(request, response as Parameters<typeof connect>[1]);
       return;
     }
-    if (options.runSseContentType === "event-stream") asEventStream(response);
-    // RunSSE's one request envelope: an announced size over the limit is refused at once.
-    void checkFirstEnvelope(request, runSseLimit, options.envelopeTimeoutMs).then((check) => {
-      switch (check.type) {
-        case "ok":
-          if (!isRunSseRequest(request, check.flags, check.payload)) {
-            log.warn({ path }, "request refused: the body is not a valid message");
-            refuse(
-              request,
-              response,
-              400,
-              "invalid_argument",
-              "the request body is not a valid RunSSE request (a request id)",
-            );
-            return;
-          }
-          connect(request, response as Parameters<typeof connect>[1]);
-          return;
-        case "too_large":
-          log.warn({ path, announced: check.announced }, "request refused: envelope too large");
-          refuse(
-            request,
-            response,
-            429,
-            "resource_exhausted",
-            `the request envelope announces ${check.announced} bytes; the most accepted is ${runSseLimit}`,
-          );
-          return;
-        case "truncated":
-          log.warn({ path }, "request refused: truncated envelope");
-          refuse(
-            request,
-            response,
-            400,
-            "invalid_argument",
-            "the request envelope is truncated (it did not arrive whole)",
-          );
-          return;
-        case "gone":
-          return;
-      }
-    });
+    // RunSSE needs no `asClientFault`: a bad body is refused there, and Connect answers a stream
+    // with status 200 and the error in its end-of-stream message, never 500.
+    runSse(request, response);
   };
 
   const isOwnHost = createHostCheck([options.host]);
@@ -481,26 +472,12 @@ export function listServedProcedures(): ReadonlySet<string> {
   const unused = undefined as never;
   return toProcedures(
     createRoutes(unused, unused, Date.now, unused, {
+      openRunSse: unused,
       offerHttp2: false,
       pathEncryptionKeys: unused,
       helper: unused,
     }),
   );
-}
-
-/**
- * Whether an uncompressed binary RunSSE envelope holds a request id message (Connect itself
- * would answer a bad one `internal`). Compressed or JSON bodies are left to Connect.
- */
-function isRunSseRequest(request: Request, flags: number, payload: Buffer): boolean {
-  const type = String(request.headers["content-type"] ?? "");
-  if ((flags & 1) !== 0 || !type.startsWith("application/connect+proto")) return true;
-  try {
-    fromBinary(BidiRequestIdSchema, payload);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function pathOf(request: Request): string {
@@ -542,21 +519,6 @@ function logRefusals(request: Request, response: Response, path: string, log: Lo
           ? "request refused: unsupported content type"
           : "request refused: unsupported HTTP version",
       );
-    }
-    return writeHead(status, headers);
-  };
-}
-
-/** Rewrites the Connect streaming content type of a RunSSE response to `text/event-stream`. */
-function asEventStream(response: Response): void {
-  const writeHead = response.writeHead.bind(response);
-  response.writeHead = (status, headers) => {
-    if (
-      headers !== undefined &&
-      String(headers["content-type"] ?? "").startsWith("application/connect+")
-    ) {
-      headers["content-type"] = "text/event-stream";
-      headers["cache-control"] = headers["cache-control"] ?? "no-cache";
     }
     return writeHead(status, headers);
   };

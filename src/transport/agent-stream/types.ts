@@ -6,7 +6,7 @@ import type { LLM } from "../../llm/index.ts";
 import type { Runner } from "../../runner/types.ts";
 import type { AgentClientMessage, AgentServerMessage } from "../cursor/index.ts";
 import type { Log } from "../log.ts";
-import type { OutboundStream } from "../outbound-stream.ts";
+import type { OutboundReader, OutboundStream } from "../outbound-stream.ts";
 import type { UserCommands } from "../user-commands.ts";
 import type { WebTools } from "../web-work.ts";
 
@@ -70,6 +70,8 @@ export interface AgentStream {
   append(seqno: number, message: AgentClientMessage): Promise<void>;
   /** The server messages, from where the previous subscriber left off; see outbound-stream.ts. */
   subscribe(signal: AbortSignal): AsyncGenerator<AgentServerMessage, void, undefined>;
+  /** The same as a pull reader, for the direct RunSSE responder (outbound-stream.ts `read`). */
+  read(signal?: AbortSignal): OutboundReader<AgentServerMessage>;
   /**
    * Picks up the turn of a stream opened before a restart: rebuilds the protocol state from the
    * saved run request and lets the runner continue what the conversation waits for, if that is
