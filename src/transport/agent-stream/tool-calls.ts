@@ -42,7 +42,12 @@ import { runServerWork } from "../web-work.ts";
 import { createEffectsLock } from "./effects-lock.ts";
 import { createOneShotTimer, type OneShotTimer } from "./one-shot-timer.ts";
 import { type StreamState, send } from "./stream-state.ts";
-import { createSubagents, type SubagentCall, toSubagentCallID } from "./subagents.ts";
+import {
+  createSubagents,
+  type SubagentCall,
+  type Subagents,
+  toSubagentCallID,
+} from "./subagents.ts";
 import type { AgentStreamOptions } from "./types.ts";
 
 export interface ToolCalls {
@@ -97,8 +102,11 @@ export function createToolCalls(stream: StreamState): ToolCalls {
    * sees its call fail while it still waits.
    */
   let childCalls: Map<string, string> | undefined;
-  /** Subagents' calls with effects, one at a time across the stream's subagents. */
-  const effects = createEffectsLock();
+  /**
+   * The stream's subagents (subagents.ts) and their effects lock, made at the first subagent
+   * call: most streams run none (≈ 0.8 KiB per open stream otherwise; issue #19).
+   */
+  let subagents: Subagents | undefined;
 
   /** Sends what a step of call `operationID` produced; a subagent's shows in its task card. */
   const sendFor = (operationID: string | null, messages: readonly AgentServerMessage[]): void => {
@@ -143,7 +151,7 @@ export function createToolCalls(stream: StreamState): ToolCalls {
               type: "subagent",
               outcome: { type: "error", message: "the task call was not found", agentID: "" },
             })
-          : subagents
+          : useSubagents()
               .run(call, work, controller.signal)
               .then((outcome) => ({ type: "subagent", outcome }));
     void running.then((result) => {
@@ -297,7 +305,9 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       lates?.clear();
     },
     cancelSubagent(subagentID, reason) {
-      return subagents.cancel(subagentID, reason);
+      return subagents === undefined
+        ? Promise.resolve(false)
+        : subagents.cancel(subagentID, reason);
     },
     closeSubagentCalls(reason) {
       for (const operationID of childCalls?.keys() ?? []) {
@@ -308,54 +318,60 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       }
     },
   };
-  /** A subagent's streamed text and thinking, shown inside its task card. */
-  const showProgress = (taskCallID: string, events: readonly ResponseEvent[]): void => {
-    send(stream, toTaskProgressEvents(taskCallID, events));
-  };
-  const subagents = createSubagents(stream, {
-    showProgress,
-    async run(command, state, attempt, taskCallID) {
-      const { operationID } = command;
-      // Sibling subagents' calls with effects run one at a time (effects-lock.ts); reads do not wait.
-      const turn = stream.turn;
-      const effectFree =
-        turn === null ? [] : toEffectFreeToolNames(turn.mode, turn.mcpTools, turn.web);
-      const locked = !effectFree.includes(command.toolCall.name);
-      if (locked) {
-        await effects.acquire(operationID, (holder) =>
-          log.debug(
-            { request: requestID, operation: operationID, tool: command.toolCall.name, holder },
-            "subagent tool call waits for another subagent's call with effects",
-          ),
-        );
-      }
-      childCalls ??= new Map();
-      childCalls.set(operationID, taskCallID);
-      // The client keys tool cards, approvals and background shells by call id, and models reuse
-      // ids (`call_0`): the child's call gets an id unique on the stream, its result the model's.
-      const toolCall = command.toolCall;
-      const shown = { ...command, toolCall: { ...toolCall, id: toSubagentCallID(operationID) } };
-      try {
-        const result = await calls.run(shown, state, attempt);
-        return { ...result, toolCallId: toolCall.id };
-      } finally {
-        childCalls?.delete(operationID);
-        if (locked) effects.release(operationID, "done");
-      }
-    },
-    abort(operationID, reason) {
-      // A call still waiting for the lock is never started.
-      effects.release(operationID, reason);
-      const waiting = open?.get(operationID);
-      open?.delete(operationID);
-      clearLate(operationID);
-      if (stream.turn !== null) {
-        const step = abortToolCall(stream.turn, operationID, now(), reason);
-        stream.turn = step.state;
-        sendFor(operationID, step.messages);
-      }
-      waiting?.reject(new Error(reason));
-    },
-  });
+  function useSubagents(): Subagents {
+    if (subagents !== undefined) return subagents;
+    /** Subagents' calls with effects, one at a time across the stream's subagents. */
+    const effects = createEffectsLock();
+    /** A subagent's streamed text and thinking, shown inside its task card. */
+    const showProgress = (taskCallID: string, events: readonly ResponseEvent[]): void => {
+      send(stream, toTaskProgressEvents(taskCallID, events));
+    };
+    subagents = createSubagents(stream, {
+      showProgress,
+      async run(command, state, attempt, taskCallID) {
+        const { operationID } = command;
+        // Sibling subagents' calls with effects run one at a time (effects-lock.ts); reads do not wait.
+        const turn = stream.turn;
+        const effectFree =
+          turn === null ? [] : toEffectFreeToolNames(turn.mode, turn.mcpTools, turn.web);
+        const locked = !effectFree.includes(command.toolCall.name);
+        if (locked) {
+          await effects.acquire(operationID, (holder) =>
+            log.debug(
+              { request: requestID, operation: operationID, tool: command.toolCall.name, holder },
+              "subagent tool call waits for another subagent's call with effects",
+            ),
+          );
+        }
+        childCalls ??= new Map();
+        childCalls.set(operationID, taskCallID);
+        // The client keys tool cards, approvals and background shells by call id, and models reuse
+        // ids (`call_0`): the child's call gets an id unique on the stream, its result the model's.
+        const toolCall = command.toolCall;
+        const shown = { ...command, toolCall: { ...toolCall, id: toSubagentCallID(operationID) } };
+        try {
+          const result = await calls.run(shown, state, attempt);
+          return { ...result, toolCallId: toolCall.id };
+        } finally {
+          childCalls?.delete(operationID);
+          if (locked) effects.release(operationID, "done");
+        }
+      },
+      abort(operationID, reason) {
+        // A call still waiting for the lock is never started.
+        effects.release(operationID, reason);
+        const waiting = open?.get(operationID);
+        open?.delete(operationID);
+        clearLate(operationID);
+        if (stream.turn !== null) {
+          const step = abortToolCall(stream.turn, operationID, now(), reason);
+          stream.turn = step.state;
+          sendFor(operationID, step.messages);
+        }
+        waiting?.reject(new Error(reason));
+      },
+    });
+    return subagents;
+  }
   return calls;
 }
