@@ -4,13 +4,15 @@
  * read outside the conversation's queue and applied in queued steps, one `transition` each: a
  * step takes the event it was started for and those that had already arrived behind it (at most
  * `MAX_BURST`), so a burst from one network read costs one trip through the queue (issue #19),
- * and a cancel can still come between two steps. A cancel or shutdown that comes while the call
- * is being prepared wins: nothing is opened.
+ * and a cancel can still come between two steps.
  *
  * A call planned by the step being committed is prepared before that commit (`prepare`): the
  * stream is opened and held at `beforeSend` until the commit, so its exact request is saved in
  * the step's own transaction — one store write (one fsync on SQLite) before the send instead of
- * two (issue #19). Nothing leaves the process before that commit returns.
+ * two (issue #19). Nothing leaves the process before that commit returns; a step that is not
+ * committed drops the call unsent, and a cancel applied after it aborts the call. A call opened
+ * here otherwise (resumed, or not prepared): a cancel or shutdown that comes while it is being
+ * prepared wins, nothing is opened.
  */
 import {
   type ExactRequest,
@@ -168,7 +170,8 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       });
     }
     const saved = held === undefined ? await store.getLLMCall(command.callID) : null;
-    // A cancel or shutdown that came while the call was being prepared wins: open nothing.
+    // A cancel or shutdown that came while the call was being prepared wins: open nothing (a
+    // prepared call is dropped unsent).
     const current = entry.state.committed;
     if (
       isStopping() ||
