@@ -23,7 +23,8 @@ import { toErrorMessage } from "./error-message.ts";
 import type { LLM, ModelInfo } from "./llm.ts";
 import { createResponseStream } from "./response-stream.ts";
 import type { Secret } from "./secret.ts";
-import type { AssistantMessage, LLMCall, LLMStream } from "./types.ts";
+import type { AssistantMessage, LLMCall, LLMStream, RequestAttempt } from "./types.ts";
+import { withGetters } from "./with-getters.ts";
 
 /** How a budget refusal's message starts; the client shows the message as is. */
 export const BUDGET_REACHED_PREFIX = "Budget reached: ";
@@ -179,16 +180,18 @@ function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall, holdEveryMs: num
     attempts: () => inner?.attempts ?? [],
     onEnd: release,
   });
-  return {
-    ...stream,
-    // The inner call's raw argument text (the outer snapshot sees only the parsed events).
-    toolCallArgumentsText: (contentIndex) =>
-      inner?.toolCallArgumentsText(contentIndex) ?? stream.toolCallArgumentsText(contentIndex),
-    get exactRequest() {
-      return inner?.exactRequest;
+  const { exactRequest: _exactRequest, attempts: _attempts, ...members } = stream;
+  // Accessors defined afterwards: the object stays a fast one (withGetters).
+  return withGetters(
+    {
+      ...members,
+      // The inner call's raw argument text (the outer snapshot sees only the parsed events).
+      toolCallArgumentsText: (contentIndex: number) =>
+        inner?.toolCallArgumentsText(contentIndex) ?? stream.toolCallArgumentsText(contentIndex),
     },
-    get attempts() {
-      return inner?.attempts ?? [];
+    {
+      exactRequest: () => inner?.exactRequest,
+      attempts: (): readonly RequestAttempt[] => inner?.attempts ?? [],
     },
-  };
+  );
 }

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { createResponseStream } from "./response-stream.ts";
+import { hasFastProperties } from "./testing/fast-properties.ts";
 import { collect } from "./testing/streams.ts";
-import type { AssistantMessage, ResponseEvent } from "./types.ts";
+import type { AssistantMessage, RequestAttempt, ResponseEvent, SentRequest } from "./types.ts";
 
 function message(stopReason: AssistantMessage["stopReason"], text = ""): AssistantMessage {
   return {
@@ -134,5 +135,43 @@ describe("response stream", () => {
     assert.equal(stream.callID, "call-2");
     assert.equal(stream.exactRequest, undefined);
     assert.deepEqual(stream.attempts, []);
+  });
+
+  test("the stream is a fast object; exactRequest and attempts read the call's state when asked (issue #19)", async () => {
+    let sent: SentRequest | undefined;
+    const attempts: RequestAttempt[] = [];
+    const stream = createResponseStream({
+      callID: "call-3",
+      controller: new AbortController(),
+      events: from(START, { type: "done", reason: "stop", message: message("stop") }),
+      toFailure: (reason) => message(reason),
+      exactRequest: () => sent,
+      attempts: () => attempts,
+    });
+    // An object literal with a `get` member would be in dictionary mode (≈ 4x the memory).
+    assert.equal(hasFastProperties(stream), true);
+    assert.equal(stream.exactRequest, undefined);
+    sent = Object.freeze({
+      callID: "call-3",
+      model: "m",
+      method: "POST",
+      url: "http://127.0.0.1/v1",
+      bodyHash: "h",
+      replayed: false,
+    });
+    attempts.push({ attempt: 1, status: 200 });
+    assert.equal(stream.exactRequest, sent);
+    assert.deepEqual(stream.attempts, [{ attempt: 1, status: 200 }]);
+    assert.ok(Object.isFrozen(stream.attempts));
+    assert.notEqual(stream.attempts, attempts);
+    // Own enumerable accessors without a setter, as `get` in a literal makes them.
+    for (const name of ["exactRequest", "attempts"]) {
+      const descriptor = Object.getOwnPropertyDescriptor(stream, name);
+      assert.equal(typeof descriptor?.get, "function");
+      assert.equal(descriptor?.set, undefined);
+      assert.equal(descriptor?.enumerable, true);
+    }
+    assert.equal(hasFastProperties(stream), true);
+    await collect(stream);
   });
 });

@@ -11,6 +11,7 @@ import type { AssistantMessage, AssistantMessageEvent } from "@earendil-works/pi
 import { errorMessage } from "../errors/error-message.ts";
 import { createSnapshotter } from "./snapshot.ts";
 import type { LLMStream, RequestAttempt, ResponseEvent, SentRequest } from "./types.ts";
+import { withGetters } from "./with-getters.ts";
 
 export interface ResponseStreamOptions {
   readonly callID: string;
@@ -108,15 +109,9 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
     return new Promise((resolve) => waiters.push(resolve));
   };
 
-  return {
+  const stream: Omit<LLMStream, "exactRequest" | "attempts"> = {
     callID: options.callID,
     signal: controller.signal,
-    get exactRequest() {
-      return options.exactRequest?.();
-    },
-    get attempts() {
-      return Object.freeze([...(options.attempts?.() ?? [])]);
-    },
     recv,
     poll,
     abort: (reason?: string) => controller.abort(reason ?? "aborted by the caller"),
@@ -129,4 +124,8 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
       }
     },
   };
+  return withGetters(stream, {
+    exactRequest: () => options.exactRequest?.(),
+    attempts: (): readonly RequestAttempt[] => Object.freeze([...(options.attempts?.() ?? [])]),
+  });
 }

@@ -49,7 +49,8 @@ export interface Snapshotter {
 export function createSnapshotter(): Snapshotter {
   /** The blocks so far; frozen, and replaced (never changed) by `setBlock`. */
   let content: readonly Block[] = Object.freeze([]);
-  const argumentStreams = new Map<number, ToolCallArgumentsStream>();
+  /** Made at the first tool call: an empty Map is ≈ 190 bytes per open call (issue #19). */
+  let argumentStreams: Map<number, ToolCallArgumentsStream> | undefined;
   /** The last snapshot's usage, reused while the live message's usage stays the same. */
   let lastUsage: Usage | undefined;
 
@@ -90,7 +91,7 @@ export function createSnapshotter(): Snapshotter {
       case "start":
         content = Object.freeze([]);
         lastUsage = undefined;
-        argumentStreams.clear();
+        argumentStreams?.clear();
         return { type: "start", partial: snapshot(event.partial) };
       case "text_start":
         setBlock(event.contentIndex, { type: "text", text: "" }, event.partial);
@@ -141,6 +142,7 @@ export function createSnapshotter(): Snapshotter {
       }
       case "toolcall_start": {
         const live = event.partial.content[event.contentIndex];
+        argumentStreams ??= new Map();
         argumentStreams.set(event.contentIndex, new ToolCallArgumentsStream());
         setBlock(
           event.contentIndex,
@@ -155,6 +157,7 @@ export function createSnapshotter(): Snapshotter {
         return { ...event, partial: snapshot(event.partial) };
       }
       case "toolcall_delta": {
+        argumentStreams ??= new Map();
         let stream = argumentStreams.get(event.contentIndex);
         if (stream === undefined) {
           stream = new ToolCallArgumentsStream();
@@ -191,6 +194,6 @@ export function createSnapshotter(): Snapshotter {
 
   return {
     toSnapshot,
-    toolCallArgumentsText: (contentIndex) => argumentStreams.get(contentIndex)?.text,
+    toolCallArgumentsText: (contentIndex) => argumentStreams?.get(contentIndex)?.text,
   };
 }

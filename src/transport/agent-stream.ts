@@ -18,6 +18,7 @@
  */
 import { randomInt } from "node:crypto";
 import type { ConnectError } from "@connectrpc/connect";
+import { withGetters } from "../llm/index.ts";
 import { createClientMessages } from "./agent-stream/client-messages.ts";
 import { createReconnectGrace } from "./agent-stream/reconnect-grace.ts";
 import { fromSavedRunRequest } from "./agent-stream/saved-run-request.ts";
@@ -92,12 +93,9 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     );
   }
 
-  const stream: AgentStream = {
+  const members: Omit<AgentStream, "conversationID"> = {
     requestID,
     outbound,
-    get conversationID() {
-      return state.conversationID;
-    },
     append(seqno, message) {
       return sequencer.run(
         seqno,
@@ -139,6 +137,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       endStream(toProtocolError({ type: "stream_closed", reason }));
     },
   };
-
+  // Not a literal `get`: that would make each stream a dictionary-mode object (issue #19).
+  const stream: AgentStream = withGetters(members, { conversationID: () => state.conversationID });
   return stream;
 }

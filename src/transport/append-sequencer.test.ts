@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, mock, test } from "node:test";
+import { hasFastProperties } from "../llm/testing/fast-properties.ts";
 import { createAppendSequencer, SequenceGapError } from "./append-sequencer.ts";
 
 const options = { gapTimeoutMs: 10_000, maxAhead: 8 };
@@ -147,4 +148,15 @@ describe("run(): ordered appends with remembered outcomes", () => {
     );
     await assert.rejects(again, /again/);
   });
+});
+
+test("sequencers are fast objects, each with its own next seqno (issue #19: one per stream)", async () => {
+  const sequencers = [createAppendSequencer(options), createAppendSequencer(options)];
+  await sequencers[1]?.enter(0);
+  sequencers[1]?.leave(0);
+  assert.deepEqual(
+    sequencers.map((sequencer) => sequencer.next),
+    [0, 1],
+  );
+  for (const sequencer of sequencers) assert.equal(hasFastProperties(sequencer), true);
 });

@@ -8,6 +8,8 @@
  * - One whose seqno was already applied, is being applied, or is already waiting is a repeat
  *   (`stale`): the caller acknowledges it without applying it again.
  */
+import { withGetters } from "../llm/index.ts";
+
 export interface AppendSequencer {
   /**
    * Resolves `apply` when it is this append's turn (the caller must then call `leave(seqno)`,
@@ -58,34 +60,34 @@ export function createAppendSequencer(options: AppendSequencerOptions): AppendSe
   let next = 0;
   let synced = true;
   let inFlight: number | null = null;
-  const waiting = new Map<
-    number,
-    { resolve: (value: "apply") => void; reject: (error: Error) => void; timer: NodeJS.Timeout }
-  >();
+  /** Appends that came ahead of their turn; made on first use (issue #19, heap per stream). */
+  let waiting:
+    | Map<
+        number,
+        { resolve: (value: "apply") => void; reject: (error: Error) => void; timer: NodeJS.Timeout }
+      >
+    | undefined;
 
   const outcomes = new Map<number, Promise<void>>();
   const remembered = options.remembered ?? 64;
 
   const admit = (seqno: number): void => {
-    const waiter = waiting.get(seqno);
+    const waiter = waiting?.get(seqno);
     if (waiter === undefined) return;
-    waiting.delete(seqno);
+    waiting?.delete(seqno);
     clearTimeout(waiter.timer);
     inFlight = seqno;
     waiter.resolve("apply");
   };
 
-  const sequencer: AppendSequencer = {
-    get next() {
-      return next;
-    },
+  const members: Omit<AppendSequencer, "next"> = {
     run(seqno, apply, enterFailed) {
       const known = outcomes.get(seqno);
       if (known !== undefined) return known;
       const outcome = (async () => {
         let verdict: "apply" | "stale";
         try {
-          verdict = await sequencer.enter(seqno);
+          verdict = await members.enter(seqno);
         } catch (error) {
           throw enterFailed(error);
         }
@@ -93,7 +95,7 @@ export function createAppendSequencer(options: AppendSequencerOptions): AppendSe
         try {
           await apply();
         } finally {
-          sequencer.leave(seqno);
+          members.leave(seqno);
         }
       })();
       outcomes.set(seqno, outcome);
@@ -108,11 +110,13 @@ export function createAppendSequencer(options: AppendSequencerOptions): AppendSe
       if (!Number.isSafeInteger(seqno) || seqno < 0) {
         return Promise.reject(new SequenceGapError(seqno, next, "not a valid seqno"));
       }
-      if (!synced && inFlight === null && waiting.size === 0) {
+      if (!synced && inFlight === null && (waiting?.size ?? 0) === 0) {
         synced = true;
         next = seqno;
       }
-      if (seqno < next || seqno === inFlight || waiting.has(seqno)) return Promise.resolve("stale");
+      if (seqno < next || seqno === inFlight || waiting?.has(seqno) === true) {
+        return Promise.resolve("stale");
+      }
       if (seqno === next && inFlight === null) {
         inFlight = seqno;
         return Promise.resolve("apply");
@@ -124,7 +128,7 @@ export function createAppendSequencer(options: AppendSequencerOptions): AppendSe
       }
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
-          waiting.delete(seqno);
+          waiting?.delete(seqno);
           reject(
             new SequenceGapError(
               seqno,
@@ -134,6 +138,7 @@ export function createAppendSequencer(options: AppendSequencerOptions): AppendSe
           );
         }, options.gapTimeoutMs);
         timer.unref?.();
+        waiting ??= new Map();
         waiting.set(seqno, { resolve, reject, timer });
       });
     },
@@ -147,12 +152,13 @@ export function createAppendSequencer(options: AppendSequencerOptions): AppendSe
       synced = false;
     },
     close(reason) {
-      for (const [seqno, waiter] of waiting) {
+      for (const [seqno, waiter] of waiting ?? []) {
         clearTimeout(waiter.timer);
         waiter.reject(new SequenceGapError(seqno, next, reason));
       }
-      waiting.clear();
+      waiting?.clear();
     },
   };
-  return sequencer;
+  // Not a literal `get`: that would make each sequencer a dictionary-mode object (issue #19).
+  return withGetters(members, { next: () => next });
 }

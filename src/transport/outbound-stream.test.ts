@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, mock, test } from "node:test";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { createOutboundStream } from "./outbound-stream.ts";
+
+setFlagsFromString("--expose-gc");
+/** A full collection, from a fresh context where `--expose-gc` took effect. */
+const collect = runInNewContext("gc") as () => void;
 
 const create = () => createOutboundStream<string>({ heartbeatMs: 5000, heartbeat: () => "♥" });
 
@@ -113,6 +119,27 @@ describe("createOutboundStream()", () => {
     );
     assert.equal(rest.at(-1), "m1999");
     assert.equal(stream.length, 2000);
+  });
+
+  test("a delivered message is released at once, not kept until a batch is dropped", async () => {
+    const stream = createOutboundStream<{ readonly n: number }>({
+      heartbeatMs: 5000,
+      heartbeat: () => ({ n: -1 }),
+    });
+    const written = new WeakRef({ n: 0 });
+    stream.push(written.deref() as { n: number });
+    stream.push({ n: 1 });
+    const reader = stream.read();
+    assert.equal(reader.next()?.n, 0);
+    assert.equal(reader.next()?.n, 1, "message 0 is now delivered");
+    assert.equal(stream.retained, 1);
+    // WeakRef targets live to the end of the job that created or read them.
+    await new Promise((resolve) => setImmediate(resolve));
+    collect();
+    assert.equal(written.deref(), undefined, "the delivered message was collected");
+    reader.close();
+    const again = stream.read();
+    assert.equal(again.next()?.n, 1, "the one being written stays for the next subscriber");
   });
 
   test("a long idle spell (thousands of heartbeats) does not grow anything", async () => {

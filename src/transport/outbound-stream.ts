@@ -39,7 +39,7 @@ export interface OutboundStream<T> {
   readonly length: number;
   /** Messages handed to a subscriber and written. */
   readonly delivered: number;
-  /** Messages still held in memory (the undelivered ones, and some delivered not yet released). */
+  /** Messages still held in memory: the undelivered ones (delivered ones are released at once). */
   readonly retained: number;
   /** True while a subscriber is attached. */
   readonly subscribed: boolean;
@@ -96,8 +96,13 @@ export interface OutboundStreamOptions<T> {
 }
 
 export function createOutboundStream<T>(options: OutboundStreamOptions<T>): OutboundStream<T> {
-  /** Messages from number `base` on; delivered ones are released in batches. */
-  let backlog: T[] = [];
+  /**
+   * Messages from number `base` on. A delivered message's slot is emptied at once, so the message
+   * can be collected while it is young (a stream that sends a message a second would otherwise
+   * carry up to 256 written messages into the old generation, issue #19); the slots themselves
+   * are dropped in batches.
+   */
+  let backlog: (T | undefined)[] = [];
   let base = 0;
   let delivered = 0;
   let ended = false;
@@ -115,6 +120,7 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
 
   /** Delivered messages are never sent again: let them go. */
   const markDelivered = (count: number): void => {
+    backlog.fill(undefined, delivered - base, delivered - base + count);
     delivered += count;
     const done = delivered - base;
     if (done >= 256 && done * 2 >= backlog.length) {
@@ -168,7 +174,8 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
             handedOut = 1;
             return backlog[delivered - base] as T;
           }
-          const joined = options.coalesce(backlog, delivered - base);
+          // Only the undelivered messages, from `delivered - base` on, are read.
+          const joined = options.coalesce(backlog as readonly T[], delivered - base);
           handedOut = joined.count;
           return joined.message;
         }
@@ -267,7 +274,7 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
       return delivered;
     },
     get retained() {
-      return backlog.length;
+      return base + backlog.length - delivered;
     },
     get subscribed() {
       return active > 0;

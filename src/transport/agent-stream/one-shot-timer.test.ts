@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
+import { hasFastProperties } from "../../llm/testing/fast-properties.ts";
 import { createOneShotTimer } from "./one-shot-timer.ts";
 
 test("a one-shot timer fires once after its delay, and is idle again when it fires", () => {
@@ -43,4 +44,16 @@ test("clearing a one-shot timer stops it; arming again replaces the earlier wait
   } finally {
     mock.timers.reset();
   }
+});
+
+test("timers are fast objects, each with its own armed state (issue #19: one or more per stream)", () => {
+  const timers = [createOneShotTimer(), createOneShotTimer(), createOneShotTimer()];
+  timers[1]?.arm(60_000, () => {});
+  assert.deepEqual(
+    timers.map((timer) => timer.armed),
+    [false, true, false],
+  );
+  for (const timer of timers) assert.equal(hasFastProperties(timer), true);
+  timers[1]?.clear();
+  assert.equal(timers[1]?.armed, false);
 });

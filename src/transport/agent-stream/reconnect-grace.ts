@@ -6,7 +6,7 @@
 
 import { errorMessage } from "../../errors/error-message.ts";
 import { toProtocolError } from "../cursor/index.ts";
-import { createOneShotTimer } from "./one-shot-timer.ts";
+import { createOneShotTimer, type OneShotTimer } from "./one-shot-timer.ts";
 import type { StreamState } from "./stream-state.ts";
 
 export interface ReconnectGrace {
@@ -22,10 +22,12 @@ export function createReconnectGrace(
 ): ReconnectGrace {
   const { requestID, deps, outbound } = stream;
   const { log } = deps;
-  const timer = createOneShotTimer();
+  /** Made when a subscriber first goes: most streams keep theirs (issue #19). */
+  let timer: OneShotTimer | undefined;
   return {
     start() {
-      if (timer.armed || outbound.ended) return;
+      if (timer?.armed === true || outbound.ended) return;
+      timer ??= createOneShotTimer();
       timer.arm(deps.options.reconnectGraceMs, () => {
         if (outbound.subscribed || outbound.ended) return;
         log.info(
@@ -43,6 +45,8 @@ export function createReconnectGrace(
           .finally(() => stream.end(toProtocolError({ type: "client_went_away" })));
       });
     },
-    clear: timer.clear,
+    clear() {
+      timer?.clear();
+    },
   };
 }

@@ -111,7 +111,8 @@ interface Running {
 export function createSubagents(stream: StreamState, tools: SubagentTools): Subagents {
   const { deps, requestID } = stream;
   const { runner, log, now } = deps;
-  const running = new Map<string, Running>();
+  /** Made on first use: an open stream that runs no subagent holds no empty Map (issue #19). */
+  let running: Map<string, Running> | undefined;
 
   const cancelChild = (entry: Running, inputID: string, reason: string) =>
     runner.submit(entry.childID, { type: "cancel", inputID, at: now(), reason }, entry.output);
@@ -140,7 +141,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
         };
       }
       const maxConcurrent = deps.options.subagentMaxConcurrent ?? DEFAULT_SUBAGENT_MAX_CONCURRENT;
-      if (running.size >= maxConcurrent) {
+      if ((running?.size ?? 0) >= maxConcurrent) {
         return {
           type: "error",
           agentID: childID,
@@ -226,6 +227,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
         },
       };
       const entry: Running = { call, childID, output, open, leave: () => resolveEnding(null) };
+      running ??= new Map();
       running.set(call.toolCallID, entry);
       const onAbort = (): void => {
         void stopOnAbort(entry).catch(() => {});
@@ -268,14 +270,14 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
         };
       } finally {
         signal.removeEventListener("abort", onAbort);
-        running.delete(call.toolCallID);
+        running?.delete(call.toolCallID);
       }
     },
 
     async cancel(subagentID, reason) {
       const entry =
-        running.get(subagentID) ??
-        [...running.values()].find((candidate) => candidate.childID === subagentID);
+        running?.get(subagentID) ??
+        [...(running?.values() ?? [])].find((candidate) => candidate.childID === subagentID);
       if (entry === undefined) return false;
       // Keyed by the parent's call: a resumed child has several turns, each its own cancel.
       await cancelChild(entry, `${entry.call.operationID}:cancel`, reason);
@@ -365,7 +367,7 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
     if (state === null || state.parent?.conversationID !== parentID || state.settings === null) {
       return { type: "error", message: `there is no subagent "${agentID}" in this conversation` };
     }
-    if ([...running.values()].some((entry) => entry.childID === agentID)) {
+    if ([...(running?.values() ?? [])].some((entry) => entry.childID === agentID)) {
       return {
         type: "error",
         message: `the subagent "${agentID}" is still working on an earlier task; wait for its result`,

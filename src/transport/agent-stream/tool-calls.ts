@@ -42,7 +42,12 @@ import { runServerWork } from "../web-work.ts";
 import { createEffectsLock } from "./effects-lock.ts";
 import { createOneShotTimer, type OneShotTimer } from "./one-shot-timer.ts";
 import { type StreamState, send } from "./stream-state.ts";
-import { createSubagents, type SubagentCall, toSubagentCallID } from "./subagents.ts";
+import {
+  createSubagents,
+  type SubagentCall,
+  type Subagents,
+  toSubagentCallID,
+} from "./subagents.ts";
 import type { AgentStreamOptions } from "./types.ts";
 
 export interface ToolCalls {
@@ -82,37 +87,42 @@ export function withBatches(options: AgentStreamOptions, settings: TurnSettings)
 export function createToolCalls(stream: StreamState): ToolCalls {
   const { requestID, deps } = stream;
   const { log, now } = deps;
-  const open = new Map<string, OpenToolCall>();
-  const works = new Map<string, AbortController>();
-  const lates = new Map<string, OneShotTimer>();
+  // The maps are made on first use: every open stream would otherwise hold five empty ones
+  // (≈ 190 bytes each) while it waits for the model (issue #19, heap per open stream).
+  let open: Map<string, OpenToolCall> | undefined;
+  let works: Map<string, AbortController> | undefined;
+  let lates: Map<string, OneShotTimer> | undefined;
   let modeAtStart: Mode | null = null;
   /** The parent's call behind each open subagent call (its state shapes the child). */
-  const taskCalls = new Map<string, SubagentCall>();
+  let taskCalls: Map<string, SubagentCall> | undefined;
   /**
    * Open calls of subagents, with the parent's task call each belongs to: their updates show
    * inside that call's card (cursor/task-progress.ts), and `rejectOpen` leaves them to
    * subagents.ts, which cancels the child first (or detaches it), so the child's runner never
    * sees its call fail while it still waits.
    */
-  const childCalls = new Map<string, string>();
-  /** Subagents' calls with effects, one at a time across the stream's subagents. */
-  const effects = createEffectsLock();
+  let childCalls: Map<string, string> | undefined;
+  /**
+   * The stream's subagents (subagents.ts) and their effects lock, made at the first subagent
+   * call: most streams run none (≈ 0.8 KiB per open stream otherwise; issue #19).
+   */
+  let subagents: Subagents | undefined;
 
   /** Sends what a step of call `operationID` produced; a subagent's shows in its task card. */
   const sendFor = (operationID: string | null, messages: readonly AgentServerMessage[]): void => {
-    const taskCallID = operationID === null ? undefined : childCalls.get(operationID);
+    const taskCallID = operationID === null ? undefined : childCalls?.get(operationID);
     send(stream, taskCallID === undefined ? messages : toTaskProgress(taskCallID, messages));
   };
 
   const clearLate = (operationID: string): void => {
-    lates.get(operationID)?.clear();
-    lates.delete(operationID);
+    lates?.get(operationID)?.clear();
+    lates?.delete(operationID);
   };
 
   const finish = (operationID: string, message: ToolResultMessage | null): void => {
-    const waiting = open.get(operationID);
+    const waiting = open?.get(operationID);
     if (message !== null && waiting !== undefined) {
-      open.delete(operationID);
+      open?.delete(operationID);
       waiting.resolve(message);
     }
   };
@@ -127,11 +137,12 @@ export function createToolCalls(stream: StreamState): ToolCalls {
     item: { readonly id: number; readonly work: ServerWork },
   ): void => {
     const controller = new AbortController();
-    works.get(operationID)?.abort();
+    works?.get(operationID)?.abort();
+    works ??= new Map();
     works.set(operationID, controller);
     const began = now();
     const work = item.work;
-    const call = taskCalls.get(operationID);
+    const call = taskCalls?.get(operationID);
     const running: Promise<ServerWorkResult> =
       work.type !== "subagent"
         ? runServerWork(deps.web, work, controller.signal)
@@ -140,12 +151,12 @@ export function createToolCalls(stream: StreamState): ToolCalls {
               type: "subagent",
               outcome: { type: "error", message: "the task call was not found", agentID: "" },
             })
-          : subagents
+          : useSubagents()
               .run(call, work, controller.signal)
               .then((outcome) => ({ type: "subagent", outcome }));
     void running.then((result) => {
-      if (works.get(operationID) === controller) works.delete(operationID);
-      taskCalls.delete(operationID);
+      if (works?.get(operationID) === controller) works.delete(operationID);
+      taskCalls?.delete(operationID);
       log.info(
         {
           request: requestID,
@@ -155,7 +166,9 @@ export function createToolCalls(stream: StreamState): ToolCalls {
         },
         work.type === "subagent" ? "subagent ran" : "web tool ran",
       );
-      if (controller.signal.aborted || stream.turn === null || !open.has(operationID)) return;
+      if (controller.signal.aborted || stream.turn === null || open?.has(operationID) !== true) {
+        return;
+      }
       const step = finishServerWork(stream.turn, item.id, result, {
         at: now(),
         inputID: `result:${operationID}`,
@@ -172,11 +185,12 @@ export function createToolCalls(stream: StreamState): ToolCalls {
   };
 
   const startLateTimer = (operationID: string): void => {
+    lates ??= new Map();
     const late = lates.get(operationID) ?? createOneShotTimer();
     lates.set(operationID, late);
     late.arm(deps.options.lateResultGraceMs, () => {
-      lates.delete(operationID);
-      if (stream.turn === null || !open.has(operationID)) return;
+      lates?.delete(operationID);
+      if (stream.turn === null || open?.has(operationID) !== true) return;
       const step = expireToolCall(stream.turn, operationID, {
         at: now(),
         inputID: `result:${operationID}`,
@@ -202,7 +216,7 @@ export function createToolCalls(stream: StreamState): ToolCalls {
         stream.turn = { ...stream.turn, mode: committed, agentMode: toAgentMode(committed) };
       }
       const context = { at: now(), inputID: `result:${command.operationID}` };
-      const taskCallID = childCalls.get(command.operationID);
+      const taskCallID = childCalls?.get(command.operationID);
       const step = startToolCall(stream.turn, command, context, {
         recovered: attempt.outcomeUnknown,
         ...(taskCallID === undefined ? {} : { taskCallID }),
@@ -228,8 +242,10 @@ export function createToolCalls(stream: StreamState): ToolCalls {
         if (waiting) startLateTimer(command.operationID);
       }
       return new Promise((resolve, reject) => {
+        open ??= new Map();
         open.set(command.operationID, { resolve, reject });
         if (step.work?.work.type === "subagent") {
+          taskCalls ??= new Map();
           taskCalls.set(command.operationID, {
             operationID: command.operationID,
             toolCallID: command.toolCall.id,
@@ -272,25 +288,29 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       );
     },
     rejectOpen(reason) {
-      const waiting = [...open].filter(([operationID]) => !childCalls.has(operationID));
+      const waiting = [...(open ?? [])].filter(
+        ([operationID]) => childCalls?.has(operationID) !== true,
+      );
       for (const [operationID, call] of waiting) {
-        open.delete(operationID);
+        open?.delete(operationID);
         call.reject(new Error(reason));
       }
     },
     stopWork() {
-      for (const controller of works.values()) controller.abort();
-      works.clear();
+      for (const controller of works?.values() ?? []) controller.abort();
+      works?.clear();
     },
     clearLateTimer() {
-      for (const late of lates.values()) late.clear();
-      lates.clear();
+      for (const late of lates?.values() ?? []) late.clear();
+      lates?.clear();
     },
     cancelSubagent(subagentID, reason) {
-      return subagents.cancel(subagentID, reason);
+      return subagents === undefined
+        ? Promise.resolve(false)
+        : subagents.cancel(subagentID, reason);
     },
     closeSubagentCalls(reason) {
-      for (const operationID of childCalls.keys()) {
+      for (const operationID of childCalls?.keys() ?? []) {
         if (stream.turn === null) return;
         const step = abortToolCall(stream.turn, operationID, now(), reason);
         stream.turn = step.state;
@@ -298,53 +318,60 @@ export function createToolCalls(stream: StreamState): ToolCalls {
       }
     },
   };
-  /** A subagent's streamed text and thinking, shown inside its task card. */
-  const showProgress = (taskCallID: string, events: readonly ResponseEvent[]): void => {
-    send(stream, toTaskProgressEvents(taskCallID, events));
-  };
-  const subagents = createSubagents(stream, {
-    showProgress,
-    async run(command, state, attempt, taskCallID) {
-      const { operationID } = command;
-      // Sibling subagents' calls with effects run one at a time (effects-lock.ts); reads do not wait.
-      const turn = stream.turn;
-      const effectFree =
-        turn === null ? [] : toEffectFreeToolNames(turn.mode, turn.mcpTools, turn.web);
-      const locked = !effectFree.includes(command.toolCall.name);
-      if (locked) {
-        await effects.acquire(operationID, (holder) =>
-          log.debug(
-            { request: requestID, operation: operationID, tool: command.toolCall.name, holder },
-            "subagent tool call waits for another subagent's call with effects",
-          ),
-        );
-      }
-      childCalls.set(operationID, taskCallID);
-      // The client keys tool cards, approvals and background shells by call id, and models reuse
-      // ids (`call_0`): the child's call gets an id unique on the stream, its result the model's.
-      const toolCall = command.toolCall;
-      const shown = { ...command, toolCall: { ...toolCall, id: toSubagentCallID(operationID) } };
-      try {
-        const result = await calls.run(shown, state, attempt);
-        return { ...result, toolCallId: toolCall.id };
-      } finally {
-        childCalls.delete(operationID);
-        if (locked) effects.release(operationID, "done");
-      }
-    },
-    abort(operationID, reason) {
-      // A call still waiting for the lock is never started.
-      effects.release(operationID, reason);
-      const waiting = open.get(operationID);
-      open.delete(operationID);
-      clearLate(operationID);
-      if (stream.turn !== null) {
-        const step = abortToolCall(stream.turn, operationID, now(), reason);
-        stream.turn = step.state;
-        sendFor(operationID, step.messages);
-      }
-      waiting?.reject(new Error(reason));
-    },
-  });
+  function useSubagents(): Subagents {
+    if (subagents !== undefined) return subagents;
+    /** Subagents' calls with effects, one at a time across the stream's subagents. */
+    const effects = createEffectsLock();
+    /** A subagent's streamed text and thinking, shown inside its task card. */
+    const showProgress = (taskCallID: string, events: readonly ResponseEvent[]): void => {
+      send(stream, toTaskProgressEvents(taskCallID, events));
+    };
+    subagents = createSubagents(stream, {
+      showProgress,
+      async run(command, state, attempt, taskCallID) {
+        const { operationID } = command;
+        // Sibling subagents' calls with effects run one at a time (effects-lock.ts); reads do not wait.
+        const turn = stream.turn;
+        const effectFree =
+          turn === null ? [] : toEffectFreeToolNames(turn.mode, turn.mcpTools, turn.web);
+        const locked = !effectFree.includes(command.toolCall.name);
+        if (locked) {
+          await effects.acquire(operationID, (holder) =>
+            log.debug(
+              { request: requestID, operation: operationID, tool: command.toolCall.name, holder },
+              "subagent tool call waits for another subagent's call with effects",
+            ),
+          );
+        }
+        childCalls ??= new Map();
+        childCalls.set(operationID, taskCallID);
+        // The client keys tool cards, approvals and background shells by call id, and models reuse
+        // ids (`call_0`): the child's call gets an id unique on the stream, its result the model's.
+        const toolCall = command.toolCall;
+        const shown = { ...command, toolCall: { ...toolCall, id: toSubagentCallID(operationID) } };
+        try {
+          const result = await calls.run(shown, state, attempt);
+          return { ...result, toolCallId: toolCall.id };
+        } finally {
+          childCalls?.delete(operationID);
+          if (locked) effects.release(operationID, "done");
+        }
+      },
+      abort(operationID, reason) {
+        // A call still waiting for the lock is never started.
+        effects.release(operationID, reason);
+        const waiting = open?.get(operationID);
+        open?.delete(operationID);
+        clearLate(operationID);
+        if (stream.turn !== null) {
+          const step = abortToolCall(stream.turn, operationID, now(), reason);
+          stream.turn = step.state;
+          sendFor(operationID, step.messages);
+        }
+        waiting?.reject(new Error(reason));
+      },
+    });
+    return subagents;
+  }
   return calls;
 }
