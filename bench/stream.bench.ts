@@ -13,6 +13,9 @@
  *   the server minus directly;
  * - ttft: time to the first text delta minus the provider's own, through the server minus
  *   directly;
+ * - latency and ttft are measured twice: with the client in this process (the server's event
+ *   loop also runs the client's decoding), and with the client in a process of its own
+ *   (turn-client.ts), as Cursor's clients are;
  * - heap: live heap (after a full GC) per open, silent stream, in a server process of its own;
  * - concurrency: 2,000 streaming conversations (a chunk a second each) on a server process of
  *   its own (bounded in time): chunk latency once all are open (and while they were opening),
@@ -41,6 +44,7 @@ import { createMemoryStore } from "../src/store/index.ts";
 import { silentLog } from "../src/transport/log.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../src/transport/server.ts";
 import type { ClientResult, ClientSettings } from "./stream-clients.ts";
+import type { TurnTimes } from "./turn-client.ts";
 import {
   type BenchProvider,
   indexesOf,
@@ -172,6 +176,21 @@ async function inProcess(
     });
     return { received, calledAt: sentAt };
   };
+  /**
+   * The same turn from a client in a process of its own (turn-client.ts), as Cursor's clients
+   * are; its epoch times in this process's `performance.now()` terms.
+   */
+  const clientProcess = run("latency") || run("ttft") ? startTurnClient() : undefined;
+  const throughClientProcess = async (): Promise<{ received: number[]; calledAt: number }> => {
+    if (clientProcess === undefined) throw new Error("no client process");
+    const times = await clientProcess.turn(server.url);
+    const local = (at: number) => at - performance.timeOrigin;
+    const received: number[] = [];
+    times.received.forEach((at, i) => {
+      if (at !== null) received[i] = local(at);
+    });
+    return { received, calledAt: local(times.sentAt) };
+  };
   /** Deltas per second from the call to the last chunk's arrival. */
   const rate = ({ received, calledAt }: { received: number[]; calledAt: number }, n: number) =>
     n / (((received[n - 1] ?? Number.NaN) - calledAt) / 1000);
@@ -179,6 +198,7 @@ async function inProcess(
   provider.script = { chunks: 2_000, paceMs: 0 };
   await throughServer(); // warm up
   await direct();
+  if (clientProcess !== undefined) await throughClientProcess();
 
   if (run("throughput")) {
     print();
@@ -205,6 +225,7 @@ async function inProcess(
   if (run("latency")) {
     provider.script = { chunks: 400, paceMs: 2 };
     const server: number[] = [];
+    const apart: number[] = [];
     const base: number[] = [];
     const delays = (received: readonly number[]) =>
       provider.written.flatMap((at, i) => {
@@ -213,45 +234,94 @@ async function inProcess(
       });
     for (let round = 0; round < 3; round += 1) {
       server.push(...delays((await throughServer()).received));
+      apart.push(...delays((await throughClientProcess()).received));
       base.push(...delays((await direct()).received));
     }
+    const added = (values: readonly number[]) =>
+      `p50 ${ms(percentile(values, 50) - percentile(base, 50))} [≤ 0.150 ms]   p99 ${ms(percentile(values, 99) - percentile(base, 99))} [< 1.000 ms]`;
     print();
     print(`latency: provider chunk → its text on the client, paced 2 ms (${server.length} chunks)`);
     print(
-      `  through the server: p50 ${ms(percentile(server, 50))}   p99 ${ms(percentile(server, 99))}`,
+      `  through the server, client in this process: p50 ${ms(percentile(server, 50))}   p99 ${ms(percentile(server, 99))}`,
     );
     print(
-      `  LLM layer directly: p50 ${ms(percentile(base, 50))}   p99 ${ms(percentile(base, 99))}`,
+      `  through the server, client in its own:      p50 ${ms(percentile(apart, 50))}   p99 ${ms(percentile(apart, 99))}`,
     );
     print(
-      `  added:              p50 ${ms(percentile(server, 50) - percentile(base, 50))} [≤ 0.150 ms]   p99 ${ms(percentile(server, 99) - percentile(base, 99))} [< 1.000 ms]`,
+      `  LLM layer directly:                         p50 ${ms(percentile(base, 50))}   p99 ${ms(percentile(base, 99))}`,
     );
+    print(`  added, client in this process: ${added(server)}`);
+    print(`  added, client in its own:      ${added(apart)}`);
   }
 
   if (run("ttft")) {
     provider.script = { chunks: 5, paceMs: 0 };
     const server: number[] = [];
+    const apart: number[] = [];
     const base: number[] = [];
     const firstAfter = ({ received, calledAt }: { received: number[]; calledAt: number }) =>
       (received[0] ?? Number.NaN) - calledAt - ((provider.written[0] ?? 0) - provider.requestAt);
     for (let round = 0; round < 30; round += 1) {
       server.push(firstAfter(await throughServer()));
+      apart.push(firstAfter(await throughClientProcess()));
       base.push(firstAfter(await direct()));
     }
+    const added = (values: readonly number[]) =>
+      `p50 ${ms(percentile(values, 50) - percentile(base, 50))} [< 2.000 ms]`;
     print();
     print("ttft: time to the first text delta minus the provider's own, 30 turns");
     print(
-      `  through the server: p50 ${ms(percentile(server, 50))}   p99 ${ms(percentile(server, 99))}`,
+      `  through the server, client in this process: p50 ${ms(percentile(server, 50))}   p99 ${ms(percentile(server, 99))}`,
     );
     print(
-      `  LLM layer directly: p50 ${ms(percentile(base, 50))}   p99 ${ms(percentile(base, 99))}`,
+      `  through the server, client in its own:      p50 ${ms(percentile(apart, 50))}   p99 ${ms(percentile(apart, 99))}`,
     );
     print(
-      `  added:              p50 ${ms(percentile(server, 50) - percentile(base, 50))} [< 2.000 ms]`,
+      `  LLM layer directly:                         p50 ${ms(percentile(base, 50))}   p99 ${ms(percentile(base, 99))}`,
     );
+    print(`  added, client in this process: ${added(server)}`);
+    print(`  added, client in its own:      ${added(apart)}`);
   }
+  clientProcess?.close();
   await server.close();
   await store.close();
+}
+
+/** turn-client.ts in a child process: one turn per request, answered in order. */
+function startTurnClient(): { turn(url: string): Promise<TurnTimes>; close(): void } {
+  const child = spawn(process.execPath, [join(import.meta.dirname, "turn-client.ts")], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  // Bounded like every child of this benchmark, whatever happens to this process's code.
+  const bound = setTimeout(() => child.kill("SIGKILL"), 15 * 60_000);
+  bound.unref();
+  const waiting: { resolve(times: TurnTimes): void; reject(error: Error): void }[] = [];
+  child.once("exit", () => {
+    for (const turn of waiting.splice(0)) turn.reject(new Error("the turn client process ended"));
+  });
+  let out = "";
+  child.stdout?.setEncoding("utf8");
+  child.stdout?.on("data", (text: string) => {
+    out += text;
+    for (let newline = out.indexOf("\n"); newline >= 0; newline = out.indexOf("\n")) {
+      const line = out.slice(0, newline);
+      out = out.slice(newline + 1);
+      if (line.startsWith("TURN ")) {
+        waiting.shift()?.resolve(JSON.parse(line.slice(5)) as TurnTimes);
+      }
+    }
+  });
+  return {
+    turn: (url) =>
+      new Promise<TurnTimes>((resolve, reject) => {
+        waiting.push({ resolve, reject });
+        child.stdin?.write(`${url}\n`);
+      }),
+    close() {
+      clearTimeout(bound);
+      child.stdin?.end();
+    },
+  };
 }
 
 interface ServerProcessRun {

@@ -387,6 +387,30 @@ describe("the direct RunSSE responder", () => {
     }
   });
 
+  test("a message leaves for the socket at once, not when the current chain of promise steps ends", async () => {
+    const served = await serve("direct");
+    try {
+      const running = call(served.url);
+      await running.head;
+      const socket = served.responses[0]?.socket;
+      assert.ok(socket !== null && socket !== undefined);
+      served.outbound.push(text("now"));
+      // The rest of a model's burst, as the runner applies it: promise steps, one after another.
+      let seen: { corked: number; buffered: number } | null = null;
+      for (let step = 0; step < 100 && seen === null; step += 1) {
+        await null;
+        if (served.outbound.delivered === 1) {
+          seen = { corked: socket.writableCorked, buffered: socket.writableLength };
+        }
+      }
+      assert.deepEqual(seen, { corked: 0, buffered: 0 }, "written, and not held corked");
+      served.outbound.end();
+      assert.equal(envelopesOf(await running.body).length, 2);
+    } finally {
+      await served.close();
+    }
+  });
+
   test("an idle stream gets heartbeats", async () => {
     const served = await serve("direct", { heartbeatMs: 5 });
     try {
