@@ -411,6 +411,33 @@ describe("the direct RunSSE responder", () => {
     }
   });
 
+  test("the rest of a burst pushed in one chain of promise steps goes out joined, after the first", async () => {
+    const served = await serve("direct");
+    try {
+      const running = call(served.url);
+      await running.head;
+      served.outbound.push(text("a"));
+      // The rest of a model's burst, as the runner applies it: promise steps, one after another.
+      for (let i = 0; i < 50; i += 1) {
+        await null;
+        served.outbound.push(text(`${i},`));
+      }
+      served.outbound.end();
+      const texts = envelopesOf(await running.body)
+        .filter((envelope) => envelope.flags === 0)
+        .map((envelope) => {
+          const message = envelope.value as AgentServerMessage["message"];
+          return message.case === "interactionUpdate" && message.value.message.case === "textDelta"
+            ? message.value.message.value.text
+            : "?";
+        });
+      const all = Array.from({ length: 50 }, (_, i) => `${i},`).join("");
+      assert.deepEqual(texts, ["a", all], "the first at once, then the other 50 as one message");
+    } finally {
+      await served.close();
+    }
+  });
+
   test("an idle stream gets heartbeats", async () => {
     const served = await serve("direct", { heartbeatMs: 5 });
     try {

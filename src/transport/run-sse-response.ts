@@ -250,6 +250,8 @@ async function serveRunSse(
     if (gone || expired) reader.close();
     response.writeHead(200, headers);
     let headSent = false;
+    /** Whether a message was written since the loop last found nothing to send. */
+    let wrote = false;
     for (;;) {
       const message = reader.next();
       if (message === undefined) {
@@ -260,10 +262,21 @@ async function serveRunSse(
           headSent = true;
         }
         flush(response);
+        if (wrote) {
+          // What was just written is usually the first event of a burst: the runner applies all
+          // the events of one network read in one chain of promise jobs. The first goes out at
+          // once (time to first text); the rest are pulled once those jobs are done, still in
+          // this turn of the event loop, so adjacent deltas go out joined, as one message and one
+          // write, instead of one of each per delta (issue #19).
+          wrote = false;
+          await nextImmediate();
+          continue;
+        }
         await reader.wait();
         continue;
       }
       headSent = true;
+      wrote = true;
       const data = toBinary(OUTPUT, message);
       let bytes: Uint8Array;
       if (compression === null || data.byteLength < COMPRESS_MIN_BYTES) {
@@ -302,6 +315,11 @@ async function serveRunSse(
     flags |= compressedFlag;
   }
   response.end(encodeEnvelope(flags, end));
+}
+
+/** Resolves in the event loop's check phase: after the promise jobs queued before it ran. */
+function nextImmediate(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /**
