@@ -18,7 +18,8 @@ function reference(value: unknown, path = "$"): string {
     case "object": {
       if (value === null) return "null";
       if (Array.isArray(value)) {
-        return `[${value.map((item, i) => reference(item, `${path}[${i}]`)).join(",")}]`;
+        // A hole reads as `undefined` (refused), as `JSON.stringify` reads it as `null`.
+        return `[${Array.from(value, (item, i) => reference(item, `${path}[${i}]`)).join(",")}]`;
       }
       const prototype = Object.getPrototypeOf(value);
       if (prototype !== Object.prototype && prototype !== null) {
@@ -52,7 +53,7 @@ describe("toCanonicalJSON()", () => {
       withSet: true,
       withDate: true,
       withNullPrototype: true,
-      withSparseArray: false,
+      withSparseArray: true,
       withObjectString: true,
     });
     fc.assert(
@@ -71,6 +72,14 @@ describe("toCanonicalJSON()", () => {
   test("names the offending path", () => {
     assert.throws(() => toCanonicalJSON({ a: [1, Number.NaN] }), /\$\.a\[1\] is not finite/);
     assert.throws(() => toCanonicalJSON({ a: [undefined] }), /\$\.a\[0\] has unsupported type/);
+    // A sparse array's hole, as `undefined` (the member-by-member writer wrote `[1,,3]`).
+    const sparse: number[] = [];
+    sparse[0] = 1;
+    sparse[2] = 3;
+    assert.throws(
+      () => toCanonicalJSON({ a: sparse }),
+      /\$\.a\[1\] has unsupported type undefined/,
+    );
     assert.throws(() => toCanonicalJSON({ d: new Date(0) }), /\$\.d is not a plain object/);
     assert.throws(() => toCanonicalJSON({ f: () => 1 }), /\$\.f has unsupported type function/);
   });

@@ -3,7 +3,7 @@
  * storage and byte-level comparisons.
  *
  * It is `JSON.stringify` without whitespace, made strict: non-finite numbers, `undefined` inside
- * arrays, and values JSON cannot represent (functions, symbols, bigints, class instances such as
+ * arrays (holes of a sparse array included), and values JSON cannot represent (functions, symbols, bigints, class instances such as
  * `Date` or `Map`) are rejected instead of silently changed; `undefined` object members are
  * omitted. Key order is kept as built, not sorted: it is part of the data (a tool call's
  * arguments are replayed to the provider in the order the model wrote them), every value is built
@@ -80,7 +80,9 @@ function write(value: unknown, path: string): string {
     case "object": {
       if (value === null) return "null";
       if (Array.isArray(value)) {
-        return `[${value.map((item, i) => write(item, `${path}[${i}]`)).join(",")}]`;
+        // `Array.from`, not `map`: a hole is read as `undefined` and refused (`map` skips it and
+        // `join` would write `[a,,b]`, which is not JSON).
+        return `[${Array.from(value, (item, i) => write(item, `${path}[${i}]`)).join(",")}]`;
       }
       const prototype = Object.getPrototypeOf(value);
       if (prototype !== Object.prototype && prototype !== null) {

@@ -127,7 +127,7 @@ function toSettingsText(settings: object): string {
       key === "systemPrompt" && typeof member === "string"
         ? toPromptText(member)
         : key === "tools" && Array.isArray(member)
-          ? `[${member.map((tool: unknown) => (isPlainObject(tool) ? toCanonicalJSONOnce(tool) : toCanonicalJSON(tool))).join(",")}]`
+          ? `[${Array.from(member, (tool: unknown) => (isPlainObject(tool) ? toCanonicalJSONOnce(tool) : toCanonicalJSON(tool))).join(",")}]`
           : toCanonicalJSON(member);
     text += `${text === "{" ? "" : ","}${JSON.stringify(key)}:${value}`;
   }

@@ -24,7 +24,7 @@ const anything = fc.anything({
   withMap: true,
   withDate: true,
   withNullPrototype: true,
-  withSparseArray: false,
+  withSparseArray: true,
 });
 
 /** A tool definition: usually plain, sometimes not (the writer must fail as before). */
@@ -39,7 +39,11 @@ const settings = fc.oneof(
     {
       model: fc.string(),
       systemPrompt: fc.string(),
-      tools: fc.oneof(fc.array(tool, { maxLength: 4 }), anything),
+      tools: fc.oneof(
+        fc.array(tool, { maxLength: 4 }),
+        fc.sparseArray(tool, { maxLength: 4 }),
+        anything,
+      ),
       readOnlyTools: fc.array(fc.string(), { maxLength: 2 }),
       extra: anything,
     },
