@@ -283,8 +283,10 @@ function streamProvider(
     // after the gate) and the model has a free call slot (model-health.ts).
     gate: () =>
       loadedApis.has(config.api)
-        ? health.acquire(configured.name, controller.signal)
-        : loadApi(config.api).then(() => health.acquire(configured.name, controller.signal)),
+        ? health.acquire(configured.name, controller.signal, call.onQueued)
+        : loadApi(config.api).then(() =>
+            health.acquire(configured.name, controller.signal, call.onQueued),
+          ),
     observe: healthObserver(health, configured.name, () => exact.state.attempts),
     onEnd: release,
   });

@@ -41,6 +41,19 @@ describe("model health", () => {
     assert.equal(health.snapshot()[0]?.inFlight, 0);
   });
 
+  test("a call told that it waits for a slot is told at once, and only when it waits", async () => {
+    const health = createModelHealth([{ name: "m", maxConcurrent: 1 }, { name: "free" }]);
+    const signal = new AbortController().signal;
+    const told: string[] = [];
+    const held = await health.acquire("m", signal, () => told.push("first"));
+    await health.acquire("free", signal, () => told.push("free"));
+    const waiting = health.acquire("m", signal, () => told.push("second"));
+    assert.deepEqual(told, ["second"], "synchronously, before any slot is released");
+    held();
+    (await waiting)();
+    assert.deepEqual(told, ["second"]);
+  });
+
   test("an abort ends the wait for a slot and gives up its place", async () => {
     const health = createModelHealth([{ name: "m", maxConcurrent: 1 }]);
     const held = await health.acquire("m", new AbortController().signal);

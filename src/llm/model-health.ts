@@ -58,8 +58,11 @@ export interface ModelHealthInfo {
 export interface ModelHealth {
   /** Null when `model` may be called now; otherwise the error message of the refusal. */
   refusal(model: string): string | null;
-  /** Waits for a call slot of `model`; resolves with its release, rejects when `signal` aborts. */
-  acquire(model: string, signal: AbortSignal): Promise<() => void>;
+  /**
+   * Waits for a call slot of `model`; resolves with its release, rejects when `signal` aborts.
+   * `onQueued` is called (synchronously) when no slot is free and the call joins the queue.
+   */
+  acquire(model: string, signal: AbortSignal, onQueued?: () => void): Promise<() => void>;
   /** A call of `model` produced its first token (or a complete response). */
   succeeded(model: string): void;
   /** A call of `model` failed; `rateLimits`: the 429 responses it got, retries included. */
@@ -129,7 +132,7 @@ export function createModelHealth(
       );
     },
 
-    acquire(model, signal) {
+    acquire(model, signal, onQueued) {
       const entry = entries.get(model);
       if (entry === undefined) return Promise.resolve(() => undefined);
       if (entry.maxConcurrent === null || entry.inFlight < entry.maxConcurrent) {
@@ -152,6 +155,7 @@ export function createModelHealth(
         };
         signal.addEventListener("abort", onAbort, { once: true });
         entry.waiters.push(granted);
+        onQueued?.();
       });
     },
 

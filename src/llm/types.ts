@@ -165,6 +165,12 @@ export interface LLMCall {
    * whose message is `beforeSend failed: <reason>`. An abort does not wait for it.
    */
   readonly beforeSend?: (exact: ExactRequest) => Promise<void>;
+  /**
+   * Called once if the call has to wait for a free call slot of its model (`maxConcurrent`,
+   * model-health.ts) before its request is built, so that a caller waiting for `beforeSend` can
+   * stop waiting at once instead of on a timer (runner/model-call.ts `prepare`).
+   */
+  readonly onQueued?: () => void;
 }
 
 /** The stream of one model call, with what the call sent. */

@@ -45,6 +45,7 @@ export interface ApplyInputDeps {
   readonly prepare?: (
     entry: Live,
     command: Extract<Command, { type: "call_llm" }>,
+    turnID: string,
   ) => Promise<PreparedCall | null>;
 }
 
@@ -82,9 +83,9 @@ export function createApplyInput(deps: ApplyInputDeps): ApplyInput {
     if (step.state.committed !== before.committed) {
       const records = [...(await toRecords(before.committed, step)), ...extra(step)];
       if (step.command.type === "call_llm" && prepare !== undefined) {
-        prepared = await prepare(entry, step.command);
+        const { conversationID, turnID } = step.state.committed;
+        prepared = await prepare(entry, step.command, turnID);
         if (prepared?.exact != null) {
-          const { conversationID, turnID } = step.state.committed;
           records.push({
             type: "llm_call",
             call: toCallRow(step.command, conversationID, turnID, prepared.exact),
@@ -101,10 +102,16 @@ export function createApplyInput(deps: ApplyInputDeps): ApplyInput {
           records,
         });
       } catch (error) {
-        prepared?.drop();
+        void prepared?.drop();
         throw error;
       }
-      if (result.type !== "committed") prepared?.drop();
+      if (result.type === "conflict") {
+        // Ended before the retry prepares the call again: the dropped attempt's slot and team
+        // reservation are given back first, so they do not refuse the retry (review-19c #1).
+        await prepared?.drop();
+      } else if (result.type !== "committed") {
+        void prepared?.drop();
+      }
       switch (result.type) {
         case "committed":
           entry.version = result.commit.version;
@@ -131,7 +138,7 @@ export function createApplyInput(deps: ApplyInputDeps): ApplyInput {
       const unshown = toSummaryUsage(before.committed, input);
       if (unshown !== null) entry.output?.countUsage?.(unshown);
     } catch (error) {
-      prepared?.drop();
+      void prepared?.drop();
       throw error;
     }
     execute(entry, step.command, prepared ?? undefined);

@@ -10,7 +10,10 @@
  * stream is opened and held at `beforeSend` until the commit, so its exact request is saved in
  * the step's own transaction — one store write (one fsync on SQLite) before the send instead of
  * two (issue #19). Nothing leaves the process before that commit returns; a step that is not
- * committed drops the call unsent, and a cancel applied after it aborts the call. A call opened
+ * committed drops the call unsent (a lost compare-and-swap waits for the drop to end before the
+ * step is applied again), and a cancel applied after it aborts the call. A call that waits for a
+ * slot of its model does not hold the step (`onQueued`): it saves its request itself, with the
+ * turn of the step that planned it, once it has its slot. A call opened
  * here otherwise (resumed, or not prepared): a cancel or shutdown that comes while it is being
  * prepared wins, nothing is opened.
  */
@@ -18,6 +21,7 @@ import {
   type ExactRequest,
   isContextOverflow,
   type LLM,
+  type LLMCall,
   type LLMStream,
   type ResponseEvent,
   toFailureKind,
@@ -49,10 +53,14 @@ export const FAILOVER_ATTEMPTS = 2;
 export const MAX_BURST = 256;
 
 /**
- * How long a step waits for the request of the call it plans (`prepare`) before it is committed
+ * The most a step waits for the request of the call it plans (`prepare`) before it is committed
  * without it; the call then saves its request in a write of its own before sending, as a resumed
- * call does. Building a request takes about a millisecond; a call queued for a slot of its model
- * (`maxConcurrent`) can wait much longer, and must not hold its conversation's inputs meanwhile.
+ * call does. Building a request takes about a millisecond, and a call that must wait for a slot
+ * of its model (`maxConcurrent`) says so at once (`LLMCall.onQueued`): the step does not wait for
+ * it. This bound only covers what is not signalled — a team admission (a store query), the first
+ * load of a provider's module, a loaded machine — so that no step holds its conversation's inputs
+ * (a cancel included) longer than that. Either outcome is correct: it decides only whether the
+ * request is saved in the step's commit or by the call's own write.
  */
 export const PREPARE_WAIT_MS = 50;
 
@@ -60,11 +68,11 @@ export interface ModelCall {
   /** Reads the call's events, opening it first unless it was `prepared` (and is sent now). */
   (entry: Live, command: CallLLMCommand, prepared?: PreparedCall): Promise<void>;
   /**
-   * Opens the call the step being committed plans and waits until its exact request is known;
-   * null when it is not opened here (stopping, or a request saved before: sent again the usual
-   * way, from its bytes).
+   * Opens the call the step being committed plans (in turn `turnID`) and waits until its exact
+   * request is known; null when it is not opened here (stopping, or a request saved before: sent
+   * again the usual way, from its bytes).
    */
-  prepare(entry: Live, command: CallLLMCommand): Promise<PreparedCall | null>;
+  prepare(entry: Live, command: CallLLMCommand, turnID: string): Promise<PreparedCall | null>;
 }
 
 /** What `prepare` keeps for the reader: the held stream and its first event. */
@@ -82,24 +90,35 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
     command: CallLLMCommand,
     replay: string | null,
     beforeSend: (exact: ExactRequest) => Promise<void>,
-  ): LLMStream =>
-    llm.stream({
-      callID: command.callID,
-      model: command.model,
-      request: command.request,
-      conversationID,
-      ...(command.modelOptions === undefined ? {} : { options: command.modelOptions }),
-      // With a fallback left, one quick retry and then the next model (README "Model routing").
-      ...(command.fallbackLeft === true ? { maxAttempts: FAILOVER_ATTEMPTS } : {}),
-      ...(replay === null ? {} : { replay: { body: replay } }),
-      beforeSend,
-    });
+  ): LLMStream => llm.stream(toLLMCall(conversationID, command, replay, beforeSend));
 
-  const prepare = async (entry: Live, command: CallLLMCommand): Promise<PreparedCall | null> => {
+  const toLLMCall = (
+    conversationID: string,
+    command: CallLLMCommand,
+    replay: string | null,
+    beforeSend: (exact: ExactRequest) => Promise<void>,
+  ): LLMCall => ({
+    callID: command.callID,
+    model: command.model,
+    request: command.request,
+    conversationID,
+    ...(command.modelOptions === undefined ? {} : { options: command.modelOptions }),
+    // With a fallback left, one quick retry and then the next model (README "Model routing").
+    ...(command.fallbackLeft === true ? { maxAttempts: FAILOVER_ATTEMPTS } : {}),
+    ...(replay === null ? {} : { replay: { body: replay } }),
+    beforeSend,
+  });
+
+  const prepare = async (
+    entry: Live,
+    command: CallLLMCommand,
+    turnID: string,
+  ): Promise<PreparedCall | null> => {
     if (isStopping() || entry.retired) return null;
     if ((await store.getLLMCall(command.callID)) !== null) return null;
     const conversationID = entry.conversationID;
-    // The request until the step's commit; not kept after it (issue #19: heap per stream).
+    // The request, kept only while the step decides; not after (issue #19: heap per stream).
+    let deciding = true;
     let pending: ExactRequest | null = null;
     let seen!: (known: boolean) => void;
     const known = new Promise<boolean>((resolve) => {
@@ -114,21 +133,28 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
     committed.catch(() => {});
     /** Whether the step's commit saves the call's row (else the call saves it, as before). */
     let inCommit = false;
-    const stream = open(conversationID, command, null, async (exact) => {
-      pending = exact;
-      seen(true);
-      await committed;
-      if (!inCommit) {
-        const { turnID } = entry.state.committed;
+    const stream = llm.stream({
+      ...toLLMCall(conversationID, command, null, async (exact) => {
+        if (deciding) {
+          pending = exact;
+          seen(true);
+        }
+        await committed;
+        if (inCommit) return;
+        // A call canceled before its send saves no row (nothing is sent: the fetch is aborted).
+        if (stream.signal.aborted) throw new Error("the call was canceled before it was sent");
         await store.saveLLMCall(toCallRow(command, conversationID, turnID, exact));
-      }
+      }),
+      // Waiting for a slot of its model: the step goes on without the request (late path).
+      onQueued: () => seen(false),
     });
     // Before the send, the only event a stream can have is its terminal error.
     const first = stream.recv();
-    // A call waiting for a slot of its model (or a slow admission) does not hold the step.
+    // A bound for waits that are not signalled (PREPARE_WAIT_MS).
     const timer = setTimeout(() => seen(false), PREPARE_WAIT_MS);
     const exact = (await Promise.race([known, first.then(() => false)])) ? pending : null;
     clearTimeout(timer);
+    deciding = false;
     pending = null;
     inCommit = exact !== null;
     const opened: Opened = {
@@ -140,21 +166,29 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
         opened.exact = null;
         send();
       },
-      drop: () => {
+      drop: async () => {
         opened.exact = null;
         drop(new Error("the step that planned the call was not committed"));
         stream.abort("the step that planned the call was not committed");
+        // Ended once `recv` has nothing more: its slot released and, behind a team gate, its
+        // reservation settled (gated-llm.ts settles before the terminal event is handed out).
+        await first;
+        while ((await stream.recv()) !== undefined) {}
       },
     };
     return opened;
   };
 
-  const call = async (entry: Live, command: CallLLMCommand, prepared?: PreparedCall) => {
-    const held = prepared as Opened | undefined;
-    if (isStopping()) {
-      held?.drop();
-      return;
-    }
+  /** Sent prepared calls (`call` drops one that was not). */
+  const sent = new WeakSet<Opened>();
+
+  /** Opens (or lets go, when prepared) the stream of `command`; null when nothing is opened. */
+  const openCall = async (
+    entry: Live,
+    command: CallLLMCommand,
+    held: Opened | undefined,
+  ): Promise<LLMStream | null> => {
+    if (isStopping()) return null;
     const conversationID = entry.conversationID;
     const turnID = entry.state.committed.turnID;
     if (command.failover !== undefined) {
@@ -179,24 +213,42 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       current.status !== "waiting_llm" ||
       current.call?.callID !== command.callID
     ) {
-      held?.drop();
-      return;
+      return null;
     }
-    const stream =
-      held?.stream ??
-      open(
-        conversationID,
-        command,
-        saved?.request ?? null,
-        // One write before the send: the row is saved already `streaming` (bytes may go up once
-        // it is), which a `planned` row followed by a status change only split in two (issue
-        // #19); after a crash both read as an unfinished call whose saved bytes are sent again.
-        async (exact) => {
-          await store.saveLLMCall(toCallRow(command, conversationID, turnID, exact));
-        },
-      );
-    held?.send();
+    // The stream is registered in the same step as the check above (a cancel aborts it).
+    if (held !== undefined) {
+      sent.add(held);
+      held.send();
+      entry.stream = { callID: command.callID, stream: held.stream };
+      return held.stream;
+    }
+    const stream = open(
+      conversationID,
+      command,
+      saved?.request ?? null,
+      // One write before the send: the row is saved already `streaming` (bytes may go up once
+      // it is), which a `planned` row followed by a status change only split in two (issue
+      // #19); after a crash both read as an unfinished call whose saved bytes are sent again.
+      async (exact) => {
+        await store.saveLLMCall(toCallRow(command, conversationID, turnID, exact));
+      },
+    );
     entry.stream = { callID: command.callID, stream };
+    return stream;
+  };
+
+  const call = async (entry: Live, command: CallLLMCommand, prepared?: PreparedCall) => {
+    const held = prepared as Opened | undefined;
+    let stream: LLMStream;
+    try {
+      const opened = await openCall(entry, command, held);
+      if (opened === null) return;
+      stream = opened;
+    } finally {
+      // A prepared call not let go (stopping, state moved on, or a throw, e.g. `onModelSwitch`)
+      // is dropped: its slot, its reservation and the stream end (review-19c finding 2).
+      if (held !== undefined && !sent.has(held)) void held.drop();
+    }
     // Timing for the dashboard: saved with the call's next commit, not as a write of its own.
     let firstEventAt: number | null = null;
     const timing = (): RecordWrite[] =>
@@ -244,7 +296,7 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       const first = held?.first ?? stream.recv();
       for (let event = await first; event !== undefined; event = await stream.recv()) {
         if (isStopping() || entry.retired) return;
-        const step = await queue.run(conversationID, () => applyBurst(event));
+        const step = await queue.run(entry.conversationID, () => applyBurst(event));
         if (step === null || step.command.type !== "continue_llm") return;
       }
     } finally {

@@ -16,7 +16,8 @@ export interface PreparedCall {
   /** Null once sent or dropped: the stream lives as long as the model answers, the body need not. */
   exact: ExactRequest | null;
   send(): void;
-  drop(): void;
+  /** Resolves once the stream ended: its model slot released, a team reservation settled. */
+  drop(): Promise<void>;
 }
 
 /** The call's row as saved before its request is sent (`streaming`: bytes may go up once it is). */

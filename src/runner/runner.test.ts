@@ -376,18 +376,23 @@ describe("createRunner()", () => {
     assert.equal(provider.requests.length, 1, "the running call was not opened twice");
   });
 
-  test("a cancel right after the turn started ends it canceled; its call, sent once the step was committed, is aborted", async () => {
-    // The call is prepared before the step that plans it is committed and let go right after
-    // (model-call.ts): a cancel applies after that step, so it aborts the call.
+  test("a cancel right after the turn started ends it canceled; its call, saved with the turn's start and let go, is aborted", async () => {
+    // The call is prepared before the step that plans it is committed, saved in that commit and
+    // let go right after it (model-call.ts): a cancel applies after that step, so it aborts a
+    // call whose bytes may already be on their way (whether the provider got them before the
+    // abort is a race of the network, not of the runner).
     provider.reply({ type: "sse", body: toChatCompletionSse({ text: "never read" }) });
     const output = createOutput();
     await runner.submit(CONV, start("hi"), output);
+    const callID = (await store.load(CONV))?.state.call?.callID ?? "";
+    const saved = await store.getLLMCall(callID);
+    assert.equal(saved?.status, "streaming", "saved, let go, before the cancel applies");
     await runner.submit(CONV, { type: "cancel", inputID: "c", at: 2, reason: "stop" }, output);
     assert.equal((await output.ended).type, "canceled");
     await runner.shutdown();
-    assert.ok(provider.requests.length <= 1);
-    const callID = (await store.load(CONV))?.state.call?.callID ?? "";
-    assert.notEqual((await store.getLLMCall(callID))?.status, "committed");
+    assert.equal((await store.getLLMCall(callID))?.status, "canceled");
+    assert.ok(provider.requests.length <= 1, "sent at most once");
+    for (const request of provider.requests) assert.equal(request.body, saved?.request);
   });
 
   /** `store` with its writes counted, and `commitInput` gated by `beforeCommit` when set. */

@@ -53,7 +53,7 @@ export function createRunner(options: RunnerOptions): Runner {
     store,
     cache: live,
     execute,
-    prepare: (entry, command) => callModel.prepare(entry, command),
+    prepare: (entry, command, turnID) => callModel.prepare(entry, command, turnID),
   });
   const callModel = createModelCall({
     store,
