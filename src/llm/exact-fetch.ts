@@ -94,6 +94,8 @@ export function createExactFetch(options: ExactFetchOptions): {
         ? options.signal
         : AbortSignal.any([init.signal, options.signal]);
     const body = options.replayBody ?? init.body;
+    // Encoded once: hashed here and sent below (a 20–40 KB body; issue #19).
+    const bytes = Buffer.from(body, "utf8");
     const url = String(input);
     const exact: ExactRequest = Object.freeze({
       callID: options.callID,
@@ -101,7 +103,7 @@ export function createExactFetch(options: ExactFetchOptions): {
       method: init.method ?? "POST",
       url: options.secrets.reduce((text, secret) => redactSecret(text, secret), url),
       body,
-      bodyHash: hashBody(body),
+      bodyHash: createHash("sha256").update(bytes).digest("hex"),
       replayed: options.replayBody !== undefined,
     });
     state.exact = toSentRequest(exact);
@@ -117,7 +119,6 @@ export function createExactFetch(options: ExactFetchOptions): {
     }
 
     // The body may differ from the one the SDK measured (replay): the length is the bytes sent.
-    const bytes = Buffer.from(body, "utf8");
     const headers = new Headers(init.headers);
     headers.set("content-length", String(bytes.length));
     // Redirects are not followed: a followed redirect would send the body to an address nobody

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import fc from "fast-check";
 import { toStablePayload } from "./stable-payload.ts";
 
 const marker = { type: "ephemeral" };
@@ -49,5 +50,40 @@ describe("stable payload", () => {
     assert.equal(toStablePayload("openai-completions", plain), undefined);
     assert.equal(toStablePayload("openai-responses", { input: [] }), undefined);
     assert.equal(toStablePayload("google-generative-ai", { contents: [] }), undefined);
+  });
+
+  test("Chat Completions bodies are changed exactly when the old text search finds a marker", () => {
+    // The check walks the values; it must agree with finding `"cache_control"` in the JSON text
+    // of each message and tool, as it did before issue #19.
+    const key = fc.constantFrom("cache_control", "type", "text", "role", "x");
+    const leaf = fc.oneof(
+      fc.constantFrom("cache_control", "cache_control ", '"cache_control"', "u", undefined),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(null),
+    );
+    const { value } = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: "small", withCrossShrink: true },
+        leaf,
+        fc.array(tie("value"), { maxLength: 3 }),
+        fc.dictionary(key, tie("value"), { maxKeys: 3 }),
+      ),
+    }));
+    const message = fc.record({ role: fc.constant("user"), content: value });
+    fc.assert(
+      fc.property(
+        fc.array(message, { maxLength: 3 }),
+        fc.array(value, { maxLength: 3 }),
+        (messages, tools) => {
+          const oldCheck = [...messages, ...tools].some(
+            (item) => JSON.stringify(item)?.includes('"cache_control"') === true,
+          );
+          const stable = toStablePayload("openai-completions", { messages, tools });
+          assert.equal(stable !== undefined, oldCheck);
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -38,12 +38,35 @@ function toBlockContent(message: unknown, roles: readonly string[]): unknown {
   return { ...message, content: [{ type: "text", text: content }] };
 }
 
+/**
+ * Whether a message or tool of the payload carries `cache_control`: a member of that name, or the
+ * string "cache_control" (what finding `"cache_control"` in their JSON text matched), found by
+ * walking the values instead of serialising them (issue #19: ≈60 µs per request with Cursor's
+ * tools). Members `JSON.stringify` leaves out (undefined, functions, symbols) do not count.
+ */
 function hasCacheControl(payload: JsonRecord): boolean {
-  const parts = [payload.messages, payload.tools].flatMap((list) =>
-    Array.isArray(list) ? list : [],
-  );
-  return parts.some((item) => JSON.stringify(item)?.includes('"cache_control"') === true);
+  for (const list of [payload.messages, payload.tools]) {
+    if (Array.isArray(list) && list.some(mentionsCacheControl)) return true;
+  }
+  return false;
 }
+
+function mentionsCacheControl(value: unknown): boolean {
+  if (typeof value === "string") return value === CACHE_CONTROL;
+  if (typeof value !== "object" || value === null) return false;
+  if (Array.isArray(value)) return value.some(mentionsCacheControl);
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const member: unknown = (value as JsonRecord)[key];
+    if (member === undefined || typeof member === "function" || typeof member === "symbol") {
+      continue;
+    }
+    if (key === CACHE_CONTROL || mentionsCacheControl(member)) return true;
+  }
+  return false;
+}
+
+const CACHE_CONTROL = "cache_control";
 
 function isRecord(value: unknown): value is JsonRecord {
   return typeof value === "object" && value !== null && !Array.isArray(value);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
-import { toCanonicalJSON } from "./canonical-json.ts";
+import { toCanonicalJSON, toCanonicalJSONOnce } from "./canonical-json.ts";
 
 /**
  * The writer as it was before the fast path (issue #19), member by member: the oracle the fast
@@ -73,5 +73,16 @@ describe("toCanonicalJSON()", () => {
     assert.throws(() => toCanonicalJSON({ a: [undefined] }), /\$\.a\[0\] has unsupported type/);
     assert.throws(() => toCanonicalJSON({ d: new Date(0) }), /\$\.d is not a plain object/);
     assert.throws(() => toCanonicalJSON({ f: () => 1 }), /\$\.f has unsupported type function/);
+  });
+
+  test("toCanonicalJSONOnce remembers only frozen objects: a changed object is written anew", () => {
+    const open: Record<string, unknown> = { name: "read" };
+    assert.equal(toCanonicalJSONOnce(open), '{"name":"read"}');
+    open.name = "write";
+    assert.equal(toCanonicalJSONOnce(open), '{"name":"write"}');
+    const frozen = Object.freeze({ name: "read", parameters: Object.freeze({ type: "object" }) });
+    assert.equal(toCanonicalJSONOnce(frozen), toCanonicalJSON(frozen));
+    assert.equal(toCanonicalJSONOnce(frozen), '{"name":"read","parameters":{"type":"object"}}');
+    assert.throws(() => toCanonicalJSONOnce(Object.freeze({ n: Number.NaN })), /not finite/);
   });
 });

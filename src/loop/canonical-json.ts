@@ -19,6 +19,26 @@ export function toCanonicalJSON(value: unknown): string {
   return write(value, "$");
 }
 
+/**
+ * `toCanonicalJSON` of a frozen object, made once per object and reused: Cursor's tool
+ * definitions, frozen (deeply) by the catalogue and shared by every turn, are most of the 20 KB
+ * state every commit writes (issue #19). Whoever freezes an object for this freezes its members
+ * too. An object that is not frozen is written each time, so the cache holds only the texts of
+ * shared, long-lived values, never one per conversation. A value that is not plain JSON throws as
+ * `toCanonicalJSON` does, and is not remembered.
+ */
+export function toCanonicalJSONOnce(value: object): string {
+  if (!Object.isFrozen(value)) return toCanonicalJSON(value);
+  let text = made.get(value);
+  if (text === undefined) {
+    text = toCanonicalJSON(value);
+    made.set(value, text);
+  }
+  return text;
+}
+
+const made = new WeakMap<object, string>();
+
 /** Whether `write` would accept `value` (and so `JSON.stringify` writes the same text). */
 function isPlainJSON(value: unknown): boolean {
   switch (typeof value) {

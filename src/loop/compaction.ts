@@ -7,7 +7,7 @@
  * every request therefore extends the previous one byte for byte, so the provider's prompt cache
  * is broken once per compaction and stays warm otherwise.
  */
-import type { Message, UserMessage } from "../llm/types.ts";
+import type { Message, Tool, UserMessage } from "../llm/types.ts";
 import type {
   Compaction,
   CompactionSettings,
@@ -171,22 +171,37 @@ export function estimateNextRequest(
   );
 }
 
-/** Characters of the system prompt and tool definitions. */
+/** Characters of the system prompt and tool definitions (as `JSON.stringify` writes them). */
 function toFixedChars(settings: TurnSettings | null): number {
   if (settings === null) return 0;
   let chars = fixedChars.get(settings);
   if (chars === undefined) {
-    chars = settings.systemPrompt.length + JSON.stringify(settings.tools).length;
+    // The length of `JSON.stringify(settings.tools)`: brackets, commas and each tool's text.
+    chars = settings.systemPrompt.length + 2 + Math.max(0, settings.tools.length - 1);
+    for (const tool of settings.tools) chars += toToolChars(tool);
     fixedChars.set(settings, chars);
   }
   return chars;
 }
 
+/** The length of `JSON.stringify(tool)` as an array member. */
+function toToolChars(tool: Tool): number {
+  if (typeof tool !== "object" || tool === null) return (JSON.stringify(tool) ?? "null").length;
+  let chars = toolChars.get(tool);
+  if (chars === undefined) {
+    chars = (JSON.stringify(tool) ?? "null").length;
+    toolChars.set(tool, chars);
+  }
+  return chars;
+}
+
 /**
- * `toFixedChars` by settings value: settings are immutable and shared by the states of a turn,
- * and serialising Cursor's tools (about 12 KB) on every model call showed in profiles (#19).
+ * `toFixedChars` by settings value and each tool's length by tool: settings are immutable and
+ * shared by the states of a turn, the tool definitions by every turn, and serialising Cursor's
+ * tools (about 12 KB) on every model call, then once per turn, showed in profiles (#19).
  */
 const fixedChars = new WeakMap<TurnSettings, number>();
+const toolChars = new WeakMap<Tool, number>();
 
 /** The input budget a request may use before it is compacted. */
 export function inputBudget(settings: CompactionSettings): number {

@@ -304,3 +304,27 @@ describe("the estimate after a compaction", () => {
     assert.equal(next.transition.state.committed.call?.summary, undefined, "no second compaction");
   });
 });
+
+describe("the estimate without a usage report", () => {
+  test("counts the system prompt and the tools' JSON text, whatever the tools (property)", () => {
+    // Each tool's length is remembered per tool object (issue #19); the sum must stay the length
+    // of `JSON.stringify(tools)`, also for tools shared by several settings values.
+    const shared = [{ name: "read", description: "reads…", parameters: { type: "object" } }];
+    const tool = fc.oneof(
+      fc.constantFrom(...shared),
+      fc.record({ name: fc.string(), description: fc.string(), parameters: fc.jsonValue() }),
+    );
+    fc.assert(
+      fc.property(fc.array(tool, { maxLength: 5 }), fc.string(), (tools, systemPrompt) => {
+        const settings = { ...WINDOWED, systemPrompt, tools } as TurnSettings;
+        const state = { ...createConversation(CONVERSATION_ID).committed, settings };
+        const fixed = systemPrompt.length + JSON.stringify(tools).length;
+        assert.equal(
+          estimateNextRequest(state, SETTINGS_OF),
+          Math.ceil(fixed / SETTINGS_OF.charsPerToken),
+        );
+      }),
+      { numRuns: 500 },
+    );
+  });
+});

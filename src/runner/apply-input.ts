@@ -4,6 +4,10 @@
  * guarded by the conversation's version; then the emitted events go to the client and the command
  * is carried out. A lost compare-and-swap reloads what the other writer committed and applies the
  * input again, at most `MAX_CONFLICT_ATTEMPTS` times.
+ *
+ * A step that plans a model call prepares it before its commit (model-call.ts `prepare`): the
+ * call's exact request is saved in the step's transaction, and the request is let go only once
+ * that commit returned; a step that is not committed drops it unsent (issue #19).
  */
 import type { Usage } from "../llm/types.ts";
 import {
@@ -16,6 +20,7 @@ import {
 } from "../loop/index.ts";
 import type { RecordWrite, Store } from "../store/index.ts";
 import type { ConversationCache, Live } from "./conversation-cache.ts";
+import { type PreparedCall, toCallRow } from "./prepared-call.ts";
 
 /** How often one input is re-applied after losing the compare-and-swap before the turn fails. */
 export const MAX_CONFLICT_ATTEMPTS = 3;
@@ -34,12 +39,17 @@ export type ApplyInput = (
 export interface ApplyInputDeps {
   readonly store: Pick<Store, "commitInput" | "getLLMCall" | "getClientOperation">;
   readonly cache: Pick<ConversationCache, "reload">;
-  /** Carries out the step's command, after its events were published. */
-  readonly execute: (entry: Live, command: Command) => void;
+  /** Carries out the step's command, after its events were published (with its prepared call). */
+  readonly execute: (entry: Live, command: Command, prepared?: PreparedCall) => void;
+  /** Opens the model call a step plans before the step is committed (model-call.ts). */
+  readonly prepare?: (
+    entry: Live,
+    command: Extract<Command, { type: "call_llm" }>,
+  ) => Promise<PreparedCall | null>;
 }
 
 export function createApplyInput(deps: ApplyInputDeps): ApplyInput {
-  const { store, cache, execute } = deps;
+  const { store, cache, execute, prepare } = deps;
 
   /**
    * The records a committed step implies (`toStepRecords`), less status changes of rows the
@@ -68,15 +78,33 @@ export function createApplyInput(deps: ApplyInputDeps): ApplyInput {
   ): Promise<Transition | null> {
     const before = entry.state;
     const step = transition(before, input);
+    let prepared: PreparedCall | null = null;
     if (step.state.committed !== before.committed) {
       const records = [...(await toRecords(before.committed, step)), ...extra(step)];
-      const result = await store.commitInput({
-        inputID,
-        expectedVersion: entry.version,
-        state: step.state.committed,
-        result: { command: step.command.type, rejected: step.rejected?.reason ?? null },
-        records,
-      });
+      if (step.command.type === "call_llm" && prepare !== undefined) {
+        prepared = await prepare(entry, step.command);
+        if (prepared?.exact != null) {
+          const { conversationID, turnID } = step.state.committed;
+          records.push({
+            type: "llm_call",
+            call: toCallRow(step.command, conversationID, turnID, prepared.exact),
+          });
+        }
+      }
+      let result: Awaited<ReturnType<typeof store.commitInput>>;
+      try {
+        result = await store.commitInput({
+          inputID,
+          expectedVersion: entry.version,
+          state: step.state.committed,
+          result: { command: step.command.type, rejected: step.rejected?.reason ?? null },
+          records,
+        });
+      } catch (error) {
+        prepared?.drop();
+        throw error;
+      }
+      if (result.type !== "committed") prepared?.drop();
       switch (result.type) {
         case "committed":
           entry.version = result.commit.version;
@@ -97,11 +125,16 @@ export function createApplyInput(deps: ApplyInputDeps): ApplyInput {
         }
       }
     }
-    entry.state = step.state;
-    entry.output?.publish(step.emit, step.state);
-    const unshown = toSummaryUsage(before.committed, input);
-    if (unshown !== null) entry.output?.countUsage?.(unshown);
-    execute(entry, step.command);
+    try {
+      entry.state = step.state;
+      entry.output?.publish(step.emit, step.state);
+      const unshown = toSummaryUsage(before.committed, input);
+      if (unshown !== null) entry.output?.countUsage?.(unshown);
+    } catch (error) {
+      prepared?.drop();
+      throw error;
+    }
+    execute(entry, step.command, prepared ?? undefined);
     return step;
   }
 

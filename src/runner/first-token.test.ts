@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type LLM, toErrorMessage } from "../llm/index.ts";
+import { hashBody, type LLM, toErrorMessage } from "../llm/index.ts";
 import { createResponseStream } from "../llm/response-stream.ts";
 import type { ResponseEvent, StartInput } from "../loop/index.ts";
 import { assistantMessage, T0, text, toEvents } from "../loop/testing.ts";
@@ -28,7 +28,7 @@ test("a call's first-event time is its first content delta, not its start event"
           method: "POST",
           url: "http://127.0.0.1/v1/chat/completions",
           body: "{}",
-          bodyHash: "",
+          bodyHash: hashBody("{}"),
           replayed: false,
         });
         yield events[0] as ResponseEvent; // start

@@ -4,14 +4,29 @@
  * read outside the conversation's queue and applied in queued steps, one `transition` each: a
  * step takes the event it was started for and those that had already arrived behind it (at most
  * `MAX_BURST`), so a burst from one network read costs one trip through the queue (issue #19),
- * and a cancel can still come between two steps. A cancel or shutdown that comes while the call
- * is being prepared wins: nothing is opened.
+ * and a cancel can still come between two steps.
+ *
+ * A call planned by the step being committed is prepared before that commit (`prepare`): the
+ * stream is opened and held at `beforeSend` until the commit, so its exact request is saved in
+ * the step's own transaction — one store write (one fsync on SQLite) before the send instead of
+ * two (issue #19). Nothing leaves the process before that commit returns; a step that is not
+ * committed drops the call unsent, and a cancel applied after it aborts the call. A call opened
+ * here otherwise (resumed, or not prepared): a cancel or shutdown that comes while it is being
+ * prepared wins, nothing is opened.
  */
-import { isContextOverflow, type LLM, type ResponseEvent, toFailureKind } from "../llm/index.ts";
+import {
+  type ExactRequest,
+  isContextOverflow,
+  type LLM,
+  type LLMStream,
+  type ResponseEvent,
+  toFailureKind,
+} from "../llm/index.ts";
 import type { CallLLMCommand, Transition } from "../loop/index.ts";
 import type { RecordWrite, Store } from "../store/index.ts";
 import type { ApplyInput } from "./apply-input.ts";
 import type { Live } from "./conversation-cache.ts";
+import { type PreparedCall, toCallRow } from "./prepared-call.ts";
 import type { SerialQueue } from "./serial-queue.ts";
 import type { ModelSwitch } from "./types.ts";
 
@@ -33,12 +48,113 @@ export const FAILOVER_ATTEMPTS = 2;
 /** The most events one queued step applies. */
 export const MAX_BURST = 256;
 
-export type ModelCall = (entry: Live, command: CallLLMCommand) => Promise<void>;
+/**
+ * How long a step waits for the request of the call it plans (`prepare`) before it is committed
+ * without it; the call then saves its request in a write of its own before sending, as a resumed
+ * call does. Building a request takes about a millisecond; a call queued for a slot of its model
+ * (`maxConcurrent`) can wait much longer, and must not hold its conversation's inputs meanwhile.
+ */
+export const PREPARE_WAIT_MS = 50;
+
+export interface ModelCall {
+  /** Reads the call's events, opening it first unless it was `prepared` (and is sent now). */
+  (entry: Live, command: CallLLMCommand, prepared?: PreparedCall): Promise<void>;
+  /**
+   * Opens the call the step being committed plans and waits until its exact request is known;
+   * null when it is not opened here (stopping, or a request saved before: sent again the usual
+   * way, from its bytes).
+   */
+  prepare(entry: Live, command: CallLLMCommand): Promise<PreparedCall | null>;
+}
+
+/** What `prepare` keeps for the reader: the held stream and its first event. */
+interface Opened extends PreparedCall {
+  readonly stream: LLMStream;
+  readonly first: Promise<ResponseEvent | undefined>;
+}
 
 export function createModelCall(deps: ModelCallDeps): ModelCall {
   const { store, llm, now, queue, apply, isStopping } = deps;
-  return async (entry, command) => {
-    if (isStopping()) return;
+
+  /** Opens the upstream stream of `command`; `beforeSend` gets its exact request. */
+  const open = (
+    conversationID: string,
+    command: CallLLMCommand,
+    replay: string | null,
+    beforeSend: (exact: ExactRequest) => Promise<void>,
+  ): LLMStream =>
+    llm.stream({
+      callID: command.callID,
+      model: command.model,
+      request: command.request,
+      conversationID,
+      ...(command.modelOptions === undefined ? {} : { options: command.modelOptions }),
+      // With a fallback left, one quick retry and then the next model (README "Model routing").
+      ...(command.fallbackLeft === true ? { maxAttempts: FAILOVER_ATTEMPTS } : {}),
+      ...(replay === null ? {} : { replay: { body: replay } }),
+      beforeSend,
+    });
+
+  const prepare = async (entry: Live, command: CallLLMCommand): Promise<PreparedCall | null> => {
+    if (isStopping() || entry.retired) return null;
+    if ((await store.getLLMCall(command.callID)) !== null) return null;
+    const conversationID = entry.conversationID;
+    // The request until the step's commit; not kept after it (issue #19: heap per stream).
+    let pending: ExactRequest | null = null;
+    let seen!: (known: boolean) => void;
+    const known = new Promise<boolean>((resolve) => {
+      seen = resolve;
+    });
+    let send!: () => void;
+    let drop!: (error: Error) => void;
+    const committed = new Promise<void>((resolve, reject) => {
+      send = resolve;
+      drop = reject;
+    });
+    committed.catch(() => {});
+    /** Whether the step's commit saves the call's row (else the call saves it, as before). */
+    let inCommit = false;
+    const stream = open(conversationID, command, null, async (exact) => {
+      pending = exact;
+      seen(true);
+      await committed;
+      if (!inCommit) {
+        const { turnID } = entry.state.committed;
+        await store.saveLLMCall(toCallRow(command, conversationID, turnID, exact));
+      }
+    });
+    // Before the send, the only event a stream can have is its terminal error.
+    const first = stream.recv();
+    // A call waiting for a slot of its model (or a slow admission) does not hold the step.
+    const timer = setTimeout(() => seen(false), PREPARE_WAIT_MS);
+    const exact = (await Promise.race([known, first.then(() => false)])) ? pending : null;
+    clearTimeout(timer);
+    pending = null;
+    inCommit = exact !== null;
+    const opened: Opened = {
+      callID: command.callID,
+      exact,
+      stream,
+      first,
+      send: () => {
+        opened.exact = null;
+        send();
+      },
+      drop: () => {
+        opened.exact = null;
+        drop(new Error("the step that planned the call was not committed"));
+        stream.abort("the step that planned the call was not committed");
+      },
+    };
+    return opened;
+  };
+
+  const call = async (entry: Live, command: CallLLMCommand, prepared?: PreparedCall) => {
+    const held = prepared as Opened | undefined;
+    if (isStopping()) {
+      held?.drop();
+      return;
+    }
     const conversationID = entry.conversationID;
     const turnID = entry.state.committed.turnID;
     if (command.failover !== undefined) {
@@ -53,8 +169,9 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
         reason: command.failover.message,
       });
     }
-    const saved = await store.getLLMCall(command.callID);
-    // A cancel or shutdown that came while the call was being prepared wins: open nothing.
+    const saved = held === undefined ? await store.getLLMCall(command.callID) : null;
+    // A cancel or shutdown that came while the call was being prepared wins: open nothing (a
+    // prepared call is dropped unsent).
     const current = entry.state.committed;
     if (
       isStopping() ||
@@ -62,34 +179,23 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       current.status !== "waiting_llm" ||
       current.call?.callID !== command.callID
     ) {
+      held?.drop();
       return;
     }
-    const stream = llm.stream({
-      callID: command.callID,
-      model: command.model,
-      request: command.request,
-      conversationID,
-      ...(command.modelOptions === undefined ? {} : { options: command.modelOptions }),
-      // With a fallback left, one quick retry and then the next model (README "Model routing").
-      ...(command.fallbackLeft === true ? { maxAttempts: FAILOVER_ATTEMPTS } : {}),
-      ...(saved === null ? {} : { replay: { body: saved.request } }),
-      // One write before the send: the row is saved already `streaming` (bytes may go up once it
-      // is), which a `planned` row followed by a status change only split in two (issue #19);
-      // after a crash both read as an unfinished call whose saved bytes are sent again.
-      beforeSend: async (exact) => {
-        await store.saveLLMCall({
-          callID: command.callID,
-          conversationID,
-          turnID,
-          model: command.model,
-          request: exact.body,
-          messagesHash: command.messagesHash,
-          messageCount: command.messageCount,
-          lastMessageHash: command.lastMessageHash,
-          status: "streaming",
-        });
-      },
-    });
+    const stream =
+      held?.stream ??
+      open(
+        conversationID,
+        command,
+        saved?.request ?? null,
+        // One write before the send: the row is saved already `streaming` (bytes may go up once
+        // it is), which a `planned` row followed by a status change only split in two (issue
+        // #19); after a crash both read as an unfinished call whose saved bytes are sent again.
+        async (exact) => {
+          await store.saveLLMCall(toCallRow(command, conversationID, turnID, exact));
+        },
+      );
+    held?.send();
     entry.stream = { callID: command.callID, stream };
     // Timing for the dashboard: saved with the call's next commit, not as a write of its own.
     let firstEventAt: number | null = null;
@@ -135,7 +241,8 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       return step;
     };
     try {
-      for (let event = await stream.recv(); event !== undefined; event = await stream.recv()) {
+      const first = held?.first ?? stream.recv();
+      for (let event = await first; event !== undefined; event = await stream.recv()) {
         if (isStopping() || entry.retired) return;
         const step = await queue.run(conversationID, () => applyBurst(event));
         if (step === null || step.command.type !== "continue_llm") return;
@@ -146,4 +253,5 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       stream.abort("stream no longer read");
     }
   };
+  return Object.assign(call, { prepare });
 }

@@ -376,24 +376,126 @@ describe("createRunner()", () => {
     assert.equal(provider.requests.length, 1, "the running call was not opened twice");
   });
 
-  test("a cancel while the model call is being prepared opens nothing upstream", async () => {
-    const slow: Store = new Proxy(store, {
+  test("a cancel right after the turn started ends it canceled; its call, sent once the step was committed, is aborted", async () => {
+    // The call is prepared before the step that plans it is committed and let go right after
+    // (model-call.ts): a cancel applies after that step, so it aborts the call.
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "never read" }) });
+    const output = createOutput();
+    await runner.submit(CONV, start("hi"), output);
+    await runner.submit(CONV, { type: "cancel", inputID: "c", at: 2, reason: "stop" }, output);
+    assert.equal((await output.ended).type, "canceled");
+    await runner.shutdown();
+    assert.ok(provider.requests.length <= 1);
+    const callID = (await store.load(CONV))?.state.call?.callID ?? "";
+    assert.notEqual((await store.getLLMCall(callID))?.status, "committed");
+  });
+
+  /** `store` with its writes counted, and `commitInput` gated by `beforeCommit` when set. */
+  const countingStore = (beforeCommit?: () => Promise<void>) => {
+    const writes = { commits: [] as string[][], saves: 0 };
+    const counted: Store = new Proxy(store, {
       get(target, key, receiver) {
-        if (key !== "getLLMCall") return Reflect.get(target, key, receiver);
-        return async (callID: string) => {
-          await new Promise((resolve) => setImmediate(resolve));
-          await new Promise((resolve) => setImmediate(resolve));
-          return target.getLLMCall(callID);
-        };
+        if (key === "saveLLMCall") {
+          return (call: Parameters<Store["saveLLMCall"]>[0]) => {
+            writes.saves += 1;
+            return target.saveLLMCall(call);
+          };
+        }
+        if (key === "commitInput") {
+          return async (commit: Parameters<Store["commitInput"]>[0]) => {
+            await beforeCommit?.();
+            writes.commits.push((commit.records ?? []).map((record) => record.type));
+            return target.commitInput(commit);
+          };
+        }
+        return Reflect.get(target, key, receiver);
       },
     });
-    const slowRunner = makeRunner(slow);
+    return { counted, writes };
+  };
+
+  test("a model call is saved in the commit of the step that plans it: one write before the send", async () => {
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "Hello." }) });
+    const { counted, writes } = countingStore();
+    const counting = makeRunner(counted);
     const output = createOutput();
-    await slowRunner.submit(CONV, start("hi"), output);
-    await slowRunner.submit(CONV, { type: "cancel", inputID: "c", at: 2, reason: "stop" }, output);
-    assert.equal((await output.ended).type, "canceled");
-    await slowRunner.shutdown();
+    await counting.submit(CONV, start("hi"), output);
+    assert.equal((await output.ended).type, "final");
+    await counting.shutdown();
+    assert.equal(writes.saves, 0, "no write of its own");
+    assert.ok(writes.commits[0]?.includes("llm_call"), "saved with the turn's start");
+    const callID = (await store.load(CONV))?.state.call?.callID ?? "";
+    const call = await store.getLLMCall(callID);
+    assert.equal(call?.request, (await provider.request(0)).body, "the saved request was sent");
+    assert.equal(call?.status, "committed");
+    assert.deepEqual(errors, []);
+  });
+
+  test("a step that is not committed sends nothing of the call it planned", async () => {
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "never sent" }) });
+    const { counted } = countingStore(() => Promise.reject(new Error("disk on fire")));
+    const failing = makeRunner(counted);
+    const output = createOutput();
+    await assert.rejects(failing.submit(CONV, start("hi"), output), /disk on fire/);
+    assert.equal((await output.ended).type, "failed");
+    await failing.shutdown();
     assert.equal(provider.requests.length, 0);
+  });
+
+  test("a call whose request is not ready in time is committed without it, and saves it before it is sent", async () => {
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "Hello." }) });
+    let committed!: () => void;
+    const stepCommitted = new Promise<void>((resolve) => {
+      committed = resolve;
+    });
+    const { counted, writes } = countingStore();
+    const inner = createLLM({
+      models: createModelConfigs([
+        {
+          name: "scripted",
+          api: "openai-compatible",
+          model: "scripted-model",
+          baseUrl: provider.url,
+          apiKey: "sk-test-key",
+        },
+      ]),
+    });
+    // As a call queued for a slot of its model: its request is known only after the step.
+    const late = createRunner({
+      store: new Proxy(counted, {
+        get(target, key, receiver) {
+          if (key !== "commitInput") return Reflect.get(target, key, receiver);
+          return async (commit: Parameters<Store["commitInput"]>[0]) => {
+            const result = await target.commitInput(commit);
+            committed();
+            return result;
+          };
+        },
+      }),
+      llm: {
+        ...inner,
+        stream: (call) =>
+          inner.stream({
+            ...call,
+            beforeSend: async (exact) => {
+              await stepCommitted;
+              await call.beforeSend?.(exact);
+            },
+          }),
+      },
+      onError: (error) => errors.push(error),
+    });
+    const output = createOutput();
+    await late.submit(CONV, start("hi"), output);
+    assert.equal((await output.ended).type, "final");
+    await late.shutdown();
+    assert.ok(!writes.commits[0]?.includes("llm_call"));
+    assert.equal(writes.saves, 1, "saved by a write of its own");
+    const callID = (await store.load(CONV))?.state.call?.callID ?? "";
+    const call = await store.getLLMCall(callID);
+    assert.equal(call?.request, (await provider.request(0)).body);
+    assert.equal(call?.status, "committed");
+    assert.deepEqual(errors, []);
   });
 
   test("an unknown model fails the turn with a clear message and commits nothing but the question", async () => {

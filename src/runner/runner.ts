@@ -7,7 +7,9 @@
  *   conversation); the store's version compare-and-swap is the final arbiter.
  * - Commit order: a state change is committed before its events or command reach the client; a
  *   model call's exact request is saved (in the LLM layer's `beforeSend`) before any byte goes
- *   upstream; a client operation is saved before it is sent (`runOnce`).
+ *   upstream — in the commit of the step that plans the call, which holds the call at
+ *   `beforeSend` until then (model-call.ts `prepare`); a client operation is saved before it is
+ *   sent (`runOnce`).
  * - Model events are read outside the queue and applied one `transition` each, in queued steps
  *   that take the burst already received (model-call.ts), so a cancel can come between two steps.
  * - A tool result is a new input, applied when the client answers; nothing waits for it.
@@ -32,6 +34,7 @@ import { createOperationRunner, type RecordWrite } from "../store/index.ts";
 import { createApplyInput } from "./apply-input.ts";
 import { createConversationCache, type Live } from "./conversation-cache.ts";
 import { createModelCall } from "./model-call.ts";
+import type { PreparedCall } from "./prepared-call.ts";
 import { createSerialQueue } from "./serial-queue.ts";
 import { createToolCall } from "./tool-call.ts";
 import type { Runner, RunnerOptions, SubmitOptions, SubmitResult, TurnOutcome } from "./types.ts";
@@ -46,7 +49,12 @@ export function createRunner(options: RunnerOptions): Runner {
   const background = new Set<Promise<void>>();
   let stopping = false;
   const isStopping = (): boolean => stopping;
-  const applyInput = createApplyInput({ store, cache: live, execute });
+  const applyInput = createApplyInput({
+    store,
+    cache: live,
+    execute,
+    prepare: (entry, command) => callModel.prepare(entry, command),
+  });
   const callModel = createModelCall({
     store,
     llm,
@@ -92,13 +100,16 @@ export function createRunner(options: RunnerOptions): Runner {
     }
   }
 
-  function execute(entry: Live, command: Command): void {
+  function execute(entry: Live, command: Command, prepared?: PreparedCall): void {
     switch (command.type) {
       case "call_llm":
-        if (entry.calling === command.callID) return;
+        if (entry.calling === command.callID) {
+          prepared?.drop();
+          return;
+        }
         entry.calling = command.callID;
         spawn(entry.conversationID, "model call", () =>
-          callModel(entry, command).finally(() => {
+          callModel(entry, command, prepared).finally(() => {
             if (entry.calling === command.callID) entry.calling = null;
           }),
         );

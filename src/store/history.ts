@@ -13,6 +13,7 @@
  */
 
 import { errorMessage } from "../errors/error-message.ts";
+import { toCanonicalJSON, toCanonicalJSONOnce } from "../loop/canonical-json.ts";
 import {
   chainHash,
   EMPTY_CHAIN_HASH,
@@ -84,9 +85,76 @@ export function toAppendedRows(
   return rows;
 }
 
-/** The state's text without its messages; `messages` keeps its key position as `[]`. */
+/**
+ * The state's text without its messages; `messages` keeps its key position as `[]`. `toText` is
+ * the canonical JSON writer (with the caller's error); the text is the same as
+ * `toText({ ...state, messages: [] })`, but each frozen tool definition is written once
+ * (`toCanonicalJSONOnce`): the catalogue's are shared by every turn and are most of the text
+ * (issue #19). Anything that is not plain JSON goes through `toText`, for its error.
+ */
 export function toStateJSON(state: ConversationState, toText: (value: unknown) => string): string {
-  return toText({ ...state, messages: [] });
+  return toStateText(state) ?? toText({ ...state, messages: [] });
+}
+
+function toStateText(state: ConversationState): string | null {
+  if (Object.getPrototypeOf(state) !== Object.prototype || !Object.hasOwn(state, "messages")) {
+    return null;
+  }
+  try {
+    let text = "{";
+    for (const key of Object.keys(state)) {
+      const member: unknown = state[key as keyof ConversationState];
+      if (member === undefined) continue;
+      const value =
+        key === "messages"
+          ? "[]"
+          : key === "settings" && isPlainObject(member)
+            ? toSettingsText(member)
+            : toCanonicalJSON(member);
+      text += `${text === "{" ? "" : ","}${JSON.stringify(key)}:${value}`;
+    }
+    return `${text}}`;
+  } catch {
+    return null;
+  }
+}
+
+function toSettingsText(settings: object): string {
+  let text = "{";
+  for (const [key, member] of Object.entries(settings)) {
+    if (member === undefined) continue;
+    const value =
+      key === "systemPrompt" && typeof member === "string"
+        ? toPromptText(member)
+        : key === "tools" && Array.isArray(member)
+          ? `[${member.map((tool: unknown) => (isPlainObject(tool) ? toCanonicalJSONOnce(tool) : toCanonicalJSON(tool))).join(",")}]`
+          : toCanonicalJSON(member);
+    text += `${text === "{" ? "" : ","}${JSON.stringify(key)}:${value}`;
+  }
+  return `${text}}`;
+}
+
+/**
+ * The JSON text of the system prompts written last: one fixed 2–6 KB text per agent mode, the same
+ * in every commit (issue #19). At most `PROMPT_TEXTS` are kept.
+ */
+function toPromptText(prompt: string): string {
+  let text = promptTexts.get(prompt);
+  if (text === undefined) {
+    text = JSON.stringify(prompt);
+    if (promptTexts.size >= PROMPT_TEXTS) promptTexts.clear();
+    promptTexts.set(prompt, text);
+  }
+  return text;
+}
+
+const PROMPT_TEXTS = 8;
+const promptTexts = new Map<string, string>();
+
+function isPlainObject(value: unknown): value is object {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
 }
 
 /**

@@ -128,7 +128,8 @@ export async function saveLLMCallRow(
     turnID: call.turnID,
     model: call.model,
     request: call.request,
-    requestHash: createHash("sha256").update(call.request, "utf8").digest("hex"),
+    requestHash:
+      call.requestHash ?? createHash("sha256").update(call.request, "utf8").digest("hex"),
     messagesHash: call.messagesHash,
     messageCount: call.messageCount,
     lastMessageHash: call.lastMessageHash,
@@ -260,6 +261,9 @@ function checkLLMCall(call: LLMCallInput, context: WriteContext): void {
     checkText(call[key], `${what}: ${key}`, context);
   }
   if (typeof call.request !== "string") throw invalid(`${what}: request must be a string`, context);
+  if (call.requestHash !== undefined && !/^[0-9a-f]{64}$/.test(call.requestHash)) {
+    throw invalid(`${what}: requestHash must be a sha256 in lowercase hex`, context);
+  }
   if (typeof call.lastMessageHash !== "string") {
     throw invalid(`${what}: lastMessageHash must be a string`, context);
   }

@@ -29,10 +29,16 @@ export interface LLMCallInput {
   readonly messageCount: number;
   readonly lastMessageHash: string;
   readonly status: LLMCallStatus;
+  /**
+   * sha256 (lowercase hex) of the UTF-8 bytes of `request`, when the caller already has it (the
+   * LLM layer's `ExactRequest.bodyHash`, computed from the same string): saves hashing a 20–40 KB
+   * body a second time before the call is sent (issue #19). Absent: the store computes it.
+   */
+  readonly requestHash?: string;
 }
 
 export interface LLMCallRecord extends LLMCallInput {
-  /** sha256 (hex) of the UTF-8 bytes of `request`, computed by the store. */
+  /** sha256 (hex) of the UTF-8 bytes of `request`: the caller's, or computed by the store. */
   readonly requestHash: string;
   /** Epoch milliseconds, from the store's clock. */
   readonly createdAt: number;

@@ -335,6 +335,21 @@ export function runStoreContract(name: string, open: OpenStore): void {
         assert.deepEqual(await store.getLLMCall(call.callID), retried);
       });
 
+      it("a call saved with its request's hash keeps that hash; a malformed hash is refused", async (store) => {
+        const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+        await commitScripted(store, first, 0);
+        const call = toLLMCall(first);
+        await assertStoreError(
+          store,
+          store.saveLLMCall({ ...call, requestHash: "NOT-A-HASH" }),
+          "invalid_argument",
+        );
+        assert.equal(await store.getLLMCall(call.callID), null);
+        const saved = await store.saveLLMCall({ ...call, requestHash: sha256(call.request) });
+        assert.equal(saved.requestHash, sha256(call.request));
+        assert.deepEqual(await store.getLLMCall(call.callID), saved);
+      });
+
       it("a call's status only moves forward, and a terminal status is final", async (store) => {
         const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
         await commitScripted(store, first, 0);

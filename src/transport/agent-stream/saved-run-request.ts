@@ -9,9 +9,11 @@ import {
   type AgentRunRequest,
   AgentRunRequestSchema,
 } from "../cursor/gen/agent/v1/run_request_pb.js";
+import { fromReceivedRunRequest } from "../cursor/index.ts";
 
 export function toSavedRunRequest(request: AgentRunRequest): Uint8Array {
-  return toBinary(AgentRunRequestSchema, request);
+  // The bytes it came in, when the dialect kept them (cursor/run-request-bytes.ts).
+  return fromReceivedRunRequest(request) ?? toBinary(AgentRunRequestSchema, request);
 }
 
 /** The saved run request, or `null` when the bytes are not one. */

@@ -22,12 +22,19 @@ export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOut
   const { log, now } = deps;
   // What the client has been shown of compactions (cursor/summary-updates.ts).
   let summaries: SummaryView | null = null;
+  /** The committed state `summaries` was brought up to: a delta leaves it as it was. */
+  let summarized: ConversationState | null = null;
   return {
     publish(events, state) {
       if (stream.turn === null) return;
-      const shown = toSummaryUpdates(summaries ?? toSummaryView(state.committed), state.committed);
-      summaries = shown.view;
-      send(stream, shown.messages);
+      // The updates are a function of the committed state, nothing new for the same one (#19).
+      if (state.committed !== summarized) {
+        const view = summaries ?? toSummaryView(state.committed);
+        const shown = toSummaryUpdates(view, state.committed);
+        summaries = shown.view;
+        summarized = state.committed;
+        send(stream, shown.messages);
+      }
       const callID = state.committed.call?.callID ?? "";
       for (const event of events) {
         const next = fromResponseEvent(stream.turn, event, { at: now(), callID });

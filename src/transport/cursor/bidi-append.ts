@@ -18,6 +18,7 @@ import {
   BidiAppendRequestSchema,
   BidiRequestIdSchema,
 } from "./gen/aiserver/v1/bidi_pb.js";
+import { rememberRunRequestBytes } from "./run-request-bytes.ts";
 import { readExecIDs, toUndecodableResult } from "./salvage-exec.ts";
 
 export interface DecodeLimits {
@@ -113,6 +114,7 @@ export function fromAgentClientMessageBytes(
       readUnknownFields: true,
       recursionLimit: limits.maxDepth,
     });
+    rememberRunRequestBytes(message, bytes);
     return toDecoded(message);
   } catch {
     return toDecodeError("bad_protobuf", "the client message is not a valid AgentClientMessage");

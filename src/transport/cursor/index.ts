@@ -28,6 +28,7 @@ export {
   toModeSettings,
   toResumedTurnState,
 } from "./run-request.ts";
+export { fromReceivedRunRequest } from "./run-request-bytes.ts";
 export { toHeartbeatMessage, toServerNotice } from "./server-message.ts";
 export {
   type OfferedModel,

@@ -74,6 +74,14 @@ export interface AnyTool {
  * Erases a handler's types. Sound because the session only ever passes a handler the arguments
  * its own `parse` returned and the data its own `start`/`resume` returned.
  */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    for (const member of Object.values(value)) deepFreeze(member);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 function erase<A, D>(
   handler: ToolHandler<A, D>,
   effects: "read_only" | "effects",
@@ -81,7 +89,9 @@ function erase<A, D>(
 ): AnyTool {
   return {
     name: handler.name,
-    definition: handler.definition,
+    // Frozen, members too: shared by every turn's settings, so its canonical JSON is made once
+    // (loop/canonical-json.ts `toCanonicalJSONOnce`, issue #19).
+    definition: deepFreeze(handler.definition),
     modes: handler.modes,
     repeatable: effects === "read_only",
     concurrent: concurrent === "concurrent",
