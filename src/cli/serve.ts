@@ -189,6 +189,10 @@ export const SERVE_COMMAND: Command = {
           runSseContentType: config.server.runSseContentType,
           offerHttp2: config.server.offerHttp2 && !ideMode,
           maxStreams: config.server.maxStreams,
+          listen: {
+            ...DEFAULT_SERVER_OPTIONS.listen,
+            maxConnections: config.server.maxConnections,
+          },
           ...(config.server.accessToken.type === "none"
             ? {}
             : { accessToken: config.server.accessToken.value.reveal() }),

@@ -64,6 +64,7 @@ server:
   runSseContentType: connect
   http2: true
   maxStreams: 50
+  maxConnections: 120
 data:
   directory: state
 log:
@@ -98,6 +99,7 @@ describe("a valid file", () => {
     assert.equal(config.server.runSseContentType, "connect");
     assert.equal(config.server.offerHttp2, true);
     assert.equal(config.server.maxStreams, 50);
+    assert.equal(config.server.maxConnections, 120);
     assert.equal(config.server.accessToken.type, "env");
     assert.ok(config.server.accessToken.type === "env");
     assert.equal(config.server.accessToken.variable, "BYOK_TOKEN");
@@ -243,7 +245,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "unknown server field",
       "server:\n  prot: 80\n",
-      "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2, maxStreams, users, advertiseUrl)",
+      "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2, maxStreams, maxConnections, users, advertiseUrl)",
     ],
     [
       "a team server over plain http to another machine",

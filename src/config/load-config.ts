@@ -74,6 +74,7 @@ const SERVER_FIELDS = [
   "runSseContentType",
   "http2",
   "maxStreams",
+  "maxConnections",
   "users",
   "advertiseUrl",
 ];
@@ -243,6 +244,9 @@ function toServerSettings(
     offerHttp2: optionalBoolean(source, at("http2"), section.http2) ?? false,
     maxStreams:
       optionalPositiveInteger(source, at("maxStreams"), section.maxStreams) ?? DEFAULT_MAX_STREAMS,
+    maxConnections:
+      optionalPositiveInteger(source, at("maxConnections"), section.maxConnections) ??
+      DEFAULT_MAX_CONNECTIONS,
     users: optionalBoolean(source, at("users"), section.users) ?? false,
     ...toAdvertiseUrl(source, section.advertiseUrl),
   };
@@ -290,6 +294,8 @@ function toProxyPort(source: YamlSource | undefined, value: unknown): number | u
 }
 /** Agent streams kept at once unless `server.maxStreams` says otherwise. */
 export const DEFAULT_MAX_STREAMS = DEFAULT_SERVER_OPTIONS.maxStreams;
+/** Open connections at once unless `server.maxConnections` says otherwise. */
+export const DEFAULT_MAX_CONNECTIONS = DEFAULT_SERVER_OPTIONS.listen.maxConnections;
 
 function toAccessToken(
   source: YamlSource | undefined,

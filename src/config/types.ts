@@ -29,6 +29,11 @@ export interface ServerSettings {
   /** Agent streams (turns, with their backlog) kept at once; more are refused. */
   readonly maxStreams: number;
   /**
+   * Open client connections at once; more are closed as they arrive. Over HTTP/1.1 a
+   * conversation holds two (its RunSSE and a kept-alive BidiAppend).
+   */
+  readonly maxConnections: number;
+  /**
    * `server.users`: clients authenticate with the tokens of `cursor-byok users` (docs/team.md),
    * with budgets; needs the PostgreSQL store. The access token, if any, stays the admin's.
    */
