@@ -44,6 +44,8 @@ export interface ModelCallDeps {
   readonly isStopping: () => boolean;
   /** Told before a call that repeats a failed call's request on another model is opened. */
   readonly onModelSwitch?: (info: ModelSwitch) => void;
+  /** Overrides `PREPARE_WAIT_MS` (RunnerOptions `prepareWaitMs`). */
+  readonly prepareWaitMs?: number;
 }
 
 /** Send attempts of a call that has a fallback model: the first and one retry. */
@@ -151,7 +153,7 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
     // Before the send, the only event a stream can have is its terminal error.
     const first = stream.recv();
     // A bound for waits that are not signalled (PREPARE_WAIT_MS).
-    const timer = setTimeout(() => seen(false), PREPARE_WAIT_MS);
+    const timer = setTimeout(() => seen(false), deps.prepareWaitMs ?? PREPARE_WAIT_MS);
     const exact = (await Promise.race([known, first.then(() => false)])) ? pending : null;
     clearTimeout(timer);
     deciding = false;

@@ -29,6 +29,8 @@ setFlagsFromString("--expose-gc");
 const collect = runInNewContext("gc") as () => void;
 
 const CONV = "conv-prepared";
+/** A prepare wait no machine reaches: these tests check the path where the request is in time. */
+const LONG = 60_000;
 const AT = 1_767_225_600_000;
 
 interface EndingOutput extends TurnOutput {
@@ -144,7 +146,7 @@ describe("a model call prepared before its step's commit", () => {
   test("a lost compare-and-swap on the planning step: the retry sends one request, the one saved", async () => {
     provider.reply({ type: "sse", body: toChatCompletionSse({ text: "Hello." }) });
     const losing = losingFirstCallCommit(store);
-    const runner = createRunner({ store: losing.store, llm: createTestLLM() });
+    const runner = createRunner({ store: losing.store, llm: createTestLLM(), prepareWaitMs: LONG });
     const output = createOutput();
     await runner.submit(CONV, start(), output);
     assert.equal((await output.ended).type, "final");
@@ -175,7 +177,11 @@ describe("a model call prepared before its step's commit", () => {
       };
     };
     const losing = losingFirstCallCommit(store);
-    const runner = createRunner({ store: losing.store, llm: gateLLM(createTestLLM(), admit) });
+    const runner = createRunner({
+      store: losing.store,
+      llm: gateLLM(createTestLLM(), admit),
+      prepareWaitMs: LONG,
+    });
     const output = createOutput();
     await runner.submit(CONV, start(), output);
     const outcome = await output.ended;
@@ -208,6 +214,7 @@ describe("a model call prepared before its step's commit", () => {
     const runner = createRunner({
       store,
       llm,
+      prepareWaitMs: LONG,
       onModelSwitch: () => {
         throw new Error("the logger failed");
       },

@@ -124,6 +124,9 @@ describe("createRunner()", () => {
         ]),
       }),
       onError: (error) => errors.push(error),
+      // The tests of the call saved in its step's commit must not take the late path on a slow
+      // machine (the request is always built here; a call waiting for a slot says so at once).
+      prepareWaitMs: 60_000,
     });
 
   beforeEach(async () => {

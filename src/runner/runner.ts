@@ -63,6 +63,7 @@ export function createRunner(options: RunnerOptions): Runner {
     apply: applyOrEndTurn,
     isStopping,
     ...(options.onModelSwitch === undefined ? {} : { onModelSwitch: options.onModelSwitch }),
+    ...(options.prepareWaitMs === undefined ? {} : { prepareWaitMs: options.prepareWaitMs }),
   });
   const callTool = createToolCall({ operations, now, queue, apply: applyOrEndTurn, isStopping });
 

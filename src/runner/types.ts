@@ -163,4 +163,10 @@ export interface RunnerOptions {
    * LLM layer has already cleared of secrets.
    */
   readonly onModelSwitch?: (info: ModelSwitch) => void;
+  /**
+   * The most a step waits for the request of the call it plans before it is committed without
+   * it (model-call.ts `PREPARE_WAIT_MS`, the default). Either outcome is correct; tests that check
+   * one of the two paths set it long, so that the path does not depend on the machine's speed.
+   */
+  readonly prepareWaitMs?: number;
 }
