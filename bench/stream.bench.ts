@@ -299,17 +299,8 @@ function startTurnClient(): { turn(url: string): Promise<TurnTimes>; close(): vo
   child.once("exit", () => {
     for (const turn of waiting.splice(0)) turn.reject(new Error("the turn client process ended"));
   });
-  let out = "";
-  child.stdout?.setEncoding("utf8");
-  child.stdout?.on("data", (text: string) => {
-    out += text;
-    for (let newline = out.indexOf("\n"); newline >= 0; newline = out.indexOf("\n")) {
-      const line = out.slice(0, newline);
-      out = out.slice(newline + 1);
-      if (line.startsWith("TURN ")) {
-        waiting.shift()?.resolve(JSON.parse(line.slice(5)) as TurnTimes);
-      }
-    }
+  onLines(child, (line) => {
+    if (line.startsWith("TURN ")) waiting.shift()?.resolve(JSON.parse(line.slice(5)) as TurnTimes);
   });
   return {
     turn: (url) =>
@@ -472,7 +463,6 @@ function startClients(settings: ClientSettings): Clients {
     { stdio: ["pipe", "pipe", "inherit"] },
   );
   const state = { open: 0, failed: 0 };
-  let out = "";
   let resolveResult: (result: ClientResult) => void = () => {};
   const result = new Promise<ClientResult>((resolve) => {
     resolveResult = resolve;
@@ -487,19 +477,13 @@ function startClients(settings: ClientSettings): Clients {
     firstFailure: "the client process ended without a result",
   };
   child.once("exit", () => resolveResult(empty));
-  child.stdout?.setEncoding("utf8");
-  child.stdout?.on("data", (text: string) => {
-    out += text;
-    for (let newline = out.indexOf("\n"); newline >= 0; newline = out.indexOf("\n")) {
-      const line = out.slice(0, newline);
-      out = out.slice(newline + 1);
-      const progress = /^PROGRESS (\d+) (\d+)$/.exec(line);
-      if (progress !== null) {
-        state.open = Number(progress[1]);
-        state.failed = Number(progress[2]);
-      }
-      if (line.startsWith("RESULT ")) resolveResult(JSON.parse(line.slice(7)) as ClientResult);
+  onLines(child, (line) => {
+    const progress = /^PROGRESS (\d+) (\d+)$/.exec(line);
+    if (progress !== null) {
+      state.open = Number(progress[1]);
+      state.failed = Number(progress[2]);
     }
+    if (line.startsWith("RESULT ")) resolveResult(JSON.parse(line.slice(7)) as ClientResult);
   });
   return {
     get open() {
@@ -528,26 +512,19 @@ function memoryReports(child: ChildProcess): {
   readonly listening: Promise<string>;
   next(): Promise<Memory>;
 } {
-  let out = "";
   let resolveListening: (url: string) => void = () => {};
   const listening = new Promise<string>((resolve) => {
     resolveListening = resolve;
   });
   let waiting: ((memory: Memory) => void)[] = [];
-  child.stdout?.setEncoding("utf8");
-  child.stdout?.on("data", (text: string) => {
-    out += text;
-    for (let newline = out.indexOf("\n"); newline >= 0; newline = out.indexOf("\n")) {
-      const line = out.slice(0, newline);
-      out = out.slice(newline + 1);
-      const address = /^LISTENING (\S+)$/.exec(line)?.[1];
-      if (address !== undefined) resolveListening(address);
-      if (line.startsWith("MEMORY ")) {
-        const memory = JSON.parse(line.slice("MEMORY ".length)) as Memory;
-        const wake = waiting;
-        waiting = [];
-        for (const resolve of wake) resolve(memory);
-      }
+  onLines(child, (line) => {
+    const address = /^LISTENING (\S+)$/.exec(line)?.[1];
+    if (address !== undefined) resolveListening(address);
+    if (line.startsWith("MEMORY ")) {
+      const memory = JSON.parse(line.slice("MEMORY ".length)) as Memory;
+      const wake = waiting;
+      waiting = [];
+      for (const resolve of wake) resolve(memory);
     }
   });
   return {
@@ -558,6 +535,19 @@ function memoryReports(child: ChildProcess): {
         child.stdin?.write("memory\n");
       }),
   };
+}
+
+/** Calls `onLine` with each line the child writes on its standard output. */
+function onLines(child: ChildProcess, onLine: (line: string) => void): void {
+  let out = "";
+  child.stdout?.setEncoding("utf8");
+  child.stdout?.on("data", (text: string) => {
+    out += text;
+    for (let newline = out.indexOf("\n"); newline >= 0; newline = out.indexOf("\n")) {
+      onLine(out.slice(0, newline));
+      out = out.slice(newline + 1);
+    }
+  });
 }
 
 await main();
