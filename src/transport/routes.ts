@@ -4,9 +4,10 @@
  * configured models.
  */
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import { ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import type { LLM, ModelInfo } from "../llm/index.ts";
 import { afterOpen } from "./after-open.ts";
+import { type ApplyBidiAppend, conversationOf } from "./bidi-append-apply.ts";
 import {
   toBranchName,
   toBranchNamePrompt,
@@ -19,16 +20,13 @@ import {
   toTitlePrompt,
 } from "./cursor/helper-tasks.ts";
 import {
-  type AgentClientMessage,
   AgentService,
   AiService,
   BidiService,
-  fromBidiAppendRequest,
   type OfferedModel,
   type PathEncryptionKeys,
   ServerConfigService,
   toAvailableModelsResponse,
-  toConnectError,
   toDefaultModelForCliResponse,
   toHealthCheckResponse,
   toProtocolError,
@@ -39,7 +37,6 @@ import {
 import type { HelperCall, HelperResult } from "./helper-calls.ts";
 import type { Log } from "./log.ts";
 import type { OpenRunSse } from "./run-sse-open.ts";
-import type { CheckServedHere } from "./served-here.ts";
 import type { StreamRegistry } from "./stream-registry.ts";
 import type { CheckAccess } from "./user-access.ts";
 
@@ -54,10 +51,10 @@ export interface RouteOptions {
   readonly pathEncryptionKeys: PathEncryptionKeys;
   /** The model call behind chat titles, commit messages and branch names. */
   readonly helper: HelperCall;
+  /** Appends a BidiAppend's message, with the checks both responders share (bidi-append-apply.ts). */
+  readonly applyBidiAppend: ApplyBidiAppend;
   /** Team users: refuses a stream or conversation of another user (user-access.ts). */
   readonly access?: CheckAccess;
-  /** Several instances: refuses a stream this instance does not hold (served-here.ts). */
-  readonly servedHere?: CheckServedHere;
 }
 
 export function createRoutes(
@@ -77,12 +74,8 @@ export function createRoutes(
     });
   const { helper } = options;
   const access: CheckAccess = options.access ?? (() => Promise.resolve());
-  const servedHere: CheckServedHere = options.servedHere ?? (() => Promise.resolve());
   const headerID = (context: HandlerContext): string | null =>
     context.requestHeader.get("x-request-id");
-  /** The conversation a client message names (a run request's), checked with its stream. */
-  const conversationOf = (message: AgentClientMessage): string | undefined =>
-    message.message.case === "runRequest" ? message.message.value.conversationId : undefined;
   // A title is never an error for the client: without a model answer it is the first words.
   const nameAgent = async (request: { userMessage: string }, context: HandlerContext) => {
     const result = await helper("title", toTitlePrompt(request.userMessage), context.signal);
@@ -142,50 +135,10 @@ export function createRoutes(
     });
 
     router.service(BidiService, {
+      // For the requests the direct responder leaves to Connect (bidi-append-response.ts); the
+      // append itself is shared with it (bidi-append-apply.ts).
       async bidiAppend(request, context) {
-        const requestID = request.requestId?.requestId.slice(0, 64) ?? "";
-        const decoded = fromBidiAppendRequest(request);
-        if (!decoded.ok) {
-          log.warn(
-            { request: requestID, reason: decoded.error.reason, error: decoded.error.message },
-            "append rejected",
-          );
-          throw toConnectError({ kind: "bad_input", detail: decoded.error.message });
-        }
-        const { appendSeqno, message, salvaged } = decoded.value;
-        if (salvaged !== undefined) {
-          log.warn(
-            { request: requestID, seqno: appendSeqno, error: salvaged },
-            "exec result could not be decoded; failing that tool call",
-          );
-        }
-        try {
-          await servedHere(decoded.value.requestID, headerID(context));
-          await access({ requestID: decoded.value.requestID });
-          const stream = await streams.open(decoded.value.requestID, {
-            create: message.message.case === "runRequest",
-          });
-          // A run request on another user's conversation also ends this (the user's own)
-          // stream, so its RunSSE reader is not left waiting for a turn that never starts.
-          await access({ conversationID: conversationOf(message) }).catch(async (error) => {
-            await stream.abandon(ConnectError.from(error));
-            throw error;
-          });
-          await stream.append(appendSeqno, message);
-        } catch (error) {
-          const rejected = ConnectError.from(error);
-          // Clients often ignore the answer to an append: the log is where this shows up.
-          log.warn(
-            {
-              request: requestID,
-              seqno: appendSeqno,
-              code: Code[rejected.code],
-              error: rejected.rawMessage,
-            },
-            "append rejected",
-          );
-          throw rejected;
-        }
+        await options.applyBidiAppend(request, headerID(context));
         return {};
       },
     });

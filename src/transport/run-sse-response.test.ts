@@ -81,6 +81,7 @@ async function serve(
   const connect = connectNodeAdapter({
     routes: createRoutes(unused, unused, Date.now, silentLog, {
       openRunSse: open,
+      applyBidiAppend: unused,
       offerHttp2: false,
       pathEncryptionKeys: unused,
       helper: unused,

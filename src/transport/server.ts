@@ -2,7 +2,10 @@
  * The HTTP server: one port for HTTP/1.1 and cleartext HTTP/2 (http/listen.ts), Connect for the
  * services in routes.ts, and plain handlers for what Connect cannot express:
  *
- * - BidiAppend is also answered under `agent.v1.AgentService` (one client file uses that path);
+ * - BidiAppend is also answered under `agent.v1.AgentService` (one client file uses that path),
+ *   and written by bidi-append-response.ts for the request every client sends (Connect's unary
+ *   pipeline cost ≈0.2 ms of time to first text per append, issue #19), with Connect's handler
+ *   for the rest;
  * - RunSSE, every turn's down-link, is written by run-sse-response.ts for the request every
  *   client sends (Connect's server-streaming pipeline cost ≈1.6 ms of time to first text and a
  *   share of every open stream's heap, issue #19), with Connect's handler for the rest; its
@@ -35,6 +38,8 @@ import type { LLM } from "../llm/index.ts";
 import type { Runner } from "../runner/types.ts";
 import type { ClusterDirectory, Store } from "../store/index.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
+import { createBidiAppendApply } from "./bidi-append-apply.ts";
+import { BIDI_APPEND_PATH, createBidiAppendHandler } from "./bidi-append-response.ts";
 import { asClientFault, refuseOversized } from "./client-faults.ts";
 import { createClusterRouting } from "./cluster.ts";
 import type { PathEncryptionKeys } from "./cursor/index.ts";
@@ -84,6 +89,12 @@ export interface ServerOptions {
    * comparing the two: tests and benchmarks).
    */
   readonly runSseResponder?: "direct" | "connect";
+  /**
+   * Who answers BidiAppend: `direct` (default) for the request every client sends
+   * (bidi-append-response.ts), Connect for the rest; `connect` always Connect's handler (for
+   * comparing the two: tests and benchmarks).
+   */
+  readonly bidiAppendResponder?: "direct" | "connect";
   /** Let clients use the HTTP/2 bidi `Run` (GetServerConfig `http2_config`); default false. */
   readonly offerHttp2: boolean;
   readonly stream: AgentStreamOptions;
@@ -238,12 +249,15 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
   );
   const unimplemented = new Set<string>();
 
-  const openRunSse = createRunSseOpen(streams, {
+  const checks = {
     ...(deps.access === undefined ? {} : { access: deps.access }),
     ...(deps.cluster === undefined ? {} : { servedHere: createServedHereCheck(deps.cluster) }),
-  });
+  };
+  const openRunSse = createRunSseOpen(streams, checks);
+  const applyBidiAppend = createBidiAppendApply(streams, checks, log);
   const routes = createRoutes(streams, llm, now, log, {
     openRunSse,
+    applyBidiAppend,
     offerHttp2: options.offerHttp2,
     pathEncryptionKeys: deps.pathEncryptionKeys ?? createPathEncryptionKeys(),
     helper: createHelperCall(llm, now, {
@@ -251,7 +265,6 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       timeoutMs: options.helperTimeoutMs,
     }),
     ...(deps.access === undefined ? {} : { access: deps.access }),
-    ...(deps.cluster === undefined ? {} : { servedHere: createServedHereCheck(deps.cluster) }),
   });
   const procedures = toProcedures(routes);
   const connect = connectNodeAdapter({
@@ -325,6 +338,13 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     envelopeTimeoutMs: options.envelopeTimeoutMs,
     log,
   });
+  const bidiAppend = createBidiAppendHandler({
+    apply: applyBidiAppend,
+    connect,
+    responder: options.bidiAppendResponder ?? "direct",
+    maxMessageBytes: options.maxMessageBytes,
+    log,
+  });
 
   /** Every request that may be served goes here, after the host and token checks (or from the IDE proxy). */
   const dispatch = (request: Request, response: ServerResponse | Http2ServerResponse): void => {
@@ -345,7 +365,8 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       asClientFault(response, (detail) =>
         log.warn({ path, error: detail }, "request refused: the body is not a valid message"),
       );
-      connect(request, response as Parameters<typeof connect>[1]);
+      if ((alias ?? path) === BIDI_APPEND_PATH) bidiAppend(request, response);
+      else connect(request, response as Parameters<typeof connect>[1]);
       return;
     }
     // RunSSE needs no `asClientFault`: a bad body is refused there, and Connect answers a stream
@@ -473,6 +494,7 @@ export function listServedProcedures(): ReadonlySet<string> {
   return toProcedures(
     createRoutes(unused, unused, Date.now, unused, {
       openRunSse: unused,
+      applyBidiAppend: unused,
       offerHttp2: false,
       pathEncryptionKeys: unused,
       helper: unused,
