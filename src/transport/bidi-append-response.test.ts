@@ -214,8 +214,13 @@ describe("BidiAppend through the server, direct and through Connect", () => {
     );
     await both(json, { headers: { "content-type": "application/json" } });
     await both(gzipSync(append(1000, "heartbeat")), { headers: { "content-encoding": "gzip" } });
-    await both(append(1000, "heartbeat"), { chunked: true });
     await both(append(1000, "heartbeat"), { headers: { "content-type": "text/plain" } });
+  });
+
+  test("a chunked body (connect-es's Node transport) is answered alike", async () => {
+    await both(append(1000, "heartbeat"), { chunked: true });
+    const answer = await both(append(0, "run"), { chunked: true });
+    assert.equal(answer.status, 200);
   });
 });
 
@@ -332,7 +337,35 @@ describe("the BidiAppend handler alone, with a scripted append", () => {
     assert.equal(errorOf(answer).message, "internal error");
   });
 
-  test("JSON, compressed, chunked, timed and oversized requests go to Connect", async () => {
+  test("a chunked body is served directly up to the limit; a larger one goes to Connect whole", async () => {
+    const seen: number[] = [];
+    apply = async (request) => {
+      seen.push(request.data.length);
+    };
+    const answer = await both(append(2, "heartbeat"), { chunked: true }, false);
+    assert.equal(answer.status, 200);
+    // Both got the whole message (hex), read from a body sent in two chunks.
+    const hexLength = 2 * toAgentMessage("heartbeat").length;
+    assert.deepEqual(seen, [hexLength, hexLength]);
+    // Exactly at the limit: read and parsed here (it is no BidiAppendRequest).
+    await both(new Uint8Array(LIMIT), { chunked: true }, false);
+    // Over it: every byte put back, so Connect refuses it as before.
+    const oversized = await both(new Uint8Array(LIMIT + 1), { chunked: true }, true);
+    assert.equal(errorOf(oversized).code, "resource_exhausted");
+    // A valid request behind a large field: Connect gets all of it, not what was left.
+    const big = toBinary(
+      BidiAppendRequestSchema,
+      create(BidiAppendRequestSchema, {
+        requestId: create(BidiRequestIdSchema, { requestId: REQUEST_ID }),
+        appendSeqno: 4n,
+        data: "ab".repeat(LIMIT),
+      }),
+    );
+    const refused = await both(big, { chunked: true }, true);
+    assert.equal(errorOf(refused).code, "resource_exhausted");
+  });
+
+  test("JSON, compressed, timed and oversized requests go to Connect", async () => {
     apply = async () => {};
     const json = new TextEncoder().encode(
       toJsonString(
@@ -344,7 +377,6 @@ describe("the BidiAppend handler alone, with a scripted append", () => {
     );
     await both(json, { headers: { "content-type": "application/json" } }, true);
     await both(gzipSync(append(1, "heartbeat")), { headers: { "content-encoding": "gzip" } }, true);
-    await both(append(1, "heartbeat"), { chunked: true }, true);
     await both(append(1, "heartbeat"), { headers: { "connect-timeout-ms": "5000" } }, true);
     await both(append(1, "heartbeat"), { headers: { "content-encoding": "zstd" } }, true);
     await both(append(1, "heartbeat"), { headers: { "content-type": "application/xml" } }, true);
