@@ -6,7 +6,8 @@
  * scripted append. Requests the direct responder does not take are shown to reach Connect.
  */
 import assert from "node:assert/strict";
-import { createServer, request as httpRequest, type Server } from "node:http";
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
 import {
   createServer as createHttp2Server,
   type Http2ServerResponse,
@@ -221,6 +222,48 @@ describe("BidiAppend through the server, direct and through Connect", () => {
     await both(append(1000, "heartbeat"), { chunked: true });
     const answer = await both(append(0, "run"), { chunked: true });
     assert.equal(answer.status, 200);
+  });
+});
+
+describe("the answer to a run request and its model request", () => {
+  test("the append is answered after the model call it started was written upstream", async () => {
+    const harness = await startHarness();
+    const order: string[] = [];
+    const onModelRequest = (): void => {
+      order.push("model request");
+    };
+    const onAnswered = (message: unknown): void => {
+      const { request } = message as { request: IncomingMessage };
+      if (request.url === PATH) order.push("append answered");
+    };
+    // Node's fetch (undici) publishes when it writes a request's head; the HTTP server when a
+    // response has been written.
+    subscribe("undici:client:sendHeaders", onModelRequest);
+    subscribe("http.server.response.finish", onAnswered);
+    try {
+      harness.reply({ text: "Hello." }, { text: "Again." });
+      const client = harness.client();
+      // The first turn opens the connection to the provider (its request waits for the connect);
+      // the second sends on the kept-alive one, as a server that has served a turn does.
+      const first = await client.startTurn({
+        conversationId: CONVERSATION,
+        text: "hi",
+        modelId: MODEL,
+      }).done;
+      assert.equal(first.error, undefined);
+      order.length = 0;
+      const second = await client.startTurn({
+        conversationId: CONVERSATION,
+        text: "again",
+        modelId: MODEL,
+      }).done;
+      assert.equal(second.error, undefined);
+      assert.deepEqual(order.slice(0, 2), ["model request", "append answered"], order.join(", "));
+    } finally {
+      unsubscribe("undici:client:sendHeaders", onModelRequest);
+      unsubscribe("http.server.response.finish", onAnswered);
+      await harness.close();
+    }
   });
 });
 
