@@ -22,8 +22,15 @@ export interface OpenedStore {
   close(): Promise<void>;
 }
 
-/** Opens (migrating if needed) the configured store for the server. */
-export async function openServerStore(config: Config): Promise<OpenedStore> {
+/**
+ * Opens (migrating if needed) the configured store for the server. `onWarning` hears of a SQLite
+ * WAL checkpoint worker that failed or fell behind (the server's store checkpoints in a worker so
+ * that no commit blocks the event loop with a checkpoint; src/store/wal-checkpointer.ts).
+ */
+export async function openServerStore(
+  config: Config,
+  onWarning?: (message: string) => void,
+): Promise<OpenedStore> {
   if (config.postgres !== undefined) {
     const store = await openPostgresStore({
       url: config.postgres.url.reveal(),
@@ -42,7 +49,10 @@ export async function openServerStore(config: Config): Promise<OpenedStore> {
   const lock = lockDatabase(config.databasePath);
   let store: Store;
   try {
-    store = openSqliteStore({ path: config.databasePath });
+    store = openSqliteStore({
+      path: config.databasePath,
+      backgroundCheckpoints: onWarning === undefined ? true : { onWarning },
+    });
   } catch (error) {
     lock.release();
     throw error;

@@ -121,7 +121,7 @@ export const SERVE_COMMAND: Command = {
         "server.http2 is ignored in IDE mode: Cursor's HTTP/2 client does not use the proxy, so clients are told to use HTTP/1.1",
       );
     }
-    const opened = await openServerStore(config);
+    const opened = await openServerStore(config, (message) => log.warn({}, message));
     const store: Store = opened.store;
     const team = config.server.users
       ? openTeam(config, { onLedgerFailure: logLedgerFailures(log) })

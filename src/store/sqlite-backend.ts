@@ -15,7 +15,19 @@ import type { Backend, MessageRow, SyncTables, Tables } from "./tables.ts";
 const UNFINISHED_CALLS = "status in ('planned', 'streaming')";
 const UNFINISHED_OPERATIONS = "status in ('planned', 'sent')";
 
-export function createSqliteBackend(db: DatabaseSync, location: string): Backend {
+/** What the store's connection does around its transactions (sqlite-store.ts). */
+export interface SqliteBackendHooks {
+  /** After each committed write transaction (wal-checkpointer.ts); must not throw. */
+  readonly afterWrite?: () => void;
+  /** Before the connection closes, after the last transaction (stops the checkpoint worker). */
+  readonly beforeClose?: () => Promise<void>;
+}
+
+export function createSqliteBackend(
+  db: DatabaseSync,
+  location: string,
+  hooks: SqliteBackendHooks = {},
+): Backend {
   const sql = (source: string): StatementSync => db.prepare(source);
   const statements = {
     readHead: sql(
@@ -278,12 +290,17 @@ export function createSqliteBackend(db: DatabaseSync, location: string): Backend
   const lifted = toAsyncTables(tables);
   // One connection: its transactions run one after another (sync-tables.ts).
   const serial = createSerialQueue();
-  const inTransaction = <T>(begin: string, work: (tables: Tables) => Promise<T>): Promise<T> =>
+  const inTransaction = <T>(
+    begin: string,
+    work: (tables: Tables) => Promise<T>,
+    afterCommit?: () => void,
+  ): Promise<T> =>
     serial(async () => {
       try {
         db.exec(begin);
         const result = await work(lifted);
         db.exec("commit");
+        afterCommit?.();
         return result;
       } catch (error) {
         if (db.isOpen && db.isTransaction) db.exec("rollback");
@@ -295,10 +312,16 @@ export function createSqliteBackend(db: DatabaseSync, location: string): Backend
     location,
     write: async (work) => {
       checkStillOpen();
-      return inTransaction("begin immediate", work);
+      return inTransaction("begin immediate", work, hooks.afterWrite);
     },
     read: (work) => inTransaction("begin", work),
-    close: () => serial(async () => db.close()),
+    // The checkpoint worker's connection closes first, so that this one is the file's last and
+    // its close checkpoints the WAL and removes it, as without a worker.
+    close: () =>
+      serial(async () => {
+        await hooks.beforeClose?.();
+        db.close();
+      }),
   };
 }
 

@@ -19,6 +19,11 @@ import { APPLICATION_ID, migrate, readIdentity, SCHEMA_VERSION } from "./schema.
 import { createSqliteBackend } from "./sqlite-backend.ts";
 import { fromSQLiteError, toReadOnlyAdvice } from "./sqlite-errors.ts";
 import type { Store } from "./types.ts";
+import {
+  type BackgroundCheckpointOptions,
+  startWalCheckpointer,
+  type WalCheckpointer,
+} from "./wal-checkpointer.ts";
 
 export interface SqliteStoreOptions extends StoreOptions {
   /** The database file. Default: `toDefaultDatabasePath` for this user and platform. */
@@ -36,6 +41,13 @@ export interface SqliteStoreOptions extends StoreOptions {
    * schema version is refused as `older_schema`; the server upgrades it when it starts.
    */
   readonly readOnly?: boolean;
+  /**
+   * Runs the WAL checkpoints in a worker thread instead of inside the commit that crosses
+   * SQLite's threshold (wal-checkpointer.ts): for the server's long-lived store, whose commits
+   * block the event loop of every stream. Costs a thread and a second connection, so commands
+   * that open the store briefly leave it off (default). Ignored with `readOnly`.
+   */
+  readonly backgroundCheckpoints?: boolean | BackgroundCheckpointOptions;
 }
 
 /** Opens (creating or upgrading if needed) the database; throws `StoreError`s that name it. */
@@ -81,7 +93,16 @@ export function openSqliteStore(options: SqliteStoreOptions = {}): Store {
       db.exec(`pragma max_page_count = ${options.maxPageCount}`);
     }
     migrate(db);
-    return createStore(createSqliteBackend(db, location), options);
+    const background = options.backgroundCheckpoints ?? false;
+    if (background === false) return createStore(createSqliteBackend(db, location), options);
+    let checkpointer: WalCheckpointer | undefined;
+    const backend = createSqliteBackend(db, location, {
+      afterWrite: () => checkpointer?.afterCommit(),
+      beforeClose: async () => checkpointer?.stop(),
+    });
+    const store = createStore(backend, options);
+    checkpointer = startWalCheckpointer(db, location, background === true ? {} : background);
+    return store;
   } catch (error) {
     db.close();
     throw fromSQLiteError(error, location);

@@ -1,0 +1,237 @@
+/**
+ * WAL checkpoints off the commit path (the server's SQLite store; src/store/README.md "WAL
+ * checkpoints").
+ *
+ * `node:sqlite` is synchronous, so whatever a commit does blocks the event loop of every stream in
+ * the process. SQLite's automatic checkpoint (`wal_autocheckpoint`, every 1,000 WAL pages) runs
+ * inside the commit that crosses the threshold: it copies the WAL into the database and fsyncs it,
+ * tens of milliseconds with large run requests — on the turn-start commit that must be durable
+ * before the model request is sent (docs/design.md §7). Here the store's connection does not
+ * checkpoint; a worker thread with its own connection to the same file runs
+ * `pragma wal_checkpoint(PASSIVE)` after commits, at most once per `intervalMs`. PASSIVE never
+ * takes the writer lock and never waits for readers, so it cannot block a commit (RESTART and
+ * TRUNCATE take the writer lock, and the store's `begin immediate` would then wait for it in
+ * SQLite's busy handler, synchronously). Durability is unchanged: every commit is still fsynced
+ * into the WAL (`synchronous = FULL`), and a checkpoint only copies committed pages, whoever runs
+ * it (SQLite's WAL supports any number of connections, in any thread or process).
+ *
+ * Bounds, so that the WAL never grows without limit:
+ * - the worker fails to start, throws or dies → the store's connection checkpoints on commit again
+ *   (`wal_autocheckpoint = 1000`, SQLite's default: exactly the behaviour without a worker), and
+ *   a `worker_failed` event says so;
+ * - the WAL file is larger than `maxWalBytes` after a commit (the worker is behind: a slow disk, a
+ *   long checkpoint) → that commit runs a PASSIVE checkpoint itself, as SQLite's automatic one
+ *   would, until it is back under (`wal_over_limit` event). `journal_size_limit` is set to a
+ *   quarter of it so that the file shrinks again once the WAL restarts.
+ * Readers holding an old snapshot stop any PASSIVE checkpoint at their snapshot, SQLite's own
+ * included: that growth is the same as without a worker.
+ */
+import { statSync } from "node:fs";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { Worker } from "node:worker_threads";
+import { errorMessage } from "../errors/error-message.ts";
+
+/** What the checkpointer reports (for logs and tests). */
+export type CheckpointEvent =
+  | {
+      /** The worker ran a checkpoint: the WAL's frames, those copied into the database. */
+      readonly type: "checkpointed";
+      readonly walFrames: number;
+      readonly backfilledFrames: number;
+      /** Another connection held the checkpoint lock: nothing was done this time. */
+      readonly busy: boolean;
+      readonly durationMs: number;
+      /** The commits signalled before this checkpoint began (all of them are in its WAL). */
+      readonly commits: number;
+    }
+  | {
+      /** The worker could not run; the store's connection checkpoints on commit again. */
+      readonly type: "worker_failed";
+      readonly message: string;
+    }
+  | {
+      /** The WAL passed `maxWalBytes`: commits checkpoint themselves until it is under again. */
+      readonly type: "wal_over_limit";
+      readonly walBytes: number;
+    };
+
+export interface BackgroundCheckpointOptions {
+  /** The least time between the starts of two checkpoints, in ms. Default 500. */
+  readonly intervalMs?: number;
+  /** The WAL size past which commits checkpoint themselves again. Default 64 MiB. */
+  readonly maxWalBytes?: number;
+  /** Called on the store's thread for each event (tests, diagnostics). */
+  readonly onEvent?: (event: CheckpointEvent) => void;
+  /** Told when the worker fails or falls behind. Default: a process warning. */
+  readonly onWarning?: (message: string) => void;
+  /** The worker's entry file (tests replace it with one that fails). */
+  readonly workerURL?: URL;
+}
+
+export interface WalCheckpointer {
+  /** Called after each committed write transaction, on the store's connection. Never throws. */
+  afterCommit(): void;
+  /** Stops the worker and resolves once its connection is closed. */
+  stop(): Promise<void>;
+}
+
+/** Indexes into the shared Int32Array. */
+export const COMMITS = 0;
+export const STOP = 1;
+
+/** What the worker gets as `workerData`. */
+export interface CheckpointWorkerData {
+  readonly location: string;
+  readonly shared: SharedArrayBuffer;
+  readonly intervalMs: number;
+  readonly report: boolean;
+}
+
+/** What the worker posts to the store's thread. */
+export type CheckpointWorkerMessage =
+  | {
+      readonly type: "checkpointed";
+      readonly walFrames: number;
+      readonly backfilledFrames: number;
+      readonly busy: boolean;
+      readonly durationMs: number;
+      readonly commits: number;
+    }
+  | { readonly type: "failed"; readonly message: string };
+
+export const DEFAULT_INTERVAL_MS = 500;
+export const DEFAULT_MAX_WAL_BYTES = 64 * 1024 * 1024;
+/** SQLite's default `wal_autocheckpoint`, restored when the worker cannot run. */
+const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
+
+/**
+ * Turns the automatic checkpoint of `db` (the store's open connection to `location`, in WAL mode)
+ * off and starts the worker that checkpoints instead.
+ */
+export function startWalCheckpointer(
+  db: DatabaseSync,
+  location: string,
+  options: BackgroundCheckpointOptions = {},
+): WalCheckpointer {
+  const intervalMs = options.intervalMs ?? DEFAULT_INTERVAL_MS;
+  const maxWalBytes = options.maxWalBytes ?? DEFAULT_MAX_WAL_BYTES;
+  const warn =
+    options.onWarning ??
+    ((message: string) => process.emitWarning(message, { code: "CURSOR_BYOK_WAL_CHECKPOINT" }));
+  const emit = (event: CheckpointEvent): void => {
+    options.onEvent?.(event);
+    if (event.type !== "checkpointed") warn(toWarning(location, event));
+  };
+  const walPath = `${location}-wal`;
+  const shared = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+  let checkpointHere: StatementSync | undefined;
+  let mode: "worker" | "on_commit" = "worker";
+  let stopping = false;
+  let overLimit = false;
+  let failure: string | undefined;
+
+  db.exec(`pragma journal_size_limit = ${Math.floor(maxWalBytes / 4)}`);
+  db.exec("pragma wal_autocheckpoint = 0");
+
+  const fallBack = (message: string): void => {
+    if (mode === "on_commit") return;
+    mode = "on_commit";
+    if (db.isOpen) db.exec(`pragma wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
+    emit({ type: "worker_failed", message });
+  };
+
+  let exited: Promise<void>;
+  let worker: Worker | undefined;
+  try {
+    const data: CheckpointWorkerData = {
+      location,
+      shared: shared.buffer as SharedArrayBuffer,
+      intervalMs,
+      report: options.onEvent !== undefined,
+    };
+    worker = new Worker(
+      options.workerURL ?? new URL("./wal-checkpoint-worker.ts", import.meta.url),
+      {
+        workerData: data,
+        stdout: false,
+        stderr: false,
+      },
+    );
+    // The worker must not keep the process alive on its own (a server exits when it is done).
+    worker.unref();
+    const running = worker;
+    running.on("message", (message: CheckpointWorkerMessage) => {
+      if (message.type === "failed") failure = message.message;
+      else emit(message);
+    });
+    running.on("error", (error) => {
+      failure = errorMessage(error);
+    });
+    exited = new Promise((resolve) => {
+      running.once("exit", (code) => {
+        if (!stopping) {
+          fallBack(
+            `the WAL checkpoint worker stopped (${failure ?? `exit code ${code}`}); ` +
+              "checkpoints run on commit again",
+          );
+        }
+        resolve();
+      });
+    });
+  } catch (error) {
+    fallBack(
+      `the WAL checkpoint worker could not start (${errorMessage(error)}); checkpoints run on commit`,
+    );
+    exited = Promise.resolve();
+  }
+
+  return {
+    afterCommit() {
+      if (mode !== "worker") return;
+      try {
+        Atomics.add(shared, COMMITS, 1);
+        Atomics.notify(shared, COMMITS);
+        const walBytes = statSync(walPath, { throwIfNoEntry: false })?.size ?? 0;
+        if (walBytes <= maxWalBytes) {
+          overLimit = false;
+          return;
+        }
+        if (!overLimit) {
+          overLimit = true;
+          emit({ type: "wal_over_limit", walBytes });
+        }
+        // What SQLite's automatic checkpoint would do here; a failure (or the worker holding the
+        // checkpoint lock) leaves the commit as committed, as SQLite's own does.
+        checkpointHere ??= db.prepare("pragma wal_checkpoint(PASSIVE)");
+        checkpointHere.get();
+      } catch {
+        // The commit stands; the next commit tries again.
+      }
+    },
+    async stop() {
+      if (stopping) return exited;
+      stopping = true;
+      worker?.ref();
+      Atomics.store(shared, STOP, 1);
+      // Changing COMMITS too wakes a worker about to wait on it (it waits on an unchanged value).
+      Atomics.add(shared, COMMITS, 1);
+      Atomics.notify(shared, COMMITS);
+      Atomics.notify(shared, STOP);
+      await exited;
+    },
+  };
+}
+
+function toWarning(location: string, event: CheckpointEvent): string {
+  switch (event.type) {
+    case "worker_failed":
+      return `${location}: ${event.message}`;
+    case "wal_over_limit":
+      return (
+        `${location}: the write-ahead log is ${event.walBytes} bytes, more than the background ` +
+        "checkpoints keep up with; commits checkpoint it themselves until it is smaller"
+      );
+    case "checkpointed":
+      return `${location}: checkpointed`;
+  }
+}
