@@ -12,8 +12,11 @@ import {
   type CheckpointWorkerMessage,
   COMMITS,
   STOP,
+  WAL_FRAMES,
 } from "./wal-checkpointer.ts";
 
+/** How long to wait before trying again when another connection held the checkpoint lock. */
+const BUSY_RETRY_MS = 5;
 const data = workerData as CheckpointWorkerData;
 const shared = new Int32Array(data.shared);
 const post = (message: CheckpointWorkerMessage): void => parentPort?.postMessage(message);
@@ -44,18 +47,27 @@ try {
       Atomics.wait(shared, STOP, 0, due);
       continue;
     }
-    seen = commits;
     lastStart = performance.now();
     const row = checkpoint.get();
+    const durationMs = performance.now() - lastStart;
+    const busy = Number(row?.busy) !== 0;
     if (data.report) {
       post({
         type: "checkpointed",
-        busy: Number(row?.busy) !== 0,
+        busy,
         walFrames: Number(row?.log),
         backfilledFrames: Number(row?.checkpointed),
-        durationMs: performance.now() - lastStart,
+        durationMs,
         commits,
       });
+    }
+    if (busy) {
+      // The store's connection is finishing a checkpoint (wal-checkpointer.ts): try again soon,
+      // as the commits it covered may not all be in the database yet.
+      Atomics.wait(shared, STOP, 0, Math.max(data.intervalMs, BUSY_RETRY_MS));
+    } else {
+      seen = commits;
+      Atomics.store(shared, WAL_FRAMES, Number(row?.log));
     }
   }
 } catch (error) {

@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { describe, test } from "node:test";
 import { openSqliteStore, type SqliteStoreOptions } from "./sqlite-store.ts";
 import { toScriptedCommits } from "./testing/scripted-conversation.ts";
@@ -189,25 +190,62 @@ describe("WAL checkpoints in a worker (wal-checkpointer.ts)", { timeout: 60_000 
     });
   }
 
-  test("a WAL past maxWalBytes is checkpointed by the commits themselves", async () => {
+  test("when the worker is behind, commits finish its checkpoint so that the WAL restarts", async () => {
     const recorded = recordEvents();
-    // The worker will not checkpoint within the test; the limit is 2 MB.
+    const started = recorded.next((event) => event.type === "checkpointed");
     await withStore(
       {
         backgroundCheckpoints: {
-          intervalMs: 3_600_000,
-          maxWalBytes: 2_000_000,
           onEvent: recorded.onEvent,
+          workerURL: new URL("./testing/checkpoint-worker-behind.ts", import.meta.url),
         },
       },
       async (store, path) => {
+        await started;
         const before = fileSize(path);
         for (let i = 0; i < 20; i++) await commitBig(store, i);
         assert.ok(fileSize(path) > before + 10 * CLIENT_STATE_BYTES, "pages were copied");
-        // Over the limit, a commit checkpoints; the next one restarts the WAL and truncates the
-        // file to journal_size_limit (a quarter of the limit) when it is larger.
-        assert.ok(walFrames(path) * (PAGE + 24) < 2_000_000 + 2 * CLIENT_STATE_BYTES);
-        assert.ok(recorded.events.some((event) => event.type === "wal_over_limit"));
+        // The file keeps its high-water mark (the schema's pages and one commit), not 20 commits.
+        assert.ok(walFrames(path) < 400, `the WAL restarted at each commit: ${walFrames(path)}`);
+        assert.equal(recorded.events.length, 1, "no warning");
+      },
+    );
+  });
+
+  test("a reader holding an old snapshot: the WAL grows, and a warning says so", async () => {
+    const recorded = recordEvents();
+    const warnings: string[] = [];
+    const started = recorded.next((event) => event.type === "checkpointed");
+    await withStore(
+      {
+        backgroundCheckpoints: {
+          maxWalBytes: 2_000_000,
+          onEvent: recorded.onEvent,
+          onWarning: (message) => warnings.push(message),
+          workerURL: new URL("./testing/checkpoint-worker-behind.ts", import.meta.url),
+        },
+      },
+      async (store, path) => {
+        await started;
+        await commitBig(store, 0);
+        const reader = new DatabaseSync(path, { readOnly: true });
+        try {
+          reader.exec("begin");
+          reader.prepare("select count(*) from request_streams").get();
+          for (let i = 1; i < 20; i++) await commitBig(store, i);
+          assert.ok(walFrames(path) > 1200, "no checkpoint can pass the reader's snapshot");
+          const overLimit = recorded.events.filter((event) => event.type === "wal_over_limit");
+          assert.equal(overLimit.length, 1);
+          assert.equal(warnings.length, 1);
+          assert.match(warnings[0] ?? "", /write-ahead log is \d+ bytes/);
+          reader.exec("commit");
+        } finally {
+          reader.close();
+        }
+        // The reader is gone: the next commit checkpoints it all and the one after restarts it.
+        await commitBig(store, 20);
+        await commitBig(store, 21);
+        assert.ok(walFrames(path) * (PAGE + 24) <= 2_000_000 / 4 + 2 * CLIENT_STATE_BYTES);
       },
     );
   });

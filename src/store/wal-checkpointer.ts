@@ -7,26 +7,28 @@
  * inside the commit that crosses the threshold: it copies the WAL into the database and fsyncs it,
  * tens of milliseconds with large run requests — on the turn-start commit that must be durable
  * before the model request is sent (docs/design.md §7). Here the store's connection does not
- * checkpoint; a worker thread with its own connection to the same file runs
- * `pragma wal_checkpoint(PASSIVE)` after commits, at most once per `intervalMs`. PASSIVE never
+ * checkpoint by itself; a worker thread with its own connection to the same file runs
+ * `pragma wal_checkpoint(PASSIVE)` after commits (at most once per `intervalMs`). PASSIVE never
  * takes the writer lock and never waits for readers, so it cannot block a commit (RESTART and
  * TRUNCATE take the writer lock, and the store's `begin immediate` would then wait for it in
  * SQLite's busy handler, synchronously). Durability is unchanged: every commit is still fsynced
  * into the WAL (`synchronous = FULL`), and a checkpoint only copies committed pages, whoever runs
  * it (SQLite's WAL supports any number of connections, in any thread or process).
  *
- * Bounds, so that the WAL never grows without limit:
- * - the worker fails to start, throws or dies → the store's connection checkpoints on commit again
- *   (`wal_autocheckpoint = 1000`, SQLite's default: exactly the behaviour without a worker), and
- *   a `worker_failed` event says so;
- * - the WAL file is larger than `maxWalBytes` after a commit (the worker is behind: a slow disk, a
- *   long checkpoint) → that commit runs a PASSIVE checkpoint itself, as SQLite's automatic one
- *   would, until it is back under (`wal_over_limit` event). `journal_size_limit` is set to a
- *   quarter of it so that the file shrinks again once the WAL restarts.
- * Readers holding an old snapshot stop any PASSIVE checkpoint at their snapshot, SQLite's own
- * included: that growth is the same as without a worker.
+ * The WAL restarts from its beginning only at a write that begins when all of it is in the
+ * database; a checkpoint running beside a steady stream of commits never leaves it so (the next
+ * commit has always begun before it ends), and the file would grow without end. So once the
+ * worker's last checkpoint saw `restartPages` (1,000, SQLite's threshold) or more, a commit runs a
+ * PASSIVE checkpoint itself: it copies only what the worker has not (the commits since), and the
+ * next write restarts the WAL. If the worker holds the checkpoint lock, it returns at once and the
+ * next commit tries again.
+ *
+ * When the worker fails to start, throws or dies, the store's connection checkpoints on commit
+ * again (`wal_autocheckpoint = 1000`: exactly the behaviour without a worker), and a
+ * `worker_failed` warning says so. Readers holding an old snapshot stop any checkpoint at their
+ * snapshot, SQLite's own included: past `maxWalBytes` a `wal_over_limit` warning says so;
+ * `journal_size_limit` (a quarter of it) shrinks the file again once the WAL restarts.
  */
-import { statSync } from "node:fs";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import { errorMessage } from "../errors/error-message.ts";
@@ -56,9 +58,14 @@ export type CheckpointEvent =
     };
 
 export interface BackgroundCheckpointOptions {
-  /** The least time between the starts of two checkpoints, in ms. Default 500. */
+  /** The least time between the starts of two of the worker's checkpoints, in ms. Default 25. */
   readonly intervalMs?: number;
-  /** The WAL size past which commits checkpoint themselves again. Default 64 MiB. */
+  /**
+   * The WAL's size, in pages, from which a commit finishes the worker's checkpoint (see above).
+   * Default 1,000, SQLite's automatic checkpoint.
+   */
+  readonly restartPages?: number;
+  /** The WAL size past which a `wal_over_limit` warning is given. Default 64 MiB. */
   readonly maxWalBytes?: number;
   /** Called on the store's thread for each event (tests, diagnostics). */
   readonly onEvent?: (event: CheckpointEvent) => void;
@@ -78,6 +85,8 @@ export interface WalCheckpointer {
 /** Indexes into the shared Int32Array. */
 export const COMMITS = 0;
 export const STOP = 1;
+/** The WAL's frames at the worker's last checkpoint (it stores them; a commit may reset them). */
+export const WAL_FRAMES = 2;
 
 /** What the worker gets as `workerData`. */
 export interface CheckpointWorkerData {
@@ -99,7 +108,7 @@ export type CheckpointWorkerMessage =
     }
   | { readonly type: "failed"; readonly message: string };
 
-export const DEFAULT_INTERVAL_MS = 500;
+export const DEFAULT_INTERVAL_MS = 25;
 export const DEFAULT_MAX_WAL_BYTES = 64 * 1024 * 1024;
 /** SQLite's default `wal_autocheckpoint`, restored when the worker cannot run. */
 const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
@@ -122,8 +131,9 @@ export function startWalCheckpointer(
     options.onEvent?.(event);
     if (event.type !== "checkpointed") warn(toWarning(location, event));
   };
-  const walPath = `${location}-wal`;
-  const shared = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+  const restartPages = options.restartPages ?? SQLITE_AUTOCHECKPOINT_PAGES;
+  const pageSize = Number(db.prepare("pragma page_size").get()?.page_size);
+  const shared = new Int32Array(new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT));
   let checkpointHere: StatementSync | undefined;
   let mode: "worker" | "on_commit" = "worker";
   let stopping = false;
@@ -191,21 +201,24 @@ export function startWalCheckpointer(
       try {
         Atomics.add(shared, COMMITS, 1);
         Atomics.notify(shared, COMMITS);
-        const walBytes = statSync(walPath, { throwIfNoEntry: false })?.size ?? 0;
-        if (walBytes <= maxWalBytes) {
-          overLimit = false;
-          return;
-        }
-        if (!overLimit) {
-          overLimit = true;
-          emit({ type: "wal_over_limit", walBytes });
-        }
-        // What SQLite's automatic checkpoint would do here; a failure (or the worker holding the
-        // checkpoint lock) leaves the commit as committed, as SQLite's own does.
+        // The WAL's size at the worker's last checkpoint, all of it backfilled but for what the
+        // commits since then wrote.
+        if (Atomics.load(shared, WAL_FRAMES) < restartPages) return;
+        // Copy that remainder here so the next write restarts the WAL from its start: see above.
         checkpointHere ??= db.prepare("pragma wal_checkpoint(PASSIVE)");
-        checkpointHere.get();
+        const row = checkpointHere.get();
+        const walFrames = Number(row?.log);
+        if (Number(row?.busy) !== 0) return; // the worker is checkpointing: the next commit
+        if (Number(row?.checkpointed) === walFrames) {
+          Atomics.store(shared, WAL_FRAMES, 0);
+          overLimit = false;
+        } else if (!overLimit && walFrames * (pageSize + 24) > maxWalBytes) {
+          // Readers hold old snapshots: no checkpoint, SQLite's own included, can restart it.
+          overLimit = true;
+          emit({ type: "wal_over_limit", walBytes: walFrames * (pageSize + 24) });
+        }
       } catch {
-        // The commit stands; the next commit tries again.
+        // The commit stands (as with SQLite's automatic checkpoint); the next commit tries again.
       }
     },
     async stop() {
