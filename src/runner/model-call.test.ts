@@ -96,7 +96,7 @@ describe("createModelCall()", () => {
       llm,
       now: () => AT,
       queue: createSerialQueue(),
-      apply: async () => null,
+      apply: Object.assign(async () => null, { now: () => undefined }),
       isStopping: () => false,
     });
     const prepared = await modelCall.prepare(entry, command, "turn-of-the-step");
