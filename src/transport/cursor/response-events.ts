@@ -23,7 +23,7 @@ import {
   ConversationStepSchema,
 } from "./gen/agent/v1/conversation_state_pb.js";
 import { ToolCallSchema } from "./gen/agent/v1/tool_call_pb.js";
-import { toUpdateMessage } from "./server-message.ts";
+import { toTextDeltaMessage, toThinkingDeltaMessage, toUpdateMessage } from "./server-message.ts";
 import { findTool } from "./tools/catalogue.ts";
 import { addUsage, type StreamingToolCall, type TurnState, toContextTokens } from "./turn-state.ts";
 
@@ -60,7 +60,7 @@ export function fromResponseEvent(
       if (event.delta === "") return { state, messages: [] };
       return {
         state,
-        messages: [toUpdateMessage({ case: "textDelta", value: { text: event.delta } })],
+        messages: [toTextDeltaMessage(event.delta)],
       };
     case "thinking_start":
       return {
@@ -71,7 +71,7 @@ export function fromResponseEvent(
       if (event.delta === "") return { state, messages: [] };
       return {
         state,
-        messages: [toUpdateMessage({ case: "thinkingDelta", value: { text: event.delta } })],
+        messages: [toThinkingDeltaMessage(event.delta)],
       };
     case "thinking_end": {
       const startedAt =
