@@ -29,7 +29,7 @@ export {
   toResumedTurnState,
 } from "./run-request.ts";
 export { fromReceivedRunRequest } from "./run-request-bytes.ts";
-export { toHeartbeatMessage, toServerNotice } from "./server-message.ts";
+export { toHeartbeatMessage, toServerMessageBytes, toServerNotice } from "./server-message.ts";
 export {
   type OfferedModel,
   type PathEncryptionKeys,

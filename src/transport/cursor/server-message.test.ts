@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { create, fromBinary } from "@bufbuild/protobuf";
-import { AgentServerMessageSchema } from "./gen/agent/v1/agent_stream_pb.js";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import fc from "fast-check";
+import { AgentServerMessageSchema, TtftBreakdownSchema } from "./gen/agent/v1/agent_stream_pb.js";
 import { InteractionUpdateSchema, ThinkingStyle } from "./gen/agent/v1/interaction_update_pb.js";
 import {
+  toDeltaBytes,
   toHeartbeatMessage,
   toServerMessageBytes,
   toServerNotice,
@@ -59,5 +61,52 @@ test("the hand-built delta messages are create()'s, object for object and byte f
   for (const [built, reference] of cases) {
     assert.deepStrictEqual(built, reference);
     assert.deepEqual(toServerMessageBytes(built), toServerMessageBytes(reference));
+  }
+});
+
+test("a delta's bytes are toBinary's, for any text, notice flag and thinking style (property)", () => {
+  const style = fc.option(
+    fc.constantFrom(...Object.values(ThinkingStyle).filter(Number.isInteger)),
+    {
+      nil: undefined,
+    },
+  ) as fc.Arbitrary<ThinkingStyle | undefined>;
+  // Any UTF-16 code units (lone surrogates included), and lengths across the varint sizes.
+  const text = fc.oneof(
+    fc.string({ unit: "binary", maxLength: 40 }),
+    fc.string({ unit: "grapheme", maxLength: 20 }),
+    fc.nat({ max: 20_000 }).map((n) => "x".repeat(n)),
+  );
+  const message = fc.oneof(
+    fc.tuple(text, fc.boolean()).map(([value, notice]) => toTextDeltaMessage(value, notice)),
+    fc
+      .tuple(text, style)
+      .map(([value, thinkingStyle]) => toThinkingDeltaMessage(value, thinkingStyle)),
+  );
+  fc.assert(
+    fc.property(message, (built) => {
+      const direct = toDeltaBytes(built);
+      assert.ok(direct !== undefined, "written directly");
+      assert.deepEqual(direct, toBinary(AgentServerMessageSchema, built));
+      assert.deepEqual(toServerMessageBytes(built), direct);
+    }),
+  );
+});
+
+test("anything but a plain delta is left to toBinary: unknown fields, other updates", () => {
+  const withUnknown = toTextDeltaMessage("hi");
+  const update = withUnknown.message.value as { message: { value: { $unknown?: unknown } } };
+  update.message.value.$unknown = [{ no: 9, wireType: 0, data: new Uint8Array([1]) }];
+  const others = [
+    withUnknown,
+    toHeartbeatMessage(),
+    toUpdateMessage({ case: "thinkingCompleted", value: { thinkingDurationMs: 5 } }),
+  ];
+  const withBreakdown = toTextDeltaMessage("hi");
+  withBreakdown.ttftBreakdown = create(TtftBreakdownSchema);
+  others.push(withBreakdown);
+  for (const message of others) {
+    assert.equal(toDeltaBytes(message), undefined);
+    assert.deepEqual(toServerMessageBytes(message), toBinary(AgentServerMessageSchema, message));
   }
 });
