@@ -136,30 +136,34 @@ function toPartialToolCall(
     const block = event.partial.content[event.contentIndex];
     if (block?.type !== "toolCall" || block.id === "" || block.name === "")
       return { state, messages: [] };
-    streaming = { contentIndex: event.contentIndex, toolCallID: block.id, toolName: block.name };
+    const tool = findTool(block.name, state.mode, state.mcpTools, state.web);
+    streaming = {
+      contentIndex: event.contentIndex,
+      toolCallID: block.id,
+      toolName: block.name,
+      preview: create(ToolCallSchema, {
+        toolCallId: block.id,
+        ...(tool === null ? {} : { tool: tool.preview() }),
+      }),
+    };
     next = { ...state, streaming: [...state.streaming, streaming] };
   }
   const delta = event.type === "toolcall_delta" ? event.delta : "";
   if (event.type === "toolcall_delta" && delta === "") return { state: next, messages: [] };
-  return { state: next, messages: [toPartialMessage(next, streaming, delta, context.callID)] };
+  return { state: next, messages: [toPartialMessage(streaming, delta, context.callID)] };
 }
 
 function toPartialMessage(
-  state: TurnState,
   streaming: StreamingToolCall,
   delta: string,
   modelCallID: string,
 ): AgentServerMessage {
-  const tool = findTool(streaming.toolName, state.mode, state.mcpTools, state.web);
-  const toolCall = create(ToolCallSchema, {
-    toolCallId: streaming.toolCallID,
-    ...(tool === null ? {} : { tool: tool.preview() }),
-  });
   return toUpdateMessage({
     case: "partialToolCall",
     value: {
       callId: streaming.toolCallID,
-      toolCall,
+      // One message for all of the call's updates: they are only serialised, never changed.
+      toolCall: streaming.preview,
       argsTextDelta: delta,
       modelCallId: modelCallID,
     },
