@@ -4,6 +4,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { AgentServerMessageSchema, TtftBreakdownSchema } from "./gen/agent/v1/agent_stream_pb.js";
 import { InteractionUpdateSchema, ThinkingStyle } from "./gen/agent/v1/interaction_update_pb.js";
+import { ToolCallSchema } from "./gen/agent/v1/tool_call_pb.js";
 import {
   toDeltaBytes,
   toHeartbeatMessage,
@@ -13,6 +14,7 @@ import {
   toThinkingDeltaMessage,
   toUpdateMessage,
 } from "./server-message.ts";
+import { findTool } from "./tools/catalogue.ts";
 
 test("a heartbeat is interaction_update(1).heartbeat(13), two tags and no payload", () => {
   assert.deepEqual(
@@ -64,7 +66,7 @@ test("the hand-built delta messages are create()'s, object for object and byte f
   }
 });
 
-test("a delta's bytes are toBinary's, for any text, notice flag and thinking style (property)", () => {
+test("a delta's bytes are toBinary's, for any text, notice flag, thinking style, tool call (property)", () => {
   const style = fc.option(
     fc.constantFrom(...Object.values(ThinkingStyle).filter(Number.isInteger)),
     {
@@ -77,11 +79,40 @@ test("a delta's bytes are toBinary's, for any text, notice flag and thinking sty
     fc.string({ unit: "grapheme", maxLength: 20 }),
     fc.nat({ max: 20_000 }).map((n) => "x".repeat(n)),
   );
+  // UI forms of tool calls, each shared by many updates as a streaming call's is.
+  const previews = [
+    create(ToolCallSchema, {
+      toolCallId: "toolu_1",
+      tool: findTool("read_file", "agent", [])?.preview(),
+    }),
+    create(ToolCallSchema, {
+      toolCallId: "toolu_2",
+      tool: findTool("edit_file", "agent", [])?.preview(),
+    }),
+    create(ToolCallSchema, { toolCallId: "toolu_3" }),
+  ];
+  assert.deepEqual(
+    previews.map((preview) => preview.tool.case),
+    ["readToolCall", "editToolCall", undefined],
+  );
   const message = fc.oneof(
     fc.tuple(text, fc.boolean()).map(([value, notice]) => toTextDeltaMessage(value, notice)),
     fc
       .tuple(text, style)
       .map(([value, thinkingStyle]) => toThinkingDeltaMessage(value, thinkingStyle)),
+    fc
+      .tuple(text, fc.option(fc.constantFrom(...previews), { nil: undefined }), text, text)
+      .map(([callId, toolCall, argsTextDelta, modelCallId]) =>
+        toUpdateMessage({
+          case: "partialToolCall",
+          value: {
+            callId,
+            argsTextDelta,
+            modelCallId,
+            ...(toolCall === undefined ? {} : { toolCall }),
+          },
+        }),
+      ),
   );
   fc.assert(
     fc.property(message, (built) => {

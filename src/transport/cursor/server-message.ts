@@ -7,12 +7,18 @@ import {
 import {
   HeartbeatUpdateSchema,
   InteractionUpdateSchema,
+  PartialToolCallUpdateSchema,
   type TextDeltaUpdate,
   TextDeltaUpdateSchema,
   type ThinkingDeltaUpdate,
   ThinkingDeltaUpdateSchema,
   type ThinkingStyle,
 } from "./gen/agent/v1/interaction_update_pb.js";
+import { type ToolCall, ToolCallSchema } from "./gen/agent/v1/tool_call_pb.js";
+
+/** Field presence (`FeatureSet.FieldPresence`): implicit (proto3 scalars), explicit (optional). */
+const EXPLICIT = 1;
+const IMPLICIT = 2;
 
 /** One branch of `InteractionUpdate.message`, as a message or as an init object. */
 export type UpdateInit = MessageInitShape<typeof InteractionUpdateSchema>["message"];
@@ -82,8 +88,9 @@ export function toHeartbeatMessage(): AgentServerMessage {
 
 /**
  * The bytes of one server message (the payload of one Connect envelope): `toBinary`'s, written
- * directly for a plain text or thinking delta (one per streamed chunk; the reflective writer
- * walks every branch of both oneofs, ≈10 µs of a paced chunk's path, issue #19).
+ * directly for a plain text, thinking or partial tool call delta (one per streamed chunk; the
+ * reflective writer walks every branch of both oneofs, ≈10 µs of a paced chunk's path, and the
+ * tool call's UI form each time, issue #19).
  * server-message.test.ts holds both byte-identical.
  */
 export function toServerMessageBytes(message: AgentServerMessage): Uint8Array {
@@ -97,25 +104,33 @@ const VARINT = 0;
 const TAG_INTERACTION_UPDATE = tag(AgentServerMessageSchema.field.interactionUpdate.number, LEN);
 const TAG_TEXT_DELTA = tag(InteractionUpdateSchema.field.textDelta.number, LEN);
 const TAG_THINKING_DELTA = tag(InteractionUpdateSchema.field.thinkingDelta.number, LEN);
-const TAG_TEXT = tag(TextDeltaUpdateSchema.field.text.number, LEN);
-const TAG_IS_SERVER_NOTICE = tag(TextDeltaUpdateSchema.field.isServerNotice.number, VARINT);
-const TAG_THINKING_TEXT = tag(ThinkingDeltaUpdateSchema.field.text.number, LEN);
-const TAG_THINKING_STYLE = tag(ThinkingDeltaUpdateSchema.field.thinkingStyle.number, VARINT);
+const TAG_PARTIAL_TOOL_CALL = tag(InteractionUpdateSchema.field.partialToolCall.number, LEN);
+const TEXT = TextDeltaUpdateSchema.field;
+const THINKING = ThinkingDeltaUpdateSchema.field;
+const PARTIAL = PartialToolCallUpdateSchema.field;
 /** The server message's fields outside its oneof: messages, written only when set. */
 const OUTER_FIELDS = AgentServerMessageSchema.fields.filter((field) => field.oneof === undefined);
 /**
- * Whether the schemas are still the shapes this encoder writes: the update holds only its oneof,
- * the server message its oneof and message fields (left unset here), the deltas their text and
- * one field after it (`toBinary` writes by number).
+ * Whether the schemas are still the shapes this encoder writes (`toBinary` writes fields by
+ * number): the update holds only its oneof; the server message its oneof and message fields
+ * (left unset here); each delta exactly the fields below, in this order.
  */
 const DIRECT =
   OUTER_FIELDS.every((field) => field.fieldKind === "message") &&
   InteractionUpdateSchema.fields.every((field) => field.oneof !== undefined) &&
   TextDeltaUpdateSchema.fields.length === 2 &&
+  TEXT.text.number < TEXT.isServerNotice.number &&
   ThinkingDeltaUpdateSchema.fields.length === 2 &&
-  TextDeltaUpdateSchema.field.text.number < TextDeltaUpdateSchema.field.isServerNotice.number &&
-  ThinkingDeltaUpdateSchema.field.text.number <
-    ThinkingDeltaUpdateSchema.field.thinkingStyle.number;
+  THINKING.text.number < THINKING.thinkingStyle.number &&
+  PartialToolCallUpdateSchema.fields.length === 4 &&
+  PARTIAL.callId.number < PARTIAL.toolCall.number &&
+  PARTIAL.toolCall.number < PARTIAL.argsTextDelta.number &&
+  PARTIAL.argsTextDelta.number < PARTIAL.modelCallId.number &&
+  PARTIAL.toolCall.fieldKind === "message" &&
+  [TEXT.text, TEXT.isServerNotice, THINKING.text, PARTIAL.callId, PARTIAL.argsTextDelta]
+    .concat([PARTIAL.modelCallId])
+    .every((field) => field.presence === IMPLICIT) &&
+  THINKING.thinkingStyle.presence === EXPLICIT;
 
 /** A one-byte tag, or 0 when the field's tag needs more (then nothing is written directly). */
 function tag(fieldNumber: number, wireType: number): number {
@@ -124,65 +139,51 @@ function tag(fieldNumber: number, wireType: number): number {
 }
 
 /**
- * The bytes of a text or thinking delta whose every level is exactly what `toTextDeltaMessage`
- * or `toThinkingDeltaMessage` builds (no unknown fields, the field values of their types);
- * undefined for anything else (`toServerMessageBytes` then uses `toBinary`).
+ * A tool call's UI form, serialised once: a streaming call sends the same `ToolCall` with each
+ * of its `partial_tool_call`s (response-events.ts); messages are never changed once sent.
+ */
+const toolCallBytes = new WeakMap<ToolCall, Uint8Array>();
+
+/**
+ * The fields of the delta being written, in field order (one write at a time, so shared): a tag
+ * and its value — an ASCII string (written as is), UTF-8 bytes, or a one-byte varint.
+ */
+const partTags: number[] = [];
+const partValues: (string | Uint8Array | number)[] = [];
+
+/** Adds a proto3 string field (nothing when empty); false when `value` is not a string. */
+function addText(fieldNumber: number, value: unknown): boolean {
+  if (typeof value !== "string") return false;
+  if (value === "") return true;
+  partTags.push(tag(fieldNumber, LEN));
+  partValues.push(isAscii(value) ? value : utf8.encode(value));
+  return true;
+}
+
+function isAscii(value: string): boolean {
+  for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+/**
+ * The bytes of a text, thinking or partial tool call delta whose every level is what
+ * `toTextDeltaMessage`, `toThinkingDeltaMessage` or response-events.ts builds (no unknown
+ * fields, the field values of their types); undefined for anything else
+ * (`toServerMessageBytes` then uses `toBinary`).
  */
 export function toDeltaBytes(message: AgentServerMessage): Uint8Array | undefined {
-  if (!DIRECT || message.$unknown !== undefined || message.message.case !== "interactionUpdate") {
+  partTags.length = 0;
+  partValues.length = 0;
+  const outerTag = addDeltaParts(message);
+  if (outerTag === 0 || partTags.includes(0)) {
+    partValues.length = 0;
     return undefined;
   }
-  for (const field of OUTER_FIELDS) {
-    if ((message as Record<string, unknown>)[field.localName] !== undefined) return undefined;
+  let inner = 0;
+  for (let i = 0; i < partTags.length; i++) {
+    const value = partValues[i] as string | Uint8Array | number;
+    inner += typeof value === "number" ? 2 : 1 + varintSize(value.length) + value.length;
   }
-  const update = message.message.value;
-  if (update.$unknown !== undefined) return undefined;
-  let outerTag: number;
-  let textTag: number;
-  let text: unknown;
-  /** The field after the text: its tag and one-byte value, or none (-1). */
-  let flagTag = 0;
-  let flag = -1;
-  switch (update.message.case) {
-    case "textDelta": {
-      const delta = update.message.value;
-      if (delta.$unknown !== undefined) return undefined;
-      outerTag = TAG_TEXT_DELTA;
-      textTag = TAG_TEXT;
-      text = delta.text;
-      if (delta.isServerNotice === true) {
-        flagTag = TAG_IS_SERVER_NOTICE;
-        flag = 1;
-      } else if (delta.isServerNotice !== false) {
-        return undefined;
-      }
-      break;
-    }
-    case "thinkingDelta": {
-      const delta = update.message.value;
-      if (delta.$unknown !== undefined) return undefined;
-      outerTag = TAG_THINKING_DELTA;
-      textTag = TAG_THINKING_TEXT;
-      text = delta.text;
-      // Explicit presence: written when set as the message's own property, even to 0.
-      const style = Object.hasOwn(delta, "thinkingStyle") ? delta.thinkingStyle : undefined;
-      if (style !== undefined) {
-        if (!Number.isInteger(style) || style < 0 || style >= 0x80) return undefined;
-        flagTag = TAG_THINKING_STYLE;
-        flag = style;
-      }
-      break;
-    }
-    default:
-      return undefined;
-  }
-  if (typeof text !== "string" || outerTag === 0 || textTag === 0 || (flag >= 0 && flagTag === 0)) {
-    return undefined;
-  }
-  // proto3 strings: the empty string is not written.
-  const bytes = text === "" ? null : utf8.encode(text);
-  const inner =
-    (bytes === null ? 0 : 1 + varintSize(bytes.length) + bytes.length) + (flag >= 0 ? 2 : 0);
   const middle = 1 + varintSize(inner) + inner;
   const out = new Uint8Array(1 + varintSize(middle) + middle);
   let at = 0;
@@ -190,17 +191,79 @@ export function toDeltaBytes(message: AgentServerMessage): Uint8Array | undefine
   at = writeVarint(out, at, middle);
   out[at++] = outerTag;
   at = writeVarint(out, at, inner);
-  if (bytes !== null) {
-    out[at++] = textTag;
-    at = writeVarint(out, at, bytes.length);
-    out.set(bytes, at);
-    at += bytes.length;
+  for (let i = 0; i < partTags.length; i++) {
+    out[at++] = partTags[i] as number;
+    const value = partValues[i] as string | Uint8Array | number;
+    if (typeof value === "number") {
+      out[at++] = value;
+    } else if (typeof value === "string") {
+      at = writeVarint(out, at, value.length);
+      for (let j = 0; j < value.length; j++) out[at++] = value.charCodeAt(j);
+    } else {
+      at = writeVarint(out, at, value.length);
+      out.set(value, at);
+      at += value.length;
+    }
   }
-  if (flag >= 0) {
-    out[at++] = flagTag;
-    out[at] = flag;
-  }
+  partValues.length = 0;
   return out;
+}
+
+/** Adds the delta's fields (`partTags`, `partValues`); its update's tag, or 0: not a delta. */
+function addDeltaParts(message: AgentServerMessage): number {
+  if (!DIRECT || message.$unknown !== undefined || message.message.case !== "interactionUpdate") {
+    return 0;
+  }
+  if (TAG_INTERACTION_UPDATE === 0) return 0;
+  for (const field of OUTER_FIELDS) {
+    if ((message as Record<string, unknown>)[field.localName] !== undefined) return 0;
+  }
+  const update = message.message.value;
+  if (update.$unknown !== undefined) return 0;
+  switch (update.message.case) {
+    case "textDelta": {
+      const delta = update.message.value;
+      if (delta.$unknown !== undefined || !addText(TEXT.text.number, delta.text)) return 0;
+      if (delta.isServerNotice === true) {
+        partTags.push(tag(TEXT.isServerNotice.number, VARINT));
+        partValues.push(1);
+      } else if (delta.isServerNotice !== false) {
+        return 0;
+      }
+      return TAG_TEXT_DELTA;
+    }
+    case "thinkingDelta": {
+      const delta = update.message.value;
+      if (delta.$unknown !== undefined || !addText(THINKING.text.number, delta.text)) return 0;
+      // Explicit presence: written when set as the message's own property, even to 0.
+      const style = Object.hasOwn(delta, "thinkingStyle") ? delta.thinkingStyle : undefined;
+      if (style !== undefined) {
+        if (!Number.isInteger(style) || style < 0 || style >= 0x80) return 0;
+        partTags.push(tag(THINKING.thinkingStyle.number, VARINT));
+        partValues.push(style);
+      }
+      return TAG_THINKING_DELTA;
+    }
+    case "partialToolCall": {
+      const delta = update.message.value;
+      if (delta.$unknown !== undefined || !addText(PARTIAL.callId.number, delta.callId)) return 0;
+      const toolCall = Object.hasOwn(delta, "toolCall") ? delta.toolCall : undefined;
+      if (toolCall !== undefined) {
+        let bytes = toolCallBytes.get(toolCall);
+        if (bytes === undefined) {
+          bytes = toBinary(ToolCallSchema, toolCall);
+          toolCallBytes.set(toolCall, bytes);
+        }
+        partTags.push(tag(PARTIAL.toolCall.number, LEN));
+        partValues.push(bytes);
+      }
+      if (!addText(PARTIAL.argsTextDelta.number, delta.argsTextDelta)) return 0;
+      if (!addText(PARTIAL.modelCallId.number, delta.modelCallId)) return 0;
+      return TAG_PARTIAL_TOOL_CALL;
+    }
+    default:
+      return 0;
+  }
 }
 
 function varintSize(value: number): number {
