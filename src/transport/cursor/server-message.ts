@@ -156,9 +156,12 @@ function addText(fieldNumber: number, value: unknown): boolean {
   if (typeof value !== "string") return false;
   if (value === "") return true;
   partTags.push(tag(fieldNumber, LEN));
-  partValues.push(isAscii(value) ? value : utf8.encode(value));
+  partValues.push(value.length <= SHORT && isAscii(value) ? value : utf8.encode(value));
   return true;
 }
+
+/** Up to this many UTF-16 units, an ASCII string is copied in JS; longer ones, natively. */
+const SHORT = 32;
 
 function isAscii(value: string): boolean {
   for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) > 0x7f) return false;
