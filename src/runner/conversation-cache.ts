@@ -51,12 +51,15 @@ export function createConversationCache(
     entry.stream === null &&
     entry.tools.size === 0;
 
+  /** Drops the least recently used idle conversations beyond `idleLimit` (no copies: issue #19). */
   function evictIdle(): void {
-    let idle = [...live.values()].filter(isIdle);
-    for (const entry of idle) {
-      if (idle.length <= idleLimit) break;
+    let idle = 0;
+    for (const entry of live.values()) if (isIdle(entry)) idle += 1;
+    for (const entry of live.values()) {
+      if (idle <= idleLimit) return;
+      if (!isIdle(entry)) continue;
       live.delete(entry.conversationID);
-      idle = idle.slice(1);
+      idle -= 1;
     }
   }
 

@@ -165,6 +165,22 @@ export function toTitle(content: unknown): string {
             )
             .at(-1) ?? "")
         : "";
+  return collapsedStart(text);
+}
+
+/**
+ * `text.replace(/\s+/g, " ").trim().slice(0, TITLE_LENGTH)`, from no more of the text than it
+ * takes: collapsing a prefix of the text gives a prefix of the collapsed whole (a run of
+ * whitespace cut at its end still becomes one space), and trimming the end removes at most the
+ * last character, so once a prefix collapses to more than `TITLE_LENGTH` characters the rest
+ * changes none of them. A message can be hundreds of KB; the whole of it took ≈0.7 ms per 100 KB
+ * in the commit that starts a conversation (issue #19).
+ */
+function collapsedStart(text: string): string {
+  for (let length = TITLE_LENGTH * 4; length < text.length; length *= 4) {
+    const collapsed = text.slice(0, length).replace(/\s+/g, " ").trimStart();
+    if (collapsed.length > TITLE_LENGTH) return collapsed.slice(0, TITLE_LENGTH);
+  }
   return text.replace(/\s+/g, " ").trim().slice(0, TITLE_LENGTH);
 }
 

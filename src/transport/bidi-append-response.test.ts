@@ -6,7 +6,8 @@
  * scripted append. Requests the direct responder does not take are shown to reach Connect.
  */
 import assert from "node:assert/strict";
-import { createServer, request as httpRequest, type Server } from "node:http";
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
 import {
   createServer as createHttp2Server,
   type Http2ServerResponse,
@@ -214,8 +215,55 @@ describe("BidiAppend through the server, direct and through Connect", () => {
     );
     await both(json, { headers: { "content-type": "application/json" } });
     await both(gzipSync(append(1000, "heartbeat")), { headers: { "content-encoding": "gzip" } });
-    await both(append(1000, "heartbeat"), { chunked: true });
     await both(append(1000, "heartbeat"), { headers: { "content-type": "text/plain" } });
+  });
+
+  test("a chunked body (connect-es's Node transport) is answered alike", async () => {
+    await both(append(1000, "heartbeat"), { chunked: true });
+    const answer = await both(append(0, "run"), { chunked: true });
+    assert.equal(answer.status, 200);
+  });
+});
+
+describe("the answer to a run request and its model request", () => {
+  test("the append is answered after the model call it started was written upstream", async () => {
+    const harness = await startHarness();
+    const order: string[] = [];
+    const onModelRequest = (): void => {
+      order.push("model request");
+    };
+    const onAnswered = (message: unknown): void => {
+      const { request } = message as { request: IncomingMessage };
+      if (request.url === PATH) order.push("append answered");
+    };
+    // Node's fetch (undici) publishes when it writes a request's head; the HTTP server when a
+    // response has been written.
+    subscribe("undici:client:sendHeaders", onModelRequest);
+    subscribe("http.server.response.finish", onAnswered);
+    try {
+      harness.reply({ text: "Hello." }, { text: "Again." });
+      const client = harness.client();
+      // The first turn opens the connection to the provider (its request waits for the connect);
+      // the second sends on the kept-alive one, as a server that has served a turn does.
+      const first = await client.startTurn({
+        conversationId: CONVERSATION,
+        text: "hi",
+        modelId: MODEL,
+      }).done;
+      assert.equal(first.error, undefined);
+      order.length = 0;
+      const second = await client.startTurn({
+        conversationId: CONVERSATION,
+        text: "again",
+        modelId: MODEL,
+      }).done;
+      assert.equal(second.error, undefined);
+      assert.deepEqual(order.slice(0, 2), ["model request", "append answered"], order.join(", "));
+    } finally {
+      unsubscribe("undici:client:sendHeaders", onModelRequest);
+      unsubscribe("http.server.response.finish", onAnswered);
+      await harness.close();
+    }
   });
 });
 
@@ -332,7 +380,35 @@ describe("the BidiAppend handler alone, with a scripted append", () => {
     assert.equal(errorOf(answer).message, "internal error");
   });
 
-  test("JSON, compressed, chunked, timed and oversized requests go to Connect", async () => {
+  test("a chunked body is served directly up to the limit; a larger one goes to Connect whole", async () => {
+    const seen: number[] = [];
+    apply = async (request) => {
+      seen.push(request.data.length);
+    };
+    const answer = await both(append(2, "heartbeat"), { chunked: true }, false);
+    assert.equal(answer.status, 200);
+    // Both got the whole message (hex), read from a body sent in two chunks.
+    const hexLength = 2 * toAgentMessage("heartbeat").length;
+    assert.deepEqual(seen, [hexLength, hexLength]);
+    // Exactly at the limit: read and parsed here (it is no BidiAppendRequest).
+    await both(new Uint8Array(LIMIT), { chunked: true }, false);
+    // Over it: every byte put back, so Connect refuses it as before.
+    const oversized = await both(new Uint8Array(LIMIT + 1), { chunked: true }, true);
+    assert.equal(errorOf(oversized).code, "resource_exhausted");
+    // A valid request behind a large field: Connect gets all of it, not what was left.
+    const big = toBinary(
+      BidiAppendRequestSchema,
+      create(BidiAppendRequestSchema, {
+        requestId: create(BidiRequestIdSchema, { requestId: REQUEST_ID }),
+        appendSeqno: 4n,
+        data: "ab".repeat(LIMIT),
+      }),
+    );
+    const refused = await both(big, { chunked: true }, true);
+    assert.equal(errorOf(refused).code, "resource_exhausted");
+  });
+
+  test("JSON, compressed, timed and oversized requests go to Connect", async () => {
     apply = async () => {};
     const json = new TextEncoder().encode(
       toJsonString(
@@ -344,7 +420,6 @@ describe("the BidiAppend handler alone, with a scripted append", () => {
     );
     await both(json, { headers: { "content-type": "application/json" } }, true);
     await both(gzipSync(append(1, "heartbeat")), { headers: { "content-encoding": "gzip" } }, true);
-    await both(append(1, "heartbeat"), { chunked: true }, true);
     await both(append(1, "heartbeat"), { headers: { "connect-timeout-ms": "5000" } }, true);
     await both(append(1, "heartbeat"), { headers: { "content-encoding": "zstd" } }, true);
     await both(append(1, "heartbeat"), { headers: { "content-type": "application/xml" } }, true);

@@ -1,9 +1,11 @@
 /**
  * The BidiAppend response written directly (docs/protocol.md §1.4, docs/architecture.md
  * "BidiAppend"), for the request every client sends: a POST over HTTP/1.1, `application/proto`,
- * uncompressed, with a `content-length` within the message limit, no `connect-timeout-ms`.
- * Anything else (JSON, a compressed or chunked body, HTTP/2, a time-out) is left to Connect's
- * handler, its body unread.
+ * uncompressed, with a `content-length` within the message limit or a chunked body (what
+ * connect-es's Node transport sends), no `connect-timeout-ms`. Anything else (JSON, a compressed
+ * body, HTTP/2, a time-out) is left to Connect's handler, its body unread; so is a chunked body
+ * that turns out larger than the limit, its bytes put back first (`unshift`), so that Connect
+ * reads and refuses it as it would have.
  *
  * Why not Connect's handler for this one procedure: every append (the run request that starts a
  * turn, every tool result) went through its unary pipeline, measured (issue #19): ≈0.2 ms between
@@ -72,7 +74,7 @@ export function createBidiAppendHandler(options: BidiAppendHandlerOptions): Requ
   return (request, response) => {
     const direct =
       options.responder === "direct" && isHttp1(request)
-        ? acceptsDirect(request, maxMessageBytes)
+        ? acceptsDirect(request, maxMessageBytes, () => connect(request, response))
         : null;
     if (direct === null) {
       connect(request, response);
@@ -96,23 +98,39 @@ export function createBidiAppendHandler(options: BidiAppendHandlerOptions): Requ
 interface DirectAppend {
   /** The response compression the client accepts, if any we have. */
   readonly compression: Compression | null;
+  /**
+   * A chunked body (no `content-length`): its size is known only once read, so it is handed to
+   * Connect (`fallback`) if it goes over `maxMessageBytes`.
+   */
+  readonly chunked: boolean;
+  readonly maxMessageBytes: number;
+  readonly fallback: () => void;
 }
 
 /**
  * Whether the direct responder serves this request; null: leave it to Connect, which answers
  * whatever else a request can be (with its own checks, in its own order).
  */
-function acceptsDirect(request: IncomingMessage, maxMessageBytes: number): DirectAppend | null {
+function acceptsDirect(
+  request: IncomingMessage,
+  maxMessageBytes: number,
+  fallback: () => void,
+): DirectAppend | null {
   if (request.method !== "POST") return null;
   const type = parseContentType(headerOf(request, "content-type"));
   if (type === undefined || type.stream || !type.binary) return null;
   // Its deadline would abort the handler's signal: not reproduced, so left to Connect.
   if (request.headers[headerTimeout.toLowerCase()] !== undefined) return null;
   const length = headerOf(request, headerUnaryContentLength);
-  if (length === null || !/^\d{1,15}$/.test(length) || Number(length) > maxMessageBytes) {
-    return null;
+  const encoding = request.headers["transfer-encoding"];
+  // Node's parser accepts a request with both only when it ends in `chunked`; leave it to Connect.
+  const chunked = length === null && encoding?.toLowerCase() === "chunked";
+  if (!chunked) {
+    if (length === null || !/^\d{1,15}$/.test(length) || Number(length) > maxMessageBytes) {
+      return null;
+    }
+    if (encoding !== undefined) return null;
   }
-  if (request.headers["transfer-encoding"] !== undefined) return null;
   const compression = compressionNegotiate(
     CONNECT_COMPRESSION as Compression[],
     headerOf(request, headerUnaryEncoding),
@@ -120,7 +138,7 @@ function acceptsDirect(request: IncomingMessage, maxMessageBytes: number): Direc
     headerUnaryAcceptEncoding,
   );
   if (compression.error !== undefined || compression.request !== null) return null;
-  return { compression: compression.response };
+  return { compression: compression.response, chunked, maxMessageBytes, fallback };
 }
 
 async function serveBidiAppend(
@@ -129,15 +147,20 @@ async function serveBidiAppend(
   direct: DirectAppend,
   apply: ApplyBidiAppend,
 ): Promise<void> {
-  const bytes = await readBody(request);
+  const bytes = await readBody(request, direct.chunked ? direct.maxMessageBytes : Infinity);
   // The client went before its body arrived: Connect's answer would go nowhere either.
   if (bytes === null) return;
+  if (bytes === "over") {
+    direct.fallback();
+    return;
+  }
   const header = new Headers({ "content-type": contentTypeUnaryProto });
   let status = 200;
   let body: Uint8Array;
   try {
     await apply(parseRequest(bytes), headerOf(request, "x-request-id"));
     body = EMPTY_RESPONSE;
+    await afterQueuedWork();
   } catch (thrown) {
     const error =
       thrown instanceof ConnectError
@@ -162,6 +185,17 @@ async function serveBidiAppend(
   response.end(body);
 }
 
+/**
+ * Resolves in the event loop's check phase, after the immediates queued before it. An append that
+ * starts a turn has by now released the model call, whose request undici writes from an immediate
+ * of its own (the check of a kept-alive connection): the answer, which no client waits for before
+ * it reads RunSSE, is written after it, and its write (a loopback syscall that wakes the client,
+ * ≈0.1–0.3 ms) is no longer on the time to first text (issue #19).
+ */
+function afterQueuedWork(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /** The request message, parsed as Connect's binary serialization does (same error). */
 function parseRequest(bytes: Uint8Array) {
   try {
@@ -172,11 +206,15 @@ function parseRequest(bytes: Uint8Array) {
   }
 }
 
-/** The whole request body; null when the connection goes (or fails) before it ends. */
-function readBody(request: IncomingMessage): Promise<Uint8Array | null> {
+/**
+ * The whole request body; null when the connection goes (or fails) before it ends; `over` when
+ * it grows past `limit`: what was read is put back, unread, for Connect.
+ */
+function readBody(request: IncomingMessage, limit: number): Promise<Uint8Array | null | "over"> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
-    const finish = (result: Uint8Array | null): void => {
+    let have = 0;
+    const finish = (result: Uint8Array | null | "over"): void => {
       request.off("data", onData);
       request.off("end", onEnd);
       request.off("close", onGone);
@@ -185,6 +223,11 @@ function readBody(request: IncomingMessage): Promise<Uint8Array | null> {
     };
     const onData = (chunk: Buffer): void => {
       chunks.push(chunk);
+      have += chunk.length;
+      if (have <= limit) return;
+      request.pause();
+      request.unshift(Buffer.concat(chunks));
+      finish("over");
     };
     const onEnd = (): void =>
       finish(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));

@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { create, equals, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import fc from "fast-check";
 import {
   type BidiAppend,
   DEFAULT_DECODE_LIMITS,
@@ -104,10 +105,63 @@ test("append_seqno is carried as a number; absent means 0", () => {
 });
 
 test("bad hex: odd length, non-hex digits", () => {
-  for (const data of ["abc", "zz00", "0g", "00 11"]) {
+  // Beyond Latin-1: Node's hex decoding reads `İ` (U+0130) and `š` (U+0161) by their low bytes,
+  // "0" and "a"; the Kelvin sign lower-cases to "k".
+  for (const data of ["abc", "zz00", "0g", "00 11", "\u01300", "\u0161a", "a\u0161", "\u212a0"]) {
     const request = create(BidiAppendRequestSchema, { requestId: { requestId: REQUEST_ID }, data });
     assertError(toBinary(BidiAppendRequestSchema, request), "bad_hex");
   }
+});
+
+test("data is taken as hex exactly when it is pairs of hex digits (either case)", () => {
+  const HEX = /^(?:[0-9a-fA-F]{2})*$/;
+  const alphabet = "0123456789abcdefABCDEFgGzZ \u0130\u0161\u212a\u00e0\u0660\uff10";
+  fc.assert(
+    fc.property(
+      fc.array(fc.constantFrom(...alphabet), { minLength: 1, maxLength: 24 }),
+      (chars) => {
+        const data = chars.join("");
+        const request = create(BidiAppendRequestSchema, {
+          requestId: { requestId: REQUEST_ID },
+          data,
+        });
+        const decoded = decode(toBinary(BidiAppendRequestSchema, request));
+        const badHex = !decoded.ok && decoded.error.reason === "bad_hex";
+        assert.equal(badHex, !HEX.test(data), JSON.stringify(data));
+      },
+    ),
+    { numRuns: 2000 },
+  );
+  // What is accepted is the bytes the digits spell, in any mix of cases: the same outcome as the
+  // same bytes in `data_binary`.
+  fc.assert(
+    fc.property(fc.uint8Array({ minLength: 1, maxLength: 64 }), fc.boolean(), (bytes, upper) => {
+      const hex = Buffer.from(bytes).toString("hex");
+      const data = upper ? hex.toUpperCase() : hex;
+      const asHex = decode(
+        toBinary(
+          BidiAppendRequestSchema,
+          create(BidiAppendRequestSchema, { requestId: { requestId: REQUEST_ID }, data }),
+        ),
+      );
+      const asBinary = decode(
+        toBinary(
+          BidiAppendRequestSchema,
+          create(BidiAppendRequestSchema, {
+            requestId: { requestId: REQUEST_ID },
+            dataBinary: bytes,
+          }),
+        ),
+      );
+      assert.equal(asHex.ok, asBinary.ok);
+      if (asHex.ok && asBinary.ok) {
+        assert.ok(equals(AgentClientMessageSchema, asHex.value.message, asBinary.value.message));
+      } else if (!asHex.ok && !asBinary.ok) {
+        assert.equal(asHex.error.reason, asBinary.error.reason);
+      }
+    }),
+    { numRuns: 500 },
+  );
 });
 
 test("a request without a request id or without a message is rejected", () => {

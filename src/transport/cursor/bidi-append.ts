@@ -198,19 +198,26 @@ function fromHex(data: string, limits: DecodeLimits): Decoded<Uint8Array> {
   if (data.length > limits.maxMessageBytes * 2) {
     return toDecodeError("too_large", `the client message exceeds ${limits.maxMessageBytes} bytes`);
   }
-  if (!isHex(data)) return toDecodeError("bad_hex", "BidiAppendRequest.data is not hex");
-  return toDecoded(new Uint8Array(Buffer.from(data, "hex")));
+  const bytes = hexBytes(data);
+  if (bytes === null) return toDecodeError("bad_hex", "BidiAppendRequest.data is not hex");
+  return toDecoded(bytes);
 }
 
-/** Even length and only hex digits (Buffer.from(…, "hex") silently stops at the first bad one). */
-function isHex(text: string): boolean {
-  if (text.length % 2 !== 0) return false;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text.charCodeAt(i);
-    const digit = c >= 48 && c <= 57;
-    const lower = c >= 97 && c <= 102;
-    const upper = c >= 65 && c <= 70;
-    if (!digit && !lower && !upper) return false;
-  }
-  return true;
+/**
+ * The bytes of `text` when it is hex digits only, of even length; else null. `Buffer.from(…,
+ * "hex")` stops at the first character that is not a hex digit, except that it reads a character
+ * beyond Latin-1 by its low byte: so the text must be ASCII (its UTF-8 is as long as it is) and
+ * decode to half its length. Several times faster than testing each character in a loop, which
+ * took ≈1.2 ms for a 100 KB message (issue #19: every run request is decoded before the model
+ * call).
+ */
+function hexBytes(text: string): Uint8Array | null {
+  if (text.length % 2 !== 0 || Buffer.byteLength(text, "utf8") !== text.length) return null;
+  const decoded = Buffer.from(text, "hex");
+  if (decoded.length * 2 !== text.length) return null;
+  // A buffer of its own is handed out as it is; a slice of Node's shared pool is copied, so the
+  // message does not keep the pool alive.
+  return decoded.byteOffset === 0 && decoded.buffer.byteLength === decoded.length
+    ? new Uint8Array(decoded.buffer, 0, decoded.length)
+    : new Uint8Array(decoded);
 }

@@ -203,14 +203,32 @@ const MCP_HELPER_TOOLS: readonly AnyTool[] = [
   erase(mcpState, "read_only", "concurrent"),
 ];
 
-function listTools(mode: Mode, mcp: readonly McpToolRef[], web: WebOffer): AnyTool[] {
+/**
+ * The built-in tools of a mode and web offer, listed once: without MCP tools (most turns) the
+ * list depends on nothing else, and every turn start asks for it twice (issue #19).
+ */
+const builtInLists = new Map<string, readonly AnyTool[]>();
+
+function listTools(mode: Mode, mcp: readonly McpToolRef[], web: WebOffer): readonly AnyTool[] {
+  if (mcp.length === 0) {
+    const key = `${mode} ${web.search} ${web.fetch}`;
+    let listed = builtInLists.get(key);
+    if (listed === undefined) {
+      listed = Object.freeze(offeredIn(BUILT_IN_TOOLS, mode, web));
+      builtInLists.set(key, listed);
+    }
+    return listed;
+  }
   // An MCP tool the client marks read-only (`readOnlyHint`) may run with the reads; it is still
   // never re-sent after a restart, since the hint is the server's word, not a guarantee.
   const mcpTools = mcp.map((ref) =>
     erase(createMcpTool(ref), "effects", ref.readOnly === true ? "concurrent" : "alone"),
   );
-  const helpers = mcp.length > 0 ? MCP_HELPER_TOOLS : [];
-  return [...BUILT_IN_TOOLS, ...helpers, ...mcpTools].filter(
+  return offeredIn([...BUILT_IN_TOOLS, ...MCP_HELPER_TOOLS, ...mcpTools], mode, web);
+}
+
+function offeredIn(tools: readonly AnyTool[], mode: Mode, web: WebOffer): AnyTool[] {
+  return tools.filter(
     (tool) =>
       tool.modes.includes(mode) &&
       (tool.name !== webSearch.name || web.search) &&
