@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { create } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { createOutboundStream } from "../outbound-stream.ts";
 import { joinDeltas, MAX_COALESCED_TEXT } from "./coalesce-deltas.ts";
-import type { AgentServerMessage } from "./gen/agent/v1/agent_stream_pb.js";
+import { type AgentServerMessage, TtftBreakdownSchema } from "./gen/agent/v1/agent_stream_pb.js";
 import { ThinkingStyle } from "./gen/agent/v1/interaction_update_pb.js";
 import { toHeartbeatMessage, toUpdateMessage } from "./server-message.ts";
 
@@ -83,6 +84,17 @@ describe("joinDeltas()", () => {
   test("never joins text with thinking, nor deltas whose other fields differ", () => {
     const pushed = [text("a"), thinking("b"), thinking("c", ThinkingStyle.CODEX), text("d", true)];
     assert.deepEqual(joinAll(pushed), pushed);
+  });
+
+  test("never joins a delta that carries anything beside its update (ttft_breakdown, unknown fields)", () => {
+    const timed = text("b");
+    timed.ttftBreakdown = create(TtftBreakdownSchema);
+    const unknown = text("c");
+    unknown.$unknown = [{ no: 99, wireType: 0, data: new Uint8Array([1]) }];
+    assert.equal(joinDeltas(text("a"), timed), undefined);
+    assert.equal(joinDeltas(timed, text("a")), undefined);
+    assert.equal(joinDeltas(text("a"), unknown), undefined);
+    assert.equal(joinDeltas(unknown, text("a")), undefined);
   });
 
   test("a joined message stays within the size bound", () => {

@@ -11,14 +11,21 @@
  */
 import type { AgentServerMessage } from "./gen/agent/v1/agent_stream_pb.js";
 import type { InteractionUpdate } from "./gen/agent/v1/interaction_update_pb.js";
-import { toTextDeltaMessage, toThinkingDeltaMessage } from "./server-message.ts";
+import { hasOuterFields, toTextDeltaMessage, toThinkingDeltaMessage } from "./server-message.ts";
 
 /** A joined message stays below this many UTF-16 code units of text. */
 export const MAX_COALESCED_TEXT = 64 * 1024;
 
-/** The update a message carries, when it is a plain interaction update. */
+/**
+ * The update a message carries, when it is a plain interaction update: nothing else set on the
+ * message (unknown fields, `ttft_breakdown`), which a joined message would drop.
+ */
 function toUpdate(message: AgentServerMessage): InteractionUpdate["message"] | undefined {
-  if (message.message.case !== "interactionUpdate" || message.$unknown !== undefined) {
+  if (
+    message.message.case !== "interactionUpdate" ||
+    message.$unknown !== undefined ||
+    hasOuterFields(message)
+  ) {
     return undefined;
   }
   const update = message.message.value;

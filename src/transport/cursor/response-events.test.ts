@@ -121,6 +121,10 @@ test("every partial_tool_call of a call carries the call's UI form, an MCP tool'
       assert.equal(update.value.toolCall?.toolCallId, id);
       assert.equal(update.value.toolCall?.tool.case, variant);
       assert.deepStrictEqual(update.value.toolCall, partial[0]?.value.toolCall);
+      // One object for all of them, frozen: its bytes are cached by identity (server-message.ts).
+      assert.equal(update.value.toolCall, partial[0]?.value.toolCall);
+      assert.ok(Object.isFrozen(update.value.toolCall));
+      assert.ok(Object.isFrozen(update.value.toolCall?.tool.value));
     }
   }
 });

@@ -17,6 +17,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import type { AssistantMessage, ResponseEvent } from "../../llm/types.ts";
+import { deepFreeze } from "./deep-freeze.ts";
 import type { AgentServerMessage } from "./gen/agent/v1/agent_stream_pb.js";
 import {
   type ConversationStep,
@@ -141,10 +142,14 @@ function toPartialToolCall(
       contentIndex: event.contentIndex,
       toolCallID: block.id,
       toolName: block.name,
-      preview: create(ToolCallSchema, {
-        toolCallId: block.id,
-        ...(tool === null ? {} : { tool: tool.preview() }),
-      }),
+      // Frozen: every partial_tool_call of the call carries this one object, and its bytes are
+      // cached by identity (server-message.ts).
+      preview: deepFreeze(
+        create(ToolCallSchema, {
+          toolCallId: block.id,
+          ...(tool === null ? {} : { tool: tool.preview() }),
+        }),
+      ),
     };
     next = { ...state, streaming: [...state.streaming, streaming] };
   }

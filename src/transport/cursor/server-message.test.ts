@@ -62,7 +62,7 @@ test("the hand-built delta messages are create()'s, object for object and byte f
   ] as const;
   for (const [built, reference] of cases) {
     assert.deepStrictEqual(built, reference);
-    assert.deepEqual(toServerMessageBytes(built), toServerMessageBytes(reference));
+    assert.deepEqual(toServerMessageBytes(built), toBinary(AgentServerMessageSchema, reference));
   }
 });
 
@@ -73,9 +73,14 @@ test("a delta's bytes are toBinary's, for any text, notice flag, thinking style,
       nil: undefined,
     },
   ) as fc.Arbitrary<ThinkingStyle | undefined>;
-  // Any UTF-16 code units (lone surrogates included), and lengths across the varint sizes.
+  // Any UTF-16 code units (lone surrogates included: "binary" has none), and lengths across the
+  // varint sizes.
+  const surrogate = fc
+    .integer({ min: 0xd800, max: 0xdfff })
+    .map((code) => String.fromCharCode(code));
   const text = fc.oneof(
     fc.string({ unit: "binary", maxLength: 40 }),
+    fc.string({ unit: fc.oneof(surrogate, fc.constantFrom("a", "é", "\u{1F600}")), maxLength: 40 }),
     fc.string({ unit: "grapheme", maxLength: 20 }),
     fc.nat({ max: 20_000 }).map((n) => "x".repeat(n)),
   );

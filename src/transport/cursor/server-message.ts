@@ -110,6 +110,14 @@ const THINKING = ThinkingDeltaUpdateSchema.field;
 const PARTIAL = PartialToolCallUpdateSchema.field;
 /** The server message's fields outside its oneof: messages, written only when set. */
 const OUTER_FIELDS = AgentServerMessageSchema.fields.filter((field) => field.oneof === undefined);
+
+/** Whether any field of the server message outside its oneof is set (e.g. `ttft_breakdown`). */
+export function hasOuterFields(message: AgentServerMessage): boolean {
+  for (const field of OUTER_FIELDS) {
+    if ((message as Record<string, unknown>)[field.localName] !== undefined) return true;
+  }
+  return false;
+}
 /**
  * Whether the schemas are still the shapes this encoder writes (`toBinary` writes fields by
  * number): the update holds only its oneof; the server message its oneof and message fields
@@ -218,9 +226,7 @@ function addDeltaParts(message: AgentServerMessage): number {
     return 0;
   }
   if (TAG_INTERACTION_UPDATE === 0) return 0;
-  for (const field of OUTER_FIELDS) {
-    if ((message as Record<string, unknown>)[field.localName] !== undefined) return 0;
-  }
+  if (hasOuterFields(message)) return 0;
   const update = message.message.value;
   if (update.$unknown !== undefined) return 0;
   switch (update.message.case) {
