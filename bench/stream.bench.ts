@@ -73,8 +73,8 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 2_000);
  */
 const DB_DIR = process.env.BENCH_DB_DIR ?? tmpdir();
 /** ttft: the section's first turns (code still cold), then the turns it reports. */
-const COLD_TURNS = 30;
-const WARM_TURNS = 90;
+const COLD_TURNS = 100;
+const WARM_TURNS = 100;
 /** How long the server-process sections wait for every conversation to open. */
 const OPEN_LIMIT_MS = 90_000;
 /** Conversations being opened at once, over all client processes. */

@@ -29,12 +29,23 @@ export const MAX_CONFLICT_ATTEMPTS = 3;
  * Applies `input` under `inputID`; `extra` adds records to its commit. Resolves null when the
  * store had already applied the input (a duplicate); rejects when the commit failed.
  */
-export type ApplyInput = (
-  entry: Live,
-  input: Input,
-  inputID: string,
-  extra?: (step: Transition) => readonly RecordWrite[],
-) => Promise<Transition | null>;
+export interface ApplyInput {
+  (
+    entry: Live,
+    input: Input,
+    inputID: string,
+    extra?: (step: Transition) => readonly RecordWrite[],
+  ): Promise<Transition | null>;
+  /**
+   * Applies `input` at once when its step leaves the committed state as it was (a streamed
+   * delta that only continues the call: nothing to commit): transition, publish and execute,
+   * synchronously — no promise, no trip through the queue (issue #19). Returns undefined, having
+   * done nothing, when the step has to be committed: the caller then applies the input the
+   * usual way, which takes the step again from the state it then finds. The caller holds the
+   * conversation's queue, or knows it idle (serial-queue.ts `idle`).
+   */
+  now(entry: Live, input: Input): Transition | undefined;
+}
 
 export interface ApplyInputDeps {
   readonly store: Pick<Store, "commitInput" | "getLLMCall" | "getClientOperation">;
@@ -132,10 +143,21 @@ export function createApplyInput(deps: ApplyInputDeps): ApplyInput {
         }
       }
     }
+    return finish(entry, before.committed, input, step, prepared);
+  }
+
+  /** A step taken (and committed, when it had to be): its state, its events, its command. */
+  function finish(
+    entry: Live,
+    before: ConversationState,
+    input: Input,
+    step: Transition,
+    prepared: PreparedCall | null,
+  ): Transition {
     try {
       entry.state = step.state;
       entry.output?.publish(step.emit, step.state);
-      const unshown = toSummaryUsage(before.committed, input);
+      const unshown = toSummaryUsage(before, input);
       if (unshown !== null) entry.output?.countUsage?.(unshown);
     } catch (error) {
       void prepared?.drop();
@@ -145,7 +167,19 @@ export function createApplyInput(deps: ApplyInputDeps): ApplyInput {
     return step;
   }
 
-  return (entry, input, inputID, extra = () => []) => applyOnce(entry, input, inputID, extra, 1);
+  const apply = (
+    entry: Live,
+    input: Input,
+    inputID: string,
+    extra: (step: Transition) => readonly RecordWrite[] = () => [],
+  ): Promise<Transition | null> => applyOnce(entry, input, inputID, extra, 1);
+  const now = (entry: Live, input: Input): Transition | undefined => {
+    const before = entry.state;
+    const step = transition(before, input);
+    if (step.state.committed !== before.committed) return undefined;
+    return finish(entry, before.committed, input, step, null);
+  };
+  return Object.assign(apply, { now });
 }
 
 /**

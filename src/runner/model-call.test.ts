@@ -1,17 +1,30 @@
 /**
  * `createModelCall` on its own, against the real LLM layer (a fake provider on 127.0.0.1) and the
- * memory store: what a prepared call that could not be saved in its step's commit saves itself.
+ * memory store: what a prepared call that could not be saved in its step's commit saves itself, and
+ * how the call's events are applied against the conversation's queue.
  */
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
-import { createLLM, createModelConfigs } from "../llm/index.ts";
+import {
+  createLLM,
+  createModelConfigs,
+  type LLM,
+  type LLMStream,
+  type ResponseEvent,
+} from "../llm/index.ts";
 import { toChatCompletionSse } from "../llm/testing/chat-completions-sse.ts";
 import { type FakeProvider, startFakeProvider } from "../llm/testing/fake-provider.ts";
-import { type CallLLMCommand, createConversation, type RuntimeState } from "../loop/index.ts";
+import {
+  type CallLLMCommand,
+  createConversation,
+  type Input,
+  type RuntimeState,
+  type Transition,
+} from "../loop/index.ts";
 import { createMemoryStore, type Store } from "../store/index.ts";
 import type { Live } from "./conversation-cache.ts";
 import { createModelCall } from "./model-call.ts";
-import { createSerialQueue } from "./serial-queue.ts";
+import { createSerialQueue, type SerialQueue } from "./serial-queue.ts";
 
 const AT = 1_767_225_600_000;
 
@@ -96,7 +109,7 @@ describe("createModelCall()", () => {
       llm,
       now: () => AT,
       queue: createSerialQueue(),
-      apply: async () => null,
+      apply: Object.assign(async () => null, { now: () => undefined }),
       isStopping: () => false,
     });
     const prepared = await modelCall.prepare(entry, command, "turn-of-the-step");
@@ -108,5 +121,135 @@ describe("createModelCall()", () => {
     await reading;
     assert.equal((await store.getLLMCall("call-1"))?.turnID, "turn-of-the-step");
     assert.equal(provider.requests.length, 2);
+  });
+
+  test("events that arrive while the conversation's queue is busy wait behind it, in order", async () => {
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "abcdefgh", chunkSize: 2 }) });
+    const real = createLLM({
+      models: createModelConfigs([
+        { api: "openai-compatible", baseUrl: provider.url, apiKey: "k", name: "main", model: "m" },
+      ]),
+    });
+    // The call's events are all read before the reader gets the first: they wait in its queue.
+    let arrived!: Promise<void>;
+    const llm: Pick<LLM, "stream"> = {
+      stream: (call) => {
+        const inner = real.stream(call);
+        const events: ResponseEvent[] = [];
+        let all = false;
+        arrived = (async () => {
+          for (let e = await inner.recv(); e !== undefined; e = await inner.recv()) events.push(e);
+          all = true;
+        })();
+        return Object.assign(Object.create(inner) as LLMStream, {
+          recv: async () => {
+            await arrived;
+            return events.shift();
+          },
+          poll: () => (all ? events.shift() : undefined),
+        });
+      },
+    };
+    const command: CallLLMCommand = {
+      type: "call_llm",
+      callID: "call-1",
+      model: "main",
+      request: {
+        systemPrompt: "You are a test agent.",
+        messages: [{ role: "user" as const, content: "hi", timestamp: AT }],
+        tools: [],
+      },
+      messagesHash: "h",
+      messageCount: 1,
+      lastMessageHash: "h",
+    };
+    const created = createConversation("c");
+    await store.commitInput({
+      inputID: "in:create",
+      expectedVersion: 0,
+      state: created.committed,
+      result: { command: "none", rejected: null },
+    });
+    const entry: Live = {
+      conversationID: "c",
+      state: {
+        ...created,
+        committed: {
+          ...created.committed,
+          status: "waiting_llm",
+          turnID: "turn-1",
+          call: { callID: "call-1" } as RuntimeState["committed"]["call"],
+        },
+      },
+      version: 1,
+      output: null,
+      calling: null,
+      stream: null,
+      tools: new Set(),
+      retired: false,
+    };
+    const queue = createSerialQueue();
+    // Tells when the reader puts a step in the queue.
+    let enqueued!: () => void;
+    const inQueue = new Promise<void>((resolve) => {
+      enqueued = resolve;
+    });
+    const spied: SerialQueue = {
+      run: (key, task) => {
+        enqueued();
+        return queue.run(key, task);
+      },
+      idle: (key) => queue.idle(key),
+      get size() {
+        return queue.size;
+      },
+    };
+    const log: string[] = [];
+    let holding = true;
+    const applied = (how: string, input: Input): Transition => {
+      assert.equal(holding, false, "nothing is applied while another task holds the queue");
+      const event = (input as Extract<Input, { type: "llm_event" }>).event;
+      log.push(`${how}:${event.type === "text_delta" ? event.delta : event.type}`);
+      const ends = event.type === "done" || event.type === "error";
+      const next = ends ? ({ type: "wait_input" } as const) : ({ type: "continue_llm" } as const);
+      return { state: entry.state, emit: [], command: next, rejected: null };
+    };
+    const apply = Object.assign(async (_: Live, input: Input) => applied("queued", input), {
+      // A delta continues the call (nothing to commit); `done` is committed, in the queue.
+      now: (_: Live, input: Input) =>
+        input.type === "llm_event" && input.event.type === "done"
+          ? undefined
+          : applied("now", input),
+    });
+    const modelCall = createModelCall({
+      store,
+      llm,
+      now: () => AT,
+      queue: spied,
+      apply,
+      isStopping: () => false,
+    });
+    // Another input of the conversation holds the queue until the reader queued a step behind it.
+    let release!: () => void;
+    const held = queue.run("c", () => new Promise<void>((resolve) => (release = resolve)));
+    const reading = modelCall(entry, command);
+    await Promise.race([inQueue, reading]);
+    await arrived;
+    holding = false;
+    release();
+    await held;
+    await reading;
+    // The queue's step that waited takes the events behind the first: deltas applied at once in
+    // it, `done` committed.
+    assert.deepEqual(log, [
+      "now:start",
+      "now:text_start",
+      "now:ab",
+      "now:cd",
+      "now:ef",
+      "now:gh",
+      "now:text_end",
+      "queued:done",
+    ]);
   });
 });

@@ -1,10 +1,11 @@
 /**
  * One model call of a conversation (docs/design.md §5, §7): the exact request is saved before any
  * byte goes upstream (a retry after a restart sends the saved bytes), then the call's events are
- * read outside the conversation's queue and applied in queued steps, one `transition` each: a
- * step takes the event it was started for and those that had already arrived behind it (at most
- * `MAX_BURST`), so a burst from one network read costs one trip through the queue (issue #19),
- * and a cancel can still come between two steps.
+ * read outside the conversation's queue and applied one `transition` each. An event whose step
+ * commits nothing (a delta that continues the call) is applied at once when nothing of the
+ * conversation is queued or running (`ApplyInput.now`): no trip through the queue, no promise
+ * (issue #19). Any other event goes through the queue, in a step that takes it and those that had
+ * already arrived behind it (at most `MAX_BURST`), so a cancel can still come between two steps.
  *
  * A call planned by the step being committed is prepared before that commit (`prepare`): the
  * stream is opened and held at `beforeSend` until the commit, so its exact request is saved in
@@ -26,7 +27,7 @@ import {
   type ResponseEvent,
   toFailureKind,
 } from "../llm/index.ts";
-import type { CallLLMCommand, Transition } from "../loop/index.ts";
+import type { CallLLMCommand, LLMEventInput, Transition } from "../loop/index.ts";
 import type { RecordWrite, Store } from "../store/index.ts";
 import type { ApplyInput } from "./apply-input.ts";
 import type { Live } from "./conversation-cache.ts";
@@ -257,37 +258,46 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       firstEventAt === null
         ? []
         : [{ type: "llm_call_first_event", callID: command.callID, at: firstEventAt }];
-    /** Applies `first` and the events that had already arrived behind it, in order. */
-    const applyBurst = async (first: ResponseEvent): Promise<Transition | null> => {
+    /** The loop's input for `event`. */
+    const toInput = (event: ResponseEvent): LLMEventInput => ({
+      type: "llm_event",
+      callID: command.callID,
+      event,
+      // Why it failed, for the loop's failover decision (loop/model-route.ts).
+      ...(event.type === "error" && event.reason === "error"
+        ? { failure: toFailureKind(stream.attempts, event.error.errorMessage) }
+        : {}),
+      // The loop compacts and repeats the call once on a context-length error.
+      ...(event.type === "error" && isContextOverflow(event.error)
+        ? { contextOverflow: true }
+        : {}),
+    });
+    /** Applies `event` at once when its step commits nothing (`ApplyInput.now`), else undefined. */
+    const applyNow = (event: ResponseEvent): Transition | undefined => {
+      // "First token" is the first content delta, not `start` (docs/dashboard.md, Timing).
+      if (
+        event.type === "text_delta" ||
+        event.type === "thinking_delta" ||
+        event.type === "toolcall_delta"
+      ) {
+        firstEventAt ??= Math.floor(now());
+      }
+      return apply.now(entry, toInput(event));
+    };
+    /**
+     * Applies `first` and the events that had already arrived behind it, in order, in the
+     * conversation's queue: each step with nothing to commit at once, the others committed.
+     */
+    const applyBurst = async (
+      first: ResponseEvent,
+      commits: boolean,
+    ): Promise<Transition | null> => {
       let event: ResponseEvent | undefined = first;
       let step: Transition | null = null;
       for (let applied = 0; event !== undefined; applied++) {
-        // "First token" is the first content delta, not `start` (docs/dashboard.md, Timing).
-        if (
-          event.type === "text_delta" ||
-          event.type === "thinking_delta" ||
-          event.type === "toolcall_delta"
-        ) {
-          firstEventAt ??= Math.floor(now());
-        }
-        step = await apply(
-          entry,
-          {
-            type: "llm_event",
-            callID: command.callID,
-            event,
-            // Why it failed, for the loop's failover decision (loop/model-route.ts).
-            ...(event.type === "error" && event.reason === "error"
-              ? { failure: toFailureKind(stream.attempts, event.error.errorMessage) }
-              : {}),
-            // The loop compacts and repeats the call once on a context-length error.
-            ...(event.type === "error" && isContextOverflow(event.error)
-              ? { contextOverflow: true }
-              : {}),
-          },
-          command.callID,
-          timing,
-        );
+        // `commits`: the first event was just found to need a commit (`applyNow` said so).
+        const quick = applied === 0 && commits ? undefined : applyNow(event);
+        step = quick ?? (await apply(entry, toInput(event), command.callID, timing));
         if (step === null || step.command.type !== "continue_llm") return step;
         if (applied + 1 >= MAX_BURST || isStopping() || entry.retired) return step;
         event = stream.poll();
@@ -295,11 +305,19 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       return step;
     };
     try {
-      const first = held?.first ?? stream.recv();
-      for (let event = await first; event !== undefined; event = await stream.recv()) {
+      let event = await (held?.first ?? stream.recv());
+      while (event !== undefined) {
         if (isStopping() || entry.retired) return;
-        const step = await queue.run(entry.conversationID, () => applyBurst(event));
+        // With nothing of the conversation queued or running, a step that commits nothing (a
+        // delta) is applied here and now: one event costs no trip through the queue and no
+        // promise (issue #19). Anything else goes through the queue.
+        const current: ResponseEvent = event;
+        const idle = queue.idle(entry.conversationID);
+        const step =
+          (idle ? applyNow(current) : undefined) ??
+          (await queue.run(entry.conversationID, () => applyBurst(current, idle)));
         if (step === null || step.command.type !== "continue_llm") return;
+        event = stream.poll() ?? (await stream.recv());
       }
     } finally {
       if (entry.stream?.stream === stream) entry.stream = null;

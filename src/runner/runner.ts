@@ -31,7 +31,7 @@ import {
   toSupersedingCancel,
 } from "../loop/index.ts";
 import { createOperationRunner, type RecordWrite } from "../store/index.ts";
-import { createApplyInput } from "./apply-input.ts";
+import { type ApplyInput, createApplyInput } from "./apply-input.ts";
 import { createConversationCache, type Live } from "./conversation-cache.ts";
 import { createModelCall } from "./model-call.ts";
 import type { PreparedCall } from "./prepared-call.ts";
@@ -55,17 +55,18 @@ export function createRunner(options: RunnerOptions): Runner {
     execute,
     prepare: (entry, command, turnID) => callModel.prepare(entry, command, turnID),
   });
+  const apply: ApplyInput = Object.assign(applyOrEndTurn, { now: applyNowOrEndTurn });
   const callModel = createModelCall({
     store,
     llm,
     now,
     queue,
-    apply: applyOrEndTurn,
+    apply,
     isStopping,
     ...(options.onModelSwitch === undefined ? {} : { onModelSwitch: options.onModelSwitch }),
     ...(options.prepareWaitMs === undefined ? {} : { prepareWaitMs: options.prepareWaitMs }),
   });
-  const callTool = createToolCall({ operations, now, queue, apply: applyOrEndTurn, isStopping });
+  const callTool = createToolCall({ operations, now, queue, apply, isStopping });
 
   /**
    * Runs work outside the caller's queue step. Model calls are awaited by `shutdown`; tool calls
@@ -95,6 +96,16 @@ export function createRunner(options: RunnerOptions): Runner {
   ): Promise<Transition | null> {
     try {
       return await applyInput(entry, input, inputID, extra);
+    } catch (error) {
+      fail(entry, `the conversation could not be saved: ${errorMessage(error)}`);
+      throw error;
+    }
+  }
+
+  /** `applyInput.now` (a step with nothing to commit, at once), failing the same way. */
+  function applyNowOrEndTurn(entry: Live, input: Input): Transition | undefined {
+    try {
+      return applyInput.now(entry, input);
     } catch (error) {
       fail(entry, `the conversation could not be saved: ${errorMessage(error)}`);
       throw error;

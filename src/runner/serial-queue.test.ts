@@ -52,4 +52,20 @@ describe("createSerialQueue()", () => {
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(queue.size, 0);
   });
+
+  test("idle(key) should be false while a task of the key is queued or running, true after", async () => {
+    const queue = createSerialQueue();
+    assert.equal(queue.idle("k"), true);
+    const gate = deferred();
+    const first = queue.run("k", () => gate.promise);
+    const second = queue.run("k", async () => "second");
+    assert.equal(queue.idle("k"), false);
+    assert.equal(queue.idle("other"), true);
+    gate.resolve();
+    await first;
+    assert.equal(queue.idle("k"), false, "the second task is still to run");
+    await second;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(queue.idle("k"), true);
+  });
 });

@@ -30,7 +30,7 @@ import type { AgentStream, AgentStreamDeps } from "./agent-stream/types.ts";
 import { createAppendSequencer, SequenceGapError } from "./append-sequencer.ts";
 import {
   type AgentServerMessage,
-  coalesceDeltas,
+  joinDeltas,
   toHeartbeatMessage,
   toProtocolError,
 } from "./cursor/index.ts";
@@ -43,7 +43,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   const outbound = createOutboundStream<AgentServerMessage>({
     heartbeatMs: options.heartbeatMs,
     heartbeat: toHeartbeatMessage,
-    coalesce: coalesceDeltas,
+    join: joinDeltas,
   });
   const sequencer = createAppendSequencer({
     gapTimeoutMs: options.appendGapTimeoutMs,

@@ -15,9 +15,11 @@
  * - `end(error?)` finishes the stream once the backlog is drained; a subscriber then completes,
  *   or throws `error`.
  * - Delivered messages are released, so a long turn holds only what is still to be sent.
- * - With `coalesce`, the messages waiting when the subscriber asks for the next one may be handed
- *   out as one (adjacent deltas joined, issue #19): they then count as delivered together, and a
- *   connection that drops while it is written leaves all of them undelivered.
+ * - With `join`, a message pushed while the one before it still waits (no subscriber has been
+ *   handed it yet) may be joined with it (adjacent deltas, issue #19): the backlog then holds one
+ *   message standing for both, which is handed out, delivered or sent again as one. Joining when
+ *   the message is pushed, rather than when the subscriber reads, keeps a slow subscriber's
+ *   backlog at one message per run of deltas, not one per delta (heap, GC, the scan).
  */
 export interface OutboundStream<T> {
   push(message: T): void;
@@ -35,7 +37,7 @@ export interface OutboundStream<T> {
    */
   read(signal?: AbortSignal, onDetach?: () => void): OutboundReader<T>;
   readonly ended: boolean;
-  /** Messages pushed so far. */
+  /** Messages backlogged so far (a push joined with the message before it adds none). */
   readonly length: number;
   /** Messages handed to a subscriber and written. */
   readonly delivered: number;
@@ -86,13 +88,10 @@ export interface OutboundStreamOptions<T> {
   readonly heartbeatMs: number;
   readonly heartbeat: () => T;
   /**
-   * The message to hand out for `pending[start]` and how many pending messages (at least 1) it
-   * stands for. Absent: one message at a time.
+   * The one message standing for `last` (waiting, not handed out yet) and `message` pushed right
+   * after it, or undefined to keep them apart. Absent: nothing is joined.
    */
-  readonly coalesce?: (
-    pending: readonly T[],
-    start: number,
-  ) => { readonly message: T; readonly count: number };
+  readonly join?: (last: T, message: T) => T | undefined;
 }
 
 export function createOutboundStream<T>(options: OutboundStreamOptions<T>): OutboundStream<T> {
@@ -105,6 +104,8 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
   let backlog: (T | undefined)[] = [];
   let base = 0;
   let delivered = 0;
+  /** Messages from this number on were never handed to a subscriber: `push` may join them. */
+  let handed = 0;
   let ended = false;
   let endError: unknown;
   let generation = 0;
@@ -118,10 +119,10 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
     for (const wake of waiters) wake();
   };
 
-  /** Delivered messages are never sent again: let them go. */
-  const markDelivered = (count: number): void => {
-    backlog.fill(undefined, delivered - base, delivered - base + count);
-    delivered += count;
+  /** The oldest undelivered message was written, and is never sent again: let it go. */
+  const markDelivered = (): void => {
+    backlog[delivered - base] = undefined;
+    delivered += 1;
     const done = delivered - base;
     if (done >= 256 && done * 2 >= backlog.length) {
       backlog = backlog.slice(done);
@@ -132,8 +133,8 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
   /** A reader for subscription `mine` (the generation it took over as). */
   function attach(mine: number, signal?: AbortSignal, onDetach?: () => void): OutboundReader<T> {
     active += 1;
-    /** How many backlog messages the message last returned by `next` stands for. */
-    let handedOut = 0;
+    /** Whether the message `next` returned last is still to be counted as delivered. */
+    let handedOut = false;
     let heartbeatDue = false;
     let over = false;
     let closed = false;
@@ -161,23 +162,18 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
           over = true;
           return undefined;
         }
-        if (handedOut > 0) {
-          markDelivered(handedOut);
-          handedOut = 0;
+        if (handedOut) {
+          markDelivered();
+          handedOut = false;
         }
         if (signal?.aborted) {
           over = true;
           return undefined;
         }
         if (delivered < base + backlog.length) {
-          if (options.coalesce === undefined) {
-            handedOut = 1;
-            return backlog[delivered - base] as T;
-          }
-          // Only the undelivered messages, from `delivered - base` on, are read.
-          const joined = options.coalesce(backlog as readonly T[], delivered - base);
-          handedOut = joined.count;
-          return joined.message;
+          handedOut = true;
+          if (handed <= delivered) handed = delivered + 1;
+          return backlog[delivered - base] as T;
         }
         if (heartbeatDue) {
           heartbeatDue = false;
@@ -244,6 +240,14 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
   return {
     push(message) {
       if (ended) throw new Error("push after end");
+      const last = backlog.length - 1;
+      if (options.join !== undefined && last >= 0 && base + last >= handed) {
+        const joined = options.join(backlog[last] as T, message);
+        if (joined !== undefined) {
+          backlog[last] = joined;
+          return;
+        }
+      }
       backlog.push(message);
       changed();
     },

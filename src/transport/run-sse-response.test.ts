@@ -18,7 +18,7 @@ import { AgentServerMessageSchema } from "./cursor/gen/agent/v1/agent_stream_pb.
 import {
   type AgentServerMessage,
   BidiRequestIdSchema,
-  coalesceDeltas,
+  joinDeltas,
   toConnectError,
   toHeartbeatMessage,
 } from "./cursor/index.ts";
@@ -65,7 +65,7 @@ async function serve(
   const outbound = createOutboundStream<AgentServerMessage>({
     heartbeatMs: settings.heartbeatMs ?? 60_000,
     heartbeat: toHeartbeatMessage,
-    coalesce: coalesceDeltas,
+    join: joinDeltas,
   });
   let detached = 0;
   const onDetach = () => {

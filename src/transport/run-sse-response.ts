@@ -14,10 +14,11 @@
  * socket pushes back.
  *
  * The bytes are Connect's: the message is `toBinary` of the procedure's output (what Connect's
- * binary serialization does), framed with `encodeEnvelope`, compressed with the codec
- * `compressionNegotiate` picks from the same list and the same threshold the Connect adapter
- * uses, and the stream ends with `createEndStreamSerialization`'s end-of-stream message (`{}`,
- * or the error's JSON with its metadata). Headers: status 200 and Connect's content type (and
+ * binary serialization does; `toServerMessageBytes` writes a delta's same bytes directly), framed
+ * with `encodeEnvelope`, compressed with the codec `compressionNegotiate` picks from the same
+ * list and the same threshold the Connect adapter uses, and the stream ends with
+ * `createEndStreamSerialization`'s end-of-stream message (`{}`, or the error's JSON with its
+ * metadata). Headers: status 200 and Connect's content type (and
  * `connect-content-encoding` when compressing), sent as soon as the stream is open instead of
  * with the first message. run-sse-response.test.ts compares both ways byte for byte.
  *
@@ -30,7 +31,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   type Compression,
@@ -49,7 +50,11 @@ import {
 } from "@connectrpc/connect/protocol-connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { checkFirstEnvelope, refuse } from "./client-faults.ts";
-import { type AgentServerMessage, AgentService, BidiRequestIdSchema } from "./cursor/index.ts";
+import {
+  type AgentServerMessage,
+  BidiRequestIdSchema,
+  toServerMessageBytes,
+} from "./cursor/index.ts";
 import type { RequestHandler } from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import type { OutboundReader } from "./outbound-stream.ts";
@@ -60,7 +65,6 @@ export const CONNECT_COMPRESSION: readonly Compression[] = [compressionGzip, com
 /** Connect's default: smaller messages are never compressed. */
 export const COMPRESS_MIN_BYTES = 1024;
 
-const OUTPUT = AgentService.method.runSSE.output;
 const END_STREAM = createEndStreamSerialization(undefined);
 /** Connect's streaming content type (rewritten for `contentType: "event-stream"`). */
 const CONTENT_TYPE = "application/connect+proto";
@@ -277,7 +281,7 @@ async function serveRunSse(
       }
       headSent = true;
       wrote = true;
-      const data = toBinary(OUTPUT, message);
+      const data = toServerMessageBytes(message);
       let bytes: Uint8Array;
       if (compression === null || data.byteLength < COMPRESS_MIN_BYTES) {
         bytes = encodeEnvelope(0, data);

@@ -1,8 +1,9 @@
 /**
  * Coalescing of adjacent streamed deltas (issue #19): when the client reads slower than the model
- * writes, the text deltas waiting for it are sent as one `text_delta` whose text is theirs
- * concatenated, and likewise thinking deltas. The client appends each delta to what it shows, so
- * one delta "ab" renders exactly like "a" then "b" (docs/protocol.md §2.5, interaction updates).
+ * writes, a text delta pushed while the text delta before it still waits to be sent is joined
+ * with it into one `text_delta` whose text is theirs concatenated, and likewise thinking deltas
+ * (outbound-stream.ts `join`). The client appends each delta to what it shows, so one delta "ab"
+ * renders exactly like "a" then "b" (docs/protocol.md §2.5, interaction updates).
  *
  * Only deltas of the same kind with the same other fields (`is_server_notice`, `thinking_style`)
  * are joined; anything else between them (a tool call, thinking completed, a heartbeat) ends the
@@ -10,80 +11,50 @@
  */
 import type { AgentServerMessage } from "./gen/agent/v1/agent_stream_pb.js";
 import type { InteractionUpdate } from "./gen/agent/v1/interaction_update_pb.js";
-import { toUpdateMessage } from "./server-message.ts";
+import { hasOuterFields, toTextDeltaMessage, toThinkingDeltaMessage } from "./server-message.ts";
 
-/** A coalesced message stays below this many UTF-16 code units of text. */
+/** A joined message stays below this many UTF-16 code units of text. */
 export const MAX_COALESCED_TEXT = 64 * 1024;
 
-/** The delta a message carries, when it is a plain text or thinking delta. */
-function toDelta(message: AgentServerMessage):
-  | {
-      readonly kind: "textDelta" | "thinkingDelta";
-      readonly text: string;
-      /** The delta's other fields, as one comparable key. */
-      readonly key: string;
-    }
-  | undefined {
-  if (message.message.case !== "interactionUpdate" || message.$unknown !== undefined) {
+/**
+ * The update a message carries, when it is a plain interaction update: nothing else set on the
+ * message (unknown fields, `ttft_breakdown`), which a joined message would drop.
+ */
+function toUpdate(message: AgentServerMessage): InteractionUpdate["message"] | undefined {
+  if (
+    message.message.case !== "interactionUpdate" ||
+    message.$unknown !== undefined ||
+    hasOuterFields(message)
+  ) {
     return undefined;
   }
   const update = message.message.value;
-  if (update.$unknown !== undefined) return undefined;
-  switch (update.message.case) {
-    case "textDelta": {
-      const delta = update.message.value;
-      if (delta.$unknown !== undefined) return undefined;
-      return { kind: "textDelta", text: delta.text, key: `${delta.isServerNotice}` };
-    }
-    case "thinkingDelta": {
-      const delta = update.message.value;
-      if (delta.$unknown !== undefined) return undefined;
-      return { kind: "thinkingDelta", text: delta.text, key: `${delta.thinkingStyle}` };
-    }
-    default:
-      return undefined;
-  }
+  return update.$unknown === undefined ? update.message : undefined;
 }
 
 /**
- * The message to send for `pending[start]` and how many messages it stands for: a run of
- * adjacent deltas of one kind joined into one message, or `pending[start]` alone.
+ * The one message standing for `last` then `next` when both are plain text deltas, or both plain
+ * thinking deltas, with the same other fields and together within `MAX_COALESCED_TEXT`; else
+ * undefined (sent apart).
  */
-export function coalesceDeltas(
-  pending: readonly AgentServerMessage[],
-  start: number,
-): { readonly message: AgentServerMessage; readonly count: number } {
-  const first = pending[start] as AgentServerMessage;
-  const next = pending[start + 1];
-  if (next === undefined) return { message: first, count: 1 };
-  const head = toDelta(first);
-  if (head === undefined) return { message: first, count: 1 };
-  let text = head.text;
-  let count = 1;
-  for (let i = start + 1; i < pending.length; i++) {
-    const delta = toDelta(pending[i] as AgentServerMessage);
-    if (delta === undefined || delta.kind !== head.kind || delta.key !== head.key) break;
-    if (text.length + delta.text.length > MAX_COALESCED_TEXT) break;
-    text += delta.text;
-    count++;
+export function joinDeltas(
+  last: AgentServerMessage,
+  next: AgentServerMessage,
+): AgentServerMessage | undefined {
+  const a = toUpdate(last);
+  const b = toUpdate(next);
+  if (a === undefined || b === undefined) return undefined;
+  if (a.case === "textDelta" && b.case === "textDelta") {
+    if (a.value.$unknown !== undefined || b.value.$unknown !== undefined) return undefined;
+    if (a.value.isServerNotice !== b.value.isServerNotice) return undefined;
+    if (a.value.text.length + b.value.text.length > MAX_COALESCED_TEXT) return undefined;
+    return toTextDeltaMessage(a.value.text + b.value.text, a.value.isServerNotice);
   }
-  if (count === 1) return { message: first, count };
-  const update = (first.message.value as InteractionUpdate).message;
-  // The first delta's other fields (equal for the whole run), with the joined text.
-  const message =
-    update.case === "textDelta"
-      ? toUpdateMessage({
-          case: "textDelta",
-          value: { text, isServerNotice: update.value.isServerNotice },
-        })
-      : toUpdateMessage({
-          case: "thinkingDelta",
-          value: {
-            text,
-            ...(update.case === "thinkingDelta" && update.value.thinkingStyle !== undefined
-              ? { thinkingStyle: update.value.thinkingStyle }
-              : {}),
-          },
-        });
-  return { message, count };
+  if (a.case === "thinkingDelta" && b.case === "thinkingDelta") {
+    if (a.value.$unknown !== undefined || b.value.$unknown !== undefined) return undefined;
+    if (a.value.thinkingStyle !== b.value.thinkingStyle) return undefined;
+    if (a.value.text.length + b.value.text.length > MAX_COALESCED_TEXT) return undefined;
+    return toThinkingDeltaMessage(a.value.text + b.value.text, a.value.thinkingStyle);
+  }
+  return undefined;
 }

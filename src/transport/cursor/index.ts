@@ -8,7 +8,7 @@ export { toForceBackground } from "./background-shell.ts";
 export { type BidiAppend, fromBidiAppendRequest } from "./bidi-append.ts";
 export { toCheckpointMessage } from "./checkpoint.ts";
 export { type ClientEvent, fromClientMessage } from "./client-message.ts";
-export { coalesceDeltas } from "./coalesce-deltas.ts";
+export { joinDeltas } from "./coalesce-deltas.ts";
 export {
   type AgentClientMessage,
   // For tests (e2e/, testing/): the client's side of the stream.
@@ -29,7 +29,7 @@ export {
   toResumedTurnState,
 } from "./run-request.ts";
 export { fromReceivedRunRequest } from "./run-request-bytes.ts";
-export { toHeartbeatMessage, toServerNotice } from "./server-message.ts";
+export { toHeartbeatMessage, toServerMessageBytes, toServerNotice } from "./server-message.ts";
 export {
   type OfferedModel,
   type PathEncryptionKeys,

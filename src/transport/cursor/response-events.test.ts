@@ -103,6 +103,32 @@ test("tool-call arguments stream as partial_tool_call with the tool's UI variant
   );
 });
 
+test("every partial_tool_call of a call carries the call's UI form, an MCP tool's too", () => {
+  const state = turnState({ modelCallID: "" });
+  const mcp = state.mcpTools[0];
+  assert.ok(mcp !== undefined);
+  for (const [id, name, variant] of [
+    ["toolu_1", "read_file", "readToolCall"],
+    ["toolu_2", mcp.name, "mcpToolCall"],
+  ] as const) {
+    const events = toEvents(assistantMessage([toolCall(id, name, { path: "a.ts" })]), 3);
+    const partial = feed(events, state).updates.filter(
+      (update) => update.case === "partialToolCall",
+    );
+    assert.ok(partial.length >= 3);
+    for (const update of partial) {
+      assert.ok(update.case === "partialToolCall");
+      assert.equal(update.value.toolCall?.toolCallId, id);
+      assert.equal(update.value.toolCall?.tool.case, variant);
+      assert.deepStrictEqual(update.value.toolCall, partial[0]?.value.toolCall);
+      // One object for all of them, frozen: its bytes are cached by identity (server-message.ts).
+      assert.equal(update.value.toolCall, partial[0]?.value.toolCall);
+      assert.ok(Object.isFrozen(update.value.toolCall));
+      assert.ok(Object.isFrozen(update.value.toolCall?.tool.value));
+    }
+  }
+});
+
 test("a tool call whose id is not known yet sends nothing until it is", () => {
   const [start, , delta] = toEvents(
     assistantMessage([toolCall("", "read_file", { path: "a" })]),

@@ -17,13 +17,14 @@
  */
 import { create } from "@bufbuild/protobuf";
 import type { AssistantMessage, ResponseEvent } from "../../llm/types.ts";
+import { deepFreeze } from "./deep-freeze.ts";
 import type { AgentServerMessage } from "./gen/agent/v1/agent_stream_pb.js";
 import {
   type ConversationStep,
   ConversationStepSchema,
 } from "./gen/agent/v1/conversation_state_pb.js";
 import { ToolCallSchema } from "./gen/agent/v1/tool_call_pb.js";
-import { toUpdateMessage } from "./server-message.ts";
+import { toTextDeltaMessage, toThinkingDeltaMessage, toUpdateMessage } from "./server-message.ts";
 import { findTool } from "./tools/catalogue.ts";
 import { addUsage, type StreamingToolCall, type TurnState, toContextTokens } from "./turn-state.ts";
 
@@ -60,7 +61,7 @@ export function fromResponseEvent(
       if (event.delta === "") return { state, messages: [] };
       return {
         state,
-        messages: [toUpdateMessage({ case: "textDelta", value: { text: event.delta } })],
+        messages: [toTextDeltaMessage(event.delta)],
       };
     case "thinking_start":
       return {
@@ -71,7 +72,7 @@ export function fromResponseEvent(
       if (event.delta === "") return { state, messages: [] };
       return {
         state,
-        messages: [toUpdateMessage({ case: "thinkingDelta", value: { text: event.delta } })],
+        messages: [toThinkingDeltaMessage(event.delta)],
       };
     case "thinking_end": {
       const startedAt =
@@ -136,30 +137,38 @@ function toPartialToolCall(
     const block = event.partial.content[event.contentIndex];
     if (block?.type !== "toolCall" || block.id === "" || block.name === "")
       return { state, messages: [] };
-    streaming = { contentIndex: event.contentIndex, toolCallID: block.id, toolName: block.name };
+    const tool = findTool(block.name, state.mode, state.mcpTools, state.web);
+    streaming = {
+      contentIndex: event.contentIndex,
+      toolCallID: block.id,
+      toolName: block.name,
+      // Frozen: every partial_tool_call of the call carries this one object, and its bytes are
+      // cached by identity (server-message.ts).
+      preview: deepFreeze(
+        create(ToolCallSchema, {
+          toolCallId: block.id,
+          ...(tool === null ? {} : { tool: tool.preview() }),
+        }),
+      ),
+    };
     next = { ...state, streaming: [...state.streaming, streaming] };
   }
   const delta = event.type === "toolcall_delta" ? event.delta : "";
   if (event.type === "toolcall_delta" && delta === "") return { state: next, messages: [] };
-  return { state: next, messages: [toPartialMessage(next, streaming, delta, context.callID)] };
+  return { state: next, messages: [toPartialMessage(streaming, delta, context.callID)] };
 }
 
 function toPartialMessage(
-  state: TurnState,
   streaming: StreamingToolCall,
   delta: string,
   modelCallID: string,
 ): AgentServerMessage {
-  const tool = findTool(streaming.toolName, state.mode, state.mcpTools, state.web);
-  const toolCall = create(ToolCallSchema, {
-    toolCallId: streaming.toolCallID,
-    ...(tool === null ? {} : { tool: tool.preview() }),
-  });
   return toUpdateMessage({
     case: "partialToolCall",
     value: {
       callId: streaming.toolCallID,
-      toolCall,
+      // One message for all of the call's updates: they are only serialised, never changed.
+      toolCall: streaming.preview,
       argsTextDelta: delta,
       modelCallId: modelCallID,
     },

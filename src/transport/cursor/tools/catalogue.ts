@@ -6,6 +6,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, JsonValue, Tool } from "../../../llm/types.ts";
+import { deepFreeze } from "../deep-freeze.ts";
 import type { McpDescriptor, McpToolDefinition } from "../gen/agent/v1/mcp_pb.js";
 import type { Mode } from "../mode.ts";
 import { askQuestion } from "./ask-question.ts";
@@ -74,14 +75,6 @@ export interface AnyTool {
  * Erases a handler's types. Sound because the session only ever passes a handler the arguments
  * its own `parse` returned and the data its own `start`/`resume` returned.
  */
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    for (const member of Object.values(value)) deepFreeze(member);
-    Object.freeze(value);
-  }
-  return value;
-}
-
 function erase<A, D>(
   handler: ToolHandler<A, D>,
   effects: "read_only" | "effects",
