@@ -145,7 +145,8 @@ async function main(): Promise<void> {
   // A PostgreSQL URL, or a SQLite file.
   const opened = /^postgres(ql)?:\/\//.test(databasePath as string)
     ? await openPostgresStore({ url: databasePath as string, poolSize: 2 })
-    : openSqliteStore({ path: databasePath as string });
+    : // As the server's store: killed with its WAL checkpoint worker running.
+      openSqliteStore({ path: databasePath as string, backgroundCheckpoints: true });
   const store = withCheckpoints(opened);
   const runner = createOperationRunner(store);
   const loaded = await store.load(CRASH_CONVERSATION);

@@ -74,7 +74,8 @@ const WRITES = new Set<string>([
 const settings = JSON.parse(process.argv[2] ?? "{}") as Settings;
 const store = withKillPoint(
   settings.databaseUrl === undefined
-    ? openSqliteStore({ path: settings.dbPath })
+    ? // As the server's store (cli/open-store.ts): the crash suites kill it with its WAL worker.
+      openSqliteStore({ path: settings.dbPath, backgroundCheckpoints: true })
     : await openPostgresStore({ url: settings.databaseUrl, poolSize: 4 }),
   settings.killAfterWrite,
 );
