@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, test } from "node:test";
@@ -278,7 +278,7 @@ describe("WAL checkpoints in a worker (wal-checkpointer.ts)", { timeout: 60_000 
     const directory = createTempDirectory();
     try {
       const path = join(directory.path, "store.db");
-      // A process that commits and ends without closing the store.
+      // A process that commits and ends without closing its stores.
       const script =
         `import { openSqliteStore } from ${JSON.stringify(new URL("./sqlite-store.ts", import.meta.url).href)};` +
         `import { toScriptedCommits } from ${JSON.stringify(new URL("./testing/scripted-conversation.ts", import.meta.url).href)};` +
@@ -287,15 +287,23 @@ describe("WAL checkpoints in a worker (wal-checkpointer.ts)", { timeout: 60_000 
         "const result = await store.commitInput({ inputID: first.inputID, expectedVersion: 0, " +
         "state: first.state, result: first.command, records: [{ type: 'request_stream', " +
         "requestID: 'request-child', clientState: new Uint8Array(300000).fill(7) }] });" +
-        "process.stdout.write(result.type);";
-      const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+        "process.stdout.write(result.type);" +
+        // A second store that never commits, its worker reporting (listeners on its port).
+        `openSqliteStore({ path: ${JSON.stringify(`${path}-idle`)}, backgroundCheckpoints: { onEvent() {} } });`;
+      // From a file: with `-e`, node exits even with a worker's port still ref'd.
+      const scriptPath = join(directory.path, "child.mjs");
+      writeFileSync(scriptPath, script);
+      const child = spawn(process.execPath, [scriptPath], {
         stdio: ["ignore", "pipe", "inherit"],
       });
       let out = "";
       child.stdout.on("data", (chunk) => {
         out += String(chunk);
       });
+      // A watchdog, not a wait: a child the worker keeps alive is killed, and the test fails.
+      const watchdog = setTimeout(() => child.kill("SIGKILL"), 20_000);
       const code = await new Promise((resolve) => child.once("exit", resolve));
+      clearTimeout(watchdog);
       assert.equal(code, 0);
       assert.equal(out, "committed");
       const store = openSqliteStore({ path });

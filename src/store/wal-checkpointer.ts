@@ -167,8 +167,6 @@ export function startWalCheckpointer(
         stderr: false,
       },
     );
-    // The worker must not keep the process alive on its own (a server exits when it is done).
-    worker.unref();
     const running = worker;
     running.on("message", (message: CheckpointWorkerMessage) => {
       if (message.type === "failed") failure = message.message;
@@ -188,6 +186,9 @@ export function startWalCheckpointer(
         resolve();
       });
     });
+    // The worker must not keep the process alive on its own (a server exits when it is done).
+    // After the listeners: adding a "message" listener refs the worker's port again.
+    running.unref();
   } catch (error) {
     fallBack(
       `the WAL checkpoint worker could not start (${errorMessage(error)}); checkpoints run on commit`,
