@@ -96,16 +96,9 @@ export interface CheckpointWorkerData {
   readonly report: boolean;
 }
 
-/** What the worker posts to the store's thread. */
+/** What the worker posts to the store's thread: its checkpoints, as reported, or its failure. */
 export type CheckpointWorkerMessage =
-  | {
-      readonly type: "checkpointed";
-      readonly walFrames: number;
-      readonly backfilledFrames: number;
-      readonly busy: boolean;
-      readonly durationMs: number;
-      readonly commits: number;
-    }
+  | Extract<CheckpointEvent, { readonly type: "checkpointed" }>
   | { readonly type: "failed"; readonly message: string };
 
 export const DEFAULT_INTERVAL_MS = 25;
