@@ -46,6 +46,7 @@ import { toPiModel } from "./pi-model.ts";
 import { createResponseStream } from "./response-stream.ts";
 import { createRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { redactSecret } from "./secret.ts";
+import { shareTools } from "./shared-tools.ts";
 import { toStablePayload } from "./stable-payload.ts";
 import type { LLMCall, LLMStream, RequestAttempt } from "./types.ts";
 
@@ -257,7 +258,7 @@ function streamProvider(
     maxRetries: 0,
     identity: { userAgent: { custom: USER_AGENT } },
     onPayload: (payload) =>
-      withParallelToolCalls(config.api, toStablePayload(model.api, payload) ?? payload),
+      withParallelToolCalls(config.api, shareTools(toStablePayload(model.api, payload) ?? payload)),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   };
   const events = startEvents(() =>
