@@ -43,6 +43,7 @@ import { toPiModel } from "./pi-model.ts";
 import { createResponseStream } from "./response-stream.ts";
 import { createRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { redactSecret } from "./secret.ts";
+import { createSentPayload } from "./sent-payload.ts";
 import { shareTools } from "./shared-tools.ts";
 import { toStablePayload } from "./stable-payload.ts";
 import type { LLMCall, LLMStream, RequestAttempt } from "./types.ts";
@@ -227,6 +228,7 @@ function streamProvider(
     Object.entries(config.headers).map(([name, value]) => [name, value.reveal()]),
   );
   const secrets = toSecrets(apiKey, headers);
+  const sent = createSentPayload(config.api);
   const exact = createExactFetch({
     callID: call.callID,
     model: config.name,
@@ -237,6 +239,7 @@ function streamProvider(
         : policy,
     signal: controller.signal,
     secrets,
+    onBodyTaken: sent.release,
     ...(call.replay === undefined ? {} : { replayBody: call.replay.body }),
     ...(call.beforeSend === undefined ? {} : { beforeSend: call.beforeSend }),
   });
@@ -254,7 +257,13 @@ function streamProvider(
     maxRetries: 0,
     identity: { userAgent: { custom: USER_AGENT } },
     onPayload: (payload) =>
-      withParallelToolCalls(config.api, shareTools(toStablePayload(model.api, payload) ?? payload)),
+      sent.adopt(
+        payload,
+        withParallelToolCalls(
+          config.api,
+          shareTools(toStablePayload(model.api, payload) ?? payload),
+        ),
+      ),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   };
   const events = startEvents(() =>
