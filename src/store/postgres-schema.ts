@@ -385,6 +385,27 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         on conflict (request_id) do nothing;
     `,
   },
+  {
+    version: 11,
+    name: "request streams: a binding's saved client state may be released (set to null) (SQLite's 7)",
+    // request-streams.ts: binding a new stream releases the saved state of the conversation's
+    // earlier ones. Everything else about a binding stays fixed; deleting and truncating stay
+    // refused (the truncate trigger of migration 7 is kept).
+    sql: `
+      drop trigger request_streams_bound on request_streams;
+
+      create trigger request_streams_bound before update on request_streams
+        for each row when (new.request_id is distinct from old.request_id
+          or new.conversation_id is distinct from old.conversation_id
+          or new.turn_id is distinct from old.turn_id
+          or new.created_at is distinct from old.created_at
+          or new.client_state is not null)
+        execute function cursor_byok_refuse('a request stream stays bound to its conversation; only its saved client state may be released');
+
+      create trigger request_streams_not_deleted before delete on request_streams
+        for each row execute function cursor_byok_refuse('a request stream stays bound to its conversation');
+    `,
+  },
 ];
 
 /** Moves version-4 bindings (JSON text with a base64 client state) over, as SQLite's 5 does. */

@@ -225,7 +225,7 @@ if (postgres.type === "ready") {
           "insert into user_calls (call_id, user_id, conversation_id, day, reserved_tokens, " +
             "reserved_cost, created_at) values ('open', 'u-ann', 'c-ann', '2026-11-30', 10, 0, 7)",
         );
-        assert.deepEqual(await migratePostgres(client), [10]);
+        assert.deepEqual(await migratePostgres(client, 10), [10]);
         const conversations = await client.query(
           "select conversation_id, user_id from conversation_users order by conversation_id",
         );
@@ -244,6 +244,73 @@ if (postgres.type === "ready") {
         ]);
         const held = await client.query("select held_at::int from user_calls");
         assert.deepEqual(held.rows, [{ held_at: 7 }]);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await pool.end();
+      await schema.drop();
+    }
+  });
+
+  test("migration 11 lets a binding's saved client state be released and nothing else change", async () => {
+    const schema = await postgres.server.createSchema();
+    const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
+    try {
+      const client = await pool.connect();
+      try {
+        assert.deepEqual(await migratePostgres(client, 10), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        await client.query("insert into conversations values ('c1', 1, 0, '', '', '{}', 1, 1)");
+        await client.query("insert into conversations values ('c2', 1, 0, '', '', '{}', 1, 1)");
+        const bytes = Buffer.from([0, 1, 2, 255]);
+        await client.query("insert into request_streams values ('r1', 'c1', 't1', $1, 5)", [bytes]);
+        await client.query("insert into request_streams values ('r2', 'c1', 't2', $1, 6)", [bytes]);
+        const refused = (sql: string, params: unknown[] = []) =>
+          assert.rejects(client.query(sql, params), /stays bound to its conversation/, sql);
+        // Before: no update at all.
+        await refused("update request_streams set client_state = null where request_id = 'r1'");
+        assert.deepEqual(await migratePostgres(client), [11]);
+
+        await client.query(
+          "update request_streams set client_state = null where request_id = 'r1'",
+        );
+        for (const sql of [
+          "update request_streams set client_state = $1 where request_id = 'r1'",
+          "update request_streams set client_state = $1 where request_id = 'r2'",
+        ]) {
+          await refused(sql, [Buffer.from([7])]);
+        }
+        for (const sql of [
+          "update request_streams set conversation_id = 'c2' where request_id = 'r1'",
+          "update request_streams set request_id = 'r3' where request_id = 'r1'",
+          "update request_streams set turn_id = 't9' where request_id = 'r1'",
+          "update request_streams set turn_id = null where request_id = 'r1'",
+          "update request_streams set created_at = 9 where request_id = 'r1'",
+          "delete from request_streams where request_id = 'r1'",
+          "truncate request_streams cascade",
+        ]) {
+          await refused(sql);
+        }
+        const rows = await client.query(
+          "select request_id, conversation_id, turn_id, client_state, created_at::int " +
+            "from request_streams order by request_id",
+        );
+        assert.deepEqual(rows.rows, [
+          {
+            request_id: "r1",
+            conversation_id: "c1",
+            turn_id: "t1",
+            client_state: null,
+            created_at: 5,
+          },
+          {
+            request_id: "r2",
+            conversation_id: "c1",
+            turn_id: "t2",
+            client_state: bytes,
+            created_at: 6,
+          },
+        ]);
       } finally {
         client.release();
       }

@@ -366,6 +366,69 @@ describe("schema migrations", () => {
     }
   });
 
+  test("migration 7 lets a binding's saved client state be released and nothing else change", () => {
+    const directory = createTempDirectory();
+    try {
+      const db = new DatabaseSync(join(directory.path, "release.db"));
+      try {
+        migrate(db, 6);
+        seedVersion1(db, toScriptedCommits(CONVERSATION).slice(0, 1));
+        db.prepare("insert into conversations values ('c2', 1, 0, '', '', '{}', 1, 1)").run();
+        const insert = db.prepare("insert into request_streams values (?, ?, ?, ?, ?)");
+        insert.run("r1", CONVERSATION, "t1", SAVED_BYTES, 5);
+        insert.run("r2", CONVERSATION, "t2", SAVED_BYTES, 6);
+        const refused = (sql: string, ...params: (Uint8Array | null)[]) =>
+          assert.throws(
+            () => db.prepare(sql).run(...params),
+            /stays bound to its conversation/,
+            sql,
+          );
+        refused("update request_streams set client_state = null where request_id = 'r1'");
+        migrate(db, 7);
+
+        db.prepare("update request_streams set client_state = null where request_id = 'r1'").run();
+        refused("update request_streams set client_state = ? where request_id = 'r1'", SAVED_BYTES);
+        refused(
+          "update request_streams set client_state = ? where request_id = 'r2'",
+          Uint8Array.of(7),
+        );
+        for (const sql of [
+          "update request_streams set conversation_id = 'c2' where request_id = 'r1'",
+          "update request_streams set request_id = 'r3' where request_id = 'r1'",
+          "update request_streams set turn_id = 't9' where request_id = 'r1'",
+          "update request_streams set turn_id = null where request_id = 'r1'",
+          "update request_streams set created_at = 9 where request_id = 'r1'",
+        ]) {
+          refused(sql);
+        }
+        const rows = db
+          .prepare("select * from request_streams order by request_id")
+          .all()
+          .map((row) => ({ ...row }));
+        assert.deepEqual(rows, [
+          {
+            request_id: "r1",
+            conversation_id: CONVERSATION,
+            turn_id: "t1",
+            client_state: null,
+            created_at: 5,
+          },
+          {
+            request_id: "r2",
+            conversation_id: CONVERSATION,
+            turn_id: "t2",
+            client_state: SAVED_BYTES,
+            created_at: 6,
+          },
+        ]);
+      } finally {
+        db.close();
+      }
+    } finally {
+      directory.remove();
+    }
+  });
+
   for (let version = 0; version < SCHEMA_VERSION; version += 1) {
     test(`a file at version ${version} is upgraded, keeps its data and has the latest schema`, async () => {
       const directory = createTempDirectory();

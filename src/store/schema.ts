@@ -273,6 +273,25 @@ export const MIGRATIONS: readonly Migration[] = [
       end;
     `,
   },
+  {
+    version: 7,
+    name: "request streams: a binding's saved client state may be released (set to null)",
+    // request-streams.ts: binding a new stream releases the saved state of the conversation's
+    // earlier ones. Everything else about a binding stays fixed, as before.
+    sql: `
+      drop trigger request_streams_bound;
+
+      create trigger request_streams_bound before update on request_streams
+      when new.request_id is not old.request_id
+        or new.conversation_id is not old.conversation_id
+        or new.turn_id is not old.turn_id
+        or new.created_at is not old.created_at
+        or new.client_state is not null
+      begin
+        select raise(abort, 'a request stream stays bound to its conversation; only its saved client state may be released');
+      end;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */
