@@ -390,7 +390,9 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     name: "request streams: a binding's saved client state may be released (set to null) (SQLite's 7)",
     // request-streams.ts: binding a new stream releases the saved state of the conversation's
     // earlier ones. Everything else about a binding stays fixed; deleting and truncating stay
-    // refused (the truncate trigger of migration 7 is kept).
+    // refused (the truncate trigger of migration 7 is kept). Bindings saved before are released
+    // by the same rule as SQLite's 7: each stream bound to a turn other than its conversation's
+    // current one (a state that is not JSON releases nothing; a binding without a turn stays).
     sql: `
       drop trigger request_streams_bound on request_streams;
 
@@ -404,6 +406,22 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
 
       create trigger request_streams_not_deleted before delete on request_streams
         for each row execute function cursor_byok_refuse('a request stream stays bound to its conversation');
+
+      create function pg_temp.cursor_byok_turn_of(state text) returns text language plpgsql as $$
+      begin
+        return state::jsonb ->> 'turnID';
+      exception when others then
+        return null;
+      end
+      $$;
+
+      update request_streams s set client_state = null
+      from conversations c
+      where c.conversation_id = s.conversation_id
+        and s.client_state is not null and s.turn_id is not null
+        and s.turn_id <> coalesce(pg_temp.cursor_byok_turn_of(c.state_json), s.turn_id);
+
+      drop function pg_temp.cursor_byok_turn_of(text);
     `,
   },
 ];

@@ -277,7 +277,10 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 7,
     name: "request streams: a binding's saved client state may be released (set to null)",
     // request-streams.ts: binding a new stream releases the saved state of the conversation's
-    // earlier ones. Everything else about a binding stays fixed, as before.
+    // earlier ones. Everything else about a binding stays fixed, as before. Bindings saved before
+    // are released by the same rule: each stream bound to a turn other than its conversation's
+    // current one (a conversation state that cannot be read releases nothing; a binding without
+    // a turn is left as it is).
     sql: `
       drop trigger request_streams_bound;
 
@@ -290,6 +293,13 @@ export const MIGRATIONS: readonly Migration[] = [
       begin
         select raise(abort, 'a request stream stays bound to its conversation; only its saved client state may be released');
       end;
+
+      update request_streams set client_state = null
+      where client_state is not null and turn_id is not null
+        and turn_id <> coalesce(
+          (select case when json_valid(c.state_json) then json_extract(c.state_json, '$.turnID') end
+            from conversations c where c.conversation_id = request_streams.conversation_id),
+          turn_id);
     `,
   },
 ];
