@@ -1,8 +1,9 @@
 /**
  * The PostgreSQL schema: the SQLite schema (schema.ts) migration for migration, in PostgreSQL's
  * words, so both stores hold the same rows and the same guarantees: messages, call usage and
- * request-stream bindings are append-only (triggers refuse UPDATE, DELETE and TRUNCATE), a saved
- * model request or client-operation request is never changed, a completed operation has a result.
+ * request-stream bindings are append-only (triggers refuse UPDATE, DELETE and TRUNCATE; since
+ * migration 11, a binding's saved client state alone may be set to null), a saved model request
+ * or client-operation request is never changed, a completed operation has a result.
  *
  * `cursor_byok_schema` lists the migrations applied; a database holding our tables without it is
  * another program's. Migrations run at open (and by `cursor-byok db migrate`), each in one
