@@ -394,6 +394,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     // refused (the truncate trigger of migration 7 is kept). Bindings saved before are released
     // by the same rule as SQLite's 7: each stream bound to a turn other than its conversation's
     // current one (a state that is not JSON releases nothing; a binding without a turn stays).
+    // The release finds the streams still holding a state by a partial index.
     sql: `
       drop trigger request_streams_bound on request_streams;
 
@@ -423,6 +424,9 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         and s.turn_id <> coalesce(pg_temp.cursor_byok_turn_of(c.state_json), s.turn_id);
 
       drop function pg_temp.cursor_byok_turn_of(text);
+
+      create index request_streams_saved on request_streams (conversation_id)
+        where client_state is not null;
     `,
   },
 ];

@@ -303,7 +303,7 @@ export function createPostgresTables(client: pg.PoolClient): Tables {
       );
     },
     async releaseRequestStreams(conversationID, keepRequestID) {
-      // By the index `request_streams_by_conversation`; rows already released are not rewritten.
+      // By the partial index `request_streams_saved`: only rows still holding a state are read.
       await query(
         "releaseRequestStreams",
         "update request_streams set client_state = null " +

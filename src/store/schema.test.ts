@@ -388,6 +388,18 @@ describe("schema migrations", () => {
           );
         refused("update request_streams set client_state = null where request_id = 'r-current'");
         migrate(db, 7);
+        // The release (sqlite-backend.ts) reads only the rows still holding a state.
+        const plan = db
+          .prepare(
+            "explain query plan update request_streams set client_state = null " +
+              "where conversation_id = ? and request_id <> ? and client_state is not null",
+          )
+          .all()
+          .map((step) => String(step.detail));
+        assert.ok(
+          plan.some((detail) => detail.includes("USING INDEX request_streams_saved")),
+          plan.join("; "),
+        );
         const rows = () =>
           db
             .prepare("select * from request_streams order by request_id")

@@ -280,7 +280,8 @@ export const MIGRATIONS: readonly Migration[] = [
     // earlier ones. Everything else about a binding stays fixed, as before. Bindings saved before
     // are released by the same rule: each stream bound to a turn other than its conversation's
     // current one (a conversation state that cannot be read releases nothing; a binding without
-    // a turn is left as it is).
+    // a turn is left as it is). The release finds the streams still holding a state by a partial
+    // index, so its cost does not grow with the conversation's turns.
     sql: `
       drop trigger request_streams_bound;
 
@@ -300,6 +301,9 @@ export const MIGRATIONS: readonly Migration[] = [
           (select case when json_valid(c.state_json) then json_extract(c.state_json, '$.turnID') end
             from conversations c where c.conversation_id = request_streams.conversation_id),
           turn_id);
+
+      create index request_streams_saved on request_streams (conversation_id)
+        where client_state is not null;
     `,
   },
 ];

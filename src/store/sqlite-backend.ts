@@ -96,7 +96,7 @@ export function createSqliteBackend(
     insertRequestStream: sql(
       "insert into request_streams (request_id, conversation_id, turn_id, client_state, created_at) values (?, ?, ?, ?, ?)",
     ),
-    // By the index `request_streams_by_conversation`; rows already released are not rewritten.
+    // By the partial index `request_streams_saved`: only rows still holding a state are read.
     releaseRequestStreams: sql(
       "update request_streams set client_state = null " +
         "where conversation_id = ? and request_id <> ? and client_state is not null",
