@@ -33,6 +33,8 @@ export function createMemoryBackend(): Backend {
   const calls = new Map<string, LLMCallRow>();
   const operations = new Map<string, ClientOperationRow>();
   const requestStreams = new Map<string, RequestStreamRow>();
+  /** Per conversation, the request ids whose client state is still saved (immutable lists). */
+  const savedStates = new Map<string, readonly string[]>();
   const summaries = new Map<string, SummaryRow>();
   const callUsage = new Map<string, CallUsageRow[]>();
   const dailyUsage = new Map<string, DailyUsageRow>();
@@ -159,6 +161,27 @@ export function createMemoryBackend(): Backend {
         throw new Error(`request ${row.requestID}: no conversation ${row.conversationID}`);
       }
       put(requestStreams, row.requestID, row);
+      if (row.clientState !== null) {
+        put(savedStates, row.conversationID, [
+          ...(savedStates.get(row.conversationID) ?? []),
+          row.requestID,
+        ]);
+      }
+    },
+    releaseRequestStreams(conversationID, keepRequestID) {
+      const saved = savedStates.get(conversationID) ?? [];
+      for (const requestID of saved) {
+        const row = requestStreams.get(requestID);
+        if (requestID === keepRequestID || row === undefined) continue;
+        put(requestStreams, requestID, { ...row, clientState: null });
+      }
+      if (saved.length > 0) {
+        put(
+          savedStates,
+          conversationID,
+          saved.filter((requestID) => requestID === keepRequestID),
+        );
+      }
     },
 
     readSummary: (conversationID) => summaries.get(conversationID) ?? null,

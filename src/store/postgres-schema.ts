@@ -1,8 +1,9 @@
 /**
  * The PostgreSQL schema: the SQLite schema (schema.ts) migration for migration, in PostgreSQL's
  * words, so both stores hold the same rows and the same guarantees: messages, call usage and
- * request-stream bindings are append-only (triggers refuse UPDATE, DELETE and TRUNCATE), a saved
- * model request or client-operation request is never changed, a completed operation has a result.
+ * request-stream bindings are append-only (triggers refuse UPDATE, DELETE and TRUNCATE; since
+ * migration 11, a binding's saved client state alone may be set to null), a saved model request
+ * or client-operation request is never changed, a completed operation has a result.
  *
  * `cursor_byok_schema` lists the migrations applied; a database holding our tables without it is
  * another program's. Migrations run at open (and by `cursor-byok db migrate`), each in one
@@ -383,6 +384,49 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         select s.request_id, u.user_id, s.created_at
         from request_streams s left join conversation_users u using (conversation_id)
         on conflict (request_id) do nothing;
+    `,
+  },
+  {
+    version: 11,
+    name: "request streams: a binding's saved client state may be released (set to null) (SQLite's 7)",
+    // request-streams.ts: binding a new stream releases the saved state of the conversation's
+    // earlier ones. Everything else about a binding stays fixed; deleting and truncating stay
+    // refused (the truncate trigger of migration 7 is kept). Bindings saved before are released
+    // by the same rule as SQLite's 7: each stream bound to a turn other than its conversation's
+    // current one (a state that is not JSON releases nothing; a binding without a turn stays).
+    // The release finds the streams still holding a state by a partial index.
+    sql: `
+      drop trigger request_streams_bound on request_streams;
+
+      create trigger request_streams_bound before update on request_streams
+        for each row when (new.request_id is distinct from old.request_id
+          or new.conversation_id is distinct from old.conversation_id
+          or new.turn_id is distinct from old.turn_id
+          or new.created_at is distinct from old.created_at
+          or new.client_state is not null)
+        execute function cursor_byok_refuse('a request stream stays bound to its conversation; only its saved client state may be released');
+
+      create trigger request_streams_not_deleted before delete on request_streams
+        for each row execute function cursor_byok_refuse('a request stream stays bound to its conversation');
+
+      create function pg_temp.cursor_byok_turn_of(state text) returns text language plpgsql as $$
+      begin
+        return state::jsonb ->> 'turnID';
+      exception when others then
+        return null;
+      end
+      $$;
+
+      update request_streams s set client_state = null
+      from conversations c
+      where c.conversation_id = s.conversation_id
+        and s.client_state is not null and s.turn_id is not null
+        and s.turn_id <> coalesce(pg_temp.cursor_byok_turn_of(c.state_json), s.turn_id);
+
+      drop function pg_temp.cursor_byok_turn_of(text);
+
+      create index request_streams_saved on request_streams (conversation_id)
+        where client_state is not null;
     `,
   },
 ];

@@ -225,7 +225,7 @@ if (postgres.type === "ready") {
           "insert into user_calls (call_id, user_id, conversation_id, day, reserved_tokens, " +
             "reserved_cost, created_at) values ('open', 'u-ann', 'c-ann', '2026-11-30', 10, 0, 7)",
         );
-        assert.deepEqual(await migratePostgres(client), [10]);
+        assert.deepEqual(await migratePostgres(client, 10), [10]);
         const conversations = await client.query(
           "select conversation_id, user_id from conversation_users order by conversation_id",
         );
@@ -244,6 +244,95 @@ if (postgres.type === "ready") {
         ]);
         const held = await client.query("select held_at::int from user_calls");
         assert.deepEqual(held.rows, [{ held_at: 7 }]);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await pool.end();
+      await schema.drop();
+    }
+  });
+
+  test("migration 11 releases the saved state of streams bound to an earlier turn, and lets a binding's saved state be released and nothing else change", async () => {
+    const schema = await postgres.server.createSchema();
+    const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
+    try {
+      const client = await pool.connect();
+      try {
+        assert.deepEqual(await migratePostgres(client, 10), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        // c1's current turn is t1; c2's state cannot be read.
+        await client.query(
+          `insert into conversations values ('c1', 1, 0, '', '', '{"turnID":"t1"}', 1, 1)`,
+        );
+        await client.query(
+          "insert into conversations values ('c2', 1, 0, '', '', 'not json', 1, 1)",
+        );
+        const bytes = Buffer.from([0, 1, 2, 255]);
+        const insert = (id: string, conversation: string, turn: string | null, at: number) =>
+          client.query("insert into request_streams values ($1, $2, $3, $4, $5)", [
+            id,
+            conversation,
+            turn,
+            bytes,
+            at,
+          ]);
+        await insert("r-earlier", "c1", "t0", 5);
+        await insert("r-current", "c1", "t1", 6);
+        await insert("r-no-turn", "c1", null, 4);
+        await insert("r-unreadable", "c2", "t0", 3);
+        const refused = (sql: string, params: unknown[] = []) =>
+          assert.rejects(client.query(sql, params), /stays bound to its conversation/, sql);
+        // Before: no update at all.
+        await refused(
+          "update request_streams set client_state = null where request_id = 'r-current'",
+        );
+        assert.deepEqual(await migratePostgres(client), [11]);
+        const rows = async () =>
+          (
+            await client.query(
+              "select request_id, conversation_id, turn_id, client_state, created_at::int " +
+                "from request_streams order by request_id",
+            )
+          ).rows;
+        const row = (
+          request_id: string,
+          conversation_id: string,
+          turn_id: string | null,
+          client_state: Buffer | null,
+          created_at: number,
+        ) => ({ request_id, conversation_id, turn_id, client_state, created_at });
+        assert.deepEqual(await rows(), [
+          row("r-current", "c1", "t1", bytes, 6),
+          row("r-earlier", "c1", "t0", null, 5),
+          row("r-no-turn", "c1", null, bytes, 4),
+          row("r-unreadable", "c2", "t0", bytes, 3),
+        ]);
+
+        await client.query(
+          "update request_streams set client_state = null where request_id = 'r-no-turn'",
+        );
+        for (const id of ["r-earlier", "r-current"]) {
+          await refused(`update request_streams set client_state = $1 where request_id = '${id}'`, [
+            Buffer.from([7]),
+          ]);
+        }
+        for (const sql of [
+          "update request_streams set conversation_id = 'c2' where request_id = 'r-earlier'",
+          "update request_streams set request_id = 'r3' where request_id = 'r-earlier'",
+          "update request_streams set turn_id = 't9' where request_id = 'r-earlier'",
+          "update request_streams set turn_id = null where request_id = 'r-earlier'",
+          "update request_streams set created_at = 9 where request_id = 'r-earlier'",
+          "delete from request_streams where request_id = 'r-earlier'",
+          "truncate request_streams cascade",
+        ]) {
+          await refused(sql);
+        }
+        assert.deepEqual(await rows(), [
+          row("r-current", "c1", "t1", bytes, 6),
+          row("r-earlier", "c1", "t0", null, 5),
+          row("r-no-turn", "c1", null, null, 4),
+          row("r-unreadable", "c2", "t0", bytes, 3),
+        ]);
       } finally {
         client.release();
       }

@@ -302,6 +302,15 @@ export function createPostgresTables(client: pg.PoolClient): Tables {
         ],
       );
     },
+    async releaseRequestStreams(conversationID, keepRequestID) {
+      // By the partial index `request_streams_saved`: only rows still holding a state are read.
+      await query(
+        "releaseRequestStreams",
+        "update request_streams set client_state = null " +
+          "where conversation_id = $1 and request_id <> $2 and client_state is not null",
+        [conversationID, keepRequestID],
+      );
+    },
 
     async readSummary(conversationID) {
       const row = await one(

@@ -2,8 +2,17 @@
  * Request-stream bindings: the conversation a client's agent stream (its protocol `request_id`)
  * belongs to, so that a stream reconnected after a restart reaches the same conversation. A
  * binding is written only inside a commit, so it exists exactly when that commit does, and it
- * never changes: binding again to the same conversation does nothing, binding to another one is
+ * never moves: binding again to the same conversation does nothing, binding to another one is
  * refused and the commit rolls back.
+ *
+ * The client state saved with a binding (for the Cursor transport, the run request, which carries
+ * the IDE's whole conversation checkpoint, up to 512 KiB) is kept only for the conversation's
+ * newest stream: the commit that binds a new request id also sets that of every other stream of
+ * its conversation to null; the rows stay. The runner binds a stream in the commit that starts a
+ * turn, and a conversation runs one turn at a time, so every earlier stream's turn has ended:
+ * its saved state could only answer a reconnect after a restart with an old checkpoint, and kept
+ * forever it made a conversation's rows grow as O(turns²) (issue #19; docs/architecture.md "The
+ * Cursor transport"). Binding a request id again binds nothing new and releases nothing.
  */
 import { StoreError } from "./errors.ts";
 import type { RequestStreamRow, Tables, WriteContext } from "./tables.ts";
@@ -56,6 +65,7 @@ export async function bindRequestStreamRow(
       clientState: clientState === undefined ? null : new Uint8Array(clientState),
       createdAt: context.now,
     });
+    await tables.releaseRequestStreams(conversationID, requestID);
     return;
   }
   if (existing.conversationID === conversationID) return;

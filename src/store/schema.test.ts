@@ -141,18 +141,18 @@ function seedVersion3(db: DatabaseSync, version: number): void {
   if (version >= 5) {
     // Typed columns since migration 5: the bindings as that migration leaves them.
     const insert = db.prepare("insert into request_streams values (?, ?, ?, ?, 12)");
-    insert.run("req-saved", CONVERSATION, "turn-a", SAVED_BYTES);
+    insert.run("req-saved", CONVERSATION, "t1", SAVED_BYTES);
+    insert.run("req-earlier", CONVERSATION, "t0", SAVED_BYTES);
     insert.run("req-no-client", CONVERSATION, "turn-b", null);
     insert.run("req-nothing", CONVERSATION, null, null);
     insert.run("req-other-text", CONVERSATION, null, null);
     return;
   }
   const insert = db.prepare("insert into request_streams values (?, ?, ?, 12)");
-  const json = JSON.stringify({
-    turnID: "turn-a",
-    client: Buffer.from(SAVED_BYTES).toString("base64"),
-  });
-  insert.run("req-saved", CONVERSATION, json);
+  const json = (turnID: string) =>
+    JSON.stringify({ turnID, client: Buffer.from(SAVED_BYTES).toString("base64") });
+  insert.run("req-saved", CONVERSATION, json("t1"));
+  insert.run("req-earlier", CONVERSATION, json("t0"));
   insert.run("req-no-client", CONVERSATION, JSON.stringify({ turnID: "turn-b", client: null }));
   insert.run("req-nothing", CONVERSATION, null);
   insert.run("req-other-text", CONVERSATION, "opened-by:run-request");
@@ -366,6 +366,93 @@ describe("schema migrations", () => {
     }
   });
 
+  test("migration 7 releases the saved state of streams bound to an earlier turn, and lets a binding's saved state be released and nothing else change", () => {
+    const directory = createTempDirectory();
+    try {
+      const db = new DatabaseSync(join(directory.path, "release.db"));
+      try {
+        migrate(db, 6);
+        // The conversation's current turn is t1.
+        seedVersion1(db, toScriptedCommits(CONVERSATION).slice(0, 1));
+        db.prepare("insert into conversations values ('c2', 1, 0, '', '', 'not json', 1, 1)").run();
+        const insert = db.prepare("insert into request_streams values (?, ?, ?, ?, ?)");
+        insert.run("r-earlier", CONVERSATION, "t0", SAVED_BYTES, 5);
+        insert.run("r-current", CONVERSATION, "t1", SAVED_BYTES, 6);
+        insert.run("r-no-turn", CONVERSATION, null, SAVED_BYTES, 4);
+        insert.run("r-unreadable", "c2", "t0", SAVED_BYTES, 3);
+        const refused = (sql: string, ...params: (Uint8Array | null)[]) =>
+          assert.throws(
+            () => db.prepare(sql).run(...params),
+            /stays bound to its conversation/,
+            sql,
+          );
+        refused("update request_streams set client_state = null where request_id = 'r-current'");
+        migrate(db, 7);
+        // The release (sqlite-backend.ts) reads only the rows still holding a state.
+        const plan = db
+          .prepare(
+            "explain query plan update request_streams set client_state = null " +
+              "where conversation_id = ? and request_id <> ? and client_state is not null",
+          )
+          .all()
+          .map((step) => String(step.detail));
+        assert.ok(
+          plan.some((detail) => detail.includes("USING INDEX request_streams_saved")),
+          plan.join("; "),
+        );
+        const rows = () =>
+          db
+            .prepare("select * from request_streams order by request_id")
+            .all()
+            .map((row) => ({ ...row }));
+        const row = (
+          request_id: string,
+          conversation_id: string,
+          turn_id: string | null,
+          client_state: Uint8Array | null,
+          created_at: number,
+        ) => ({ request_id, conversation_id, turn_id, client_state, created_at });
+        assert.deepEqual(rows(), [
+          row("r-current", CONVERSATION, "t1", SAVED_BYTES, 6),
+          row("r-earlier", CONVERSATION, "t0", null, 5),
+          row("r-no-turn", CONVERSATION, null, SAVED_BYTES, 4),
+          row("r-unreadable", "c2", "t0", SAVED_BYTES, 3),
+        ]);
+
+        db.prepare(
+          "update request_streams set client_state = null where request_id = 'r-no-turn'",
+        ).run();
+        refused(
+          "update request_streams set client_state = ? where request_id = 'r-earlier'",
+          SAVED_BYTES,
+        );
+        refused(
+          "update request_streams set client_state = ? where request_id = 'r-current'",
+          Uint8Array.of(7),
+        );
+        for (const sql of [
+          "update request_streams set conversation_id = 'c2' where request_id = 'r-earlier'",
+          "update request_streams set request_id = 'r3' where request_id = 'r-earlier'",
+          "update request_streams set turn_id = 't9' where request_id = 'r-earlier'",
+          "update request_streams set turn_id = null where request_id = 'r-earlier'",
+          "update request_streams set created_at = 9 where request_id = 'r-earlier'",
+        ]) {
+          refused(sql);
+        }
+        assert.deepEqual(rows(), [
+          row("r-current", CONVERSATION, "t1", SAVED_BYTES, 6),
+          row("r-earlier", CONVERSATION, "t0", null, 5),
+          row("r-no-turn", CONVERSATION, null, null, 4),
+          row("r-unreadable", "c2", "t0", SAVED_BYTES, 3),
+        ]);
+      } finally {
+        db.close();
+      }
+    } finally {
+      directory.remove();
+    }
+  });
+
   for (let version = 0; version < SCHEMA_VERSION; version += 1) {
     test(`a file at version ${version} is upgraded, keeps its data and has the latest schema`, async () => {
       const directory = createTempDirectory();
@@ -403,10 +490,10 @@ describe("schema migrations", () => {
               clientState,
               createdAt: 12,
             });
-            assert.deepEqual(
-              await store.findRequestStream("req-saved"),
-              bound("turn-a", SAVED_BYTES),
-            );
+            // The conversation's current turn is t1: migration 7 released the state of a stream
+            // bound to an earlier turn.
+            assert.deepEqual(await store.findRequestStream("req-saved"), bound("t1", SAVED_BYTES));
+            assert.deepEqual(await store.findRequestStream("req-earlier"), bound("t0", null));
             assert.deepEqual(await store.findRequestStream("req-no-client"), bound("turn-b", null));
             assert.deepEqual(await store.findRequestStream("req-nothing"), bound(null, null));
             assert.deepEqual(await store.findRequestStream("req-other-text"), bound(null, null));

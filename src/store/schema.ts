@@ -273,6 +273,39 @@ export const MIGRATIONS: readonly Migration[] = [
       end;
     `,
   },
+  {
+    version: 7,
+    name: "request streams: a binding's saved client state may be released (set to null)",
+    // request-streams.ts: binding a new stream releases the saved state of the conversation's
+    // earlier ones. Everything else about a binding stays fixed, as before. Bindings saved before
+    // are released by the same rule: each stream bound to a turn other than its conversation's
+    // current one (a conversation state that cannot be read releases nothing; a binding without
+    // a turn is left as it is). The release finds the streams still holding a state by a partial
+    // index, so its cost does not grow with the conversation's turns.
+    sql: `
+      drop trigger request_streams_bound;
+
+      create trigger request_streams_bound before update on request_streams
+      when new.request_id is not old.request_id
+        or new.conversation_id is not old.conversation_id
+        or new.turn_id is not old.turn_id
+        or new.created_at is not old.created_at
+        or new.client_state is not null
+      begin
+        select raise(abort, 'a request stream stays bound to its conversation; only its saved client state may be released');
+      end;
+
+      update request_streams set client_state = null
+      where client_state is not null and turn_id is not null
+        and turn_id <> coalesce(
+          (select case when json_valid(c.state_json) then json_extract(c.state_json, '$.turnID') end
+            from conversations c where c.conversation_id = request_streams.conversation_id),
+          turn_id);
+
+      create index request_streams_saved on request_streams (conversation_id)
+        where client_state is not null;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

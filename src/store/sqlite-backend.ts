@@ -96,6 +96,11 @@ export function createSqliteBackend(
     insertRequestStream: sql(
       "insert into request_streams (request_id, conversation_id, turn_id, client_state, created_at) values (?, ?, ?, ?, ?)",
     ),
+    // By the partial index `request_streams_saved`: only rows still holding a state are read.
+    releaseRequestStreams: sql(
+      "update request_streams set client_state = null " +
+        "where conversation_id = ? and request_id <> ? and client_state is not null",
+    ),
     ...prepareDashboardStatements(sql),
   };
 
@@ -269,6 +274,9 @@ export function createSqliteBackend(
         row.clientState,
         row.createdAt,
       );
+    },
+    releaseRequestStreams(conversationID, keepRequestID) {
+      statements.releaseRequestStreams.run(conversationID, keepRequestID);
     },
     ...createDashboardTables(statements),
   };

@@ -199,6 +199,11 @@ export interface SyncTables {
   readRequestStream(requestID: string): RequestStreamRow | null;
   /** Inserts a new binding; the request id must not be bound yet. */
   insertRequestStream(row: RequestStreamRow): void;
+  /**
+   * Sets the client state of every request stream of the conversation except `keepRequestID` to
+   * `null` (request-streams.ts: a newer stream was bound); the rows themselves stay.
+   */
+  releaseRequestStreams(conversationID: string, keepRequestID: string): void;
 
   // Dashboard (dashboard-types.ts): derived rows, written in the commit that caused them.
   readSummary(conversationID: string): SummaryRow | null;

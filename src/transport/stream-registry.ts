@@ -3,7 +3,8 @@
  * whichever arrives first, its RunSSE or its first BidiAppend (either order happens,
  * docs/protocol.md §1.4). A request id this process has not seen may belong to a stream opened
  * before a restart: the runner's binding finds its conversation and turn, and the stream is
- * restored (or, if its turn is over, ended) before any append is applied.
+ * restored (or, if its turn is over, ended) before any append is applied. Only the newest stream
+ * of a conversation keeps what it needs for that; an older one is refused (`stream_released`).
  *
  * Streams are dropped when they have ended and no subscriber is attached, after
  * `retentionMs` (so a late reconnect still finds the end of the backlog), and streams that never
@@ -92,8 +93,14 @@ export function createStreamRegistry(
 
   const create = async (requestID: string, mayCreate: boolean): Promise<AgentStream> => {
     const bound = await deps.runner.findStream(requestID);
-    if (!mayCreate && bound?.clientState == null) {
+    if (bound === null && !mayCreate) {
       throw toProtocolError({ type: "unknown_request_id", requestID });
+    }
+    // Bound, but nothing saved to pick it up: a newer stream of its conversation released it
+    // (store/request-streams.ts, docs/architecture.md "The Cursor transport"). Its turn is over:
+    // refused at once, not left waiting for a run request that cannot come.
+    if (bound !== null && bound.clientState === null) {
+      throw toProtocolError({ type: "stream_released", requestID });
     }
     const stream = createAgentStream(requestID, {
       ...deps,

@@ -840,6 +840,76 @@ export function runStoreContract(name: string, open: OpenStore): void {
         assert.equal((await commitScripted(store, otherSecond, 1)).type, "committed");
       });
 
+      it("binding a new request id releases the saved state of the conversation's other streams and keeps their rows", async (store) => {
+        const OTHER = "conv-other";
+        const commits = toScriptedCommits(CONVERSATION) as [
+          ScriptedCommit,
+          ScriptedCommit,
+          ScriptedCommit,
+          ScriptedCommit,
+        ];
+        const [otherFirst] = toScriptedCommits(OTHER) as [ScriptedCommit];
+        const saved = (requestID: string, turnID: string, byte: number): RecordWrite => ({
+          type: "request_stream",
+          requestID,
+          turnID,
+          clientState: new Uint8Array(4096).fill(byte),
+        });
+        const stateOf = async (requestID: string) =>
+          (await store.findRequestStream(requestID))?.clientState?.[0] ?? null;
+
+        await commitScripted(store, otherFirst, 0, [saved("req-other", "turn-o", 9)]);
+        await commitScripted(store, commits[0], 0, [saved("req-1", "turn-1", 1)]);
+        const first = await store.findRequestStream("req-1");
+        assert.equal(first?.clientState?.length, 4096);
+
+        await commitScripted(store, commits[1], 1, [saved("req-2", "turn-2", 2)]);
+        // Only the saved state goes: the binding (conversation, turn, time) stays as it was.
+        assert.deepEqual(await store.findRequestStream("req-1"), {
+          ...first,
+          clientState: null,
+        });
+        assert.equal(await stateOf("req-2"), 2);
+        assert.equal(
+          await stateOf("req-other"),
+          9,
+          "another conversation's stream keeps its state",
+        );
+
+        // Binding a request id bound before (to this conversation) releases nothing.
+        await commitScripted(store, commits[2], 2, [bind("req-1")]);
+        assert.equal(await stateOf("req-2"), 2);
+
+        // A commit that fails releases nothing: its binding rolls back with the rest.
+        await assertStoreError(
+          store,
+          commitScripted(store, commits[3], 3, [saved("req-3", "turn-3", 3), bind("req-other")]),
+          "request_bound_elsewhere",
+        );
+        assert.equal(await store.findRequestStream("req-3"), null);
+        assert.equal(await stateOf("req-2"), 2);
+        // Nor does one that loses the compare-and-swap.
+        const stale = await commitScripted(store, commits[3], 2, [saved("req-3", "turn-3", 3)]);
+        assert.equal(stale.type, "conflict");
+        assert.equal(await stateOf("req-2"), 2);
+
+        // A new binding with no state of its own still releases the earlier ones.
+        await commitScripted(store, commits[3], 3, [bind("req-3")]);
+        assert.equal(await stateOf("req-2"), null);
+        assert.equal((await store.findRequestStream("req-2"))?.turnID, "turn-2");
+        for (const requestID of ["req-1", "req-2", "req-3"]) {
+          assert.equal((await store.findRequestStream(requestID))?.conversationID, CONVERSATION);
+        }
+        assert.equal(await stateOf("req-other"), 9);
+        // A released request id is still bound: it cannot move to another conversation.
+        const [fresh] = toScriptedCommits("conv-fresh") as [ScriptedCommit];
+        await assertStoreError(
+          store,
+          commitScripted(store, fresh, 0, [bind("req-1")]),
+          "request_bound_elsewhere",
+        );
+      });
+
       it("a request id must be a non-empty string", async (store) => {
         const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
         for (const requestID of ["", 7, undefined]) {

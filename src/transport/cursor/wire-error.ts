@@ -44,6 +44,7 @@ export type ProtocolError =
   | { readonly type: "request_id_too_long"; readonly max: number }
   | { readonly type: "too_many_streams"; readonly max: number }
   | { readonly type: "unknown_request_id"; readonly requestID: string }
+  | { readonly type: "stream_released"; readonly requestID: string }
   | { readonly type: "no_turn"; readonly requestID: string; readonly event: string }
   | { readonly type: "turn_already_started" }
   | { readonly type: "no_model" }
@@ -102,6 +103,7 @@ export const WIRE_ERRORS: { readonly [Name in DetailedName]: Row<ErrorDetails_Er
   request_id_too_long: bare(Code.InvalidArgument),
   too_many_streams: bare(Code.ResourceExhausted),
   unknown_request_id: bare(Code.NotFound),
+  stream_released: bare(Code.NotFound),
   no_turn: bare(Code.NotFound),
   turn_already_started: bare(Code.FailedPrecondition),
   no_model: bare(Code.FailedPrecondition),
@@ -134,6 +136,11 @@ function toProtocolMessage(error: ProtocolError): string {
       return `too many open streams (${error.max}); try again when some have ended`;
     case "unknown_request_id":
       return `unknown request id: no stream ${error.requestID} is open and no run request started one`;
+    case "stream_released":
+      return (
+        `stream ${error.requestID} cannot be picked up again: its turn is over and a newer ` +
+        "request of its conversation has started since (only the newest is kept for a reconnect)"
+      );
     case "no_turn":
       return `request ${error.requestID} has no turn: ${error.event} needs a run request first`;
     case "turn_already_started":

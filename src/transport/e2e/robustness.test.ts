@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, test } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { Code, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import { AgentClientMessageSchema, AgentService, BidiService } from "../cursor/index.ts";
@@ -222,6 +222,41 @@ describe("robustness end to end", () => {
     assert.ok(result0?.role === "toolResult" && !result0.isError);
   });
 
+  test("after a restart, a RunSSE for an earlier stream of a conversation is refused at once; the newest still ends its turn", async () => {
+    // RunSSE in Connect's own framing, so that a plain Connect client reads it (readRunSse).
+    harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
+    harness.reply({ text: "first answer" }, { text: "second answer" });
+    const client = harness.client();
+    const first = client.startTurn({ conversationId: CONVERSATION, text: "one", modelId: MODEL });
+    assert.equal((await first.done).error, undefined);
+    const second = client.startTurn({ conversationId: CONVERSATION, text: "two", modelId: MODEL });
+    assert.equal((await second.done).view.text, "second answer");
+    await harness.restart(); // SIGKILL: both streams are gone from memory
+
+    // Only the newest stream of the conversation kept its saved run request.
+    assert.equal((await harness.store.findRequestStream(first.requestId))?.clientState, null);
+    const older = await readRunSse(harness, first.requestId);
+    assert.deepEqual(older.kinds, []);
+    assert.equal(older.error?.code, Code.NotFound);
+    assert.match(older.error?.rawMessage ?? "", /cannot be picked up again: its turn is over/);
+    // An append naming it is refused the same way (and keeps nothing).
+    const bidi = createClient(
+      BidiService,
+      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
+    );
+    const data = Buffer.from(toBinary(AgentClientMessageSchema, heartbeat())).toString("hex");
+    const append = await bidi
+      .bidiAppend({ requestId: { requestId: first.requestId }, data })
+      .catch((error: unknown) => error);
+    assert.equal((append as { code?: unknown }).code, Code.NotFound);
+
+    // The newest is picked up as before: its ended turn's checkpoint and a clean turn end.
+    const newest = await readRunSse(harness, second.requestId);
+    assert.equal(newest.error, undefined);
+    assert.ok(newest.kinds.includes("conversationCheckpointUpdate"), newest.kinds.join());
+    assert.equal((await harness.store.load(CONVERSATION))?.state.status, "final");
+  });
+
   test("a client that goes away and does not come back: the turn is canceled after the grace period", async () => {
     harness = await startHarness({ server: { stream: { ...defaultsForGrace() } } });
     harness.provider.reply({
@@ -271,15 +306,12 @@ describe("robustness end to end", () => {
     assert.equal((await first.done).error, undefined);
     const second = client.startTurn({ conversationId: CONVERSATION, text: "two", modelId: MODEL });
     await second.waitFor((m) => isTextDelta(m));
-    // The first request id comes back (its stream is gone from memory; the store still binds it).
-    const late: string[] = [];
-    for await (const message of createClient(
-      AgentService,
-      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
-    ).runSSE({ requestId: first.requestId }, { headers: {} })) {
-      late.push(message.message.case ?? "");
-    }
-    assert.ok(!late.some((kind) => kind === "execServerMessage"));
+    // The first request id comes back (its stream is gone from memory; the store still binds it,
+    // but turn two's binding released what it saved): refused at once, nothing sent.
+    const late = await readRunSse(harness, first.requestId);
+    assert.deepEqual(late.kinds, []);
+    assert.equal(late.error?.code, Code.NotFound);
+    assert.match(late.error?.rawMessage ?? "", /cannot be picked up again/);
     assert.equal(
       (await harness.store.load(CONVERSATION))?.state.status,
       "waiting_llm",
@@ -416,6 +448,25 @@ describe("robustness end to end", () => {
     assert.equal(fourth.view.text, "four");
   });
 });
+
+/** Reads a RunSSE for `requestId` to its end: the kinds of the messages, and the error it ended with. */
+async function readRunSse(
+  harness: Harness,
+  requestId: string,
+): Promise<{ kinds: string[]; error: ConnectError | undefined }> {
+  const kinds: string[] = [];
+  try {
+    for await (const message of createClient(
+      AgentService,
+      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
+    ).runSSE({ requestId }, { headers: {} })) {
+      kinds.push(message.message.case ?? "");
+    }
+    return { kinds, error: undefined };
+  } catch (error) {
+    return { kinds, error: ConnectError.from(error) };
+  }
+}
 
 function defaultsForGrace() {
   return {

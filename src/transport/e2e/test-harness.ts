@@ -113,6 +113,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           ...(options.process?.envelopeTimeoutMs === undefined
             ? {}
             : { envelopeTimeoutMs: options.process.envelopeTimeoutMs }),
+          ...(options.server?.runSseContentType === undefined
+            ? {}
+            : { runSseContentType: options.server.runSseContentType }),
           ...(first && options.process?.killAfterWrite !== undefined
             ? { killAfterWrite: options.process.killAfterWrite }
             : {}),
