@@ -16,7 +16,9 @@
  *   unoptimised code, are printed apart);
  * - latency and ttft are measured twice: with the client in this process (the server's event
  *   loop also runs the client's decoding), and with the client in a process of its own
- *   (turn-client.ts), as Cursor's clients are;
+ *   (turn-client.ts), as Cursor's clients are. The latter is also set against the direct call
+ *   made in the client's process: a client that talks to the provider itself crosses between
+ *   processes too, and that line is what the server adds for such a client;
  * - heap: live heap (after a full GC) per open, silent stream (waiting for its model), in a
  *   server process of its own: for a first batch of 200, and for 200 more (the target's figure:
  *   the first batch also carries V8's one-off compiled code and feedback);
@@ -36,24 +38,25 @@
  * (where the server process keeps its SQLite database; default the temporary directory).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { createLLM, createModelConfigs, type LLM, type LLMCall } from "../src/llm/index.ts";
+import type { LLM, LLMCall } from "../src/llm/index.ts";
 import { createRunner } from "../src/runner/runner.ts";
 import { createMemoryStore } from "../src/store/index.ts";
 import { silentLog } from "../src/transport/log.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../src/transport/server.ts";
 import type { ClientResult, ClientSettings } from "./stream-clients.ts";
-import type { TurnTimes } from "./turn-client.ts";
+import type { DirectCall, TurnTimes } from "./turn-client.ts";
 import {
   type BenchProvider,
+  createBenchLLM,
   indexesOf,
   MODEL,
   ms,
   percentile,
+  runDirect,
   runTurn,
   startBenchProvider,
 } from "./turn-kit.ts";
@@ -88,18 +91,9 @@ const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
 
 async function main(): Promise<void> {
   const provider = await startBenchProvider();
-  const models = createModelConfigs([
-    {
-      name: MODEL,
-      api: "openai-compatible",
-      model: "bench-model",
-      baseUrl: provider.url,
-      apiKey: "k",
-    },
-  ]);
   print("bench:stream — loopback fake provider; figure, then [target]");
   if (run("throughput") || run("latency") || run("ttft")) {
-    await inProcess(provider, models);
+    await inProcess(provider);
   }
   if (run("heap")) {
     await inServerProcess(provider, {
@@ -126,11 +120,8 @@ async function main(): Promise<void> {
 }
 
 /** throughput, latency, ttft: the server and the direct baseline in this process. */
-async function inProcess(
-  provider: BenchProvider,
-  models: ReturnType<typeof createModelConfigs>,
-): Promise<void> {
-  const llm = createLLM({ models });
+async function inProcess(provider: BenchProvider): Promise<void> {
+  const llm = createBenchLLM(provider.url);
   /** The request the server's last model call made: the direct baseline sends the same one. */
   let serverRequest: LLMCall["request"] | undefined;
   const recording: LLM = {
@@ -145,34 +136,18 @@ async function inProcess(
     { store, llm: recording, runner: createRunner({ store, llm: recording }), log: silentLog },
     { ...DEFAULT_SERVER_OPTIONS, port: 0, runSseContentType: "connect" },
   );
-  /** The stream consumed with the LLM layer directly: when each chunk's text arrived. */
-  const direct = async (): Promise<{ received: number[]; calledAt: number }> => {
-    const received: number[] = [];
-    const calledAt = performance.now();
-    const stream = createLLM({ models }).stream({
-      callID: randomUUID(),
-      model: MODEL,
-      conversationID: "bench",
-      request: serverRequest ?? {
-        systemPrompt: "s",
-        tools: [],
-        messages: [{ role: "user", content: "go", timestamp: 1 }],
-      },
-    });
-    // Only the arrival time while reading; the texts are parsed afterwards, as for the server.
-    const texts: string[] = [];
-    const times: number[] = [];
-    for await (const event of stream) {
-      if (event.type === "text_delta") {
-        texts.push(event.delta);
-        times.push(performance.now());
-      }
-    }
-    texts.forEach((text, i) => {
-      for (const index of indexesOf(text)) received[index] = times[i] as number;
-    });
-    return { received, calledAt };
-  };
+  const directRequest = (): LLMCall["request"] =>
+    serverRequest ?? {
+      systemPrompt: "s",
+      tools: [],
+      messages: [{ role: "user", content: "go", timestamp: 1 }],
+    };
+  /**
+   * The stream consumed with the LLM layer directly (one LLM layer, made once, as the server
+   * keeps its own): when each chunk's text arrived.
+   */
+  const directLLM = createBenchLLM(provider.url);
+  const direct = () => runDirect(directLLM, directRequest());
   const throughServer = async (): Promise<{ received: number[]; calledAt: number }> => {
     const received: number[] = [];
     const texts: string[] = [];
@@ -201,6 +176,25 @@ async function inProcess(
     });
     return { received, calledAt: local(times.sentAt) };
   };
+  /**
+   * The direct baseline in the client's process: the same model call with the LLM layer there,
+   * no server. "Added" against it counts what the server adds for a client that is a process of
+   * its own (as Cursor's are), not the cost of crossing into another process, which a client
+   * talking to the provider itself pays too.
+   */
+  const directInClientProcess = async (): Promise<{ received: number[]; calledAt: number }> => {
+    if (clientProcess === undefined) throw new Error("no client process");
+    const times = await clientProcess.direct({
+      providerUrl: provider.url,
+      request: directRequest(),
+    });
+    const local = (at: number) => at - performance.timeOrigin;
+    const received: number[] = [];
+    times.received.forEach((at, i) => {
+      if (at !== null) received[i] = local(at);
+    });
+    return { received, calledAt: local(times.sentAt) };
+  };
   /** Deltas per second from the call to the last chunk's arrival. */
   const rate = ({ received, calledAt }: { received: number[]; calledAt: number }, n: number) =>
     n / (((received[n - 1] ?? Number.NaN) - calledAt) / 1000);
@@ -208,7 +202,10 @@ async function inProcess(
   provider.script = { chunks: 2_000, paceMs: 0 };
   await throughServer(); // warm up
   await direct();
-  if (clientProcess !== undefined) await throughClientProcess();
+  if (clientProcess !== undefined) {
+    await throughClientProcess();
+    await directInClientProcess();
+  }
 
   if (run("throughput")) {
     print();
@@ -237,6 +234,7 @@ async function inProcess(
     const server: number[] = [];
     const apart: number[] = [];
     const base: number[] = [];
+    const baseApart: number[] = [];
     const delays = (received: readonly number[]) =>
       provider.written.flatMap((at, i) => {
         const got = received[i];
@@ -246,9 +244,10 @@ async function inProcess(
       server.push(...delays((await throughServer()).received));
       apart.push(...delays((await throughClientProcess()).received));
       base.push(...delays((await direct()).received));
+      baseApart.push(...delays((await directInClientProcess()).received));
     }
-    const added = (values: readonly number[]) =>
-      `p50 ${ms(percentile(values, 50) - percentile(base, 50))} [≤ 0.150 ms]   p99 ${ms(percentile(values, 99) - percentile(base, 99))} [< 1.000 ms]`;
+    const added = (values: readonly number[], baseline = base) =>
+      `p50 ${ms(percentile(values, 50) - percentile(baseline, 50))} [≤ 0.150 ms]   p99 ${ms(percentile(values, 99) - percentile(baseline, 99))} [< 1.000 ms]`;
     print();
     print(`latency: provider chunk → its text on the client, paced 2 ms (${server.length} chunks)`);
     print(
@@ -260,8 +259,14 @@ async function inProcess(
     print(
       `  LLM layer directly:                         p50 ${ms(percentile(base, 50))}   p99 ${ms(percentile(base, 99))}`,
     );
+    print(
+      `  LLM layer directly, in the client's process: p50 ${ms(percentile(baseApart, 50))}   p99 ${ms(percentile(baseApart, 99))}`,
+    );
     print(`  added, client in this process: ${added(server)}`);
     print(`  added, client in its own:      ${added(apart)}`);
+    print(
+      `  added, client in its own, against the direct call in that process: ${added(apart, baseApart)}`,
+    );
   }
 
   if (run("ttft")) {
@@ -270,21 +275,28 @@ async function inProcess(
       (received[0] ?? Number.NaN) - calledAt - ((provider.written[0] ?? 0) - provider.requestAt);
     /** `turns` turns of each kind, alternated. */
     const measure = async (turns: number) => {
-      const times = { server: [] as number[], apart: [] as number[], base: [] as number[] };
+      const times = {
+        server: [] as number[],
+        apart: [] as number[],
+        base: [] as number[],
+        baseApart: [] as number[],
+      };
       for (let round = 0; round < turns; round += 1) {
         times.server.push(firstAfter(await throughServer()));
         times.apart.push(firstAfter(await throughClientProcess()));
         times.base.push(firstAfter(await direct()));
+        times.baseApart.push(firstAfter(await directInClientProcess()));
       }
       return times;
     };
     // A server that has served a few dozen turns runs optimised code; the first turns of a
     // fresh process mostly measure how cold the code still is (printed apart).
     const cold = await measure(COLD_TURNS);
-    const { server, apart, base } = await measure(WARM_TURNS);
-    const added = (values: readonly number[]) => percentile(values, 50) - percentile(base, 50);
-    const coldAdded = (values: readonly number[]) =>
-      percentile(values, 50) - percentile(cold.base, 50);
+    const { server, apart, base, baseApart } = await measure(WARM_TURNS);
+    const added = (values: readonly number[], baseline = base) =>
+      percentile(values, 50) - percentile(baseline, 50);
+    const coldAdded = (values: readonly number[], baseline = cold.base) =>
+      percentile(values, 50) - percentile(baseline, 50);
     print();
     print(
       `ttft: time to the first text delta minus the provider's own, ${WARM_TURNS} turns after the section's first ${COLD_TURNS}`,
@@ -302,7 +314,13 @@ async function inProcess(
       `  added, client in this process: p50 ${ms(added(server))} [< 2.000 ms]   (first ${COLD_TURNS} turns: ${ms(coldAdded(cold.server))})`,
     );
     print(
+      `  LLM layer directly, in the client's process: p50 ${ms(percentile(baseApart, 50))}   p99 ${ms(percentile(baseApart, 99))}`,
+    );
+    print(
       `  added, client in its own:      p50 ${ms(added(apart))} [< 2.000 ms]   (first ${COLD_TURNS} turns: ${ms(coldAdded(cold.apart))})`,
+    );
+    print(
+      `  added, client in its own, against the direct call in that process: p50 ${ms(added(apart, baseApart))} [< 2.000 ms]   (first ${COLD_TURNS} turns: ${ms(coldAdded(cold.apart, cold.baseApart))})`,
     );
   }
   clientProcess?.close();
@@ -311,7 +329,11 @@ async function inProcess(
 }
 
 /** turn-client.ts in a child process: one turn per request, answered in order. */
-function startTurnClient(): { turn(url: string): Promise<TurnTimes>; close(): void } {
+function startTurnClient(): {
+  turn(url: string): Promise<TurnTimes>;
+  direct(call: DirectCall): Promise<TurnTimes>;
+  close(): void;
+} {
   const child = spawn(process.execPath, [join(import.meta.dirname, "turn-client.ts")], {
     stdio: ["pipe", "pipe", "inherit"],
   });
@@ -325,12 +347,14 @@ function startTurnClient(): { turn(url: string): Promise<TurnTimes>; close(): vo
   onLines(child, (line) => {
     if (line.startsWith("TURN ")) waiting.shift()?.resolve(JSON.parse(line.slice(5)) as TurnTimes);
   });
+  const ask = (line: string) =>
+    new Promise<TurnTimes>((resolve, reject) => {
+      waiting.push({ resolve, reject });
+      child.stdin?.write(`${line}\n`);
+    });
   return {
-    turn: (url) =>
-      new Promise<TurnTimes>((resolve, reject) => {
-        waiting.push({ resolve, reject });
-        child.stdin?.write(`${url}\n`);
-      }),
+    turn: (url) => ask(url),
+    direct: (call) => ask(`DIRECT ${JSON.stringify(call)}`),
     close() {
       clearTimeout(bound);
       child.stdin?.end();

@@ -7,10 +7,19 @@
  * For every line `<url>` on stdin it runs one turn (turn-kit.ts `runTurn`) and prints
  * `TURN <json>`: when the turn started and when each text delta's chunk indexes arrived, in epoch
  * milliseconds (`performance.timeOrigin + now`, comparable with the provider's process on one
- * machine). It exits when stdin closes.
+ * machine). For a line `DIRECT <json>` (`DirectCall`) it makes the same model call with the LLM
+ * layer directly, no server, and prints its times the same way: the baseline of a client that
+ * is a process of its own and talks to the provider itself. It exits when stdin closes.
  */
 import { createInterface } from "node:readline";
-import { indexesOf, runTurn } from "./turn-kit.ts";
+import type { LLM, LLMCall } from "../src/llm/index.ts";
+import { createBenchLLM, indexesOf, runDirect, runTurn } from "./turn-kit.ts";
+
+/** A `DIRECT` line: the provider's address and the request the server's model call made. */
+export interface DirectCall {
+  readonly providerUrl: string;
+  readonly request: LLMCall["request"];
+}
 
 export interface TurnTimes {
   readonly sentAt: number;
@@ -20,20 +29,39 @@ export interface TurnTimes {
 
 const epoch = (at: number) => performance.timeOrigin + at;
 
-for await (const url of createInterface({ input: process.stdin })) {
+/** One LLM layer per provider address, made once: as the server keeps its own. */
+const direct = new Map<string, LLM>();
+
+for await (const line of createInterface({ input: process.stdin })) {
+  const { received, calledAt } = line.startsWith("DIRECT ")
+    ? await callDirectly(JSON.parse(line.slice(7)) as DirectCall)
+    : await turn(line);
+  const result: TurnTimes = {
+    sentAt: epoch(calledAt),
+    received: Array.from(received, (at) => (at === undefined ? null : epoch(at))),
+  };
+  process.stdout.write(`TURN ${JSON.stringify(result)}\n`);
+}
+
+async function turn(url: string): Promise<{ received: number[]; calledAt: number }> {
   const texts: string[] = [];
   const times: number[] = [];
   const { sentAt } = await runTurn(url, (text, at) => {
     texts.push(text);
     times.push(at);
   });
-  const received: (number | null)[] = [];
+  const received: number[] = [];
   texts.forEach((text, i) => {
-    for (const index of indexesOf(text)) received[index] = epoch(times[i] as number);
+    for (const index of indexesOf(text)) received[index] = times[i] as number;
   });
-  const result: TurnTimes = {
-    sentAt: epoch(sentAt),
-    received: Array.from(received, (at) => at ?? null),
-  };
-  process.stdout.write(`TURN ${JSON.stringify(result)}\n`);
+  return { received, calledAt: sentAt };
+}
+
+function callDirectly(call: DirectCall): Promise<{ received: number[]; calledAt: number }> {
+  let llm = direct.get(call.providerUrl);
+  if (llm === undefined) {
+    llm = createBenchLLM(call.providerUrl);
+    direct.set(call.providerUrl, llm);
+  }
+  return runDirect(llm, call.request);
 }

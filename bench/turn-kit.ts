@@ -10,6 +10,7 @@ import { performance } from "node:perf_hooks";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { createLLM, createModelConfigs, type LLM, type LLMCall } from "../src/llm/index.ts";
 import {
   AgentClientMessageSchema,
   type AgentServerMessage,
@@ -155,6 +156,46 @@ export async function runTurn(
     if (!signal?.aborted) throw error;
   });
   return { sentAt };
+}
+
+/**
+ * One model call read with the LLM layer directly (no server), as `bench:stream`'s baseline: when
+ * each chunk's text arrived, by chunk index, and when the call was made (`performance.now()`).
+ * Only the arrival times are taken while reading; the texts are parsed afterwards, as for a turn.
+ */
+export async function runDirect(
+  llm: LLM,
+  request: LLMCall["request"],
+): Promise<{ received: number[]; calledAt: number }> {
+  const received: number[] = [];
+  const calledAt = performance.now();
+  const stream = llm.stream({
+    callID: randomUUID(),
+    model: MODEL,
+    conversationID: "bench",
+    request,
+  });
+  const texts: string[] = [];
+  const times: number[] = [];
+  for await (const event of stream) {
+    if (event.type === "text_delta") {
+      texts.push(event.delta);
+      times.push(performance.now());
+    }
+  }
+  texts.forEach((text, i) => {
+    for (const index of indexesOf(text)) received[index] = times[i] as number;
+  });
+  return { received, calledAt };
+}
+
+/** The LLM layer on the bench provider at `url`, as the server's model `MODEL` is configured. */
+export function createBenchLLM(url: string): LLM {
+  return createLLM({
+    models: createModelConfigs([
+      { name: MODEL, api: "openai-compatible", model: "bench-model", baseUrl: url, apiKey: "k" },
+    ]),
+  });
 }
 
 export function percentile(values: readonly number[], p: number): number {

@@ -3,7 +3,7 @@
  * only for keys whose text changed since the model last saw them. Unchanged context adds
  * nothing, so the cached prefix of the next request is as long as possible.
  */
-import { createHash } from "node:crypto";
+import { hash as digest } from "node:crypto";
 import type { ImageContent, TextContent, UserMessage } from "../llm/types.ts";
 import type { ContextSupplement, SeenContext } from "./types.ts";
 
@@ -15,7 +15,8 @@ export function withContext(
   const blocks: TextContent[] = [];
   let nextSeen = seen;
   for (const supplement of supplements) {
-    const hash = createHash("sha256").update(supplement.text, "utf8").digest("hex");
+    // One-shot (no `Hash` object per supplement, issue #19); the same digest of the UTF-8 text.
+    const hash = digest("sha256", supplement.text, "hex");
     const previous = nextSeen.find((entry) => entry.key === supplement.key);
     if (previous?.hash === hash) continue;
     blocks.push({ type: "text", text: supplement.text });

@@ -10,7 +10,7 @@
  * "request n-1 is a prefix of request n" is a comparison of two stored hashes.
  * Hashes are lowercase hex.
  */
-import { createHash } from "node:crypto";
+import { createHash, hash } from "node:crypto";
 import type { Message } from "../llm/types.ts";
 import { toCanonicalJSON } from "./canonical-json.ts";
 import type { HistoryHashes } from "./types.ts";
@@ -29,7 +29,8 @@ export function toMessageBytes(message: Message): Uint8Array {
 }
 
 export function hashMessageBytes(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
+  // One-shot: no `Hash` object per message (issue #19); the same digest.
+  return hash("sha256", bytes, "hex");
 }
 
 export function hashMessage(message: Message): string {

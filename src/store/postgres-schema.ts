@@ -409,7 +409,9 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       create trigger request_streams_not_deleted before delete on request_streams
         for each row execute function cursor_byok_refuse('a request stream stays bound to its conversation');
 
-      create function pg_temp.cursor_byok_turn_of(state text) returns text language plpgsql as $$
+      -- An ordinary function, dropped below: one in pg_temp would need the TEMP privilege, which
+      -- hardened databases take from application roles.
+      create function cursor_byok_turn_of(state text) returns text language plpgsql as $$
       begin
         return state::jsonb ->> 'turnID';
       exception when others then
@@ -421,9 +423,9 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       from conversations c
       where c.conversation_id = s.conversation_id
         and s.client_state is not null and s.turn_id is not null
-        and s.turn_id <> coalesce(pg_temp.cursor_byok_turn_of(c.state_json), s.turn_id);
+        and s.turn_id <> coalesce(cursor_byok_turn_of(c.state_json), s.turn_id);
 
-      drop function pg_temp.cursor_byok_turn_of(text);
+      drop function cursor_byok_turn_of(text);
 
       create index request_streams_saved on request_streams (conversation_id)
         where client_state is not null;

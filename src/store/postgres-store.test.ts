@@ -4,7 +4,7 @@
  * reason, when no PostgreSQL is available.
  */
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { test } from "node:test";
 import pg from "pg";
 import { toCanonicalJSON } from "../loop/canonical-json.ts";
@@ -339,6 +339,49 @@ if (postgres.type === "ready") {
     } finally {
       await pool.end();
       await schema.drop();
+    }
+  });
+
+  test("every migration runs for a role without the TEMP privilege (hardened databases take it from application roles)", async (t) => {
+    const suffix = randomBytes(4).toString("hex");
+    const database = `notemp_${suffix}`;
+    const role = `app_${suffix}`;
+    const admin = new pg.Client({ connectionString: postgres.server.url });
+    await admin.connect();
+    try {
+      const may = await admin.query(
+        "select rolcreatedb and rolcreaterole as may from pg_roles where rolname = current_user",
+      );
+      if (may.rows[0]?.may !== true) {
+        t.skip("the test database's role may not create a database and a role");
+        return;
+      }
+      await admin.query(`create database ${database}`);
+      await admin.query(`create role ${role} login password 'x'`);
+      await admin.query(`revoke temporary on database ${database} from public`);
+      await admin.query(`grant create, connect on database ${database} to ${role}`);
+      const url = new URL(postgres.server.url);
+      url.pathname = `/${database}`;
+      const owner = new pg.Client({ connectionString: url.toString() });
+      await owner.connect();
+      await owner.query(`create schema app authorization ${role}`);
+      await owner.end();
+      url.username = role;
+      url.password = "x";
+      url.searchParams.set("options", "-c search_path=app");
+      const client = new pg.Client({ connectionString: url.toString() });
+      await client.connect();
+      try {
+        await assert.rejects(client.query("create temporary table t (x int)"), /permission denied/);
+        const all = await migratePostgres(client as unknown as pg.PoolClient);
+        assert.deepEqual(all.at(-1), 11);
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await admin.query(`drop database if exists ${database}`).catch(() => {});
+      await admin.query(`drop role if exists ${role}`).catch(() => {});
+      await admin.end();
     }
   });
 

@@ -36,8 +36,9 @@ export function createBidiAppendApply(
   checks: BidiAppendChecks,
   log: Log,
 ): ApplyBidiAppend {
-  const access: CheckAccess = checks.access ?? (() => Promise.resolve());
-  const servedHere: CheckServedHere = checks.servedHere ?? (() => Promise.resolve());
+  // Absent checks are skipped, not awaited as resolved promises: each `await` is a trip through
+  // the microtask queue on the way to the turn start (issue #19).
+  const { access, servedHere } = checks;
   return async (request, header) => {
     const requestID = request.requestId?.requestId.slice(0, 64) ?? "";
     const decoded = fromBidiAppendRequest(request);
@@ -56,17 +57,19 @@ export function createBidiAppendApply(
       );
     }
     try {
-      await servedHere(decoded.value.requestID, header);
-      await access({ requestID: decoded.value.requestID });
+      if (servedHere !== undefined) await servedHere(decoded.value.requestID, header);
+      if (access !== undefined) await access({ requestID: decoded.value.requestID });
       const stream = await streams.open(decoded.value.requestID, {
         create: message.message.case === "runRequest",
       });
       // A run request on another user's conversation also ends this (the user's own) stream,
       // so its RunSSE reader is not left waiting for a turn that never starts.
-      await access({ conversationID: conversationOf(message) }).catch(async (error) => {
-        await stream.abandon(ConnectError.from(error));
-        throw error;
-      });
+      if (access !== undefined) {
+        await access({ conversationID: conversationOf(message) }).catch(async (error) => {
+          await stream.abandon(ConnectError.from(error));
+          throw error;
+        });
+      }
       await stream.append(appendSeqno, message);
     } catch (error) {
       const rejected = ConnectError.from(error);

@@ -54,6 +54,15 @@ export const BIDI_APPEND_PATH = "/aiserver.v1.BidiService/BidiAppend";
 /** `BidiAppendResponse` has no fields: its binary encoding is empty. */
 const EMPTY_RESPONSE = new Uint8Array(0);
 
+/**
+ * The head of every successful append, as Connect writes it (`Headers` order, i.e. by name): made
+ * once, not per append (issue #19). Node copies it; it is never changed.
+ */
+const SUCCESS_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  [headerUnaryContentLength.toLowerCase()]: "0",
+  "content-type": contentTypeUnaryProto,
+});
+
 type Request = IncomingMessage | Http2ServerRequest;
 
 export interface BidiAppendHandlerOptions {
@@ -154,24 +163,27 @@ async function serveBidiAppend(
     direct.fallback();
     return;
   }
-  const header = new Headers({ "content-type": contentTypeUnaryProto });
-  let status = 200;
-  let body: Uint8Array;
+  let error: ConnectError | undefined;
   try {
     await apply(parseRequest(bytes), headerOf(request, "x-request-id"));
-    body = EMPTY_RESPONSE;
     await afterQueuedWork();
   } catch (thrown) {
-    const error =
+    error =
       thrown instanceof ConnectError
         ? thrown
         : new ConnectError("internal error", Code.Internal, undefined, undefined, thrown);
-    status = codeToHttpStatus(error.code);
-    header.set("content-type", contentTypeUnaryJson);
-    // As Connect: an error relayed from the wire carries its payload, not its metadata.
-    if (!error.isWireError) mergeNonProtocolHeaders(header, error.metadata);
-    body = errorToJsonBytes(error, undefined);
   }
+  if (error === undefined) {
+    // The empty message is never compressed (under `COMPRESS_MIN_BYTES`): always these bytes.
+    response.writeHead(200, SUCCESS_HEADERS);
+    response.end(EMPTY_RESPONSE);
+    return;
+  }
+  const header = new Headers({ "content-type": contentTypeUnaryJson });
+  const status = codeToHttpStatus(error.code);
+  // As Connect: an error relayed from the wire carries its payload, not its metadata.
+  if (!error.isWireError) mergeNonProtocolHeaders(header, error.metadata);
+  let body = errorToJsonBytes(error, undefined);
   const { compression } = direct;
   if (compression !== null && body.byteLength >= COMPRESS_MIN_BYTES) {
     body = await compression.compress(body);

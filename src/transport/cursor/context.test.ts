@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { create } from "@bufbuild/protobuf";
-import { toContextSupplements, withoutCredentials } from "./context.ts";
+import {
+  ofSubagentContext,
+  toContextSupplements,
+  toSubagentContext,
+  withoutCredentials,
+} from "./context.ts";
+import { HookAdditionalContextSchema } from "./gen/agent/v1/common_pb.js";
 import { RequestContextSchema } from "./gen/agent/v1/request_context_pb.js";
 import { SelectedContextSchema } from "./gen/agent/v1/user_message_pb.js";
 
@@ -157,4 +163,47 @@ test("credentials embedded in git remote URLs are stripped", () => {
   assert.match(git, /remote: https:\/\/github.com\/o\/r.git/);
   assert.equal(withoutCredentials("git@github.com:o/r.git"), "git@github.com:o/r.git");
   assert.equal(withoutCredentials("ssh://git@host:22/r"), "ssh://host:22/r");
+});
+
+test("a subagent's context taken from the turn's rendered context is the one rendered apart", () => {
+  const selected = create(SelectedContextSchema, {
+    files: [{ path: "/w/a.ts", content: "const a = 1;" }],
+    codeSelections: [
+      { path: "/w/b.ts", content: "b()", range: { start: { line: 3 }, end: { line: 5 } } },
+    ],
+    terminals: [{ content: "$ npm test\nFAIL", title: "bash" }],
+    cursorRules: [{ rule: { fullPath: "/w/.cursor/rules/manual.mdc", content: "manual rule" } }],
+    gitDiff: { content: "diff --git a/x b/x" },
+    extraContext: ["note one"],
+    consoleLogs: [{ level: "error", message: "TypeError: x is undefined" }],
+    selectedSkills: [
+      { fullPath: "/w/.cursor/skills/release/SKILL.md", content: "Tag, then push." },
+    ],
+  });
+  const withHooks = create(RequestContextSchema, {
+    ...context,
+    hooksAdditionalContext: "from the hooks",
+  });
+  for (const excludeWorkspace of [false, true]) {
+    for (const customInstructions of [undefined, "Be brief."]) {
+      for (const requestContext of [context, withHooks, undefined]) {
+        const shared = { requestContext, customInstructions, excludeWorkspace };
+        const rendered = toContextSupplements({
+          ...shared,
+          selectedContext: selected,
+          hookContexts: [create(HookAdditionalContextSchema, { hookEventName: "x", content: "y" })],
+        });
+        const apart = toSubagentContext(shared);
+        assert.deepEqual(ofSubagentContext(rendered), apart);
+        if (requestContext !== undefined && !excludeWorkspace) {
+          assert.deepEqual(
+            apart.map((supplement) => supplement.key),
+            ["environment", "git", "project-layout", "rules", "mcp-instructions"].concat(
+              customInstructions === undefined ? [] : ["custom-instructions"],
+            ),
+          );
+        }
+      }
+    }
+  }
 });

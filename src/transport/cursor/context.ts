@@ -58,9 +58,17 @@ const SUBAGENT_CONTEXT_KEYS: ReadonlySet<string> = new Set([
 export function toSubagentContext(
   sources: Omit<ContextSources, "selectedContext" | "hookContexts">,
 ): ContextSupplement[] {
-  return toContextSupplements({ ...sources, selectedContext: undefined }).filter((supplement) =>
-    SUBAGENT_CONTEXT_KEYS.has(supplement.key),
-  );
+  return ofSubagentContext(toContextSupplements({ ...sources, selectedContext: undefined }));
+}
+
+/**
+ * `toSubagentContext` of the same sources, taken from the supplements `toContextSupplements`
+ * already made for them (a turn start renders the context once, not twice: issue #19). The same
+ * list: the subagent keys are rendered from the request context and the custom instructions
+ * alone, and no attached, selected or hook item has one of those keys (context.test.ts).
+ */
+export function ofSubagentContext(supplements: readonly ContextSupplement[]): ContextSupplement[] {
+  return supplements.filter((supplement) => SUBAGENT_CONTEXT_KEYS.has(supplement.key));
 }
 
 /** Largest rendering of one attached item; longer ones are cut in the middle (stated). */

@@ -7,10 +7,10 @@
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { SUBAGENT_TOOL } from "../../loop/subagent.ts";
-import type { StartInput, TurnSettings } from "../../loop/types.ts";
+import type { ContextSupplement, StartInput, TurnSettings } from "../../loop/types.ts";
 import { toBlobStore } from "./blobs.ts";
 import type { RunAction } from "./client-message.ts";
-import { toContextSupplements, toSubagentContext } from "./context.ts";
+import { ofSubagentContext, toContextSupplements, toSubagentContext } from "./context.ts";
 import { findUnusedContext } from "./context-attached.ts";
 import { type Decoded, toDecoded, toDecodeError } from "./decode-error.ts";
 import { AgentMode, type TodoItem, TodoItemSchema } from "./gen/agent/v1/common_pb.js";
@@ -138,7 +138,6 @@ export function fromRunRequest(
       : userMessage.content.length > 0;
   if (!hasContent) return toDecodeError("bad_field", "the user message is empty");
 
-  const state = toTurnState(request, conversationID, turn, options);
   const context = toContextSupplements({
     requestContext: turn.requestContext,
     selectedContext: turn.userMessage.selectedContext,
@@ -147,6 +146,7 @@ export function fromRunRequest(
     blobs,
     hookContexts: turn.userMessage.hookAdditionalContexts,
   });
+  const state = toTurnState(request, conversationID, turn, options, ofSubagentContext(context));
   const input: StartInput = {
     type: "start",
     inputID: options.inputID,
@@ -189,11 +189,16 @@ export function toResumedTurnState(
   return toDecoded(toTurnState(request, conversationID, resumed, options));
 }
 
+/**
+ * `subagentContext`: the turn's subagent context when the caller has rendered the context already
+ * (`ofSubagentContext`); made here otherwise.
+ */
 function toTurnState(
   request: AgentRunRequest,
   conversationID: string,
   turn: TurnAction,
   options: RunOptions,
+  subagentContext?: ContextSupplement[],
 ): TurnState {
   const previous = request.conversationState ?? create(ConversationStateStructureSchema);
   const agentMode =
@@ -236,11 +241,13 @@ function toTurnState(
     steps: [],
     previous,
     todos: toTodos(previous.todos),
-    subagentContext: toSubagentContext({
-      requestContext: turn.requestContext,
-      customInstructions: request.customSystemPrompt,
-      excludeWorkspace: request.excludeWorkspaceContext ?? false,
-    }),
+    subagentContext:
+      subagentContext ??
+      toSubagentContext({
+        requestContext: turn.requestContext,
+        customInstructions: request.customSystemPrompt,
+        excludeWorkspace: request.excludeWorkspaceContext ?? false,
+      }),
     customSubagents: (turn.requestContext?.customSubagents ?? []).map((custom) => ({
       name: custom.name,
       description: custom.description,

@@ -138,8 +138,8 @@ function toProtocolMessage(error: ProtocolError): string {
       return `unknown request id: no stream ${error.requestID} is open and no run request started one`;
     case "stream_released":
       return (
-        `stream ${error.requestID} cannot be picked up again: its turn is over and a newer ` +
-        "request of its conversation has started since (only the newest is kept for a reconnect)"
+        `stream ${error.requestID} cannot be picked up again: nothing is saved for it (a newer ` +
+        "request of its conversation has started since, and only the newest is kept for a reconnect)"
       );
     case "no_turn":
       return `request ${error.requestID} has no turn: ${error.event} needs a run request first`;

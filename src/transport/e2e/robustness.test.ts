@@ -222,7 +222,9 @@ describe("robustness end to end", () => {
     assert.ok(result0?.role === "toolResult" && !result0.isError);
   });
 
-  test("after a restart, a RunSSE for an earlier stream of a conversation is refused at once; the newest still ends its turn", async () => {
+  test("after a restart, a RunSSE for an earlier stream of a conversation is refused at once; the newest still ends its turn", {
+    timeout: 60_000,
+  }, async () => {
     // RunSSE in Connect's own framing, so that a plain Connect client reads it (readRunSse).
     harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
     harness.reply({ text: "first answer" }, { text: "second answer" });
@@ -238,7 +240,10 @@ describe("robustness end to end", () => {
     const older = await readRunSse(harness, first.requestId);
     assert.deepEqual(older.kinds, []);
     assert.equal(older.error?.code, Code.NotFound);
-    assert.match(older.error?.rawMessage ?? "", /cannot be picked up again: its turn is over/);
+    assert.match(
+      older.error?.rawMessage ?? "",
+      /cannot be picked up again: nothing is saved for it/,
+    );
     // An append naming it is refused the same way (and keeps nothing).
     const bidi = createClient(
       BidiService,
@@ -249,6 +254,10 @@ describe("robustness end to end", () => {
       .bidiAppend({ requestId: { requestId: first.requestId }, data })
       .catch((error: unknown) => error);
     assert.equal((append as { code?: unknown }).code, Code.NotFound);
+    assert.match(
+      String((append as { rawMessage?: unknown }).rawMessage),
+      /cannot be picked up again/,
+    );
 
     // The newest is picked up as before: its ended turn's checkpoint and a clean turn end.
     const newest = await readRunSse(harness, second.requestId);
@@ -459,7 +468,7 @@ async function readRunSse(
     for await (const message of createClient(
       AgentService,
       createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
-    ).runSSE({ requestId }, { headers: {} })) {
+    ).runSSE({ requestId }, { headers: {}, timeoutMs: 20_000 })) {
       kinds.push(message.message.case ?? "");
     }
     return { kinds, error: undefined };
