@@ -37,6 +37,11 @@ export interface ExactFetchOptions {
   readonly beforeSend?: (exact: ExactRequest) => Promise<void>;
   /** Credentials that must not appear in the recorded URL. */
   readonly secrets: readonly string[];
+  /**
+   * Called once, when the request's body has been taken (before `beforeSend`): whatever the SDK
+   * serialised it from is no longer needed by anyone, since a second request is refused.
+   */
+  readonly onBodyTaken?: () => void;
 }
 
 /** What the call sent so far. Written only by the code that sends (this fetch, or the demo). */
@@ -94,6 +99,7 @@ export function createExactFetch(options: ExactFetchOptions): {
         ? options.signal
         : AbortSignal.any([init.signal, options.signal]);
     const body = options.replayBody ?? init.body;
+    options.onBodyTaken?.();
     // Encoded once: hashed here and sent below (a 20–40 KB body; issue #19).
     const bytes = Buffer.from(body, "utf8");
     const url = String(input);

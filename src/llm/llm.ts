@@ -18,6 +18,7 @@ import {
   type ProviderStreams,
   type SimpleStreamOptions,
 } from "@earendil-works/pi-ai";
+import { toCallModel } from "./call-model.ts";
 import { type ModelCompaction, toModelCompaction } from "./compaction-config.ts";
 import type {
   ApiKeySource,
@@ -37,15 +38,13 @@ import {
   type ModelHealth,
   type ModelHealthInfo,
 } from "./model-health.ts";
-import {
-  applyModelOptions,
-  type ModelOptionSupport,
-  toModelOptionSupport,
-} from "./model-options.ts";
+import { type ModelOptionSupport, toModelOptionSupport } from "./model-options.ts";
 import { toPiModel } from "./pi-model.ts";
 import { createResponseStream } from "./response-stream.ts";
 import { createRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { redactSecret } from "./secret.ts";
+import { createSentPayload } from "./sent-payload.ts";
+import { shareTools } from "./shared-tools.ts";
 import { toStablePayload } from "./stable-payload.ts";
 import type { LLMCall, LLMStream, RequestAttempt } from "./types.ts";
 
@@ -224,12 +223,12 @@ function streamProvider(
   release: () => void,
   { policy, baseFetch, timeoutMs, health }: Transport,
 ): LLMStream {
-  const config = applyModelOptions(configured, call.options);
-  const model = toPiModel(config);
+  const { config, model } = toCallModel(configured, call.options);
   const headers = Object.fromEntries(
     Object.entries(config.headers).map(([name, value]) => [name, value.reveal()]),
   );
-  const secrets = [apiKey, ...Object.values(headers)].filter((secret) => secret !== NO_KEY);
+  const secrets = toSecrets(apiKey, headers);
+  const sent = createSentPayload(config.api);
   const exact = createExactFetch({
     callID: call.callID,
     model: config.name,
@@ -240,6 +239,7 @@ function streamProvider(
         : policy,
     signal: controller.signal,
     secrets,
+    onBodyTaken: sent.release,
     ...(call.replay === undefined ? {} : { replayBody: call.replay.body }),
     ...(call.beforeSend === undefined ? {} : { beforeSend: call.beforeSend }),
   });
@@ -257,7 +257,13 @@ function streamProvider(
     maxRetries: 0,
     identity: { userAgent: { custom: USER_AGENT } },
     onPayload: (payload) =>
-      withParallelToolCalls(config.api, toStablePayload(model.api, payload) ?? payload),
+      sent.adopt(
+        payload,
+        withParallelToolCalls(
+          config.api,
+          shareTools(toStablePayload(model.api, payload) ?? payload),
+        ),
+      ),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   };
   const events = startEvents(() =>
@@ -290,6 +296,16 @@ function streamProvider(
     observe: healthObserver(health, configured.name, () => exact.state.attempts),
     onEnd: release,
   });
+}
+
+/**
+ * The credentials of a call, which must not appear in what it records. Built to size: an array
+ * grown by `filter` reserves room for 17 (issue #19: it is kept for the call's life).
+ */
+function toSecrets(apiKey: string, headers: Readonly<Record<string, string>>): string[] {
+  const values = Object.values(headers);
+  if (values.length === 0) return apiKey === NO_KEY ? [] : [apiKey];
+  return [apiKey, ...values].filter((secret) => secret !== NO_KEY);
 }
 
 /** Reports a call's outcome to its model's health: its first token, or its failure. */

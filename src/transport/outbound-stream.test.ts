@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, mock, test } from "node:test";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { hasFastProperties } from "../llm/testing/fast-properties.ts";
 import { createOutboundStream } from "./outbound-stream.ts";
 
 setFlagsFromString("--expose-gc");
@@ -248,5 +249,41 @@ describe("OutboundStream.read()", () => {
     } finally {
       mock.timers.reset();
     }
+  });
+
+  test("streams and readers stay fast objects; their members read as before (issue #19)", () => {
+    const streams = [create(), create(), create()];
+    const readers = streams.map((stream) => stream.read());
+    for (const stream of streams) assert.equal(hasFastProperties(stream), true);
+    for (const reader of readers) assert.equal(hasFastProperties(reader), true);
+    const [stream, other] = streams as [ReturnType<typeof create>, ReturnType<typeof create>];
+    const reader = readers[0] as ReturnType<typeof stream.read>;
+    stream.push("a");
+    stream.push("b");
+    assert.deepEqual(
+      [stream.length, stream.delivered, stream.retained, stream.subscribed, stream.ended],
+      [2, 0, 2, true, false],
+    );
+    assert.equal(reader.next(), "a");
+    assert.equal(reader.next(), "b");
+    assert.deepEqual([stream.delivered, stream.retained], [1, 1]);
+    stream.end(new Error("over"));
+    assert.equal(reader.next(), undefined);
+    assert.deepEqual([reader.done, (reader.error as Error).message], [true, "over"]);
+    assert.deepEqual([stream.delivered, stream.retained, stream.ended], [2, 0, true]);
+    reader.close();
+    assert.equal(stream.subscribed, false);
+    assert.deepEqual([other.length, other.subscribed, readers[1]?.done], [0, true, false]);
+    assert.deepEqual(Object.keys(stream).sort(), [
+      "delivered",
+      "end",
+      "ended",
+      "length",
+      "push",
+      "read",
+      "retained",
+      "subscribe",
+      "subscribed",
+    ]);
   });
 });

@@ -21,6 +21,8 @@
  *   the message is pushed, rather than when the subscriber reads, keeps a slow subscriber's
  *   backlog at one message per run of deltas, not one per delta (heap, GC, the scan).
  */
+import { withGetters } from "../llm/index.ts";
+
 export interface OutboundStream<T> {
   push(message: T): void;
   end(error?: unknown): void;
@@ -136,9 +138,7 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
     /** Whether the message `next` returned last is still to be counted as delivered. */
     let handedOut = false;
     let heartbeatDue = false;
-    let over = false;
     let closed = false;
-    let error: unknown;
     let resume: (() => void) | null = null;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const wake = (): void => {
@@ -154,12 +154,16 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
       wake();
     };
     signal?.addEventListener("abort", wake, { once: true });
-    const reader: OutboundReader<T> = {
+    // `done` and `error` are data members this reader sets itself: accessors in a literal made
+    // per subscriber would put each reader in dictionary mode (issue #19, with-getters.ts).
+    const reader: { -readonly [K in keyof OutboundReader<T>]: OutboundReader<T>[K] } = {
+      done: false,
+      error: undefined,
       next() {
-        if (over) return undefined;
+        if (reader.done) return undefined;
         if (closed || mine !== generation) {
           // Taken over: the message being written goes to the new subscriber.
-          over = true;
+          reader.done = true;
           return undefined;
         }
         if (handedOut) {
@@ -167,7 +171,7 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
           handedOut = false;
         }
         if (signal?.aborted) {
-          over = true;
+          reader.done = true;
           return undefined;
         }
         if (delivered < base + backlog.length) {
@@ -180,16 +184,10 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
           return options.heartbeat();
         }
         if (ended) {
-          over = true;
-          error = endError;
+          reader.done = true;
+          reader.error = endError;
         }
         return undefined;
-      },
-      get done() {
-        return over;
-      },
-      get error() {
-        return error;
       },
       wait() {
         if (closed || mine !== generation || signal?.aborted || ended) return Promise.resolve();
@@ -203,7 +201,7 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
       close() {
         if (closed) return;
         closed = true;
-        over = true;
+        reader.done = true;
         wake();
         signal?.removeEventListener("abort", wake);
         active -= 1;
@@ -237,7 +235,11 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
     }
   }
 
-  return {
+  // The derived members are accessors that do not put each stream in dictionary mode (issue #19).
+  const stream: Omit<
+    OutboundStream<T>,
+    "ended" | "length" | "delivered" | "retained" | "subscribed"
+  > = {
     push(message) {
       if (ended) throw new Error("push after end");
       const last = backlog.length - 1;
@@ -268,20 +270,12 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
       changed();
       return attach(generation, signal, onDetach);
     },
-    get ended() {
-      return ended;
-    },
-    get length() {
-      return base + backlog.length;
-    },
-    get delivered() {
-      return delivered;
-    },
-    get retained() {
-      return base + backlog.length - delivered;
-    },
-    get subscribed() {
-      return active > 0;
-    },
   };
+  return withGetters(stream, {
+    ended: () => ended,
+    length: () => base + backlog.length,
+    delivered: () => delivered,
+    retained: () => base + backlog.length - delivered,
+    subscribed: () => active > 0,
+  });
 }
