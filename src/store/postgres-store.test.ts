@@ -14,6 +14,7 @@ import { userMessage } from "../loop/testing.ts";
 import type { Message } from "../loop/types.ts";
 import { migratePostgres } from "./postgres-schema.ts";
 import { openPostgresStore } from "./postgres-store.ts";
+import { REFUSED_BINDING_UPDATES } from "./testing/binding-updates.ts";
 import { imageMessage, runStoreContract, testImage } from "./testing/contract.ts";
 import { runDashboardContract } from "./testing/dashboard-contract.ts";
 import { getTestPostgres } from "./testing/postgres-server.ts";
@@ -317,11 +318,7 @@ if (postgres.type === "ready") {
           ]);
         }
         for (const sql of [
-          "update request_streams set conversation_id = 'c2' where request_id = 'r-earlier'",
-          "update request_streams set request_id = 'r3' where request_id = 'r-earlier'",
-          "update request_streams set turn_id = 't9' where request_id = 'r-earlier'",
-          "update request_streams set turn_id = null where request_id = 'r-earlier'",
-          "update request_streams set created_at = 9 where request_id = 'r-earlier'",
+          ...REFUSED_BINDING_UPDATES,
           "delete from request_streams where request_id = 'r-earlier'",
           "truncate request_streams cascade",
         ]) {

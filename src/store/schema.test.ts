@@ -11,6 +11,7 @@ import { toStateJSON } from "./history.ts";
 import { createMemoryStore } from "./memory-store.ts";
 import { APPLICATION_ID, MIGRATIONS, migrate, SCHEMA_VERSION } from "./schema.ts";
 import { openSqliteStore } from "./sqlite-store.ts";
+import { REFUSED_BINDING_UPDATES } from "./testing/binding-updates.ts";
 import { imageMessage, testImage, toLLMCall } from "./testing/contract.ts";
 import { answer, driveTurn } from "./testing/dashboard-contract.ts";
 import { type ScriptedCommit, toScriptedCommits } from "./testing/scripted-conversation.ts";
@@ -430,13 +431,7 @@ describe("schema migrations", () => {
           "update request_streams set client_state = ? where request_id = 'r-current'",
           Uint8Array.of(7),
         );
-        for (const sql of [
-          "update request_streams set conversation_id = 'c2' where request_id = 'r-earlier'",
-          "update request_streams set request_id = 'r3' where request_id = 'r-earlier'",
-          "update request_streams set turn_id = 't9' where request_id = 'r-earlier'",
-          "update request_streams set turn_id = null where request_id = 'r-earlier'",
-          "update request_streams set created_at = 9 where request_id = 'r-earlier'",
-        ]) {
+        for (const sql of REFUSED_BINDING_UPDATES) {
           refused(sql);
         }
         assert.deepEqual(rows(), [
