@@ -8,7 +8,7 @@ import { isStoreError } from "../store/index.ts";
 import { AGENT_COMMAND } from "./agent.ts";
 import type { Command } from "./command.ts";
 import { CONFIG_COMMAND, CONFIG_INIT_COMMAND } from "./config-init.ts";
-import { DB_MIGRATE_COMMAND } from "./db.ts";
+import { DB_COMPACT_COMMAND, DB_MIGRATE_COMMAND } from "./db.ts";
 import { DOCTOR_COMMAND } from "./doctor.ts";
 import { IDE_COMMAND } from "./ide.ts";
 import type { CliIO } from "./io.ts";
@@ -28,6 +28,7 @@ export const COMMANDS: readonly Command[] = [
   AGENT_COMMAND,
   USAGE_COMMAND,
   DB_MIGRATE_COMMAND,
+  DB_COMPACT_COMMAND,
   USERS_COMMAND,
 ];
 
@@ -78,9 +79,13 @@ function findCommand(
     return { command: CONFIG_COMMAND, commandArgs: rest };
   }
   if (first === "db") {
-    return rest[0] === "migrate"
-      ? { command: DB_MIGRATE_COMMAND, commandArgs: rest.slice(1) }
-      : { command: undefined, commandArgs: rest };
+    const command =
+      rest[0] === "migrate"
+        ? DB_MIGRATE_COMMAND
+        : rest[0] === "compact"
+          ? DB_COMPACT_COMMAND
+          : undefined;
+    return { command, commandArgs: command === undefined ? rest : rest.slice(1) };
   }
   return { command: COMMANDS.find((command) => command.name === first), commandArgs: rest };
 }

@@ -33,6 +33,7 @@ export {
   type RunOperation,
 } from "./run-once.ts";
 export { SCHEMA_VERSION } from "./schema.ts";
+export { type CompactResult, compactSqliteDatabase } from "./sqlite-compact.ts";
 export { openSqliteStore, type SqliteStoreOptions } from "./sqlite-store.ts";
 export type * from "./types.ts";
 export type * from "./users.ts";
