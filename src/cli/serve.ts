@@ -279,7 +279,9 @@ export const SERVE_COMMAND: Command = {
         );
       }
     }
-    await shutDown(server, opened, cluster !== undefined);
+    // The same shutdown with or without other instances: turns not over are left for a
+    // reconnect, their clients' connections dropped (transport/server.ts `close`).
+    await shutDown(server, opened);
     await team?.close();
     await cluster?.close();
     clearTimeout(limit);
@@ -430,8 +432,8 @@ function toBanner(
   return lines.join("\n");
 }
 
-async function shutDown(server: Server, store: OpenedStore, handOver: boolean): Promise<void> {
-  await server.close({ handOver });
+async function shutDown(server: Server, store: OpenedStore): Promise<void> {
+  await server.close();
   await store.close();
 }
 

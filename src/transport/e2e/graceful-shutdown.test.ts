@@ -1,0 +1,173 @@
+/**
+ * A graceful shutdown (`Server.close`, what SIGTERM and SIGINT run) through the real server and
+ * the protocol-faithful client, for both RunSSE responders and for RunSSE over HTTP/2
+ * (docs/architecture.md "Shutdown"). A turn that has not ended stays as it is in the store and is
+ * continued when its client reconnects after the restart, so the client must not be told that
+ * it ended: its RunSSE connection is dropped without an end of stream, whether a model call or
+ * a client's tool call was running, and after the restart it reconnects and the turn completes.
+ * The in-process harness restarts on the same store; src/transport/e2e/subagents-crash.test.ts
+ * does the same with SIGTERM and a server process.
+ */
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, test } from "node:test";
+import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
+import type { Runner } from "../../runner/types.ts";
+import type { CursorClientOptions, Turn } from "../testing/index.ts";
+import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
+
+const CONVERSATION = "5d4c3b2a-1111-4a5b-8c6d-7e8f9a0b1c2d";
+
+const WAYS = [
+  { name: "the direct responder", responder: "direct", httpVersion: "1.1" },
+  { name: "Connect's responder", responder: "connect", httpVersion: "1.1" },
+  { name: "HTTP/2 (Connect's responder)", responder: "direct", httpVersion: "2" },
+] as const;
+
+/** One turn of the event loop (the runner's slow shutdown counts them; no clock). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** How the client's RunSSE ended: lost (no end of stream) or ended by the server. */
+async function firstEnd(turn: Turn, lost: Promise<unknown>): Promise<string> {
+  return Promise.race([
+    lost.then(() => "lost"),
+    turn.done.then(
+      (result) => `ended (${result.error === undefined ? "cleanly" : result.error.message})`,
+      (error: unknown) => `failed (${String(error)})`,
+    ),
+  ]);
+}
+
+for (const way of WAYS) {
+  describe(`graceful shutdown mid-turn, RunSSE with ${way.name}`, () => {
+    let harness: Harness;
+    afterEach(async () => harness.close());
+
+    const start = async (
+      options: Partial<CursorClientOptions> = {},
+      runner?: (runner: Runner) => Runner,
+    ) => {
+      harness = await startHarness({
+        server: { runSseResponder: way.responder },
+        ...(runner === undefined ? {} : { runner }),
+      });
+      return harness.client({
+        httpVersion: way.httpVersion,
+        ...(way.httpVersion === "2" ? { runSseOverHttp2: true } : {}),
+        ...options,
+      });
+    };
+
+    test("while the model streams: the connection is dropped, not ended; after the restart the turn completes", async () => {
+      const client = await start();
+      harness.provider.reply({
+        type: "stall",
+        body: toChatCompletionSse({ text: "The first half, and the rest." }),
+        events: 2,
+      });
+      const turn = client.startTurn({ conversationId: CONVERSATION, text: "hi", modelId: MODEL });
+      const lost = turn.runSseLost();
+      await harness.provider.request(0);
+      await turn.waitFor((message) => message.message.case === "interactionUpdate");
+      await harness.server.close();
+      assert.equal(await firstEnd(turn, lost), "lost");
+      assert.equal(turn.ended, false);
+
+      // The interrupted call is made again with its saved body after the restart.
+      harness.reply({ text: "The whole answer." });
+      await harness.restart();
+      turn.reconnectRunSse();
+      const result = await turn.done;
+      assert.equal(result.error, undefined, result.error?.message);
+      assert.match(result.view.text, /The whole answer\.$/);
+      assert.equal(
+        (await harness.provider.request(1)).body,
+        (await harness.provider.request(0)).body,
+      );
+      const saved = await harness.store.load(CONVERSATION);
+      assert.equal(saved?.state.status, "final");
+      assert.deepEqual(
+        saved?.state.messages.map((message) => message.role),
+        ["user", "assistant"],
+      );
+    });
+
+    test("when the runner takes a while to settle, the stream still gets no end", async () => {
+      // Stopping the model calls is awaited (server.ts `close`); however long it takes, a
+      // stream whose turn goes on writes nothing meanwhile, its end included.
+      const client = await start({}, (runner) => ({
+        ...runner,
+        async shutdown() {
+          await runner.shutdown();
+          for (let turn = 0; turn < 100; turn += 1) await nextTurn();
+        },
+      }));
+      harness.provider.reply({
+        type: "stall",
+        body: toChatCompletionSse({ text: "The first half, and the rest." }),
+        events: 2,
+      });
+      const turn = client.startTurn({ conversationId: CONVERSATION, text: "hi", modelId: MODEL });
+      const lost = turn.runSseLost();
+      await harness.provider.request(0);
+      await turn.waitFor((message) => message.message.case === "interactionUpdate");
+      await harness.server.close();
+      assert.equal(await firstEnd(turn, lost), "lost");
+      harness.reply({ text: "The whole answer." });
+      await harness.restart();
+      turn.reconnectRunSse();
+      const result = await turn.done;
+      assert.equal(result.error, undefined, result.error?.message);
+      assert.match(result.view.text, /The whole answer\.$/);
+    });
+
+    test("while the client runs a tool: the connection is dropped, not ended; after the restart the turn completes", async () => {
+      const held = createGate();
+      const release = createGate();
+      let reads = 0;
+      const client = await start({
+        onExec: async (exec) => {
+          if (exec.message.case !== "readArgs") return undefined;
+          reads += 1;
+          if (reads === 1) {
+            held.open();
+            await release.promise;
+          }
+          return undefined; // run it for real
+        },
+      });
+      writeFileSync(join(harness.workspace, "a.txt"), "alpha\n");
+      harness.reply(
+        { toolCalls: [{ id: "call_read", name: "read_file", arguments: { path: "a.txt" } }] },
+        { text: "It says alpha." },
+      );
+      const turn = client.startTurn({
+        conversationId: CONVERSATION,
+        text: "read a.txt",
+        modelId: MODEL,
+      });
+      const lost = turn.runSseLost();
+      await held.promise;
+      await harness.server.close();
+      assert.equal(await firstEnd(turn, lost), "lost");
+      assert.equal(turn.ended, false);
+
+      await harness.restart();
+      release.open();
+      turn.reconnectRunSse();
+      const result = await turn.done;
+      assert.equal(result.error, undefined, result.error?.message);
+      assert.equal(result.view.text, "It says alpha.");
+      const saved = await harness.store.load(CONVERSATION);
+      assert.equal(saved?.state.status, "final");
+      const results = (saved?.state.messages ?? []).filter(
+        (message) => message.role === "toolResult",
+      );
+      assert.equal(results.length, 1);
+      assert.equal(results[0]?.role === "toolResult" && results[0].isError, false);
+    });
+  });
+}
