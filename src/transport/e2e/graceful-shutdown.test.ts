@@ -1,12 +1,13 @@
 /**
  * A graceful shutdown (`Server.close`, what SIGTERM and SIGINT run) through the real server and
- * the protocol-faithful client, for both RunSSE responders and for RunSSE over HTTP/2
- * (docs/architecture.md "Shutdown"). A turn that has not ended stays as it is in the store and is
- * continued when its client reconnects after the restart, so the client must not be told that
- * it ended: its RunSSE connection is dropped without an end of stream, whether a model call or
- * a client's tool call was running, and after the restart it reconnects and the turn completes.
- * The in-process harness restarts on the same store; src/transport/e2e/subagents-crash.test.ts
- * does the same with SIGTERM and a server process.
+ * the protocol-faithful client, for both RunSSE responders, RunSSE over HTTP/2 and the HTTP/2
+ * `Run` (docs/architecture.md "Shutdown"). A turn that has not ended stays as it is in the store
+ * and is continued when its client reconnects after the restart, so the client must not be told
+ * that it ended: its connection is dropped without an end of stream, whether a model call or a
+ * client's tool call was running and however long the runner takes to settle, and after the
+ * restart it reconnects and the turn completes. The in-process harness restarts on the same
+ * store; src/transport/e2e/subagents-crash.test.ts does it with SIGTERM to a server process.
+ * Before this was decided, the client got `canceled` or a drop depending on timing.
  */
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
@@ -28,6 +29,17 @@ const WAYS = [
 /** One turn of the event loop (the runner's slow shutdown counts them; no clock). */
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** A runner whose shutdown takes a hundred turns of the event loop after its model calls stop. */
+function slowToSettle(runner: Runner): Runner {
+  return {
+    ...runner,
+    async shutdown() {
+      await runner.shutdown();
+      for (let turn = 0; turn < 100; turn += 1) await nextTurn();
+    },
+  };
 }
 
 /** How the client's RunSSE ended: lost (no end of stream) or ended by the server. */
@@ -98,13 +110,7 @@ for (const way of WAYS) {
     test("when the runner takes a while to settle, the stream still gets no end", async () => {
       // Stopping the model calls is awaited (server.ts `close`); however long it takes, a
       // stream whose turn goes on writes nothing meanwhile, its end included.
-      const client = await start({}, (runner) => ({
-        ...runner,
-        async shutdown() {
-          await runner.shutdown();
-          for (let turn = 0; turn < 100; turn += 1) await nextTurn();
-        },
-      }));
+      const client = await start({}, slowToSettle);
       harness.provider.reply({
         type: "stall",
         body: toChatCompletionSse({ text: "The first half, and the rest." }),
@@ -171,3 +177,29 @@ for (const way of WAYS) {
     });
   });
 }
+
+describe("graceful shutdown mid-turn, the HTTP/2 Run", () => {
+  let harness: Harness;
+  afterEach(async () => harness.close());
+
+  test("the connection is dropped without the server's end; the turn is left as it is, not canceled", async () => {
+    harness = await startHarness({ runner: slowToSettle });
+    harness.provider.reply({
+      type: "stall",
+      body: toChatCompletionSse({ text: "The first half, and the rest." }),
+      events: 2,
+    });
+    const turn = harness
+      .client({ httpVersion: "2" })
+      .startTurn({ conversationId: CONVERSATION, text: "hi", modelId: MODEL });
+    assert.equal(turn.transport, "run");
+    await harness.provider.request(0);
+    await turn.waitFor((message) => message.message.case === "interactionUpdate");
+    await harness.server.close();
+    const result = await turn.done;
+    // The stream was reset with the connection (Connect names the reset code), not ended by
+    // the server's end of stream (which would be `[canceled] the server is shutting down`).
+    assert.match(String(result.error?.rawMessage), /^http\/2 stream closed with error code/);
+    assert.equal((await harness.store.load(CONVERSATION))?.state.status, "waiting_llm");
+  });
+});
