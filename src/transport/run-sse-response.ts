@@ -60,7 +60,7 @@ import type { RequestHandler } from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import type { OutboundReader } from "./outbound-stream.ts";
 import type { OpenRunSse } from "./run-sse-open.ts";
-import type { HoldResponse, StreamResponses } from "./stream-responses.ts";
+import type { StreamResponses } from "./stream-responses.ts";
 
 /** What the Connect adapter accepts and offers (its default, passed to it explicitly). */
 export const CONNECT_COMPRESSION: readonly Compression[] = [compressionGzip, compressionBrotli];
@@ -92,7 +92,7 @@ export interface RunSseHandlerOptions {
    * Tracks each response for a graceful shutdown (stream-responses.ts); Connect's handler gets
    * the hook through Connect's `contextValues`.
    */
-  readonly responses: Pick<StreamResponses, "track">;
+  readonly responses: Pick<StreamResponses, "track" | "viaConnect" | "hold">;
   readonly log: Log;
 }
 
@@ -102,10 +102,15 @@ export interface RunSseHandlerOptions {
  * it directly or hands it to Connect.
  */
 export function createRunSseHandler(options: RunSseHandlerOptions): RequestHandler {
-  const { open, connect, log } = options;
+  const { open, log, responses } = options;
   const path = AGENT_RUN_SSE_PATH;
+  /** Connect's handler, which finds the response's held hook among its context values. */
+  const connect: RequestHandler = (request, response) => {
+    responses.viaConnect(request, response);
+    options.connect(request, response);
+  };
   return (request, response) => {
-    const hold = options.responses.track(request, response);
+    responses.track(response);
     if (options.contentType === "event-stream") asEventStream(response);
     // An announced size over the limit is refused at once.
     void checkFirstEnvelope(request, options.maxEnvelopeBytes, options.envelopeTimeoutMs).then(
@@ -139,7 +144,7 @@ export function createRunSseHandler(options: RunSseHandlerOptions): RequestHandl
               requestID,
               5 + check.payload.length,
               open,
-              hold,
+              responses,
               () => connect(request, response),
             ).catch((error: unknown) => {
               // Not expected (every failure of the stream is its end-of-stream message): the
@@ -220,7 +225,7 @@ async function serveRunSse(
   requestID: string,
   envelopeBytes: number,
   open: OpenRunSse,
-  hold: HoldResponse,
+  responses: Pick<StreamResponses, "hold">,
   fallback: () => void,
 ): Promise<void> {
   let gone = false;
@@ -326,7 +331,7 @@ async function serveRunSse(
   if (held) {
     // Shutdown, and this stream's turn goes on after it: no end of stream; the connection is
     // dropped with every other one, and the client reconnects (server.ts `close`).
-    void hold();
+    void responses.hold(response);
     return;
   }
   if (!response.headersSent) response.writeHead(200, headers);

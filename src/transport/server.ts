@@ -385,7 +385,10 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       );
       if ((alias ?? path) === BIDI_APPEND_PATH) bidiAppend(request, response);
       else {
-        if (path === RUN_PATH) responses.track(request, response);
+        if (path === RUN_PATH) {
+          responses.track(response);
+          responses.viaConnect(request, response);
+        }
         connect(request, response as Parameters<typeof connect>[1]);
       }
       return;

@@ -9,8 +9,10 @@
  * - every other response is waited for until it has closed (`settled`): the stream ended before
  *   the shutdown (its turn is over), so its end reaches the client.
  *
- * The direct RunSSE responder gets its response's hook from `track`; handlers behind Connect
- * get it as a context value (`kHoldResponse`, put there by `contextValues`).
+ * The direct RunSSE responder calls `hold` itself; handlers behind Connect get a hook as a
+ * context value (`kHoldResponse`, put there by `contextValues` for a response `viaConnect`
+ * linked to its request). Tracking costs an open stream one set entry and a shared listener
+ * (every open stream's heap counts, issue #19): closures and promises are made at shutdown only.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -31,9 +33,16 @@ type Request = IncomingMessage | Http2ServerRequest;
 type Response = ServerResponse | Http2ServerResponse;
 
 export interface StreamResponses {
-  /** Tracks `response` until it closes; returns its held hook. */
-  track(request: Request, response: Response): HoldResponse;
-  /** Connect's `contextValues`: the held hook of `request`'s response, if it is tracked. */
+  /** Tracks `response` until it closes. */
+  track(response: Response): void;
+  /** A tracked response that Connect's handler writes for `request`: its hook is a context value. */
+  viaConnect(request: Request, response: Response): void;
+  /**
+   * Marks `response` held (not waited for) and resolves once its connection has closed: from
+   * then on nothing can be written to it.
+   */
+  hold(response: Response): Promise<void>;
+  /** Connect's `contextValues`: the held hook of `request`'s response, if it is linked. */
   contextValues(request: Request): ContextValues;
   /**
    * Resolves once every tracked response has closed or is held, or after `limitMs` (a client
@@ -45,39 +54,41 @@ export interface StreamResponses {
 }
 
 export function createStreamResponses(): StreamResponses {
-  /** The hooks by request, for `contextValues` (Connect gives it the request only). */
-  const hooks = new WeakMap<Request, HoldResponse>();
   const waiting = new Set<Response>();
+  /** Connect-served responses by request (Connect gives `contextValues` the request only). */
+  const linked = new WeakMap<Request, Response>();
   let onSettled: (() => void) | null = null;
 
   const release = (response: Response): void => {
     if (!waiting.delete(response)) return;
     if (waiting.size === 0) onSettled?.();
   };
+  /** One listener for every response: no closure per stream. */
+  function released(this: Response): void {
+    release(this);
+  }
+  const hold = (response: Response): Promise<void> => {
+    release(response);
+    return new Promise<void>((resolve) => {
+      if (isClosed(response)) resolve();
+      else response.once("close", () => resolve());
+    });
+  };
 
   return {
-    track(request, response) {
-      if (!isClosed(response)) waiting.add(response);
-      let closed: Promise<void> | undefined;
-      const gone = (): Promise<void> => {
-        closed ??= new Promise<void>((resolve) => {
-          if (isClosed(response)) resolve();
-          else response.once("close", () => resolve());
-        });
-        return closed;
-      };
-      response.once("close", () => release(response));
-      const hold: HoldResponse = () => {
-        release(response);
-        return gone();
-      };
-      hooks.set(request, hold);
-      return hold;
+    track(response) {
+      if (isClosed(response)) return;
+      waiting.add(response);
+      response.on("close", released);
     },
+    viaConnect(request, response) {
+      linked.set(request, response);
+    },
+    hold,
     contextValues(request) {
       const values = createContextValues();
-      const hold = hooks.get(request);
-      return hold === undefined ? values : values.set(kHoldResponse, hold);
+      const response = linked.get(request);
+      return response === undefined ? values : values.set(kHoldResponse, () => hold(response));
     },
     settled(limitMs) {
       if (waiting.size === 0) return Promise.resolve();

@@ -90,7 +90,7 @@ export interface AgentStream {
    */
   abandon(error: ConnectError): Promise<void>;
   /**
-   * Ends the stream now with a `canceled` end (the server drops it: retention, shutdown). At
+   * Ends the stream now with a `canceled` end (no run request came in time; shutdown). At
    * shutdown the stream was held first (outbound-stream.ts `hold`), so a client reading it sees
    * its connection dropped instead, unless its turn had already ended.
    */
