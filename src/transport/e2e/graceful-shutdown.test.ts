@@ -87,6 +87,11 @@ for (const way of WAYS) {
       await harness.server.close();
       assert.equal(await firstEnd(turn, lost), "lost");
       assert.equal(turn.ended, false);
+      // A shutdown is not a fault: nothing is logged at error.
+      assert.deepEqual(
+        harness.logs.filter((line) => line.level === "error").map((line) => line.fields),
+        [],
+      );
 
       // The interrupted call is made again with its saved body after the restart.
       harness.reply({ text: "The whole answer." });
