@@ -5,17 +5,26 @@
  * and is continued when its client reconnects after the restart, so the client must not be told
  * that it ended: its connection is dropped without an end of stream, whether a model call or a
  * client's tool call was running and however long the runner takes to settle, and after the
- * restart it reconnects and the turn completes. The in-process harness restarts on the same
- * store; src/transport/e2e/subagents-crash.test.ts does it with SIGTERM to a server process.
- * Before this was decided, the client got `canceled` or a drop depending on timing.
+ * restart it reconnects and the turn completes. A turn that had ended gets its end: the
+ * shutdown waits for it (here a client reading it late). The in-process harness restarts on
+ * the same store; src/transport/e2e/subagents-crash.test.ts does it with SIGTERM to a server
+ * process. Before this was decided, the client got `canceled` or a drop depending on timing.
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
+import http2 from "node:http2";
 import { join } from "node:path";
 import { afterEach, describe, test } from "node:test";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { encodeEnvelope } from "@connectrpc/connect/protocol";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import type { Runner } from "../../runner/types.ts";
-import type { CursorClientOptions, Turn } from "../testing/index.ts";
+import { AgentClientMessageSchema } from "../cursor/gen/agent/v1/agent_stream_pb.js";
+import { BidiRequestIdSchema, BidiService } from "../cursor/index.ts";
+import { type CursorClientOptions, createRunRequest, type Turn } from "../testing/index.ts";
 import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
 const CONVERSATION = "5d4c3b2a-1111-4a5b-8c6d-7e8f9a0b1c2d";
@@ -208,3 +217,99 @@ describe("graceful shutdown mid-turn, the HTTP/2 Run", () => {
     assert.equal((await harness.store.load(CONVERSATION))?.state.status, "waiting_llm");
   });
 });
+
+describe("graceful shutdown after a turn ended", () => {
+  let harness: Harness;
+  afterEach(async () => harness.close());
+
+  test("a turn that ended while its client was not reading gets its end before the connection goes", async () => {
+    const ended = createGate();
+    harness = await startHarness({ runner: (runner) => noticingTurnEnds(runner, ended.open) });
+    // More text than the HTTP/2 flow-control windows hold for a client that does not read, so
+    // the end is still queued when the shutdown begins (RunSSE over HTTP/2: Connect's handler).
+    harness.reply({ text: "x".repeat(1_000_000), chunkSize: 16_384 });
+    const requestId = randomUUID();
+    const session = http2.connect(harness.server.url);
+    session.on("error", () => {});
+    try {
+      const down = session.request({
+        ":method": "POST",
+        ":path": "/agent.v1.AgentService/RunSSE",
+        "content-type": "application/connect+proto",
+        "connect-protocol-version": "1",
+        "x-request-id": requestId,
+      });
+      down.on("error", () => {});
+      down.pause();
+      down.end(
+        encodeEnvelope(
+          0,
+          toBinary(BidiRequestIdSchema, create(BidiRequestIdSchema, { requestId })),
+        ),
+      );
+      const bidi = createClient(
+        BidiService,
+        createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
+      );
+      const runRequest = createRunRequest({
+        conversationId: CONVERSATION,
+        text: "hi",
+        modelId: MODEL,
+        workspace: harness.workspace,
+      });
+      const message = create(AgentClientMessageSchema, {
+        message: { case: "runRequest", value: runRequest },
+      });
+      await bidi.bidiAppend({
+        requestId: { requestId },
+        data: Buffer.from(toBinary(AgentClientMessageSchema, message)).toString("hex"),
+      });
+      await ended.promise;
+      const closing = harness.server.close();
+      const chunks: Buffer[] = [];
+      down.on("data", (chunk: Buffer) => chunks.push(chunk));
+      const gone = new Promise((resolve) => down.once("close", resolve));
+      down.resume();
+      await gone;
+      await closing;
+      const body = Buffer.concat(chunks);
+      const last = lastEnvelope(body);
+      assert.equal(last.flags & 2, 2, "the last envelope is the end of stream");
+      assert.equal(last.data.toString("utf8"), "{}");
+    } finally {
+      session.destroy();
+    }
+  });
+});
+
+/** Calls `onEnd` after every turn end the runner reports to a stream (TurnOutput.end). */
+function noticingTurnEnds(runner: Runner, onEnd: () => void): Runner {
+  const seen = new WeakSet<object>();
+  return {
+    ...runner,
+    submit(conversationID, input, output, options) {
+      if (!seen.has(output)) {
+        seen.add(output);
+        const end = output.end.bind(output);
+        output.end = (outcome, state) => {
+          end(outcome, state);
+          onEnd();
+        };
+      }
+      return runner.submit(conversationID, input, output, options);
+    },
+  };
+}
+
+/** The last Connect envelope of a response body: its flags and data. */
+function lastEnvelope(body: Buffer): { flags: number; data: Buffer } {
+  let offset = 0;
+  let last: { flags: number; data: Buffer } = { flags: 0, data: Buffer.alloc(0) };
+  while (offset + 5 <= body.length) {
+    const length = body.readUInt32BE(offset + 1);
+    last = { flags: body.readUInt8(offset), data: body.subarray(offset + 5, offset + 5 + length) };
+    offset += 5 + length;
+  }
+  assert.equal(offset, body.length, "the body ends with a whole envelope");
+  return last;
+}
