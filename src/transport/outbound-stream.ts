@@ -35,7 +35,7 @@ export interface OutboundStream<T> {
    * `onDetach` runs when this subscriber's reading ends (it finished, was taken over, aborted or
    * returned), after it stopped counting as `subscribed`: callers hook in without wrapping the
    * generator in one of their own (one layer less per message, issue #19). When the stream is
-   * held, the generator awaits `onHeld` (the transport's: it marks the response dropped and
+   * held, the generator awaits `onHeld` (the transport's: it marks the response held and
    * resolves once the connection has closed, stream-responses.ts) and then returns; a caller
    * whose transport would write a clean end when the generator returns must pass it.
    */
