@@ -261,7 +261,6 @@ export const SERVE_COMMAND: Command = {
       process.exit(1);
     }, SHUTDOWN_LIMIT_MS);
     limit.unref();
-    await proxy?.close();
     // Hand this instance's streams over: others take them at once; then close.
     if (cluster !== undefined) {
       const left = await within(
@@ -279,7 +278,9 @@ export const SERVE_COMMAND: Command = {
         );
       }
     }
-    await shutDown(server, opened, cluster !== undefined);
+    // The same shutdown with or without other instances: turns not over are left for a
+    // reconnect, their clients' connections dropped (transport/server.ts `close`).
+    await shutDown(server, proxy, opened);
     await team?.close();
     await cluster?.close();
     clearTimeout(limit);
@@ -430,8 +431,18 @@ function toBanner(
   return lines.join("\n");
 }
 
-async function shutDown(server: Server, store: OpenedStore, handOver: boolean): Promise<void> {
-  await server.close({ handOver });
+/**
+ * The server first, then the IDE proxy: the IDE's streams come through the proxy's connections,
+ * so closing it first would drop every one of them, the ends of turns that are over included
+ * (docs/architecture.md "Shutdown"); the held ones are dropped when the proxy closes.
+ */
+async function shutDown(
+  server: Server,
+  proxy: IdeProxy | undefined,
+  store: OpenedStore,
+): Promise<void> {
+  await server.close();
+  await proxy?.close();
   await store.close();
 }
 

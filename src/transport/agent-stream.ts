@@ -106,10 +106,10 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
         },
       );
     },
-    subscribe(signal) {
+    subscribe(signal, onHeld) {
       grace.clear();
       // The outbound generator itself, with this stream's bookkeeping when its reader goes.
-      return outbound.subscribe(signal, detached);
+      return outbound.subscribe(signal, detached, onHeld);
     },
     read(signal) {
       grace.clear();
@@ -127,7 +127,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     },
     async abandon(error) {
       tools.rejectOpen(error.message);
-      if (state.conversationID !== null && !outbound.ended) {
+      // Held (shutdown): the turn is left as every turn is at shutdown, not canceled.
+      if (state.conversationID !== null && !outbound.ended && !outbound.held) {
         await cancelTurn("the client closed the stream").catch(() => {});
       }
       endStream(error);

@@ -278,6 +278,8 @@ describe("OutboundStream.read()", () => {
       "delivered",
       "end",
       "ended",
+      "held",
+      "hold",
       "length",
       "push",
       "read",
@@ -285,5 +287,68 @@ describe("OutboundStream.read()", () => {
       "subscribe",
       "subscribed",
     ]);
+  });
+});
+
+describe("OutboundStream.hold() (a graceful shutdown)", () => {
+  test("a reader writing a live stream gets nothing more, not even the end, and is done and held", async () => {
+    const stream = create();
+    stream.push("a");
+    stream.push("b");
+    const reader = stream.read();
+    assert.equal(reader.next(), "a");
+    assert.equal(reader.next(), "b");
+    const waiting = reader.wait();
+    stream.hold();
+    await waiting;
+    stream.push("c");
+    stream.end(new Error("canceled"));
+    assert.equal(reader.next(), undefined);
+    assert.deepEqual([reader.done, reader.held, reader.error], [true, true, undefined]);
+    assert.equal(stream.held, true);
+    // A reader attached later (a reconnect during the shutdown) is held at once.
+    const later = stream.read();
+    assert.equal(later.next(), undefined);
+    assert.deepEqual([later.done, later.held], [true, true]);
+  });
+
+  test("a stream that has ended is not held: its reader still gets the rest and the end", () => {
+    const stream = create();
+    stream.push("a");
+    stream.end(new Error("over"));
+    stream.hold();
+    assert.equal(stream.held, false);
+    const reader = stream.read();
+    assert.equal(reader.next(), "a");
+    assert.equal(reader.next(), undefined);
+    assert.deepEqual(
+      [reader.done, reader.held, (reader.error as Error).message],
+      [true, false, "over"],
+    );
+  });
+
+  test("a subscriber's generator awaits onHeld, then returns without throwing the end", async () => {
+    const stream = create();
+    let release!: () => void;
+    let heldCalls = 0;
+    const onHeld = () => {
+      heldCalls += 1;
+      return new Promise<void>((resolve) => {
+        release = resolve;
+      });
+    };
+    const it = stream.subscribe(undefined, undefined, onHeld);
+    const pending = it.next();
+    stream.hold();
+    stream.end(new Error("canceled"));
+    let settled = false;
+    void pending.then(() => {
+      settled = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(heldCalls, 1);
+    assert.equal(settled, false, "the generator waits for the connection to go");
+    release();
+    assert.deepEqual(await pending, { done: true, value: undefined });
   });
 });

@@ -20,6 +20,11 @@
  *   message standing for both, which is handed out, delivered or sent again as one. Joining when
  *   the message is pushed, rather than when the subscriber reads, keeps a slow subscriber's
  *   backlog at one message per run of deltas, not one per delta (heap, GC, the scan).
+ * - `hold()` (a graceful shutdown, server.ts `close`): the stream's turn goes on after the
+ *   restart or on another instance, so nothing more of it is handed to any subscriber of this
+ *   process, not even its end: a reader is then done and `held`, and its transport drops the
+ *   connection without an end of stream, so the client reconnects (docs/architecture.md
+ *   "Shutdown"). A stream that has ended is not held: its subscriber still gets its end.
  */
 import { withGetters } from "../llm/index.ts";
 
@@ -29,16 +34,30 @@ export interface OutboundStream<T> {
   /**
    * `onDetach` runs when this subscriber's reading ends (it finished, was taken over, aborted or
    * returned), after it stopped counting as `subscribed`: callers hook in without wrapping the
-   * generator in one of their own (one layer less per message, issue #19).
+   * generator in one of their own (one layer less per message, issue #19). When the stream is
+   * held, the generator awaits `onHeld` (the transport's: it marks the response held and
+   * resolves once the connection has closed, stream-responses.ts) and then returns; a caller
+   * whose transport would write a clean end when the generator returns must pass it.
    */
-  subscribe(signal?: AbortSignal, onDetach?: () => void): AsyncGenerator<T, void, undefined>;
+  subscribe(
+    signal?: AbortSignal,
+    onDetach?: () => void,
+    onHeld?: () => Promise<void>,
+  ): AsyncGenerator<T, void, undefined>;
   /**
    * The same subscription as `subscribe`, as a pull reader for a transport that writes each
    * message itself (the direct RunSSE responder, run-sse-response.ts): no generator and no
    * promise per message, a promise only when there is nothing to send. Takes over at once.
    */
   read(signal?: AbortSignal, onDetach?: () => void): OutboundReader<T>;
+  /**
+   * Shutdown: hands nothing more out, ever, not even the end (see the file comment); every
+   * reader, now or later, is done and `held`. No effect on a stream that has ended.
+   */
+  hold(): void;
   readonly ended: boolean;
+  /** Whether `hold` took effect. */
+  readonly held: boolean;
   /** Messages backlogged so far (a push joined with the message before it adds none). */
   readonly length: number;
   /** Messages handed to a subscriber and written. */
@@ -77,6 +96,11 @@ export interface OutboundReader<T> {
   readonly done: boolean;
   /** Once `done`: the error the stream ended with, if it ended with one. */
   readonly error: unknown;
+  /**
+   * Once `done`: the stream was held (shutdown). The writer writes nothing more, no end of
+   * stream either, and leaves the connection to be dropped (server.ts `close`).
+   */
+  readonly held: boolean;
   /** Resolves when `next` may have something: a push, the end, a takeover, abort, `close`, a heartbeat due. */
   wait(): Promise<void>;
   /**
@@ -110,6 +134,7 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
   let handed = 0;
   let ended = false;
   let endError: unknown;
+  let held = false;
   let generation = 0;
   let active = 0;
   const waiters = new Set<() => void>();
@@ -159,6 +184,7 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
     const reader: { -readonly [K in keyof OutboundReader<T>]: OutboundReader<T>[K] } = {
       done: false,
       error: undefined,
+      held: false,
       next() {
         if (reader.done) return undefined;
         if (closed || mine !== generation) {
@@ -172,6 +198,11 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
         }
         if (signal?.aborted) {
           reader.done = true;
+          return undefined;
+        }
+        if (held) {
+          reader.done = true;
+          reader.held = true;
           return undefined;
         }
         if (delivered < base + backlog.length) {
@@ -190,7 +221,9 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
         return undefined;
       },
       wait() {
-        if (closed || mine !== generation || signal?.aborted || ended) return Promise.resolve();
+        if (closed || mine !== generation || signal?.aborted || ended || held) {
+          return Promise.resolve();
+        }
         if (delivered < base + backlog.length) return Promise.resolve();
         return new Promise<void>((resolve) => {
           resume = resolve;
@@ -215,6 +248,7 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
     mine: number,
     signal?: AbortSignal,
     onDetach?: () => void,
+    onHeld?: () => Promise<void>,
   ): AsyncGenerator<T, void, undefined> {
     const reader = attach(mine, signal, onDetach);
     try {
@@ -225,6 +259,9 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
           continue;
         }
         if (reader.done) {
+          // Held: returning at once would let the transport write a clean end; `onHeld`
+          // resolves once the connection is gone, when nothing can be written any more.
+          if (reader.held) return await onHeld?.();
           if (reader.error !== undefined) throw reader.error;
           return;
         }
@@ -238,7 +275,7 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
   // The derived members are accessors that do not put each stream in dictionary mode (issue #19).
   const stream: Omit<
     OutboundStream<T>,
-    "ended" | "length" | "delivered" | "retained" | "subscribed"
+    "ended" | "held" | "length" | "delivered" | "retained" | "subscribed"
   > = {
     push(message) {
       if (ended) throw new Error("push after end");
@@ -259,20 +296,26 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
       endError = error;
       changed();
     },
-    subscribe(signal, onDetach) {
+    subscribe(signal, onDetach, onHeld) {
       // Take over at once, not when the new subscriber first pulls.
       generation += 1;
       changed();
-      return run(generation, signal, onDetach);
+      return run(generation, signal, onDetach, onHeld);
     },
     read(signal, onDetach) {
       generation += 1;
       changed();
       return attach(generation, signal, onDetach);
     },
+    hold() {
+      if (ended || held) return;
+      held = true;
+      changed();
+    },
   };
   return withGetters(stream, {
     ended: () => ended,
+    held: () => held,
     length: () => base + backlog.length,
     delivered: () => delivered,
     retained: () => base + backlog.length - delivered,

@@ -38,6 +38,7 @@ import type { HelperCall, HelperResult } from "./helper-calls.ts";
 import type { Log } from "./log.ts";
 import type { OpenRunSse } from "./run-sse-open.ts";
 import type { StreamRegistry } from "./stream-registry.ts";
+import { kHoldResponse } from "./stream-responses.ts";
 import type { CheckAccess } from "./user-access.ts";
 
 /** Set by a team client's IDE proxy on the calls it relays (transport/proxy/team-relay.ts). */
@@ -95,6 +96,8 @@ export function createRoutes(
         afterOpen(async () =>
           (await options.openRunSse(request.requestId, headerID(context))).subscribe(
             context.signal,
+            // Held at shutdown: no end of stream, the connection is dropped (stream-responses.ts).
+            context.values.get(kHoldResponse),
           ),
         ),
       async *run(requests, context) {
@@ -113,7 +116,7 @@ export function createRoutes(
         })();
         pump.catch((error: unknown) => stream.abandon(ConnectError.from(error)));
         try {
-          yield* stream.subscribe(context.signal);
+          yield* stream.subscribe(context.signal, context.values.get(kHoldResponse));
         } finally {
           if (!stream.outbound.ended) {
             await stream.abandon(toProtocolError({ type: "run_stream_closed" }));

@@ -32,6 +32,7 @@ import {
   CONNECT_COMPRESSION,
   createRunSseHandler,
 } from "./run-sse-response.ts";
+import { createStreamResponses, type StreamResponses } from "./stream-responses.ts";
 
 const PATH = "/agent.v1.AgentService/RunSSE";
 const text = (value: string) => toUpdateMessage({ case: "textDelta", value: { text: value } });
@@ -47,6 +48,8 @@ interface Served {
   readonly detached: () => number;
   /** Server side: the RunSSE response objects, in arrival order. */
   readonly responses: ServerResponse[];
+  /** Server side: the responses as a shutdown sees them (stream-responses.ts). */
+  readonly tracked: StreamResponses;
   close(): Promise<void>;
 }
 
@@ -74,11 +77,13 @@ async function serve(
   const open: OpenRunSse =
     settings.open ??
     (async () => ({
-      subscribe: (signal) => outbound.subscribe(signal, onDetach),
+      subscribe: (signal, onHeld) => outbound.subscribe(signal, onDetach, onHeld),
       read: (signal) => outbound.read(signal, onDetach),
     }));
   const unused = undefined as never;
+  const streamResponses = createStreamResponses();
   const connect = connectNodeAdapter({
+    contextValues: (request) => streamResponses.contextValues(request),
     routes: createRoutes(unused, unused, Date.now, silentLog, {
       openRunSse: open,
       applyBidiAppend: unused,
@@ -96,6 +101,7 @@ async function serve(
     contentType: settings.contentType ?? "event-stream",
     maxEnvelopeBytes: 64 * 1024,
     envelopeTimeoutMs: 10_000,
+    responses: streamResponses,
     log: silentLog,
   });
   const responses: ServerResponse[] = [];
@@ -110,6 +116,7 @@ async function serve(
     outbound,
     detached: () => detached,
     responses,
+    tracked: streamResponses,
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
@@ -124,6 +131,8 @@ interface Call {
   envelopes(count: number): Promise<void>;
   /** The whole body, once the response ended. */
   readonly body: Promise<Buffer>;
+  /** Whole envelopes received so far. */
+  received(): number;
   readonly request: ClientRequest;
 }
 
@@ -197,6 +206,7 @@ function call(
             waiting = { count: wanted, resolve };
           }),
     body: whole,
+    received: () => count,
     request,
   };
 }
@@ -549,4 +559,53 @@ describe("the direct RunSSE responder", () => {
     const end = envelopesOf(answers[0] as Buffer).at(-1)?.value as { error: { code: string } };
     assert.equal(end.error.code, "unimplemented");
   });
+});
+
+describe("a graceful shutdown (server.ts `close`, stream-responses.ts)", () => {
+  for (const responder of ["direct", "connect"] as const) {
+    test(`${responder}: a held stream gets no end of stream; its connection is left to be dropped`, async () => {
+      const served = await serve(responder);
+      try {
+        const running = call(served.url);
+        served.outbound.push(text("before the shutdown"));
+        await running.envelopes(1);
+        served.outbound.hold();
+        served.outbound.push(text("after it"));
+        served.outbound.end(new ConnectError("the server is shutting down", Code.Canceled));
+        // The writer marks its response held: the shutdown does not wait for it.
+        await served.tracked.settled(10_000);
+        assert.equal(served.tracked.size, 0);
+        const outcome = running.body.then(
+          (body) => envelopesOf(body),
+          () => "dropped",
+        );
+        await served.close(); // every connection dropped, as server.ts does then
+        assert.equal(await outcome, "dropped");
+        assert.equal(running.received(), 1, "nothing after the hold, no end of stream");
+      } finally {
+        await served.close();
+      }
+    });
+
+    test(`${responder}: a stream that ended before the hold gets its end, and the shutdown waits for it`, async () => {
+      const served = await serve(responder);
+      try {
+        const running = call(served.url);
+        served.outbound.push(text("the last words"));
+        await running.envelopes(1);
+        served.outbound.end();
+        served.outbound.hold();
+        assert.equal(served.outbound.held, false);
+        assert.equal(served.tracked.size, 1);
+        await served.tracked.settled(10_000);
+        assert.equal(served.tracked.size, 0);
+        assert.deepEqual(
+          envelopesOf(await running.body).map((envelope) => envelope.value),
+          [{ case: "interactionUpdate", value: text("the last words").message.value }, {}],
+        );
+      } finally {
+        await served.close();
+      }
+    });
+  }
 });

@@ -27,7 +27,8 @@
  * `{}` (Connect aborts the handler's signal, our subscriber ends, and it writes `{}`); a client
  * that goes away ends the subscriber (reconnect grace, agent-stream.ts); a message counts as
  * delivered once written (`write` returned true, or 'drain' came), and the loop waits for 'drain'
- * rather than buffering.
+ * rather than buffering; a stream held at shutdown gets no end of stream (both ways: the route
+ * awaits the hook from `contextValues`), its connection is dropped (stream-responses.ts).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -59,6 +60,7 @@ import type { RequestHandler } from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import type { OutboundReader } from "./outbound-stream.ts";
 import type { OpenRunSse } from "./run-sse-open.ts";
+import type { StreamResponses } from "./stream-responses.ts";
 
 /** What the Connect adapter accepts and offers (its default, passed to it explicitly). */
 export const CONNECT_COMPRESSION: readonly Compression[] = [compressionGzip, compressionBrotli];
@@ -86,6 +88,11 @@ export interface RunSseHandlerOptions {
   readonly maxEnvelopeBytes: number;
   /** How long the request envelope may take to arrive whole. */
   readonly envelopeTimeoutMs: number;
+  /**
+   * Tracks each response for a graceful shutdown (stream-responses.ts); Connect's handler gets
+   * the hook through Connect's `contextValues`.
+   */
+  readonly responses: Pick<StreamResponses, "track" | "viaConnect" | "hold">;
   readonly log: Log;
 }
 
@@ -95,9 +102,15 @@ export interface RunSseHandlerOptions {
  * it directly or hands it to Connect.
  */
 export function createRunSseHandler(options: RunSseHandlerOptions): RequestHandler {
-  const { open, connect, log } = options;
+  const { open, log, responses } = options;
   const path = AGENT_RUN_SSE_PATH;
+  /** Connect's handler, which finds the response's held hook among its context values. */
+  const connect: RequestHandler = (request, response) => {
+    responses.viaConnect(request, response);
+    options.connect(request, response);
+  };
   return (request, response) => {
+    responses.track(response);
     if (options.contentType === "event-stream") asEventStream(response);
     // An announced size over the limit is refused at once.
     void checkFirstEnvelope(request, options.maxEnvelopeBytes, options.envelopeTimeoutMs).then(
@@ -131,6 +144,7 @@ export function createRunSseHandler(options: RunSseHandlerOptions): RequestHandl
               requestID,
               5 + check.payload.length,
               open,
+              responses,
               () => connect(request, response),
             ).catch((error: unknown) => {
               // Not expected (every failure of the stream is its end-of-stream message): the
@@ -211,9 +225,11 @@ async function serveRunSse(
   requestID: string,
   envelopeBytes: number,
   open: OpenRunSse,
+  responses: Pick<StreamResponses, "hold">,
   fallback: () => void,
 ): Promise<void> {
   let gone = false;
+  let held = false;
   let expired = false;
   let reader: OutboundReader<AgentServerMessage> | null = null;
   let deadline: ReturnType<typeof setTimeout> | undefined;
@@ -303,6 +319,7 @@ async function serveRunSse(
       }
     }
     error = reader.error;
+    held = reader.held;
   } catch (thrown) {
     error = thrown;
   } finally {
@@ -311,6 +328,12 @@ async function serveRunSse(
     response.off("close", onClose);
   }
   if (gone) return;
+  if (held) {
+    // Shutdown, and this stream's turn goes on after it: no end of stream; the connection is
+    // dropped with every other one, and the client reconnects (server.ts `close`).
+    void responses.hold(response);
+    return;
+  }
   if (!response.headersSent) response.writeHead(200, headers);
   let end = END_STREAM.serialize({ metadata: new Headers(), error: toConnectError(error) });
   let flags = endStreamFlag;

@@ -74,6 +74,7 @@ import {
   TELEMETRY_SINKS,
 } from "./startup-procedures.ts";
 import { createStreamRegistry } from "./stream-registry.ts";
+import { createStreamResponses } from "./stream-responses.ts";
 import type { CheckAccess } from "./user-access.ts";
 import { createUserCommands } from "./user-commands.ts";
 import type { WebTools } from "./web-work.ts";
@@ -177,16 +178,25 @@ export interface Server {
   readonly url: string;
   readonly address: AddressInfo;
   /**
-   * Stops accepting connections, ends open streams (clients see `canceled`), stops model streams
-   * without committing anything for them (they are retried on the next start), and waits for the
-   * server's work to settle. The store is the caller's to close.
-   *
-   * With `handOver` (several instances, docs/team.md), streams are not ended: their model calls
-   * are stopped, then every connection is dropped as a crash would, so clients reconnect through
-   * the balancer and another instance resumes each stream from the store.
+   * A graceful shutdown (SIGTERM, SIGINT; docs/architecture.md "Shutdown"). Stops accepting
+   * connections and stops model streams without committing anything for them, so every turn
+   * that has not ended stays as it is in the store and is continued when a client reconnects
+   * (after the restart, or on another instance: docs/team.md). The clients of those turns are
+   * therefore never told that the turn ended: their streams are held (nothing more is written,
+   * not even an end) and their connections dropped, as a crash would, so they reconnect. A
+   * stream whose turn had ended gets its end written first (at most `END_WRITE_LIMIT_MS`).
+   * Resolves once every connection is closed and the runner's work has settled. The store is
+   * the caller's to close.
    */
-  close(options?: { readonly handOver?: boolean }): Promise<void>;
+  close(): Promise<void>;
 }
+
+/**
+ * How long a shutdown waits for the ends of streams whose turns are over to be written (a client
+ * that does not read must not hold it; it then finds the end after the restart, from the store).
+ * The CLI gives the whole shutdown 15 s.
+ */
+const END_WRITE_LIMIT_MS = 2_000;
 
 /**
  * The largest RunSSE request: its one message is a request id (a UUID), so anything near this
@@ -213,6 +223,9 @@ const LOCAL_IN_IDE_MODE = [
   "/aiserver.v1.AiService/GetDefaultModel",
   "/aiserver.v1.AiService/GetDefaultModelNudgeData",
 ];
+
+/** The HTTP/2 bidi `Run`, an agent stream like RunSSE. */
+const RUN_PATH = "/agent.v1.AgentService/Run";
 
 /** Paths of the same procedure under another service name. */
 const ALIASES: Readonly<Record<string, string>> = {
@@ -267,8 +280,12 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     ...(deps.access === undefined ? {} : { access: deps.access }),
   });
   const procedures = toProcedures(routes);
+  /** The agent streams' responses, for `close` (stream-responses.ts). */
+  const responses = createStreamResponses();
   const connect = connectNodeAdapter({
     routes,
+    // The held hook of a RunSSE or Run response (stream-responses.ts), for the routes.
+    contextValues: (request) => responses.contextValues(request),
     // Connect's defaults, named: the direct RunSSE responder negotiates from the same list.
     acceptCompression: [...CONNECT_COMPRESSION],
     compressMinBytes: COMPRESS_MIN_BYTES,
@@ -336,6 +353,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     contentType: options.runSseContentType,
     maxEnvelopeBytes: Math.min(options.maxMessageBytes, MAX_RUN_SSE_REQUEST_BYTES),
     envelopeTimeoutMs: options.envelopeTimeoutMs,
+    responses,
     log,
   });
   const bidiAppend = createBidiAppendHandler({
@@ -366,7 +384,13 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
         log.warn({ path, error: detail }, "request refused: the body is not a valid message"),
       );
       if ((alias ?? path) === BIDI_APPEND_PATH) bidiAppend(request, response);
-      else connect(request, response as Parameters<typeof connect>[1]);
+      else {
+        if (path === RUN_PATH) {
+          responses.track(response);
+          responses.viaConnect(request, response);
+        }
+        connect(request, response as Parameters<typeof connect>[1]);
+      }
       return;
     }
     // RunSSE needs no `asClientFault`: a bad body is refused there, and Connect answers a stream
@@ -456,18 +480,17 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     // Routed like any request: only the owner instance serves a stream (served-here.ts).
     serveTrusted: route,
     servesProcedure: (path) => procedures.has(path),
-    async close(closeOptions = {}) {
+    async close() {
       health.drain();
       const closed = listener.close();
-      if (closeOptions.handOver === true) {
-        await runner.shutdown();
-        listener.destroy();
-        streams.closeAll("the server is shutting down");
-      } else {
-        streams.closeAll("the server is shutting down");
-        await runner.shutdown();
-        listener.destroy();
-      }
+      // In this order, with nothing awaited in between: from here on no stream whose turn goes
+      // on writes anything, and no model call commits anything.
+      streams.hold();
+      await runner.shutdown();
+      // The ends of turns that are over reach their clients; then every connection is dropped.
+      await responses.settled(END_WRITE_LIMIT_MS);
+      listener.destroy();
+      streams.closeAll("the server is shutting down");
       await closed;
     },
   };

@@ -36,7 +36,14 @@ export interface StreamRegistry {
    */
   open(requestID: string, options?: { readonly create: boolean }): Promise<AgentStream>;
   readonly size: number;
-  /** Ends every stream (server shutdown). */
+  /**
+   * Shutdown (server.ts `close`): holds every stream whose turn is not over, and every stream
+   * opened from now on (outbound-stream.ts `hold`): its turn goes on after the restart or on
+   * another instance, so nothing more of it reaches a client from this process, not even an
+   * end. A stream that has ended keeps its end for its reader.
+   */
+  hold(): void;
+  /** Ends every stream (server shutdown, after `hold`). */
   closeAll(reason: string): void;
 }
 
@@ -48,6 +55,7 @@ export function createStreamRegistry(
   /** The streams created so far, oldest first (for making room under `maxStreams`). */
   const created = new Map<string, AgentStream>();
   const timers = new Map<string, NodeJS.Timeout>();
+  let holding = false;
 
   const drop = (requestID: string): void => {
     clearTimeout(timers.get(requestID));
@@ -139,6 +147,7 @@ export function createStreamRegistry(
         streams.set(requestID, opening);
         opening.then(
           (opened) => {
+            if (holding) opened.outbound.hold();
             if (streams.get(requestID) === opening) created.set(requestID, opened);
           },
           () => {
@@ -150,6 +159,17 @@ export function createStreamRegistry(
     },
     get size() {
       return streams.size;
+    },
+    hold() {
+      holding = true;
+      // At once for the streams open now; the ones still opening when they are.
+      for (const stream of created.values()) stream.outbound.hold();
+      for (const stream of streams.values()) {
+        void stream.then(
+          (s) => s.outbound.hold(),
+          () => {},
+        );
+      }
     },
     closeAll(reason) {
       for (const timer of timers.values()) clearTimeout(timer);

@@ -68,8 +68,14 @@ export interface AgentStream {
   readonly conversationID: string | null;
   /** Applies one client message that arrived with `seqno`; rejects with a `ConnectError`. */
   append(seqno: number, message: AgentClientMessage): Promise<void>;
-  /** The server messages, from where the previous subscriber left off; see outbound-stream.ts. */
-  subscribe(signal: AbortSignal): AsyncGenerator<AgentServerMessage, void, undefined>;
+  /**
+   * The server messages, from where the previous subscriber left off; see outbound-stream.ts
+   * (`onHeld`: what the generator awaits when the stream is held at shutdown).
+   */
+  subscribe(
+    signal: AbortSignal,
+    onHeld?: () => Promise<void>,
+  ): AsyncGenerator<AgentServerMessage, void, undefined>;
   /** The same as a pull reader, for the direct RunSSE responder (outbound-stream.ts `read`). */
   read(signal?: AbortSignal): OutboundReader<AgentServerMessage>;
   /**
@@ -83,6 +89,10 @@ export interface AgentStream {
    * stream failed for good): the turn is canceled and the stream ends with `error`.
    */
   abandon(error: ConnectError): Promise<void>;
-  /** Ends the stream now (server shutdown): the client sees a `canceled` end. */
+  /**
+   * Ends the stream now with a `canceled` end (no run request came in time; shutdown). At
+   * shutdown the stream was held first (outbound-stream.ts `hold`), so a client reading it sees
+   * its connection dropped instead, unless its turn had already ended.
+   */
   close(reason: string): void;
 }

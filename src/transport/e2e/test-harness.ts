@@ -11,6 +11,7 @@ import { createLLM, createModelConfigs, type HealthPolicy, type LLM } from "../.
 import { type ScriptedReply, toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import { type FakeProvider, startFakeProvider } from "../../llm/testing/fake-provider.ts";
 import { createRunner } from "../../runner/runner.ts";
+import type { Runner } from "../../runner/types.ts";
 import { createMemoryStore, openSqliteStore, type Store } from "../../store/index.ts";
 import { createRecordingLog, type LogLine, logModelSwitches, logRunnerErrors } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, type Server, type ServerOptions, startServer } from "../server.ts";
@@ -38,8 +39,10 @@ export interface Harness {
   reply(...replies: ScriptedReply[]): void;
   client(options?: Partial<CursorClientOptions>): CursorClient;
   /**
-   * Kills the server process with SIGKILL (if it still runs) and starts a new one on the same file
-   * and port; the new one has no kill point.
+   * Mode `process`: kills the server process with SIGKILL (if it still runs) and starts a new one
+   * on the same file and port; the new one has no kill point. In-process: a graceful restart,
+   * `server.close()` (if not done yet) and a new server with a new runner on the same store and
+   * port.
    */
   restart(): Promise<void>;
   /** Resolves when the current server process has exited (mode `process`). */
@@ -63,6 +66,8 @@ export interface HarnessOptions {
   readonly health?: Partial<HealthPolicy>;
   /** The web tools of the in-process server (none: web_search and web_fetch are not offered). */
   readonly web?: WebTools;
+  /** In-process: wraps each server's runner (e.g. a shutdown that takes a while). */
+  readonly runner?: (runner: Runner) => Runner;
   /** Mode `process`: settings of the first server process (kill point, late-result grace). */
   readonly process?: {
     readonly killAfterWrite?: number;
@@ -124,12 +129,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           {
             store,
             llm,
-            runner: createRunner({
-              store,
-              llm,
-              onError: logRunnerErrors(log),
-              onModelSwitch: logModelSwitches(log),
-            }),
+            runner: (options.runner ?? ((runner) => runner))(
+              createRunner({
+                store,
+                llm,
+                onError: logRunnerErrors(log),
+                onModelSwitch: logModelSwitches(log),
+              }),
+            ),
             log,
             ...(options.web === undefined ? {} : { web: options.web }),
           },
@@ -160,9 +167,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return client;
     },
     async restart() {
-      if (!inChild) throw new Error("restart needs mode: process");
       const port = harness.server.address.port;
-      await (harness.server as ChildServer).kill();
+      if (inChild) await (harness.server as ChildServer).kill();
+      else await harness.server.close();
       harness.server = await start(port, false);
     },
     exited() {

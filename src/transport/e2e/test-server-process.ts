@@ -148,7 +148,7 @@ if (settings.reportMemoryOnRequest === true) {
 process.once("SIGTERM", () => {
   void (async () => {
     await cluster?.leave();
-    await server.close({ handOver: cluster !== undefined });
+    await server.close();
     await store.close();
     await cluster?.close();
     await users?.close();

@@ -152,9 +152,12 @@ const LOST_CODES = new Set([
 
 /**
  * True when the failure is the connection's, not an end of stream the server sent: errors parsed
- * from an end frame carry no cause, transport failures carry the socket's error.
+ * from an end frame carry no cause, transport failures carry the socket's error. Over HTTP/2 a
+ * connection that goes away resets its streams (`CANCEL` when the server's socket closes),
+ * which Connect reports by the reset code: the server sent no end of stream either.
  */
 function isConnectionLost(error: ConnectError): boolean {
+  if (error.rawMessage.startsWith("http/2 stream closed with error code")) return true;
   let cause: unknown = error.cause;
   for (let depth = 0; depth < 5 && cause instanceof Error; depth += 1) {
     const code = (cause as { code?: unknown }).code;
