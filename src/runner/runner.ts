@@ -289,6 +289,10 @@ export function createRunner(options: RunnerOptions): Runner {
       };
     },
 
+    async follow(conversationID, hint, requestID) {
+      return (await routeStart(conversationID, hint, requestID, false)).conversationID;
+    },
+
     detach(conversationID, output) {
       const entry = live.get(conversationID);
       if (entry?.output === output) entry.output = null;

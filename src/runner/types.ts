@@ -164,6 +164,12 @@ export interface Runner {
   findStream(
     requestID: string,
   ): Promise<{ conversationID: string; turnID: string; clientState: Uint8Array | null } | null>;
+  /**
+   * The conversation a client's request about its conversation `conversationID` concerns: a
+   * branch of it when the client is on one (loop/rewind.ts), else `conversationID`. Starts and
+   * makes nothing (a resume asks where the turn runs).
+   */
+  follow(conversationID: string, hint: RouteHint, requestID: string): Promise<string>;
   /** Detaches `output` if it is still the conversation's output. */
   detach(conversationID: string, output: TurnOutput): void;
   /**

@@ -261,7 +261,17 @@ export function createTurnStart(
         });
         if (!resumed.ok) throw toConnectError({ kind: "bad_input", detail: resumed.error.message });
         stream.turn = { ...resumed.value, nextID: firstID };
-        stream.conversationID = resumed.value.conversationID;
+        // A stream picked up after a restart already knows its conversation from its binding (a
+        // branch, after a rewind); a resume request names the client's: its turn may run on a
+        // branch of it (loop/rewind.ts).
+        stream.conversationID ??= await runner.follow(
+          resumed.value.conversationID,
+          {
+            lastTurnOrigin: toLastTurnOrigin(request.conversationState, request.preFetchedBlobs),
+            messageID: "",
+          },
+          requestID,
+        );
       }
       if (stream.conversationID === null || stream.turn === null) return;
       const waiting = await runner.resume(

@@ -7,9 +7,11 @@
  * checkpoint is never rewound.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { CursorClient } from "../testing/index.ts";
-import { type Harness, MODEL, startHarness } from "./test-harness.ts";
+import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
 interface WireMessage {
   readonly role: string;
@@ -197,5 +199,49 @@ describe("an edited message sent again, then a restart (process mode)", () => {
     const next = await runTurn(harness, client, turn(id, "D", "mD"), "answer D");
     assert.deepEqual(textsOf(next, "user"), ["A", "B2", "D"]);
     assert.ok(messagesBytes(next).startsWith(messagesBytes(edited)), "a prefix extension");
+  });
+
+  test("a restart while the branch's turn waits for a tool: the reconnected stream continues the branch", async () => {
+    const id = "rewind-0006";
+    const gate = createGate();
+    let held = true;
+    const client = harness.client({
+      onExec: async (exec) => {
+        if (held && exec.message.case === "writeArgs") await gate.promise;
+        return undefined;
+      },
+    });
+    await runTurn(harness, client, turn(id, "A", "mA"), "answer A");
+    const beforeB = client.checkpoint(id);
+    await runTurn(harness, client, turn(id, "B", "mB"), "answer B");
+    harness.reply(
+      {
+        toolCalls: [
+          { id: "call_w", name: "write_file", arguments: { path: "b2.txt", content: "b2\n" } },
+        ],
+      },
+      { text: "written" },
+    );
+    const first = harness.provider.requests.length;
+    const edited = client.startTurn({ ...turn(id, "B2", "mB"), checkpoint: beforeB ?? null });
+    await edited.waitFor(
+      (m) => m.message.case === "execServerMessage" && m.message.value.message.case === "writeArgs",
+    );
+    const lost = edited.runSseLost();
+    await harness.restart(); // SIGKILL while the branch's write waits in the client
+    await lost;
+    held = false;
+    gate.open();
+    edited.reconnectRunSse();
+    const result = await edited.done;
+    assert.equal(result.error, undefined);
+    assert.equal(readFileSync(join(harness.workspace, "b2.txt"), "utf8"), "b2\n");
+    const last = harness.provider.requests.at(-1)?.body ?? "";
+    assert.ok(harness.provider.requests.length > first + 1);
+    assert.deepEqual(textsOf(last, "user"), ["A", "B2"]);
+    assert.ok(last.includes("call_w"), "the write's result reached the branch's next call");
+    const next = await runTurn(harness, client, turn(id, "C", "mC"), "answer C");
+    assert.deepEqual(textsOf(next, "user"), ["A", "B2", "C"]);
+    assert.deepEqual(textsOf(next, "assistant"), ["answer A", "", "written"]);
   });
 });
