@@ -216,7 +216,8 @@ export function createTurnStart(
       log.info({ conversation: stream.conversationID, request: requestID }, "summarize requested");
       const result = await runner.submit(
         stream.conversationID,
-        { type: "compact", inputID: `${requestID}:${seqno}`, at: now() },
+        // The summarize is a turn of its own, with this request's id in the client's checkpoint.
+        { type: "compact", inputID: `${requestID}:${seqno}`, at: now(), origin: requestID },
         output,
         {
           requestID,

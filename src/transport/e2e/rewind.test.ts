@@ -10,6 +10,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
 import type { CursorClient } from "../testing/index.ts";
 import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
@@ -171,6 +173,45 @@ describe("an edited earlier message sent again (in-process)", () => {
     assert.deepEqual(textsOf(third, "assistant"), ["answer A", "answer B"]);
     const state = await harness.store.load(id);
     assert.equal(state?.state.turnCount, 3);
+  });
+});
+
+describe("rewinds and summaries (in-process)", () => {
+  let harness: Harness;
+  before(async () => {
+    harness = await startHarness();
+  });
+  after(() => harness.close());
+
+  test("after a summarize the next turn continues; an edit from before it drops the summary", async () => {
+    const id = "rewind-0007";
+    const client = harness.client();
+    await runTurn(harness, client, turn(id, "A", "mA"), "answer A");
+    await runTurn(harness, client, turn(id, "B", "mB"), "answer B");
+    const beforeC = client.checkpoint(id);
+    await runTurn(harness, client, turn(id, "C", "mC"), "answer C");
+    await runTurn(harness, client, turn(id, "D", "mD"), "answer D");
+    harness.reply({ text: "Summary: the user asked A to D." });
+    const request = client.runRequest({ conversationId: id, text: "", modelId: MODEL });
+    request.action = create(ConversationActionSchema, {
+      action: { case: "summarizeAction", value: {} },
+    });
+    assert.equal((await client.startTurn(request).done).error, undefined);
+    const after = await runTurn(harness, client, turn(id, "E", "mE"), "answer E");
+    assert.match(after, /Summary: the user asked A to D\./);
+    assert.equal(
+      harness.logs.filter((line) => line.message.startsWith("rewind")).length,
+      0,
+      "the summarize turn is the client's last turn: a continuation",
+    );
+    const edited = await runTurn(
+      harness,
+      client,
+      { ...turn(id, "C2", "mC"), checkpoint: beforeC ?? null },
+      "answer C2",
+    );
+    assert.deepEqual(textsOf(edited, "user"), ["A", "B", "C2"]);
+    assert.doesNotMatch(edited, /Summary: the user asked/, "the summary covered edited-away turns");
   });
 });
 
