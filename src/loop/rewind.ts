@@ -16,9 +16,10 @@ import type { ConversationState, TurnStartRecord } from "./types.ts";
 
 /**
  * Turn records kept per conversation, the newest: a rewind further back than this many turns is
- * not done. Each record is ~120 bytes of the state JSON written at every commit (issue #19).
+ * not done. Each record is ~120 bytes of the state JSON written at every commit (issue #19): 50
+ * of them add ~6 KB to a ~20 KB state.
  */
-export const MAX_TURN_STARTS = 100;
+export const MAX_TURN_STARTS = 50;
 
 /** `committed.turnStarts` with the record of the turn about to start (turn `turnCount + 1`). */
 export function withTurnStart(
