@@ -46,8 +46,11 @@ export type RouteStart = (
 export function createRouteStart(deps: RouteStartDeps): RouteStart {
   const { store, queue, live } = deps;
 
-  /** The decision on `conversationID`, read in its queue step; null: the conversation does not know the turn. */
-  const decide = (conversationID: string, hint: RouteHint, requestID: string, known: boolean) =>
+  /**
+   * The decision on `conversationID`, read in its queue step. null when its records do not know
+   * the client's last turn, unless `anyway` (the binding named it: decide there all the same).
+   */
+  const decide = (conversationID: string, hint: RouteHint, requestID: string, anyway: boolean) =>
     queue.run(conversationID, async () => {
       const state = (await live.load(conversationID)).state.committed;
       const last = state.turnStarts?.at(-1);
@@ -62,7 +65,7 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
       const knows =
         hint.lastTurnOrigin === null ||
         (state.turnStarts ?? []).some((start) => start.origin === hint.lastTurnOrigin);
-      if (!knows && !known) return null;
+      if (!knows && !anyway) return null;
       return {
         state,
         decision: toRewind(state, {
@@ -121,7 +124,8 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
     if (decision.type === "continue") {
       return { conversationID: state.conversationID, reason: decision.reason };
     }
-    if (!branch) return { conversationID: state.conversationID, reason: "last_turn" };
+    // A summarize or a resume goes where the client's last turn ran; only a start branches.
+    if (!branch) return { conversationID: state.conversationID };
     const branchID = toBranchConversationID(clientID, requestID);
     await makeBranch(state, decision.afterTurn, branchID, requestID);
     return {
