@@ -89,7 +89,10 @@ describe("routing a start", () => {
         return real.findRequestStream(id);
       },
     } as Store;
-    runner = createRunner({
+    runner = makeRunner();
+  });
+  const makeRunner = () =>
+    createRunner({
       store,
       llm: createLLM({
         models: createModelConfigs([
@@ -104,7 +107,6 @@ describe("routing a start", () => {
       }),
       prepareWaitMs: 60_000,
     });
-  });
   afterEach(async () => {
     await runner.shutdown();
     await provider.close();
@@ -160,11 +162,20 @@ describe("routing a start", () => {
     assert.equal(replay.type, "duplicate");
     assert.equal(replay.routed?.conversationID, branch);
     assert.equal((await store.load(branch))?.version, stored?.version);
-    // The next turn shows the branch's turn last: found through its request's binding.
+    // The next turn shows the branch's turn last: the branch remembered in memory, no store read.
+    reads.load = 0;
+    reads.findRequestStream = 0;
     const next = await runTurn(5, 4);
     assert.equal(next.routed?.conversationID, branch);
+    assert.deepEqual(reads, { load: 0, findRequestStream: 0 });
     assert.equal(await runner.follow(CONV, route(4, ""), "r6"), branch);
     assert.equal(await runner.follow(CONV, route(3, ""), "r6"), CONV);
+    // A new runner on the same store (a restart: nothing in memory) finds it through the binding.
+    await runner.shutdown();
+    runner = makeRunner();
+    reads.findRequestStream = 0;
+    assert.equal(await runner.follow(CONV, route(5, ""), "r6"), branch);
+    assert.equal(reads.findRequestStream, 1);
   });
 
   test("a rewind from inside a running turn cancels that turn", async () => {
@@ -189,5 +200,41 @@ describe("routing a start", () => {
     assert.equal((await running.ended).type, "canceled");
     assert.equal((await output.ended).type, "final");
     assert.equal((await store.load(CONV))?.state.status, "canceled");
+  });
+
+  test("a new message while a branch's first turn runs continues the branch (R4 on the branch)", async () => {
+    await runTurn(1, null);
+    await runTurn(2, 1);
+    await runTurn(3, 2);
+    provider.reply({
+      type: "sse",
+      body: toChatCompletionSse({
+        toolCalls: [{ id: "call_1", name: "read", arguments: { path: "a.ts" } }],
+      }),
+    });
+    // Turn 2 edited: the branch's first turn waits for a tool.
+    const running = createOutput();
+    const edited = await runner.submit(CONV, start(4, "message 2b", "m2"), running, {
+      requestID: "r4",
+      route: route(1, "m2"),
+    });
+    const branch = `${CONV}~edit~r4`;
+    assert.equal(edited.routed?.conversationID, branch);
+    await running.toolAsked;
+    // A new message sent meanwhile, with the checkpoint from before the edited turn.
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 5" }) });
+    const output = createOutput();
+    const next = await runner.submit(CONV, start(5), output, {
+      requestID: "r5",
+      route: route(1, "m5"),
+    });
+    assert.deepEqual(next.routed, { conversationID: branch, reason: "interrupted_turn" });
+    assert.equal((await running.ended).type, "canceled");
+    assert.equal((await output.ended).type, "final");
+    const messages = (await store.load(branch))?.state.messages ?? [];
+    assert.deepEqual(
+      messages.filter((message) => message.role === "user").map((message) => message.content),
+      ["message 1", "message 2b", "message 5"],
+    );
   });
 });
