@@ -5,6 +5,7 @@
  */
 import { toTurnID } from "./ids.ts";
 import { startSummaryCall } from "./request.ts";
+import { withTurnStart } from "./rewind.ts";
 import { isIdle, toApplied, toRejected } from "./state.ts";
 import type { CompactInput, RuntimeState, Transition } from "./types.ts";
 
@@ -25,6 +26,7 @@ export function applyCompact(state: RuntimeState, input: CompactInput): Transiti
       stepCount: 0,
       failure: null,
       lastCommitID: input.inputID,
+      turnStarts: withTurnStart(committed, { origin: input.origin }),
     },
     "request",
   );

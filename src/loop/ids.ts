@@ -23,3 +23,9 @@ export function toCallID(conversationID: string, turnID: string, step: number): 
 export function toOperationID(callID: string, toolCallID: string): string {
   return `${callID}:${part(toolCallID)}`;
 }
+
+/** Marks a subagent's conversation id: `<parent>~task~<digest>` (subagent.ts). */
+export const SUBAGENT_MARK = "~task~";
+
+/** Marks a branch of a client's conversation: `<client's id>~edit~<request id>` (rewind.ts). */
+export const BRANCH_MARK = "~edit~";

@@ -12,6 +12,16 @@ export {
 export { toCallID, toOperationID, toTurnID } from "./ids.ts";
 export { chooseModel, FAILOVER_KINDS, toCandidates } from "./model-route.ts";
 export { buildPrompt, buildRequest, buildTools, toResumeCommand } from "./request.ts";
+export {
+  type ContinueReason,
+  isBranchOf,
+  MAX_TURN_STARTS,
+  type RewindDecision,
+  type RewindHint,
+  toBranchConversationID,
+  toBranchState,
+  toRewind,
+} from "./rewind.ts";
 export { createConversation, isIdle } from "./state.ts";
 export { type StepRecord, toStepRecords } from "./step-records.ts";
 export {

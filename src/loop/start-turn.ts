@@ -3,6 +3,7 @@ import { withContext } from "./context-message.ts";
 import { appendHashes } from "./history-hash.ts";
 import { toTurnID } from "./ids.ts";
 import { startModelCall } from "./request.ts";
+import { withTurnStart } from "./rewind.ts";
 import { isIdle, toApplied, toRejected } from "./state.ts";
 import type {
   ContextSupplement,
@@ -23,7 +24,10 @@ export function applyStart(state: RuntimeState, input: StartInput): Transition {
     input.parent === undefined || state.committed.parent !== undefined
       ? state.committed
       : { ...state.committed, parent: input.parent };
-  return beginTurn(committed, input.inputID, input.settings, input.userMessage, input.context);
+  return beginTurn(committed, input.inputID, input.settings, input.userMessage, input.context, {
+    origin: input.origin,
+    messageID: input.messageID,
+  });
 }
 
 export function applyUserMessage(state: RuntimeState, input: UserMessageInput): Transition {
@@ -32,16 +36,20 @@ export function applyUserMessage(state: RuntimeState, input: UserMessageInput): 
   if (settings === null) {
     return toRejected(state, "no_settings", "a user message needs a previous turn's settings");
   }
-  return beginTurn(state.committed, input.inputID, settings, input.message, []);
+  return beginTurn(state.committed, input.inputID, settings, input.message, [], {});
 }
 
-/** Appends the turn's user message (with changed context) and calls the model. */
+/**
+ * Appends the turn's user message (with changed context) and calls the model; the turn's start is
+ * recorded with the client's ids for it (rewind.ts).
+ */
 function beginTurn(
   committed: ConversationState,
   inputID: string,
   settings: TurnSettings,
   userMessage: UserMessage,
   context: readonly ContextSupplement[],
+  ids: { readonly origin?: string | undefined; readonly messageID?: string | undefined },
 ): Transition {
   const { message, seen } = withContext(userMessage, context, committed.context);
   const turnCount = committed.turnCount + 1;
@@ -56,6 +64,7 @@ function beginTurn(
     context: seen,
     failure: null,
     lastCommitID: inputID,
+    turnStarts: withTurnStart(committed, ids),
   });
   return toApplied({ committed: state, pending: null }, command);
 }

@@ -14,6 +14,7 @@
  */
 import { createHash } from "node:crypto";
 import type { ToolCall, ToolResultMessage } from "../llm/types.ts";
+import { BRANCH_MARK, SUBAGENT_MARK } from "./ids.ts";
 import { toCandidates } from "./model-route.ts";
 import { toNotRunResult } from "./tool-result.ts";
 import type { ConversationState, TurnSettings } from "./types.ts";
@@ -179,13 +180,14 @@ export function toSubagentConversationID(
   return `${parentConversationID}${SUBAGENT_MARK}${digest}`;
 }
 
-const SUBAGENT_MARK = "~task~";
-
 /**
- * The top-level conversation a subagent's conversation (any depth) belongs to; a top-level id is
- * its own root. A team user's subagents are theirs (docs/team.md "Users and budgets").
+ * The top-level conversation a subagent's conversation (any depth) or a branch (rewind.ts) belongs
+ * to: the client's conversation id; a top-level id is its own root. A team user's subagents and
+ * branches are theirs (docs/team.md "Users and budgets").
  */
 export function toRootConversationID(conversationID: string): string {
-  const at = conversationID.indexOf(SUBAGENT_MARK);
-  return at < 0 ? conversationID : conversationID.slice(0, at);
+  const marks = [SUBAGENT_MARK, BRANCH_MARK]
+    .map((mark) => conversationID.indexOf(mark))
+    .filter((at) => at >= 0);
+  return marks.length === 0 ? conversationID : conversationID.slice(0, Math.min(...marks));
 }

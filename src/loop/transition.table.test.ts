@@ -841,6 +841,23 @@ const rows: Record<string, () => void> = {
     // A conversation without a link has none.
     assert.equal(given(start("hi")).state.committed.parent, undefined);
   },
+  L50() {
+    // Each turn's start is recorded: its number, the history's length before it, the client's ids.
+    const first = {
+      ...(start("one", { settings: COMPACTING }) as StartInput),
+      origin: "r1",
+      messageID: "m1",
+    };
+    const state = given(first, streamed(call0, answer), followUp("two"), streamed(t2c0, answer))
+      .when({ type: "compact", inputID: "r3:0", at: T0, origin: "r3" })
+      .thenExpect({ command: "call_llm", status: "waiting_llm", appended: [] }).transition
+      .state.committed;
+    assert.deepEqual(state.turnStarts, [
+      { turn: 1, at: 0, origin: "r1", messageID: "m1" },
+      { turn: 2, at: 2 },
+      { turn: 3, at: 4, origin: "r3" },
+    ]);
+  },
 };
 
 const TASK_SETTINGS: TurnSettings = {

@@ -116,6 +116,10 @@ export interface StartInput extends ExternalInput {
   readonly settings: TurnSettings;
   /** Set on the first turn of a subagent's conversation: the tool call it runs for (subagent.ts). */
   readonly parent?: ParentLink;
+  /** The client's id of this turn (Cursor: the run request's id), kept in `turnStarts` (rewind.ts). */
+  readonly origin?: string;
+  /** The client's id of the user message (Cursor: the bubble id), kept in `turnStarts`. */
+  readonly messageID?: string;
 }
 
 /**
@@ -171,6 +175,8 @@ export interface CancelInput extends ExternalInput {
 /** Compact the conversation now (the client's `summarize` action); runs as a turn of its own. */
 export interface CompactInput extends ExternalInput {
   readonly type: "compact";
+  /** The client's id of this turn, kept in `turnStarts` (rewind.ts). */
+  readonly origin?: string;
 }
 
 export type Input =
@@ -288,6 +294,22 @@ export interface SeenContext {
   readonly hash: string;
 }
 
+/**
+ * Where a turn began (rewind.ts): the client's ids for it and the history's length before its
+ * first message, so a client that goes back to the end of an earlier turn can be given a branch
+ * with exactly the history it shows.
+ */
+export interface TurnStartRecord {
+  /** The turn's number (1-based, as `turnCount`). */
+  readonly turn: number;
+  /** `messages.length` before the turn appended anything. */
+  readonly at: number;
+  /** The client's id for the turn (Cursor: the run request's id); absent when it gave none. */
+  readonly origin?: string;
+  /** The client's id of the turn's user message (Cursor: the bubble id); absent when none. */
+  readonly messageID?: string;
+}
+
 /** The committed part of a conversation: what the store persists. */
 export interface ConversationState {
   readonly conversationID: string;
@@ -317,6 +339,11 @@ export interface ConversationState {
   readonly route?: ModelRoute;
   /** Present on a subagent's conversation: the tool call it runs for (subagent.ts). */
   readonly parent?: ParentLink;
+  /**
+   * Where the last turns began, oldest first, at most `MAX_TURN_STARTS` (rewind.ts). Absent in
+   * states saved before rewinds existed: a rewind into turns without a record is not done.
+   */
+  readonly turnStarts?: readonly TurnStartRecord[];
 }
 
 /** A content block being streamed. */

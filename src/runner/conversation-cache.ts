@@ -22,6 +22,11 @@ export interface Live {
   readonly tools: Set<string>;
   /** Set when the entry was dropped after a failure the loop never saw: its work stops. */
   retired: boolean;
+  /**
+   * The branch of this (client's) conversation the client's last start went to (route-start.ts),
+   * while this entry is in memory; absent: the conversation itself, or not known.
+   */
+  branch?: string;
 }
 
 export interface ConversationCache {

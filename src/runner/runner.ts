@@ -26,6 +26,7 @@ import {
   type Input,
   mayCancel,
   mayResume,
+  type StartInput,
   type Transition,
   toResumeCommand,
   toSupersedingCancel,
@@ -35,9 +36,18 @@ import { type ApplyInput, createApplyInput } from "./apply-input.ts";
 import { createConversationCache, type Live } from "./conversation-cache.ts";
 import { createModelCall } from "./model-call.ts";
 import type { PreparedCall } from "./prepared-call.ts";
+import { createRouteStart } from "./route-start.ts";
 import { createSerialQueue } from "./serial-queue.ts";
 import { createToolCall } from "./tool-call.ts";
-import type { Runner, RunnerOptions, SubmitOptions, SubmitResult, TurnOutcome } from "./types.ts";
+import type {
+  ExternalInput,
+  Runner,
+  RunnerOptions,
+  SubmitOptions,
+  SubmitResult,
+  TurnOutcome,
+  TurnOutput,
+} from "./types.ts";
 
 export function createRunner(options: RunnerOptions): Runner {
   const { store, llm } = options;
@@ -170,44 +180,82 @@ export function createRunner(options: RunnerOptions): Runner {
     endTurn(entry, { type: "failed", message: failure });
   }
 
+  const routeStart = createRouteStart({ store, queue, live });
+
+  /**
+   * A rewind left the source's turn running (the client went back from inside it): it is canceled
+   * as a new message cancels it ("superseded by a new message").
+   */
+  const supersede = (conversationID: string, input: StartInput): Promise<unknown> =>
+    queue.run(conversationID, async () => {
+      const entry = await live.load(conversationID);
+      const cancel = toSupersedingCancel(entry.state.committed, input);
+      if (cancel !== null) await applyOrEndTurn(entry, cancel, cancel.inputID);
+    });
+
+  /** `submit` on the conversation named, in its queue. */
+  function submitTo(
+    conversationID: string,
+    input: ExternalInput,
+    output: TurnOutput,
+    submitOptions: SubmitOptions,
+  ): Promise<SubmitResult> {
+    return queue.run(conversationID, async (): Promise<SubmitResult> => {
+      const entry = await live.load(conversationID);
+      if (await store.findInputCommit(conversationID, input.inputID)) {
+        return { type: "duplicate" };
+      }
+      if (input.type === "cancel") {
+        const access = mayCancel(entry.output, output);
+        if (access.type === "refused") return { type: "applied", rejected: access.reason };
+        const step = await applyOrEndTurn(entry, input, input.inputID);
+        return step === null ? { type: "duplicate" } : applied(step);
+      }
+      // A compaction asked for while a turn runs is refused by the loop, not superseding it.
+      const cancel =
+        input.type === "compact" || submitOptions.supersede === false
+          ? null
+          : toSupersedingCancel(entry.state.committed, input);
+      if (cancel !== null) await applyOrEndTurn(entry, cancel, cancel.inputID);
+      // A refused input (a summarize while a turn runs) leaves the turn with the output it had.
+      const carrier = entry.output;
+      entry.output = output;
+      const { requestID, clientState } = submitOptions;
+      const step = await applyOrEndTurn(entry, input, input.inputID, (started) =>
+        requestID === undefined
+          ? []
+          : [
+              {
+                type: "request_stream",
+                requestID,
+                turnID: started.state.committed.turnID,
+                ...(clientState === undefined ? {} : { clientState }),
+              },
+            ],
+      );
+      if (step?.rejected) entry.output = carrier;
+      return step === null ? { type: "duplicate" } : applied(step);
+    });
+  }
+
   return {
     submit(conversationID, input, output, submitOptions: SubmitOptions = {}) {
-      return queue.run(conversationID, async (): Promise<SubmitResult> => {
-        const entry = await live.load(conversationID);
-        if (await store.findInputCommit(conversationID, input.inputID)) {
-          return { type: "duplicate" };
+      const { route, requestID } = submitOptions;
+      if (
+        route === undefined ||
+        requestID === undefined ||
+        (input.type !== "start" && input.type !== "compact")
+      ) {
+        return submitTo(conversationID, input, output, submitOptions);
+      }
+      return (async () => {
+        const routed = await routeStart(conversationID, route, requestID, input.type === "start");
+        if (routed.rewind?.running === true && input.type === "start") {
+          await supersede(routed.rewind.from, input);
         }
-        if (input.type === "cancel") {
-          const access = mayCancel(entry.output, output);
-          if (access.type === "refused") return { type: "applied", rejected: access.reason };
-          const step = await applyOrEndTurn(entry, input, input.inputID);
-          return step === null ? { type: "duplicate" } : applied(step);
-        }
-        // A compaction asked for while a turn runs is refused by the loop, not superseding it.
-        const cancel =
-          input.type === "compact" || submitOptions.supersede === false
-            ? null
-            : toSupersedingCancel(entry.state.committed, input);
-        if (cancel !== null) await applyOrEndTurn(entry, cancel, cancel.inputID);
-        // A refused input (a summarize while a turn runs) leaves the turn with the output it had.
-        const carrier = entry.output;
-        entry.output = output;
-        const { requestID, clientState } = submitOptions;
-        const step = await applyOrEndTurn(entry, input, input.inputID, (started) =>
-          requestID === undefined
-            ? []
-            : [
-                {
-                  type: "request_stream",
-                  requestID,
-                  turnID: started.state.committed.turnID,
-                  ...(clientState === undefined ? {} : { clientState }),
-                },
-              ],
-        );
-        if (step?.rejected) entry.output = carrier;
-        return step === null ? { type: "duplicate" } : applied(step);
-      });
+        const result = await submitTo(routed.conversationID, input, output, submitOptions);
+        return { ...result, routed };
+      })();
     },
 
     resume(conversationID, output, options = {}) {
@@ -255,6 +303,10 @@ export function createRunner(options: RunnerOptions): Runner {
         turnID: bound.turnID ?? "",
         clientState: bound.clientState,
       };
+    },
+
+    async follow(conversationID, hint, requestID) {
+      return (await routeStart(conversationID, hint, requestID, false)).conversationID;
     },
 
     detach(conversationID, output) {

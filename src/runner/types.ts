@@ -9,6 +9,7 @@ import type {
   CanceledCommand,
   CancelInput,
   CompactInput,
+  ContinueReason,
   ConversationState,
   FailedCommand,
   FinalCommand,
@@ -93,6 +94,44 @@ export interface SubmitOptions {
    * it still runs). Default true.
    */
   readonly supersede?: boolean;
+  /**
+   * For a `start` or `compact` of a client's conversation: where the client stands, so that a
+   * client that went back to an earlier turn gets a branch (loop/rewind.ts, route-start.ts) and a
+   * client on a branch reaches it. Absent: the input goes to the conversation named.
+   */
+  readonly route?: RouteHint;
+}
+
+/** Where the client stands (loop/rewind.ts `RewindHint` without the turn's own id: `requestID`). */
+export interface RouteHint {
+  /**
+   * The client's id of the last turn it shows (Cursor: its checkpoint's last turn's request id);
+   * null: it shows none; "": it shows turns, but the last one's id could not be read.
+   */
+  readonly lastTurnOrigin: string | null;
+  /** The client's id of the new user message ("" when none). */
+  readonly messageID: string;
+}
+
+/** A rewind the runner applied: the branch's turns are the source's up to `afterTurn`. */
+export interface RewindReport {
+  /** The conversation the branch copies (the client's, or an earlier branch of it). */
+  readonly from: string;
+  /** The source's last turn when the branch was made. */
+  readonly fromTurn: number;
+  readonly afterTurn: number;
+  /** Messages of the source the branch does not have. */
+  readonly dropped: number;
+  /** The source had a turn running (it is canceled: the client left it). */
+  readonly running: boolean;
+}
+
+/** Where a routed input went. */
+export interface Routed {
+  readonly conversationID: string;
+  /** Why it was no rewind. */
+  readonly reason?: ContinueReason;
+  readonly rewind?: RewindReport;
 }
 
 export type SubmitResult =
@@ -100,9 +139,14 @@ export type SubmitResult =
    * Applied (possibly rejected by the loop, see `rejected`; `other_stream` when a cancel came from
    * a stream that does not carry the turn).
    */
-  | { readonly type: "applied"; readonly rejected: string | null }
+  | ({ readonly type: "applied"; readonly rejected: string | null } & RoutedResult)
   /** This input was applied before; nothing was done again. */
-  | { readonly type: "duplicate" };
+  | ({ readonly type: "duplicate" } & RoutedResult);
+
+/** With `SubmitOptions.route`: where the input went, and why. */
+interface RoutedResult {
+  readonly routed?: Routed;
+}
 
 export interface Runner {
   /**
@@ -131,6 +175,12 @@ export interface Runner {
   findStream(
     requestID: string,
   ): Promise<{ conversationID: string; turnID: string; clientState: Uint8Array | null } | null>;
+  /**
+   * The conversation a client's request about its conversation `conversationID` concerns: a
+   * branch of it when the client is on one (loop/rewind.ts), else `conversationID`. Starts and
+   * makes nothing (a resume asks where the turn runs).
+   */
+  follow(conversationID: string, hint: RouteHint, requestID: string): Promise<string>;
   /** Detaches `output` if it is still the conversation's output. */
   detach(conversationID: string, output: TurnOutput): void;
   /**

@@ -4,7 +4,7 @@
  * state first and then hand the turn to the runner with this stream's `TurnOutput`.
  */
 import { errorMessage } from "../../errors/error-message.ts";
-import type { Runner, TurnOutput } from "../../runner/types.ts";
+import type { Routed, Runner, TurnOutput } from "../../runner/types.ts";
 import { toCompactionSettings } from "../compaction-settings.ts";
 import type { AgentRunRequest } from "../cursor/gen/agent/v1/run_request_pb.js";
 import {
@@ -13,6 +13,7 @@ import {
   toCheckpointMessage,
   toChosenModel,
   toConnectError,
+  toLastTurnOrigin,
   toModelSelection,
   toProtocolError,
   toResumedTurnState,
@@ -75,6 +76,37 @@ export function createTurnStart(
       );
     }
     return { model, options: chosen?.options ?? {} };
+  };
+
+  /**
+   * The stream follows its turn to the conversation the runner routed it to (a branch, after a
+   * rewind: loop/rewind.ts), so cancels, subagents and reconnects reach it there.
+   */
+  const following = (routed: Routed | undefined): void => {
+    if (routed === undefined) return;
+    if (routed.rewind !== undefined) {
+      const { from, fromTurn, afterTurn, dropped } = routed.rewind;
+      log.info(
+        {
+          conversation: stream.conversationID,
+          request: requestID,
+          from,
+          to: routed.conversationID,
+          fromTurn,
+          toTurn: afterTurn,
+          droppedMessages: dropped,
+        },
+        "rewind applied",
+      );
+    } else if (routed.reason === "unknown_origin" || routed.reason === "no_record") {
+      // The client went back to a turn this server has no record of (saved before records
+      // existed, older than the records kept, or never seen): the turn continues the conversation.
+      log.info(
+        { conversation: stream.conversationID, request: requestID, reason: routed.reason },
+        "rewind not applied",
+      );
+    }
+    stream.conversationID = routed.conversationID;
   };
 
   return {
@@ -140,12 +172,20 @@ export function createTurnStart(
           {
             requestID,
             clientState: toSavedRunRequest(event.request),
+            route: {
+              lastTurnOrigin: toLastTurnOrigin(
+                event.request.conversationState,
+                event.request.preFetchedBlobs,
+              ),
+              messageID: started.value.messageID,
+            },
           },
         );
       } catch (error) {
         stream.end(toConnectError({ kind: "internal", detail: errorMessage(error) }));
         throw error;
       }
+      following(result.routed);
       // A turn nobody reads is canceled like one whose reader left.
       if (!outbound.subscribed) startGrace();
       if (result.type === "duplicate") {
@@ -182,14 +222,21 @@ export function createTurnStart(
       log.info({ conversation: stream.conversationID, request: requestID }, "summarize requested");
       const result = await runner.submit(
         stream.conversationID,
-        { type: "compact", inputID: `${requestID}:${seqno}`, at: now() },
+        // The summarize is a turn of its own, with this request's id in the client's checkpoint.
+        { type: "compact", inputID: `${requestID}:${seqno}`, at: now(), origin: requestID },
         output,
         {
           requestID,
           // Saved with the binding, so a client reconnecting after a restart resumes this turn.
           clientState: toSavedRunRequest(request),
+          // A client on a branch (a rewind) summarizes the branch.
+          route: {
+            lastTurnOrigin: toLastTurnOrigin(request.conversationState, request.preFetchedBlobs),
+            messageID: "",
+          },
         },
       );
+      following(result.routed);
       if (!outbound.subscribed) startGrace();
       if (result.type === "duplicate") {
         stream.end();
@@ -226,7 +273,17 @@ export function createTurnStart(
         });
         if (!resumed.ok) throw toConnectError({ kind: "bad_input", detail: resumed.error.message });
         stream.turn = { ...resumed.value, nextID: restored?.firstID ?? 1 };
-        stream.conversationID = resumed.value.conversationID;
+        // A stream picked up after a restart already knows its conversation from its binding (a
+        // branch, after a rewind); a resume request names the client's: its turn may run on a
+        // branch of it (loop/rewind.ts).
+        stream.conversationID ??= await runner.follow(
+          resumed.value.conversationID,
+          {
+            lastTurnOrigin: toLastTurnOrigin(request.conversationState, request.preFetchedBlobs),
+            messageID: "",
+          },
+          requestID,
+        );
       }
       if (stream.conversationID === null || stream.turn === null) return;
       let waiting: boolean;

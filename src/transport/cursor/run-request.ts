@@ -154,6 +154,9 @@ export function fromRunRequest(
     userMessage,
     context,
     settings: toModeSettings({ model: model.model }, state.mode, state.mcpTools, state.web),
+    // The client's ids of the turn and its message, recorded for rewinds (loop/rewind.ts).
+    origin: options.requestID,
+    ...(turn.userMessage.messageId === "" ? {} : { messageID: turn.userMessage.messageId }),
   };
   return toDecoded({
     input,

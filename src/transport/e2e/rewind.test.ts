@@ -1,0 +1,288 @@
+/**
+ * Rewinds end to end (docs/protocol.md "Rewinds", loop/rewind.ts): the user edits an earlier
+ * message in the IDE and sends it again. The IDE sends the same conversation id, the message's
+ * same id and the checkpoint it had when that message was first sent; the model must then see the
+ * conversation as the user does — the turns before the edited message and the edited message —,
+ * and the following turns continue that branch, also after a restart. A client that sends no
+ * checkpoint is never rewound.
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
+import type { CursorClient } from "../testing/index.ts";
+import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
+
+interface WireMessage {
+  readonly role: string;
+  readonly content: string | readonly { readonly type: string; readonly text?: string }[] | null;
+}
+
+function messagesOf(body: string): WireMessage[] {
+  return (JSON.parse(body) as { messages: WireMessage[] }).messages;
+}
+
+/** The last text of each message of `role` (a user message's context comes before its text). */
+function textsOf(body: string, role: "user" | "assistant"): string[] {
+  return messagesOf(body)
+    .filter((message) => message.role === role)
+    .map((message) =>
+      typeof message.content === "string"
+        ? message.content
+        : ((message.content ?? []).filter((part) => part.type === "text").at(-1)?.text ?? ""),
+    );
+}
+
+/** The request's messages as bytes: a continuation's request extends the previous one's. */
+function messagesBytes(body: string): string {
+  return messagesOf(body)
+    .map((message) => JSON.stringify(message))
+    .join("\n");
+}
+
+/** Runs one turn answered with `answer`; returns the body the provider received for it. */
+async function runTurn(
+  harness: Harness,
+  client: CursorClient,
+  init: Parameters<CursorClient["startTurn"]>[0],
+  answer: string,
+): Promise<string> {
+  harness.reply({ text: answer });
+  const before = harness.provider.requests.length;
+  const result = await client.startTurn(init).done;
+  assert.equal(result.error, undefined, `turn "${answer}" ended with an error`);
+  assert.equal(result.view.text, answer);
+  assert.equal(harness.provider.requests.length, before + 1, "one model call per turn");
+  return harness.provider.requests[before]?.body ?? "";
+}
+
+const turn = (conversationId: string, text: string, messageId: string) => ({
+  conversationId,
+  text,
+  messageId,
+  modelId: MODEL,
+});
+
+describe("an edited earlier message sent again (in-process)", () => {
+  let harness: Harness;
+  before(async () => {
+    harness = await startHarness();
+  });
+  after(() => harness.close());
+
+  test("the model sees the turns before it and the edited message, not the turns edited away", async () => {
+    const id = "rewind-0001";
+    const client = harness.client();
+    await runTurn(harness, client, turn(id, "A", "mA"), "answer A");
+    const beforeB = client.checkpoint(id);
+    await runTurn(harness, client, turn(id, "B", "mB"), "answer B");
+    const third = await runTurn(harness, client, turn(id, "C", "mC"), "answer C");
+    assert.deepEqual(textsOf(third, "user"), ["A", "B", "C"]);
+
+    // The IDE: the edited bubble keeps its id and carries the checkpoint saved when it was sent.
+    const edited = await runTurn(
+      harness,
+      client,
+      { ...turn(id, "B2", "mB"), checkpoint: beforeB ?? null },
+      "answer B2",
+    );
+    assert.deepEqual(textsOf(edited, "user"), ["A", "B2"]);
+    assert.deepEqual(textsOf(edited, "assistant"), ["answer A"]);
+    const applied = harness.logs.find((line) => line.message === "rewind applied");
+    assert.deepEqual(
+      {
+        from: applied?.fields.from,
+        fromTurn: applied?.fields.fromTurn,
+        toTurn: applied?.fields.toTurn,
+        dropped: applied?.fields.droppedMessages,
+      },
+      { from: id, fromTurn: 3, toTurn: 1, dropped: 4 },
+    );
+
+    // The next turn continues the branch: its request extends the edited turn's byte for byte.
+    const next = await runTurn(harness, client, turn(id, "D", "mD"), "answer D");
+    assert.deepEqual(textsOf(next, "user"), ["A", "B2", "D"]);
+    assert.deepEqual(textsOf(next, "assistant"), ["answer A", "answer B2"]);
+    assert.ok(messagesBytes(next).startsWith(messagesBytes(edited)), "a prefix extension");
+
+    // The source conversation keeps its history: a branch is a conversation of its own.
+    const source = await harness.store.load(id);
+    assert.equal(source?.state.turnCount, 3);
+    assert.equal(source?.state.messages.length, 6);
+  });
+
+  test("an edit of an earlier message on a branch branches again from the right turn", async () => {
+    const id = "rewind-0002";
+    const client = harness.client();
+    await runTurn(harness, client, turn(id, "A", "mA"), "answer A");
+    const beforeB = client.checkpoint(id);
+    await runTurn(harness, client, turn(id, "B", "mB"), "answer B");
+    await runTurn(
+      harness,
+      client,
+      { ...turn(id, "B2", "mB"), checkpoint: beforeB ?? null },
+      "answer B2",
+    );
+    const beforeC = client.checkpoint(id);
+    await runTurn(harness, client, turn(id, "C", "mC"), "answer C");
+    await runTurn(harness, client, turn(id, "D", "mD"), "answer D");
+    // C edited on the branch: the branch's turns up to B2, then C2.
+    const edited = await runTurn(
+      harness,
+      client,
+      { ...turn(id, "C2", "mC"), checkpoint: beforeC ?? null },
+      "answer C2",
+    );
+    assert.deepEqual(textsOf(edited, "user"), ["A", "B2", "C2"]);
+    const next = await runTurn(harness, client, turn(id, "E", "mE"), "answer E");
+    assert.deepEqual(textsOf(next, "user"), ["A", "B2", "C2", "E"]);
+  });
+
+  test("the first message edited: the model sees only the edited message", async () => {
+    const id = "rewind-0003";
+    const client = harness.client();
+    const first = await runTurn(harness, client, turn(id, "A", "mA"), "answer A");
+    await runTurn(harness, client, turn(id, "B", "mB"), "answer B");
+    // Its checkpoint was the empty initial state.
+    const edited = await runTurn(
+      harness,
+      client,
+      { ...turn(id, "A2", "mA"), checkpoint: null },
+      "answer A2",
+    );
+    assert.deepEqual(textsOf(edited, "user"), ["A2"]);
+    assert.deepEqual(textsOf(edited, "assistant"), []);
+    // The same context as the first turn: the branch shows it again.
+    assert.equal(messagesOf(edited).length, messagesOf(first).length);
+  });
+
+  test("a client that sends no checkpoint is never rewound", async () => {
+    const id = "rewind-0004";
+    const client = harness.client();
+    await runTurn(harness, client, { ...turn(id, "A", "mA"), checkpoint: null }, "answer A");
+    await runTurn(harness, client, { ...turn(id, "B", "mB"), checkpoint: null }, "answer B");
+    const third = await runTurn(
+      harness,
+      client,
+      { ...turn(id, "C", "mC"), checkpoint: null },
+      "answer C",
+    );
+    assert.deepEqual(textsOf(third, "user"), ["A", "B", "C"]);
+    assert.deepEqual(textsOf(third, "assistant"), ["answer A", "answer B"]);
+    const state = await harness.store.load(id);
+    assert.equal(state?.state.turnCount, 3);
+  });
+});
+
+describe("rewinds and summaries (in-process)", () => {
+  let harness: Harness;
+  before(async () => {
+    harness = await startHarness();
+  });
+  after(() => harness.close());
+
+  test("after a summarize the next turn continues; an edit from before it drops the summary", async () => {
+    const id = "rewind-0007";
+    const client = harness.client();
+    await runTurn(harness, client, turn(id, "A", "mA"), "answer A");
+    await runTurn(harness, client, turn(id, "B", "mB"), "answer B");
+    const beforeC = client.checkpoint(id);
+    await runTurn(harness, client, turn(id, "C", "mC"), "answer C");
+    await runTurn(harness, client, turn(id, "D", "mD"), "answer D");
+    harness.reply({ text: "Summary: the user asked A to D." });
+    const request = client.runRequest({ conversationId: id, text: "", modelId: MODEL });
+    request.action = create(ConversationActionSchema, {
+      action: { case: "summarizeAction", value: {} },
+    });
+    assert.equal((await client.startTurn(request).done).error, undefined);
+    const after = await runTurn(harness, client, turn(id, "E", "mE"), "answer E");
+    assert.match(after, /Summary: the user asked A to D\./);
+    assert.equal(
+      harness.logs.filter((line) => line.message.startsWith("rewind")).length,
+      0,
+      "the summarize turn is the client's last turn: a continuation",
+    );
+    const edited = await runTurn(
+      harness,
+      client,
+      { ...turn(id, "C2", "mC"), checkpoint: beforeC ?? null },
+      "answer C2",
+    );
+    assert.deepEqual(textsOf(edited, "user"), ["A", "B", "C2"]);
+    assert.doesNotMatch(edited, /Summary: the user asked/, "the summary covered edited-away turns");
+  });
+});
+
+describe("an edited message sent again, then a restart (process mode)", () => {
+  let harness: Harness;
+  before(async () => {
+    harness = await startHarness({ mode: "process" });
+  });
+  after(() => harness.close());
+
+  test("after the restart the next turn still continues the branch (found through its binding)", async () => {
+    const id = "rewind-0005";
+    const client = harness.client();
+    await runTurn(harness, client, turn(id, "A", "mA"), "answer A");
+    const beforeB = client.checkpoint(id);
+    await runTurn(harness, client, turn(id, "B", "mB"), "answer B");
+    await runTurn(harness, client, turn(id, "C", "mC"), "answer C");
+    const edited = await runTurn(
+      harness,
+      client,
+      { ...turn(id, "B2", "mB"), checkpoint: beforeB ?? null },
+      "answer B2",
+    );
+    assert.deepEqual(textsOf(edited, "user"), ["A", "B2"]);
+    await harness.restart();
+    const next = await runTurn(harness, client, turn(id, "D", "mD"), "answer D");
+    assert.deepEqual(textsOf(next, "user"), ["A", "B2", "D"]);
+    assert.ok(messagesBytes(next).startsWith(messagesBytes(edited)), "a prefix extension");
+  });
+
+  test("a restart while the branch's turn waits for a tool: the reconnected stream continues the branch", async () => {
+    const id = "rewind-0006";
+    const gate = createGate();
+    let held = true;
+    const client = harness.client({
+      onExec: async (exec) => {
+        if (held && exec.message.case === "writeArgs") await gate.promise;
+        return undefined;
+      },
+    });
+    await runTurn(harness, client, turn(id, "A", "mA"), "answer A");
+    const beforeB = client.checkpoint(id);
+    await runTurn(harness, client, turn(id, "B", "mB"), "answer B");
+    harness.reply(
+      {
+        toolCalls: [
+          { id: "call_w", name: "write_file", arguments: { path: "b2.txt", content: "b2\n" } },
+        ],
+      },
+      { text: "written" },
+    );
+    const first = harness.provider.requests.length;
+    const edited = client.startTurn({ ...turn(id, "B2", "mB"), checkpoint: beforeB ?? null });
+    await edited.waitFor(
+      (m) => m.message.case === "execServerMessage" && m.message.value.message.case === "writeArgs",
+    );
+    const lost = edited.runSseLost();
+    await harness.restart(); // SIGKILL while the branch's write waits in the client
+    await lost;
+    held = false;
+    gate.open();
+    edited.reconnectRunSse();
+    const result = await edited.done;
+    assert.equal(result.error, undefined);
+    assert.equal(readFileSync(join(harness.workspace, "b2.txt"), "utf8"), "b2\n");
+    const last = harness.provider.requests.at(-1)?.body ?? "";
+    assert.ok(harness.provider.requests.length > first + 1);
+    assert.deepEqual(textsOf(last, "user"), ["A", "B2"]);
+    assert.ok(last.includes("call_w"), "the write's result reached the branch's next call");
+    const next = await runTurn(harness, client, turn(id, "C", "mC"), "answer C");
+    assert.deepEqual(textsOf(next, "user"), ["A", "B2", "C"]);
+    assert.deepEqual(textsOf(next, "assistant"), ["answer A", "", "written"]);
+  });
+});
