@@ -1,5 +1,6 @@
 /** Small constructors for the AgentServerMessages every codec sends. */
 import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { toCheckpointFieldBytes } from "./checkpoint-bytes.ts";
 import {
   type AgentServerMessage,
   AgentServerMessageSchema,
@@ -94,7 +95,20 @@ export function toHeartbeatMessage(): AgentServerMessage {
  * server-message.test.ts holds both byte-identical.
  */
 export function toServerMessageBytes(message: AgentServerMessage): Uint8Array {
-  return toDeltaBytes(message) ?? toBinary(AgentServerMessageSchema, message);
+  return (
+    toDeltaBytes(message) ??
+    toCheckpointUpdateBytes(message) ??
+    toBinary(AgentServerMessageSchema, message)
+  );
+}
+
+/** A `conversation_checkpoint_update` with its turns copied in once (checkpoint-bytes.ts). */
+function toCheckpointUpdateBytes(message: AgentServerMessage): Uint8Array | undefined {
+  if (message.$unknown !== undefined || message.message.case !== "conversationCheckpointUpdate") {
+    return undefined;
+  }
+  if (hasOuterFields(message)) return undefined;
+  return toCheckpointFieldBytes(message.message.value, TAG_CHECKPOINT);
 }
 
 const utf8 = new TextEncoder();
@@ -102,6 +116,7 @@ const utf8 = new TextEncoder();
 const LEN = 2;
 const VARINT = 0;
 const TAG_INTERACTION_UPDATE = tag(AgentServerMessageSchema.field.interactionUpdate.number, LEN);
+const TAG_CHECKPOINT = tag(AgentServerMessageSchema.field.conversationCheckpointUpdate.number, LEN);
 const TAG_TEXT_DELTA = tag(InteractionUpdateSchema.field.textDelta.number, LEN);
 const TAG_THINKING_DELTA = tag(InteractionUpdateSchema.field.thinkingDelta.number, LEN);
 const TAG_PARTIAL_TOOL_CALL = tag(InteractionUpdateSchema.field.partialToolCall.number, LEN);
