@@ -63,13 +63,33 @@ export function toTurnBytes(state: TurnState): Uint8Array {
     turn: {
       case: "agentConversationTurn",
       value: {
-        userMessage: toBinary(UserMessageSchema, state.userMessage),
-        steps: state.steps.map((step) => toBinary(ConversationStepSchema, step)),
+        userMessage: encodedOnce(state.userMessage, () =>
+          toBinary(UserMessageSchema, state.userMessage),
+        ),
+        steps: state.steps.map((step) =>
+          encodedOnce(step, () => toBinary(ConversationStepSchema, step)),
+        ),
         requestId: state.requestID,
       },
     },
   });
   return toBinary(ConversationTurnStructureSchema, turn);
+}
+
+/**
+ * The bytes of the turn's user message and of each of its steps, encoded once: every checkpoint
+ * of the turn (two per tool call) carries all of them again, and a step (a tool call with its
+ * result) is never changed once it is in the turn state (issue #19).
+ */
+const encoded = new WeakMap<object, Uint8Array>();
+
+function encodedOnce(message: object, encode: () => Uint8Array): Uint8Array {
+  let bytes = encoded.get(message);
+  if (bytes === undefined) {
+    bytes = encode();
+    encoded.set(message, bytes);
+  }
+  return bytes;
 }
 
 /** An open tool call in the AI-SDK-style JSON peers send (one assistant message, one call). */
