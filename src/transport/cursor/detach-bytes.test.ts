@@ -92,3 +92,21 @@ test("an object's prototype is kept", () => {
   assert.equal(Object.getPrototypeOf(detached), prototype);
   assert.deepEqual((detached as { data: Uint8Array }).data, new Uint8Array([1]));
 });
+
+test("views nearly all of their one buffer are kept: a copy would release little", () => {
+  const turns = [new Uint8Array(4000).fill(1), new Uint8Array(4000).fill(2)];
+  const bytes = toBinary(
+    ConversationStateStructureSchema,
+    create(ConversationStateStructureSchema, { turns }),
+  );
+  const decoded = fromBinary(ConversationStateStructureSchema, bytes);
+  assert.equal(detachBytes(decoded), decoded);
+  // The same views with a body around them 1/7 their size: copied out.
+  const body = new Uint8Array(bytes.length + Math.ceil(bytes.length / 7));
+  body.set(bytes);
+  const inBody = fromBinary(ConversationStateStructureSchema, body.subarray(0, bytes.length));
+  const detached = detachBytes(inBody);
+  assert.notEqual(detached, inBody);
+  assert.ok(detached.turns.every((turn) => turn.buffer !== body.buffer));
+  assert.deepEqual(detached.turns, turns);
+});
