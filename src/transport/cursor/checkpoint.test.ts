@@ -84,6 +84,9 @@ test("an oversized checkpoint drops older material first and always keeps this t
   const checkpoint = toCheckpoint(turnState({ previous }));
   assert.ok(toBinary(ConversationStateStructureSchema, checkpoint).length <= MAX_CHECKPOINT_BYTES);
   assert.deepEqual(checkpoint.rootPromptMessagesJson, []);
+  assert.deepEqual(previous.rootPromptMessagesJson, [big], "the state's checkpoint is not changed");
+  assert.deepEqual(previous.readPaths, ["/a"]);
+  assert.equal(previous.turns.length, 3);
   assert.equal(checkpoint.turns.length, 3, "two earlier turns and this one");
   assert.equal(
     fromBinary(ConversationTurnStructureSchema, checkpoint.turns.at(-1) ?? new Uint8Array()).turn

@@ -91,8 +91,9 @@ export function toHeartbeatMessage(): AgentServerMessage {
  * The bytes of one server message (the payload of one Connect envelope): `toBinary`'s, written
  * directly for a plain text, thinking or partial tool call delta (one per streamed chunk; the
  * reflective writer walks every branch of both oneofs, ≈10 µs of a paced chunk's path, and the
- * tool call's UI form each time, issue #19).
- * server-message.test.ts holds both byte-identical.
+ * tool call's UI form each time, issue #19), and for a checkpoint update (its earlier turns
+ * copied in once, checkpoint-bytes.ts). server-message.test.ts and checkpoint-bytes.test.ts hold
+ * them byte-identical.
  */
 export function toServerMessageBytes(message: AgentServerMessage): Uint8Array {
   return (
