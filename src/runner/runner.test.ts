@@ -600,4 +600,85 @@ describe("resuming after the process stopped", () => {
     await runnerB.shutdown();
     await storeB.close();
   });
+
+  test("a resume with a new request id binds it to the running turn with its client state; the first stream's is released, a refused resume binds nothing", async () => {
+    const path = join(dir, "db.sqlite");
+    provider.reply({
+      type: "sse",
+      body: toChatCompletionSse({
+        toolCalls: [{ id: "call_8", name: "read", arguments: { path: "y" } }],
+      }),
+    });
+    const storeA = openSqliteStore({ path });
+    const runnerA = createRunner({ store: storeA, llm: llm() });
+    const outputA = createOutput();
+    await runnerA.submit(CONV, start("read y"), outputA, {
+      requestID: "req-a",
+      clientState: Uint8Array.of(1),
+    });
+    await outputA.nextTool();
+    await runnerA.shutdown();
+    await storeA.close();
+
+    const storeB = openSqliteStore({ path });
+    const runnerB = createRunner({ store: storeB, llm: llm() });
+    const outputB = createOutput();
+    const resumed = runnerB.resume(CONV, outputB, {
+      requestID: "req-b",
+      clientState: Uint8Array.of(2),
+    });
+    assert.equal(await resumed, true);
+    const started = await storeB.findRequestStream("req-a");
+    const bound = await storeB.findRequestStream("req-b");
+    assert.equal(bound?.conversationID, CONV);
+    assert.equal(bound?.turnID, started?.turnID);
+    assert.deepEqual([...(bound?.clientState ?? [])], [2]);
+    assert.equal(started?.clientState, null, "the turn's first stream is released");
+    await outputB.nextTool(); // asked again, on the resume's output
+
+    // Another output may not take the turn outputB carries: nothing is bound for it.
+    const refused = runnerB.resume(CONV, createOutput(), {
+      requestID: "req-c",
+      clientState: Uint8Array.of(3),
+    });
+    assert.equal(await refused, false);
+    assert.equal(await storeB.findRequestStream("req-c"), null);
+    assert.deepEqual([...((await storeB.findRequestStream("req-b"))?.clientState ?? [])], [2]);
+    await runnerB.shutdown();
+    await storeB.close();
+  });
+
+  test("a resume whose binding finds the conversation moved on (another process committed) attaches nothing and binds nothing", async () => {
+    provider.reply(
+      {
+        type: "sse",
+        body: toChatCompletionSse({
+          toolCalls: [{ id: "call_9", name: "read", arguments: { path: "x" } }],
+        }),
+      },
+      { type: "sse", body: toChatCompletionSse({ text: "x is empty" }) },
+    );
+    // Two runners on one database, as two processes of a cluster.
+    const store = createMemoryStore();
+    const runnerA = createRunner({ store, llm: llm() });
+    const outputA = createOutput();
+    await runnerA.submit(CONV, start("read x"), outputA, { requestID: "req-a" });
+    const asked = await outputA.nextTool();
+    // The second one holds the conversation at the version the tool call was asked at.
+    const runnerB = createRunner({ store, llm: llm() });
+    const held = createOutput();
+    assert.equal(await runnerB.resume(CONV, held), true);
+    runnerB.detach(CONV, held);
+    // The first one goes on: the tool's result, then the final answer.
+    asked.answer("");
+    assert.equal((await outputA.ended).type, "final");
+
+    const output = createOutput();
+    assert.equal(await runnerB.resume(CONV, output, { requestID: "req-b" }), false);
+    assert.equal(await store.findRequestStream("req-b"), null);
+    assert.equal((await runnerB.inspect(CONV))?.committed.status, "final", "reloaded");
+    await runnerA.shutdown();
+    await runnerB.shutdown();
+    await store.close();
+  });
 });

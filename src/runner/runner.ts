@@ -217,6 +217,22 @@ export function createRunner(options: RunnerOptions): Runner {
         if (mayResume(state, entry.output, output, options.turnID).type === "refused") return false;
         const command = toResumeCommand(state);
         if (command === null) return false;
+        const { requestID, clientState } = options;
+        if (requestID !== undefined) {
+          // Bound before anything is continued, so a restart from here on finds this stream.
+          const bound = await store.bindRequestStream({
+            conversationID,
+            requestID,
+            turnID: state.turnID,
+            expectedVersion: entry.version,
+            ...(clientState === undefined ? {} : { clientState }),
+          });
+          if (bound.type === "conflict") {
+            // Another process committed to the conversation: it runs the turn, not this stream.
+            await live.reload(entry);
+            return false;
+          }
+        }
         entry.output = output;
         // A call already running is not started twice (`callTool` skips it too).
         const busy =

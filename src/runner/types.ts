@@ -64,6 +64,21 @@ export interface TurnOutput {
 /** Inputs from outside: the runner creates model events and tool results itself. */
 export type ExternalInput = StartInput | UserMessageInput | CancelInput | CompactInput;
 
+export interface ResumeOptions {
+  /** Resume only this turn. */
+  readonly turnID?: string;
+  /**
+   * A client stream id new to this conversation (not one picked up after a restart): bound to
+   * the conversation and its current turn before anything is continued, with `clientState`, so
+   * that after a restart the stream is picked up like one that started its turn
+   * (`findStream`). It releases what the conversation's other streams saved (store/README.md).
+   * When the turn moved on meanwhile (another process committed), nothing is attached: false.
+   */
+  readonly requestID?: string;
+  /** Saved with the binding, as `SubmitOptions.clientState`. */
+  readonly clientState?: Uint8Array;
+}
+
 export interface SubmitOptions {
   /** Persistently binds a client stream id (e.g. Cursor's request id) to the conversation. */
   readonly requestID?: string;
@@ -108,11 +123,7 @@ export interface Runner {
    * reconnects, e.g. after a restart. Resolves false, attaching nothing, when nothing waits,
    * when `turnID` is given and is not the current turn, or when another output carries the turn.
    */
-  resume(
-    conversationID: string,
-    output: TurnOutput,
-    options?: { turnID?: string },
-  ): Promise<boolean>;
+  resume(conversationID: string, output: TurnOutput, options?: ResumeOptions): Promise<boolean>;
   /**
    * The conversation and turn a client stream id was bound to when it started a turn (see
    * `SubmitOptions`), with the client state saved then; null when unknown.

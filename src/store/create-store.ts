@@ -23,7 +23,7 @@ import {
   toClientOperationRecord,
   toLLMCallRecord,
 } from "./records.ts";
-import { toRequestStream } from "./request-streams.ts";
+import { bindRequestStreamRow, toRequestStream } from "./request-streams.ts";
 import { summarizeCommit } from "./summaries.ts";
 import type { Backend, InputCommitRow, Tables, WriteContext } from "./tables.ts";
 import type {
@@ -160,6 +160,31 @@ export function createStore(tablesBackend: Backend, options: StoreOptions = {}):
       return open().read(async (tables) => {
         const row = await tables.readRequestStream(requestID);
         return row === null ? null : toRequestStream(row);
+      });
+    },
+
+    async bindRequestStream(binding) {
+      const { conversationID, requestID, turnID, clientState, expectedVersion } = binding;
+      if (typeof conversationID !== "string" || conversationID === "") {
+        throw invalidBinding("the conversationID must be a non-empty string", location);
+      }
+      if (typeof turnID !== "string" || turnID === "") {
+        throw invalidBinding("the turnID must be a non-empty string", location);
+      }
+      if (!Number.isSafeInteger(expectedVersion) || expectedVersion < 1) {
+        throw invalidBinding("the expected version must be a positive integer", location);
+      }
+      return open().write(async (tables) => {
+        // Locked: a commit of another process cannot move the turn on between check and bind.
+        const actualVersion = (await tables.lockHead(conversationID))?.version ?? 0;
+        if (actualVersion !== expectedVersion) {
+          return { type: "conflict", conversationID, expectedVersion, actualVersion };
+        }
+        const saved = { turnID, ...(clientState === undefined ? {} : { clientState }) };
+        await bindRequestStreamRow(tables, requestID, saved, context(conversationID));
+        const row = await tables.readRequestStream(requestID);
+        if (row === null) throw new Error(`request ${requestID} vanished inside its transaction`);
+        return { type: "bound", stream: toRequestStream(row) };
       });
     },
 
@@ -301,6 +326,14 @@ function toPreviousCommit(row: InputCommitRow): PreviousCommit {
     result: fromJSONText(row.resultJSON),
     committedAt: row.committedAt,
   };
+}
+
+function invalidBinding(detail: string, location: string): StoreError {
+  return new StoreError(
+    "invalid_argument",
+    location,
+    `Cannot bind a request stream in ${location}: ${detail}. Nothing was written.`,
+  );
 }
 
 function invalidCommit(detail: string, location: string): StoreError {

@@ -82,6 +82,9 @@ export function createMemoryBackend(): Backend {
             lastMessageHash: row.lastMessageHash,
           };
     },
+    lockHead(conversationID) {
+      return tables.readHead(conversationID); // transactions here run one at a time
+    },
     readConversation: (conversationID) => conversations.get(conversationID) ?? null,
     readMessages: (conversationID) => [...(messages.get(conversationID) ?? [])],
     insertConversation(row) {

@@ -78,6 +78,64 @@ if (postgres.type === "ready") {
 }
 
 if (postgres.type === "ready") {
+  test("a binding outside a commit waits for a commit holding the conversation's row, then sees its version", async () => {
+    const schema = await postgres.server.createSchema();
+    const store = await openPostgresStore({ url: schema.url, poolSize: 2 });
+    const other = new pg.Client({ connectionString: schema.url });
+    await other.connect();
+    try {
+      const messages = [userMessage("hi")];
+      const state = { ...createConversation("held").committed, messages };
+      await store.commitInput({
+        inputID: "start",
+        expectedVersion: 0,
+        state: { ...state, hashes: hashHistory(messages) },
+        result: null,
+        records: [
+          { type: "request_stream", requestID: "req-1", turnID: "t1", clientState: Buffer.of(1) },
+        ],
+      });
+      // Another instance's commit, not yet committed: it holds the row and moves the version on.
+      await other.query("begin");
+      await other.query("update conversations set version = 2 where conversation_id = 'held'");
+      const binding = store.bindRequestStream({
+        conversationID: "held",
+        requestID: "req-2",
+        turnID: "t1",
+        clientState: Buffer.of(2),
+        expectedVersion: 1,
+      });
+      let settled = false;
+      void binding.then(() => {
+        settled = true;
+      });
+      // The binding must wait for that row (a lock wait), not bind beside the commit.
+      for (let waited = 0; ; waited += 1) {
+        assert.equal(settled, false, "the binding did not wait for the commit holding the row");
+        const waiting = await other.query(
+          "select count(*)::int as n from pg_stat_activity " +
+            "where wait_event_type = 'Lock' and datname = current_database()",
+        );
+        if ((waiting.rows[0] as { n: number }).n > 0) break;
+        assert.ok(waited < 500, "no lock wait seen");
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await other.query("commit");
+      assert.deepEqual(await binding, {
+        type: "conflict",
+        conversationID: "held",
+        expectedVersion: 1,
+        actualVersion: 2,
+      });
+      assert.equal(await store.findRequestStream("req-2"), null);
+      assert.deepEqual([...((await store.findRequestStream("req-1"))?.clientState ?? [])], [1]);
+    } finally {
+      await other.end();
+      await store.close();
+      await schema.drop();
+    }
+  });
+
   test("migration 7 moves version-4 request-stream bindings to typed columns", async () => {
     const schema = await postgres.server.createSchema();
     const pool = new pg.Pool({ connectionString: schema.url, max: 1 });

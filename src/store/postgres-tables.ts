@@ -18,7 +18,13 @@ import {
   toMessageRow,
   toSummaryRow,
 } from "./row-mapping.ts";
-import type { CallListRow, CallUsageRow, DailyUsageRow, Tables } from "./tables.ts";
+import type {
+  CallListRow,
+  CallUsageRow,
+  ConversationHead,
+  DailyUsageRow,
+  Tables,
+} from "./tables.ts";
 import type { LLMCallStatus } from "./types.ts";
 
 const UNFINISHED_CALLS = "status in ('planned', 'streaming')";
@@ -26,6 +32,15 @@ const UNFINISHED_OPERATIONS = "status in ('planned', 'sent')";
 
 /** NUL cannot be stored in PostgreSQL text; where text is shown, not kept exact, it becomes U+FFFD. */
 const shown = (value: string): string => value.replaceAll("\u0000", "\uFFFD");
+
+function toHead(row: Row): ConversationHead {
+  return {
+    version: int(row, "version"),
+    messageCount: int(row, "message_count"),
+    chainHash: text(row, "chain_hash"),
+    lastMessageHash: text(row, "last_message_hash"),
+  };
+}
 
 export function createPostgresTables(client: pg.PoolClient): Tables {
   // Named statements are parsed once per connection.
@@ -45,14 +60,18 @@ export function createPostgresTables(client: pg.PoolClient): Tables {
           "where conversation_id = $1",
         [conversationID],
       );
-      return row === null
-        ? null
-        : {
-            version: int(row, "version"),
-            messageCount: int(row, "message_count"),
-            chainHash: text(row, "chain_hash"),
-            lastMessageHash: text(row, "last_message_hash"),
-          };
+      return row === null ? null : toHead(row);
+    },
+    async lockHead(conversationID) {
+      // `for update`: a concurrent commit's conditional update of this row waits for this
+      // transaction, then sees the version it leaves (unchanged by a binding).
+      const row = await one(
+        "lockHead",
+        "select version, message_count, chain_hash, last_message_hash from conversations " +
+          "where conversation_id = $1 for update",
+        [conversationID],
+      );
+      return row === null ? null : toHead(row);
     },
     async readConversation(conversationID) {
       const row = await one(

@@ -1,18 +1,22 @@
 /**
  * Request-stream bindings: the conversation a client's agent stream (its protocol `request_id`)
  * belongs to, so that a stream reconnected after a restart reaches the same conversation. A
- * binding is written only inside a commit, so it exists exactly when that commit does, and it
- * never moves: binding again to the same conversation does nothing, binding to another one is
- * refused and the commit rolls back.
+ * binding is written inside a commit (a `request_stream` record), or by `bindRequestStream` while
+ * the conversation is at the version its caller loaded (a stream that takes over the running
+ * turn: a resume changes no state, so no commit carries it). It exists exactly when that write
+ * does, and it never moves: binding again to the same conversation does nothing, binding to
+ * another one is refused and the transaction rolls back.
  *
- * The client state saved with a binding (for the Cursor transport, the run request, which carries
- * the IDE's whole conversation checkpoint, up to 512 KiB) is kept only for the conversation's
- * newest stream: the commit that binds a new request id also sets that of every other stream of
- * its conversation to null; the rows stay. The runner binds a stream in the commit that starts a
- * turn, and a conversation runs one turn at a time, so every earlier stream's turn has ended:
- * its saved state could only answer a reconnect after a restart with an old checkpoint, and kept
- * forever it made a conversation's rows grow as O(turns²) (issue #19; docs/architecture.md "The
- * Cursor transport"). Binding a request id again binds nothing new and releases nothing.
+ * The client state saved with a binding (for the Cursor transport, the run or resume request,
+ * which carries the IDE's whole conversation checkpoint, up to 512 KiB) is kept only for the
+ * conversation's newest stream: binding a new request id also sets that of every other stream of
+ * its conversation to null; the rows stay. Why that loses nothing a client can still use: the
+ * runner binds a stream either in the commit that starts a turn (a conversation runs one turn
+ * at a time, so every earlier stream's turn has ended) or when the stream takes over the running
+ * turn (a resume, accepted only when no other stream carries the turn, docs/architecture.md
+ * "The Cursor transport"), so every other stream's turn has ended or is now carried by the new
+ * one. Kept forever, the saved states made a conversation's rows grow as O(turns²) (issue #19).
+ * Binding a request id again binds nothing new and releases nothing.
  */
 import { StoreError } from "./errors.ts";
 import type { RequestStreamRow, Tables, WriteContext } from "./tables.ts";

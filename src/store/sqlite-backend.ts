@@ -116,6 +116,10 @@ export function createSqliteBackend(
             lastMessageHash: text(row, "last_message_hash"),
           };
     },
+    lockHead(conversationID) {
+      // A write transaction (`begin immediate`) holds the database's writer lock already.
+      return tables.readHead(conversationID);
+    },
     readConversation(conversationID) {
       const row = statements.readConversation.get(conversationID);
       return row === undefined ? null : toConversationRow(row);

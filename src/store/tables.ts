@@ -162,6 +162,12 @@ export interface SummaryPosition {
  */
 export interface SyncTables {
   readHead(conversationID: string): ConversationHead | null;
+  /**
+   * `readHead`, holding the conversation's row until the write transaction ends, so that no
+   * other transaction moves its version meanwhile (PostgreSQL: `for update`; SQLite's and the
+   * memory store's write transactions run one at a time already).
+   */
+  lockHead(conversationID: string): ConversationHead | null;
   readConversation(conversationID: string): ConversationRow | null;
   /** Messages in `seq` order. */
   readMessages(conversationID: string): MessageRow[];

@@ -195,6 +195,31 @@ export interface CallFinished {
 
 export type CommitResult = Committed | Conflict | DuplicateInput | CallFinished;
 
+/**
+ * A request stream bound outside a commit: a stream that took over the conversation's running
+ * turn (the Cursor transport's resume action) changes no state, so there is no commit to carry
+ * its `request_stream` record. Bound only while the conversation is still at `expectedVersion`,
+ * so the binding names the turn that is current when it is written.
+ */
+export interface RequestStreamBinding {
+  readonly conversationID: string;
+  readonly requestID: string;
+  /** The conversation's current turn, which the stream now carries. */
+  readonly turnID: string;
+  /** Saved with the binding (a copy), as a commit's `request_stream` record saves it. */
+  readonly clientState?: Uint8Array;
+  /** The version the caller loaded; another version (or no conversation) is a `conflict`. */
+  readonly expectedVersion: number;
+}
+
+/** The binding as stored (a re-bind to the same conversation keeps the first one). */
+export interface Bound {
+  readonly type: "bound";
+  readonly stream: RequestStream;
+}
+
+export type BindResult = Bound | Conflict;
+
 export interface LoadedConversation {
   readonly state: ConversationState;
   readonly version: number;
@@ -262,6 +287,15 @@ export interface Store extends DashboardReads {
 
   /** The conversation a request id was bound to (a `request_stream` record), or `null`. */
   findRequestStream(requestID: string): Promise<RequestStream | null>;
+
+  /**
+   * Binds a request id to a conversation outside a commit (see `RequestStreamBinding`), by the
+   * rules of a commit's `request_stream` record: a new binding releases the saved client state
+   * of the conversation's other streams, a re-bind to the same conversation changes nothing,
+   * another conversation is `StoreError("request_bound_elsewhere")`. Checked first: a version
+   * other than expected → `conflict`, nothing written. The conversation's version is unchanged.
+   */
+  bindRequestStream(binding: RequestStreamBinding): Promise<BindResult>;
 
   /** Releases the database. Any later call fails with `StoreError("closed")`. */
   close(): Promise<void>;

@@ -122,7 +122,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       // The client's earlier appends and exec ids belonged to the previous process: take its next
       // seqno as it comes, and number new execs far from the ones it may still remember.
       sequencer.resync();
-      await turns.resume(request, randomInt(2 ** 30, 2 ** 31), turnID);
+      await turns.resume(request, { firstID: randomInt(2 ** 30, 2 ** 31), turnID });
       if (!outbound.subscribed) grace.start();
     },
     async abandon(error) {

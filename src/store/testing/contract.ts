@@ -26,6 +26,8 @@ import type {
   LLMCallInput,
   LLMCallStatus,
   RecordWrite,
+  RequestStream,
+  RequestStreamBinding,
   Store,
 } from "../types.ts";
 import { type ScriptedCommit, toScriptedCommits } from "./scripted-conversation.ts";
@@ -921,6 +923,139 @@ export function runStoreContract(name: string, open: OpenStore): void {
         }
         assert.equal(await store.load(CONVERSATION), null);
       });
+
+      describe("bound outside a commit (a stream that takes over the running turn)", () => {
+        const state = (byte: number) => new Uint8Array(4096).fill(byte);
+        const stateOf = async (store: Store, requestID: string) =>
+          (await store.findRequestStream(requestID))?.clientState?.[0] ?? null;
+        /** Turn one's commit binds req-1 (state 1); req-other in another conversation (9). */
+        const setUp = async (store: Store) => {
+          const [first] = toScriptedCommits(CONVERSATION) as [ScriptedCommit];
+          const [otherFirst] = toScriptedCommits("conv-other") as [ScriptedCommit];
+          await commitScripted(store, otherFirst, 0, [
+            {
+              type: "request_stream",
+              requestID: "req-other",
+              turnID: "t-o",
+              clientState: state(9),
+            },
+          ]);
+          await commitScripted(store, first, 0, [
+            { type: "request_stream", requestID: "req-1", turnID: "turn-1", clientState: state(1) },
+          ]);
+          return (await store.findRequestStream("req-1")) as RequestStream;
+        };
+        const resume = (requestID: string, expectedVersion = 1, byte = 2) => ({
+          conversationID: CONVERSATION,
+          requestID,
+          turnID: "turn-1",
+          clientState: state(byte),
+          expectedVersion,
+        });
+
+        it(
+          "is found with its turn and state; the conversation's other streams are released, its version unchanged",
+          async (store) => {
+            const original = await setUp(store);
+            clock = 5000;
+            const saved = state(2);
+            const result = await store.bindRequestStream({
+              ...resume("req-2"),
+              clientState: saved,
+            });
+            saved[0] = 7; // the store kept a copy
+            const expected = {
+              conversationID: CONVERSATION,
+              turnID: "turn-1",
+              clientState: state(2),
+              createdAt: 5000,
+            };
+            assert.deepEqual(result, { type: "bound", stream: expected });
+            assert.deepEqual(await store.findRequestStream("req-2"), expected);
+            // The turn's own first stream keeps its binding, not its saved state.
+            assert.deepEqual(await store.findRequestStream("req-1"), {
+              ...original,
+              clientState: null,
+            });
+            assert.equal(await stateOf(store, "req-other"), 9, "another conversation is untouched");
+            assert.equal((await store.load(CONVERSATION))?.version, 1);
+
+            // The next turn's commit (at the same version) releases it in turn.
+            const [, second] = toScriptedCommits(CONVERSATION) as [ScriptedCommit, ScriptedCommit];
+            const next = await commitScripted(store, second, 1, [
+              { type: "request_stream", requestID: "req-3", turnID: "turn-2" },
+            ]);
+            assert.equal(next.type, "committed");
+            assert.equal(await stateOf(store, "req-2"), null);
+            assert.equal((await store.findRequestStream("req-2"))?.turnID, "turn-1");
+          },
+          ticking,
+        );
+
+        it("a version other than expected, or no conversation, is a conflict that writes nothing", async (store) => {
+          await setUp(store);
+          assert.deepEqual(await store.bindRequestStream(resume("req-2", 2)), {
+            type: "conflict",
+            conversationID: CONVERSATION,
+            expectedVersion: 2,
+            actualVersion: 1,
+          });
+          assert.deepEqual(
+            await store.bindRequestStream({ ...resume("req-2"), conversationID: "conv-none" }),
+            {
+              type: "conflict",
+              conversationID: "conv-none",
+              expectedVersion: 1,
+              actualVersion: 0,
+            },
+          );
+          assert.equal(await store.findRequestStream("req-2"), null);
+          assert.equal(await stateOf(store, "req-1"), 1, "nothing was released");
+          assert.equal(await store.load("conv-none"), null);
+        });
+
+        it("a re-bind keeps the first binding and releases nothing; another conversation's request id is refused", async (store) => {
+          const original = await setUp(store);
+          // req-1 again (its own conversation): the first binding stays, state included.
+          assert.deepEqual(await store.bindRequestStream(resume("req-1", 1, 5)), {
+            type: "bound",
+            stream: original,
+          });
+          await store.bindRequestStream(resume("req-2"));
+          assert.deepEqual(await store.bindRequestStream(resume("req-2", 1, 6)), {
+            type: "bound",
+            stream: await store.findRequestStream("req-2"),
+          });
+          assert.equal(await stateOf(store, "req-2"), 2);
+          await assertStoreError(
+            store,
+            store.bindRequestStream(resume("req-other")),
+            "request_bound_elsewhere",
+          );
+          assert.equal(await stateOf(store, "req-2"), 2, "a refused binding releases nothing");
+          assert.equal((await store.findRequestStream("req-other"))?.conversationID, "conv-other");
+        });
+
+        it("a binding that is not well formed is refused and writes nothing", async (store) => {
+          await setUp(store);
+          const bad: Record<string, unknown>[] = [
+            { requestID: "" },
+            { requestID: 7 },
+            { conversationID: "" },
+            { turnID: "" },
+            { turnID: undefined },
+            { clientState: "text" },
+            { expectedVersion: 0 },
+            { expectedVersion: 1.5 },
+          ];
+          for (const change of bad) {
+            const binding = { ...resume("req-2"), ...change } as RequestStreamBinding;
+            await assertStoreError(store, store.bindRequestStream(binding), "invalid_argument");
+          }
+          assert.equal(await store.findRequestStream("req-2"), null);
+          assert.equal(await stateOf(store, "req-1"), 1);
+        });
+      });
     });
 
     it("a closed store refuses every call", async (store) => {
@@ -928,6 +1063,16 @@ export function runStoreContract(name: string, open: OpenStore): void {
       await assertStoreError(store, store.load(CONVERSATION), "closed");
       await assertStoreError(store, listUnfinished(store), "closed");
       await assertStoreError(store, store.findRequestStream("req-1"), "closed");
+      await assertStoreError(
+        store,
+        store.bindRequestStream({
+          conversationID: CONVERSATION,
+          requestID: "req-1",
+          turnID: "turn-1",
+          expectedVersion: 1,
+        }),
+        "closed",
+      );
     });
   });
 }

@@ -30,10 +30,16 @@ export interface TurnStart {
   start(seqno: number, event: Extract<ClientEvent, { type: "run" }>): Promise<void>;
   /**
    * Continues the conversation's turn on this stream. With a `request` and no turn yet, the turn
-   * state is rebuilt from it, numbering execs from `firstID`; `turnID` makes the runner continue
-   * only that turn. When there is nothing to continue, the stream ends like a turn ends.
+   * state is rebuilt from it. A client's resume request (no `restored`) binds this stream to the
+   * conversation and its running turn, with the request saved, once the runner accepts it, so a
+   * restart does not lose it. A stream picked up after a restart (`restored`, bound already)
+   * numbers execs from `firstID` and continues only `turnID`. When there is nothing to continue,
+   * the stream ends like a turn ends.
    */
-  resume(request: AgentRunRequest | null, firstID?: number, turnID?: string): Promise<void>;
+  resume(
+    request: AgentRunRequest | null,
+    restored?: { readonly firstID: number; readonly turnID: string },
+  ): Promise<void>;
   /**
    * The `summarize` action (`/summarize`) on a run request: a turn that compacts the conversation
    * (docs/compaction.md). Ends with an error when there is nothing to compact.
@@ -203,7 +209,12 @@ export function createTurnStart(
       }
     },
 
-    async resume(request, firstID = 1, turnID) {
+    async resume(request, restored) {
+      // A resume request that gives this stream its turn: bound when the runner accepts it.
+      const binding =
+        stream.turn === null && request !== null && restored === undefined
+          ? { requestID, clientState: toSavedRunRequest(request) }
+          : {};
       if (stream.turn === null && request !== null) {
         const model = resolveModel(request);
         const resumed = toResumedTurnState(request, {
@@ -214,19 +225,30 @@ export function createTurnStart(
           web: toWebOffer(deps.web),
         });
         if (!resumed.ok) throw toConnectError({ kind: "bad_input", detail: resumed.error.message });
-        stream.turn = { ...resumed.value, nextID: firstID };
+        stream.turn = { ...resumed.value, nextID: restored?.firstID ?? 1 };
         stream.conversationID = resumed.value.conversationID;
       }
       if (stream.conversationID === null || stream.turn === null) return;
-      const waiting = await runner.resume(
-        stream.conversationID,
-        output,
-        turnID === undefined ? {} : { turnID },
-      );
+      let waiting: boolean;
+      try {
+        waiting = await runner.resume(stream.conversationID, output, {
+          ...(restored === undefined ? {} : { turnID: restored.turnID }),
+          ...binding,
+        });
+      } catch (error) {
+        // The binding could not be saved: the stream ends, not left waiting.
+        stream.end(toConnectError({ kind: "internal", detail: errorMessage(error) }));
+        throw error;
+      }
       if (!waiting) {
         // Nothing to continue: the turn already ended. Close the stream the way a turn ends.
         send(stream, [toCheckpointMessage(stream.turn), toTurnEnded(stream.turn)]);
         stream.end();
+      } else if (binding.requestID !== undefined) {
+        log.info(
+          { conversation: stream.conversationID, request: requestID },
+          "resume: this stream carries the running turn",
+        );
       }
     },
   };
