@@ -3,13 +3,14 @@ import { test } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { toCheckpointMessage } from "./checkpoint.ts";
-import { toCheckpointFieldBytes } from "./checkpoint-bytes.ts";
+import { toCheckpointFieldBytes, toTurnStructureBytes } from "./checkpoint-bytes.ts";
 import { AgentServerMessageSchema, TtftBreakdownSchema } from "./gen/agent/v1/agent_stream_pb.js";
 import { AgentMode } from "./gen/agent/v1/common_pb.js";
 import {
   type ConversationStateStructure,
   ConversationStateStructureSchema,
   ConversationTokenDetailsSchema,
+  ConversationTurnStructureSchema,
 } from "./gen/agent/v1/conversation_state_pb.js";
 import { toServerMessageBytes } from "./server-message.ts";
 import { turnState } from "./testing.ts";
@@ -118,4 +119,24 @@ test("a checkpoint update with other fields of the server message is left to toB
   message.ttftBreakdown = undefined;
   message.$unknown = [{ no: 900, wireType: 0, data: new Uint8Array([1]) }];
   assert.deepEqual(toServerMessageBytes(message), toBinary(AgentServerMessageSchema, message));
+});
+
+test("a turn's bytes are toBinary's, its steps copied in once", () => {
+  fc.assert(
+    fc.property(
+      fc.oneof(fc.constant(new Uint8Array(0)), bytes),
+      fc.array(bytes, { maxLength: 5 }),
+      fc.string(),
+      (userMessage, steps, requestId) => {
+        const expected = toBinary(
+          ConversationTurnStructureSchema,
+          create(ConversationTurnStructureSchema, {
+            turn: { case: "agentConversationTurn", value: { userMessage, steps, requestId } },
+          }),
+        );
+        assert.deepEqual(toTurnStructureBytes(userMessage, steps, requestId), expected);
+      },
+    ),
+    { numRuns: 300 },
+  );
 });

@@ -9,8 +9,10 @@
  */
 import { create, toBinary } from "@bufbuild/protobuf";
 import {
+  AgentConversationTurnStructureSchema,
   type ConversationStateStructure,
   ConversationStateStructureSchema,
+  ConversationTurnStructureSchema,
 } from "./gen/agent/v1/conversation_state_pb.js";
 
 const SCHEMA = ConversationStateStructureSchema;
@@ -55,6 +57,67 @@ export function toCheckpointFieldBytes(
   }
   out.set(after, at);
   return out;
+}
+
+/** Field presence (`FeatureSet.FieldPresence`): explicit (optional), implicit (proto3 scalars). */
+const EXPLICIT = 1;
+const IMPLICIT = 2;
+const AGENT_TURN = ConversationTurnStructureSchema.field.agentConversationTurn;
+const TURN = AgentConversationTurnStructureSchema.field;
+/** Whether the turn's schemas are still the shape `toTurnStructureBytes` writes. */
+const DIRECT_TURN =
+  AGENT_TURN.number === 1 &&
+  AGENT_TURN.fieldKind === "message" &&
+  ConversationTurnStructureSchema.fields.every((field) => field.oneof !== undefined) &&
+  TURN.userMessage.number === 1 &&
+  TURN.userMessage.fieldKind === "scalar" &&
+  TURN.userMessage.presence === IMPLICIT &&
+  TURN.steps.number === 2 &&
+  TURN.steps.fieldKind === "list" &&
+  TURN.steps.listKind === "scalar" &&
+  TURN.requestId.number === 3 &&
+  TURN.requestId.fieldKind === "scalar" &&
+  TURN.requestId.presence === EXPLICIT;
+
+const utf8 = new TextEncoder();
+
+/**
+ * `toBinary` of `ConversationTurnStructure{agent_conversation_turn{user_message, steps,
+ * request_id}}`, written into one buffer: `toBinary` copies the steps once per nesting level,
+ * and this turn (all its tool calls with their results) goes out again in every checkpoint.
+ * Undefined when the schema changed shape. checkpoint-bytes.test.ts holds both identical.
+ */
+export function toTurnStructureBytes(
+  userMessage: Uint8Array,
+  steps: readonly Uint8Array[],
+  requestID: string,
+): Uint8Array | undefined {
+  if (!DIRECT_TURN) return undefined;
+  const id = utf8.encode(requestID);
+  // Implicit presence: an empty user message is not written; the request id always is.
+  let inner = userMessage.length > 0 ? fieldSize(userMessage.length) : 0;
+  for (const step of steps) inner += fieldSize(step.length);
+  inner += fieldSize(id.length);
+  const out = new Uint8Array(fieldSize(inner));
+  out[0] = (AGENT_TURN.number << 3) | 2;
+  let at = writeVarint(out, 1, inner);
+  if (userMessage.length > 0)
+    at = writeField(out, at, (TURN.userMessage.number << 3) | 2, userMessage);
+  for (const step of steps) at = writeField(out, at, (TURN.steps.number << 3) | 2, step);
+  writeField(out, at, (TURN.requestId.number << 3) | 2, id);
+  return out;
+}
+
+/** A length-delimited field with a one-byte tag: tag, length, bytes. */
+function fieldSize(length: number): number {
+  return 1 + varintSize(length) + length;
+}
+
+function writeField(out: Uint8Array, at: number, tag: number, value: Uint8Array): number {
+  out[at] = tag;
+  const start = writeVarint(out, at + 1, value.length);
+  out.set(value, start);
+  return start + value.length;
 }
 
 /** A checkpoint holding only `fields` of `checkpoint` (and its unknown fields if `unknown`). */

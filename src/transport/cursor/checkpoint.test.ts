@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { clone, create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { MAX_CHECKPOINT_BYTES, toCheckpoint, toTurnBytes } from "./checkpoint.ts";
+import { MAX_CHECKPOINT_BYTES, toCheckpoint } from "./checkpoint.ts";
 import { AgentMode, TodoItemSchema } from "./gen/agent/v1/common_pb.js";
 import {
   type ConversationStateStructure,
@@ -98,7 +98,17 @@ test("an oversized checkpoint drops older material first and always keeps this t
 /** The checkpoint as built before issue #19: a deep copy, encoded again for every size tried. */
 function referenceCheckpoint(state: TurnState): ConversationStateStructure {
   const checkpoint = clone(ConversationStateStructureSchema, state.previous);
-  checkpoint.turns = [...state.previous.turns, toTurnBytes(state)];
+  const turn = create(ConversationTurnStructureSchema, {
+    turn: {
+      case: "agentConversationTurn",
+      value: {
+        userMessage: toBinary(UserMessageSchema, state.userMessage),
+        steps: state.steps.map((step) => toBinary(ConversationStepSchema, step)),
+        requestId: state.requestID,
+      },
+    },
+  });
+  checkpoint.turns = [...state.previous.turns, toBinary(ConversationTurnStructureSchema, turn)];
   checkpoint.pendingToolCalls = state.open.map((open) =>
     JSON.stringify({
       id: open.toolCallID,

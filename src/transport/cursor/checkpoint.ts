@@ -7,6 +7,7 @@
  * chat) are not produced yet.
  */
 import { create, toBinary } from "@bufbuild/protobuf";
+import { toTurnStructureBytes } from "./checkpoint-bytes.ts";
 import type { AgentServerMessage } from "./gen/agent/v1/agent_stream_pb.js";
 import { AgentServerMessageSchema } from "./gen/agent/v1/agent_stream_pb.js";
 import { TodoItemSchema } from "./gen/agent/v1/common_pb.js";
@@ -59,18 +60,18 @@ export function toCheckpointMessage(state: TurnState): AgentServerMessage {
 
 /** This turn as inline bytes: ConversationTurnStructure{agent_conversation_turn{…}}. */
 export function toTurnBytes(state: TurnState): Uint8Array {
+  const userMessage = encodedOnce(state.userMessage, () =>
+    toBinary(UserMessageSchema, state.userMessage),
+  );
+  const steps = state.steps.map((step) =>
+    encodedOnce(step, () => toBinary(ConversationStepSchema, step)),
+  );
+  const direct = toTurnStructureBytes(userMessage, steps, state.requestID);
+  if (direct !== undefined) return direct;
   const turn = create(ConversationTurnStructureSchema, {
     turn: {
       case: "agentConversationTurn",
-      value: {
-        userMessage: encodedOnce(state.userMessage, () =>
-          toBinary(UserMessageSchema, state.userMessage),
-        ),
-        steps: state.steps.map((step) =>
-          encodedOnce(step, () => toBinary(ConversationStepSchema, step)),
-        ),
-        requestId: state.requestID,
-      },
+      value: { userMessage, steps, requestId: state.requestID },
     },
   });
   return toBinary(ConversationTurnStructureSchema, turn);
