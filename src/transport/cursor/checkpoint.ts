@@ -6,7 +6,8 @@
  * bytes too (docs/protocol.md §2.10). Blob-backed turns (`set_blob_args`, needed for forking a
  * chat) are not produced yet.
  */
-import { clone, create, toBinary } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { toTurnStructureBytes } from "./checkpoint-bytes.ts";
 import type { AgentServerMessage } from "./gen/agent/v1/agent_stream_pb.js";
 import { AgentServerMessageSchema } from "./gen/agent/v1/agent_stream_pb.js";
 import { TodoItemSchema } from "./gen/agent/v1/common_pb.js";
@@ -29,18 +30,26 @@ export const MAX_CHECKPOINT_BYTES = 512 * 1024;
 const UINT32_MAX = 0xffff_ffff;
 
 export function toCheckpoint(state: TurnState): ConversationStateStructure {
-  // A copy: the state's value is never mutated.
-  const checkpoint = clone(ConversationStateStructureSchema, state.previous);
-  checkpoint.turns = [...state.previous.turns, toTurnBytes(state)];
-  checkpoint.pendingToolCalls = state.open.map(toPendingToolCall);
+  const { previous } = state;
+  // The fields a checkpoint sets, on a message of their own to measure them.
+  const set = create(ConversationStateStructureSchema);
+  set.pendingToolCalls = state.open.map(toPendingToolCall);
   // A stale breakdown from an earlier checkpoint would contradict the new totals.
-  checkpoint.tokenDetails = create(ConversationTokenDetailsSchema, {
+  set.tokenDetails = create(ConversationTokenDetailsSchema, {
     usedTokens: Math.min(state.contextTokens, UINT32_MAX),
     maxTokens: Math.min(state.contextWindow, UINT32_MAX),
   });
-  checkpoint.mode = state.agentMode;
-  checkpoint.todos = state.todos.map((todo) => toBinary(TodoItemSchema, todo));
-  return fitCheckpoint(checkpoint);
+  set.mode = state.agentMode;
+  set.todos = state.todos.map((todo) => toBinary(TodoItemSchema, todo));
+  // A shallow copy: its fields are replaced, never changed in place, so the state's value (and
+  // the earlier turns, up to 512 KiB, sent again in every checkpoint) is shared, not copied.
+  const checkpoint = copyMessage(previous);
+  checkpoint.turns = [...previous.turns, toTurnBytes(state)];
+  checkpoint.pendingToolCalls = set.pendingToolCalls;
+  checkpoint.tokenDetails = set.tokenDetails;
+  checkpoint.mode = set.mode;
+  checkpoint.todos = set.todos;
+  return fitCheckpoint(checkpoint, keptSize(previous) + encodedSize(set));
 }
 
 export function toCheckpointMessage(state: TurnState): AgentServerMessage {
@@ -51,17 +60,37 @@ export function toCheckpointMessage(state: TurnState): AgentServerMessage {
 
 /** This turn as inline bytes: ConversationTurnStructure{agent_conversation_turn{…}}. */
 export function toTurnBytes(state: TurnState): Uint8Array {
+  const userMessage = encodedOnce(state.userMessage, () =>
+    toBinary(UserMessageSchema, state.userMessage),
+  );
+  const steps = state.steps.map((step) =>
+    encodedOnce(step, () => toBinary(ConversationStepSchema, step)),
+  );
+  const direct = toTurnStructureBytes(userMessage, steps, state.requestID);
+  if (direct !== undefined) return direct;
   const turn = create(ConversationTurnStructureSchema, {
     turn: {
       case: "agentConversationTurn",
-      value: {
-        userMessage: toBinary(UserMessageSchema, state.userMessage),
-        steps: state.steps.map((step) => toBinary(ConversationStepSchema, step)),
-        requestId: state.requestID,
-      },
+      value: { userMessage, steps, requestId: state.requestID },
     },
   });
   return toBinary(ConversationTurnStructureSchema, turn);
+}
+
+/**
+ * The bytes of the turn's user message and of each of its steps, encoded once: every checkpoint
+ * of the turn (two per tool call) carries all of them again, and a step (a tool call with its
+ * result) is never changed once it is in the turn state (issue #19).
+ */
+const encoded = new WeakMap<object, Uint8Array>();
+
+function encodedOnce(message: object, encode: () => Uint8Array): Uint8Array {
+  let bytes = encoded.get(message);
+  if (bytes === undefined) {
+    bytes = encode();
+    encoded.set(message, bytes);
+  }
+  return bytes;
 }
 
 /** An open tool call in the AI-SDK-style JSON peers send (one assistant message, one call). */
@@ -83,16 +112,67 @@ function toPendingToolCall(open: TurnState["open"][number]): string {
 /**
  * Drops what the client can do without, oldest first, until the checkpoint fits: replay JSON,
  * file snapshots, read paths, then earlier turns. The current turn is always kept.
+ * `size`: the encoded size of `checkpoint` without its turns. Sizes are added up rather than
+ * encoded for each try: an encoding's length is the sum of its fields' (issue #19: a 500 KiB
+ * checkpoint took ≈0.3 ms to encode, twice per tool call, and once more per turn dropped).
  */
-function fitCheckpoint(checkpoint: ConversationStateStructure): ConversationStateStructure {
-  const size = () => toBinary(ConversationStateStructureSchema, checkpoint).length;
-  if (size() <= MAX_CHECKPOINT_BYTES) return checkpoint;
+function fitCheckpoint(
+  checkpoint: ConversationStateStructure,
+  size: number,
+): ConversationStateStructure {
+  let turns = checkpoint.turns.reduce((sum, turn) => sum + turnSize(turn), 0);
+  if (size + turns <= MAX_CHECKPOINT_BYTES) return checkpoint;
   checkpoint.rootPromptMessagesJson = [];
   checkpoint.fileStates = {};
   checkpoint.fileStatesV2 = {};
   checkpoint.readPaths = [];
-  while (size() > MAX_CHECKPOINT_BYTES && checkpoint.turns.length > 1) {
-    checkpoint.turns = checkpoint.turns.slice(1);
+  const rest = encodedSize(withoutTurns(checkpoint));
+  let dropped = 0;
+  while (rest + turns > MAX_CHECKPOINT_BYTES && checkpoint.turns.length - dropped > 1) {
+    turns -= turnSize(checkpoint.turns[dropped] ?? new Uint8Array(0));
+    dropped += 1;
   }
+  if (dropped > 0) checkpoint.turns = checkpoint.turns.slice(dropped);
   return checkpoint;
+}
+
+/** Encoded size of the client's checkpoint without the fields `toCheckpoint` sets, once per turn. */
+const keptSizes = new WeakMap<ConversationStateStructure, number>();
+
+function keptSize(previous: ConversationStateStructure): number {
+  let size = keptSizes.get(previous);
+  if (size === undefined) {
+    const kept = withoutTurns(copyMessage(previous));
+    kept.pendingToolCalls = [];
+    kept.tokenDetails = undefined;
+    kept.mode = undefined;
+    kept.todos = [];
+    size = encodedSize(kept);
+    keptSizes.set(previous, size);
+  }
+  return size;
+}
+
+function copyMessage(message: ConversationStateStructure): ConversationStateStructure {
+  return Object.assign(
+    Object.create(Object.getPrototypeOf(message)) as ConversationStateStructure,
+    message,
+  );
+}
+
+function withoutTurns(checkpoint: ConversationStateStructure): ConversationStateStructure {
+  const copy = copyMessage(checkpoint);
+  copy.turns = [];
+  return copy;
+}
+
+function encodedSize(message: ConversationStateStructure): number {
+  return toBinary(ConversationStateStructureSchema, message).length;
+}
+
+/** `turns` (field 8, length-delimited): one tag byte, the length as a varint, the bytes. */
+function turnSize(turn: Uint8Array): number {
+  let varint = 1;
+  for (let rest = turn.length; rest >= 0x80; rest = Math.floor(rest / 0x80)) varint += 1;
+  return 1 + varint + turn.length;
 }

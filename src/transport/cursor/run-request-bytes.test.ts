@@ -26,8 +26,25 @@ test("a decoded run request keeps the bytes it came in, which decode to the same
   assert.ok(kept !== undefined);
   assert.deepEqual(kept, toBinary(AgentRunRequestSchema, sent));
   assert.ok(equals(AgentRunRequestSchema, fromBinary(AgentRunRequestSchema, kept), request));
-  // A copy, not a view of the message's bytes.
-  assert.notEqual(kept.buffer, bytes.buffer);
+  // A view of the message's own buffer (the request's fields are views into it anyway): no copy
+  // of a large request at each turn start.
+  assert.equal(kept.buffer, bytes.buffer);
+});
+
+test("the bytes kept are a copy when the message is a small part of a larger buffer", () => {
+  const message = toBinary(
+    AgentClientMessageSchema,
+    create(AgentClientMessageSchema, { message: { case: "runRequest", value: ideRunRequest() } }),
+  );
+  // E.g. a read buffer holding more than this message, or a slice of Node's shared pool.
+  const large = new Uint8Array(message.length * 4);
+  large.set(message, 100);
+  const bytes = large.subarray(100, 100 + message.length);
+  const kept = fromReceivedRunRequest(decodedRunRequest(bytes));
+  assert.ok(kept !== undefined);
+  assert.notEqual(kept.buffer, large.buffer);
+  assert.equal(kept.buffer.byteLength, kept.length);
+  assert.deepEqual(kept, message.subarray(message.length - kept.length));
 });
 
 test("a run request sent in two parts (merged by the decoder) keeps no bytes of its own", () => {

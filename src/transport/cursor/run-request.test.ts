@@ -1,11 +1,19 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { toCanonicalJSON } from "../../loop/canonical-json.ts";
+import { fromAgentClientMessageBytes } from "./bidi-append.ts";
+import { toCheckpoint } from "./checkpoint.ts";
+import { AgentClientMessageSchema } from "./gen/agent/v1/agent_stream_pb.js";
 import { AgentMode, TodoItemSchema, TodoStatus } from "./gen/agent/v1/common_pb.js";
 import { ConversationActionSchema } from "./gen/agent/v1/conversation_action_pb.js";
-import { ConversationStateStructureSchema } from "./gen/agent/v1/conversation_state_pb.js";
+import {
+  ConversationStateStructureSchema,
+  ConversationTurnStructureSchema,
+} from "./gen/agent/v1/conversation_state_pb.js";
 import { ApiKeyCredentialsSchema } from "./gen/agent/v1/models_pb.js";
 import type { AgentRunRequest } from "./gen/agent/v1/run_request_pb.js";
 import { toSystemPrompt } from "./prompt/index.ts";
@@ -25,6 +33,10 @@ import {
   T0,
   WORKSPACE,
 } from "./testing.ts";
+
+setFlagsFromString("--expose-gc");
+/** A full collection, from a fresh context where `--expose-gc` took effect. */
+const collect = runInNewContext("gc") as () => void;
 
 const OPTIONS: RunOptions = {
   at: T0,
@@ -269,6 +281,60 @@ test("the previous checkpoint's todos and turns carry into the turn state", () =
   assert.equal(turn.state.todos[0]?.content, "Fix add");
   assert.equal(turn.state.previous, previous);
   assert.equal(turn.state.contextTokens, 1234);
+});
+
+/** The turn state of a run request decoded as the server decodes it, with a checkpoint. */
+function decodedTurn(): {
+  readonly turn: ReturnType<typeof start>;
+  readonly body: WeakRef<object>;
+} {
+  const earlier = toBinary(
+    ConversationTurnStructureSchema,
+    create(ConversationTurnStructureSchema, {
+      turn: {
+        case: "agentConversationTurn",
+        value: { userMessage: new Uint8Array(2000).fill(7), requestId: "earlier" },
+      },
+    }),
+  );
+  const todo = create(TodoItemSchema, { id: "1", content: "Fix add" });
+  const request = ideRunRequest((run) => {
+    run.conversationState = create(ConversationStateStructureSchema, {
+      turns: [earlier, earlier],
+      todos: [toBinary(TodoItemSchema, todo)],
+      summary: new Uint8Array([1, 2, 3]),
+    });
+    run.customSystemPrompt = "Be brief. ".repeat(2000);
+  });
+  const bytes = toBinary(
+    AgentClientMessageSchema,
+    create(AgentClientMessageSchema, { message: { case: "runRequest", value: request } }),
+  );
+  const decoded = fromAgentClientMessageBytes(bytes);
+  assert.ok(decoded.ok && decoded.value.message.case === "runRequest");
+  const turn = start(decoded.value.message.value);
+  // Still a checkpoint of the same content: the next one sends the same bytes.
+  assert.deepEqual(
+    toBinary(ConversationStateStructureSchema, turn.state.previous),
+    toBinary(
+      ConversationStateStructureSchema,
+      request.conversationState ?? create(ConversationStateStructureSchema),
+    ),
+  );
+  assert.deepEqual(toCheckpoint(turn.state).turns.slice(0, 2), [earlier, earlier]);
+  assert.equal(turn.state.todos[0]?.content, "Fix add");
+  return { turn, body: new WeakRef(bytes.buffer) };
+}
+
+test("the turn state keeps no part of the run request's body alive (issue #19)", async () => {
+  // A stream keeps its turn state for the whole turn; the body it was decoded from (checkpoint,
+  // request context, …: up to several hundred KiB from the IDE) must not stay with it.
+  const { turn, body } = decodedTurn();
+  // WeakRef targets live to the end of the job that created or read them.
+  await new Promise((resolve) => setImmediate(resolve));
+  collect();
+  assert.equal(body.deref(), undefined, "the run request's body is still reachable");
+  assert.equal(turn.state.previous.turns.length, 2);
 });
 
 test("exclude_workspace_context drops environment, git and rules but keeps attachments", () => {

@@ -13,6 +13,7 @@ import type { RunAction } from "./client-message.ts";
 import { ofSubagentContext, toContextSupplements, toSubagentContext } from "./context.ts";
 import { findUnusedContext } from "./context-attached.ts";
 import { type Decoded, toDecoded, toDecodeError } from "./decode-error.ts";
+import { detachBytes } from "./detach-bytes.ts";
 import { AgentMode, type TodoItem, TodoItemSchema } from "./gen/agent/v1/common_pb.js";
 import { ConversationStateStructureSchema } from "./gen/agent/v1/conversation_state_pb.js";
 import {
@@ -203,7 +204,12 @@ function toTurnState(
   options: RunOptions,
   subagentContext?: ContextSupplement[],
 ): TurnState {
-  const previous = request.conversationState ?? create(ConversationStateStructureSchema);
+  // The turn keeps these two for the life of the stream: their bytes (the earlier turns, images,
+  // unknown fields) are copied out of the request body, which is released (detach-bytes.ts).
+  const { previous, userMessage } = detachBytes({
+    previous: request.conversationState ?? create(ConversationStateStructureSchema),
+    userMessage: turn.userMessage,
+  });
   const agentMode =
     turn.agentMode !== AgentMode.UNSPECIFIED ? turn.agentMode : (previous.mode ?? AgentMode.AGENT);
   const mode = fromAgentMode(agentMode);
@@ -240,7 +246,7 @@ function toTurnState(
     thinkingDurations: [],
     usage: ZERO_USAGE,
     contextTokens: previous.tokenDetails?.usedTokens ?? 0,
-    userMessage: turn.userMessage,
+    userMessage,
     steps: [],
     previous,
     todos: toTodos(previous.todos),

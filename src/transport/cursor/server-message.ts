@@ -1,5 +1,6 @@
 /** Small constructors for the AgentServerMessages every codec sends. */
 import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { toCheckpointFieldBytes } from "./checkpoint-bytes.ts";
 import {
   type AgentServerMessage,
   AgentServerMessageSchema,
@@ -90,11 +91,25 @@ export function toHeartbeatMessage(): AgentServerMessage {
  * The bytes of one server message (the payload of one Connect envelope): `toBinary`'s, written
  * directly for a plain text, thinking or partial tool call delta (one per streamed chunk; the
  * reflective writer walks every branch of both oneofs, ≈10 µs of a paced chunk's path, and the
- * tool call's UI form each time, issue #19).
- * server-message.test.ts holds both byte-identical.
+ * tool call's UI form each time, issue #19), and for a checkpoint update (its earlier turns
+ * copied in once, checkpoint-bytes.ts). server-message.test.ts and checkpoint-bytes.test.ts hold
+ * them byte-identical.
  */
 export function toServerMessageBytes(message: AgentServerMessage): Uint8Array {
-  return toDeltaBytes(message) ?? toBinary(AgentServerMessageSchema, message);
+  return (
+    toDeltaBytes(message) ??
+    toCheckpointUpdateBytes(message) ??
+    toBinary(AgentServerMessageSchema, message)
+  );
+}
+
+/** A `conversation_checkpoint_update` with its turns copied in once (checkpoint-bytes.ts). */
+function toCheckpointUpdateBytes(message: AgentServerMessage): Uint8Array | undefined {
+  if (message.$unknown !== undefined || message.message.case !== "conversationCheckpointUpdate") {
+    return undefined;
+  }
+  if (hasOuterFields(message)) return undefined;
+  return toCheckpointFieldBytes(message.message.value, TAG_CHECKPOINT);
 }
 
 const utf8 = new TextEncoder();
@@ -102,6 +117,7 @@ const utf8 = new TextEncoder();
 const LEN = 2;
 const VARINT = 0;
 const TAG_INTERACTION_UPDATE = tag(AgentServerMessageSchema.field.interactionUpdate.number, LEN);
+const TAG_CHECKPOINT = tag(AgentServerMessageSchema.field.conversationCheckpointUpdate.number, LEN);
 const TAG_TEXT_DELTA = tag(InteractionUpdateSchema.field.textDelta.number, LEN);
 const TAG_THINKING_DELTA = tag(InteractionUpdateSchema.field.thinkingDelta.number, LEN);
 const TAG_PARTIAL_TOOL_CALL = tag(InteractionUpdateSchema.field.partialToolCall.number, LEN);
