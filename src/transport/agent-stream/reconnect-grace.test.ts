@@ -101,3 +101,18 @@ test("a stream without a conversation just ends; an ended stream does not wait",
     mock.timers.reset();
   }
 });
+
+test("a stream held by a shutdown keeps its turn: a grace that runs out cancels and ends nothing", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const { grace, ends, canceled, outbound } = setUp("conversation-1");
+    grace.start();
+    mock.timers.tick(GRACE_MS / 2);
+    outbound.hold();
+    mock.timers.tick(GRACE_MS * 2);
+    assert.deepEqual(canceled, []);
+    assert.deepEqual(ends, []);
+  } finally {
+    mock.timers.reset();
+  }
+});

@@ -29,7 +29,9 @@ export function createReconnectGrace(
       if (timer?.armed === true || outbound.ended) return;
       timer ??= createOneShotTimer();
       timer.arm(deps.options.reconnectGraceMs, () => {
-        if (outbound.subscribed || outbound.ended) return;
+        // A held stream (a shutdown, docs/architecture.md "Shutdown") keeps its turn as it is, for
+        // the client to continue after the restart: a grace that runs out meanwhile cancels nothing.
+        if (outbound.subscribed || outbound.ended || outbound.held) return;
         log.info(
           { request: requestID, conversation: stream.conversationID },
           "client gone; canceling the turn",

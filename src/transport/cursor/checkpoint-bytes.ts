@@ -7,7 +7,7 @@
  * `toBinary` writes fields by number, then unknown fields, and an encoding is the concatenation
  * of its fields' encodings (checkpoint-bytes.test.ts holds both identical).
  */
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, ScalarType, toBinary } from "@bufbuild/protobuf";
 import {
   AgentConversationTurnStructureSchema,
   type ConversationStateStructure,
@@ -22,11 +22,15 @@ const TAG_TURN = (TURNS.number << 3) | 2;
 /** Fields written before the turns, and after them (then the unknown fields). */
 const BEFORE = SCHEMA.fields.filter((field) => field.number < TURNS.number);
 const AFTER = SCHEMA.fields.filter((field) => field.number > TURNS.number);
-/** Whether the schema is still the shape written here: no oneof, turns a list of bytes. */
+/**
+ * Whether the schema is still the shape written here: no oneof, turns a list of bytes (never
+ * packed, one tag per element). Otherwise every checkpoint goes through `toBinary`.
+ */
 const DIRECT =
   SCHEMA.oneofs.length === 0 &&
   TURNS.fieldKind === "list" &&
   TURNS.listKind === "scalar" &&
+  TURNS.scalar === ScalarType.BYTES &&
   TAG_TURN < 0x80;
 
 /**

@@ -73,6 +73,7 @@ import {
 } from "./helper-tasks.ts";
 import { fromResponseEvent } from "./response-events.ts";
 import { fromRunRequest } from "./run-request.ts";
+import { toServerMessageBytes } from "./server-message.ts";
 import {
   toAvailableModelsResponse,
   toDefaultModelForCliResponse,
@@ -530,10 +531,14 @@ function runTurn(scenario: Scenario): TurnRun {
   return { messages, inputs, end };
 }
 
-/** The messages as RunSSE envelopes (flag 0, 4-byte big-endian length, payload). */
+/**
+ * The messages as RunSSE envelopes (flag 0, 4-byte big-endian length, payload), each encoded as the
+ * server encodes it (`toServerMessageBytes`: its direct writers for deltas and checkpoints, else
+ * `toBinary`), so the goldens hold the bytes clients receive.
+ */
 function toEnvelopes(messages: readonly AgentServerMessage[]): Uint8Array {
   const parts = messages.map((message) => {
-    const payload = toBinary(AgentServerMessageSchema, message);
+    const payload = toServerMessageBytes(message);
     const header = Buffer.alloc(5);
     header.writeUInt32BE(payload.length, 1);
     return Buffer.concat([header, payload]);
@@ -1017,7 +1022,7 @@ function pinToolCall(
   );
   const [request] = run.requests;
   assert.ok(request !== undefined && sent !== undefined);
-  assertGolden(names.request, toBinary(AgentServerMessageSchema, request));
+  assertGolden(names.request, toServerMessageBytes(request));
   assertGolden(names.reply, toBinary(AgentClientMessageSchema, sent));
   return {
     request: fromBinary(AgentServerMessageSchema, readGolden(names.request)),
@@ -1099,7 +1104,7 @@ test("golden: background shell spawn, stdin, and move to background", () => {
   assert.ok(forced.type === "sent");
   const [force] = forced.messages;
   assert.ok(force !== undefined);
-  assertGolden("out-exec-force-background-shell", toBinary(AgentServerMessageSchema, force));
+  assertGolden("out-exec-force-background-shell", toServerMessageBytes(force));
   const forceArgs = execOf(
     fromBinary(AgentServerMessageSchema, readGolden("out-exec-force-background-shell")),
   );
@@ -1229,10 +1234,7 @@ test("golden: a subagent's task tool call, started and completed; cancel_subagen
   // Nothing goes to the client but the UI: the server runs the subagent itself.
   assert.deepEqual(kinds(started.messages), ["toolCallStarted", "conversationCheckpointUpdate"]);
   assert.ok(started.work?.work.type === "subagent");
-  assertGolden(
-    "out-task-started",
-    toBinary(AgentServerMessageSchema, started.messages[0] as never),
-  );
+  assertGolden("out-task-started", toServerMessageBytes(started.messages[0] as never));
   const done = finishServerWork(
     started.state,
     started.work.id,
@@ -1249,7 +1251,7 @@ test("golden: a subagent's task tool call, started and completed; cancel_subagen
   );
   const completed = done.messages.find((message) => kinds([message])[0] === "toolCallCompleted");
   assert.ok(completed !== undefined);
-  assertGolden("out-task-completed", toBinary(AgentServerMessageSchema, completed));
+  assertGolden("out-task-completed", toServerMessageBytes(completed));
 
   const pinned = fromBinary(AgentServerMessageSchema, readGolden("out-task-completed"));
   assert.ok(pinned.message.case === "interactionUpdate");
@@ -1271,7 +1273,7 @@ test("golden: a subagent's task tool call, started and completed; cancel_subagen
     { type: "text_delta", contentIndex: 0, delta: "Reading a.ts", partial: assistantMessage([]) },
   ]);
   assert.ok(progress !== undefined);
-  assertGolden("out-task-progress-text", toBinary(AgentServerMessageSchema, progress));
+  assertGolden("out-task-progress-text", toServerMessageBytes(progress));
   const shown = fromBinary(AgentServerMessageSchema, readGolden("out-task-progress-text"));
   assert.ok(shown.message.case === "interactionUpdate");
   const delta = shown.message.value.message;
