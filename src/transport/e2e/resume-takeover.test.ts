@@ -86,7 +86,15 @@ describe("a resume stream while the turn's first stream is still in memory", () 
     await waitForLog(harness, "nobody reads the stream; waiting for a reconnect");
 
     const resumed = client.startTurn(resumeRequest(client), { timeoutMs: 30_000 });
-    await resumed.waitFor((m) => m.message.case === "execServerMessage");
+    // Refused, the resume stream would be told the turn ended and end.
+    const reasked = await Promise.race([
+      resumed.waitFor((m) => m.message.case === "execServerMessage").then(() => true),
+      resumed
+        .waitFor((m) => m.message.case === "interactionUpdate" && isTurnEnded(m.message.value))
+        .then(() => false),
+    ]);
+    if (!reasked) first.open(); // lets the client close its first stream
+    assert.ok(reasked, "the tool call is asked again on the resume stream");
     assert.ok(
       harness.logs.some((l) => l.message === "another stream took the turn over; this stream ends"),
     );
@@ -163,6 +171,10 @@ describe("a resume stream while the turn's first stream is still in memory", () 
     assert.equal((await harness.store.load(CONVERSATION))?.state.status, "final");
   });
 });
+
+function isTurnEnded(update: { message: { case?: string } }): boolean {
+  return update.message.case === "turnEnded";
+}
 
 /** Waits (bounded) until the server logged `message`. */
 async function waitForLog(harness: Harness, message: string): Promise<void> {
