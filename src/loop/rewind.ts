@@ -11,7 +11,7 @@
  * the branch's first committed state. The runner loads, commits and routes.
  */
 import { hashHistory } from "./history-hash.ts";
-import { BRANCH_MARK, SUBAGENT_MARK, toTurnID } from "./ids.ts";
+import { BRANCH_MARK, SUBAGENT_MARK, toTurnID, toTurnNumberOfCall } from "./ids.ts";
 import type { ConversationState, TurnStartRecord } from "./types.ts";
 
 /**
@@ -59,8 +59,8 @@ export type ContinueReason =
   /** The start is a replay of a turn already started (same origin). */
   | "replay"
   /**
-   * The turns the client lacks were only the one still running or interrupted, and the message is
-   * a new one: a message sent while a turn ran (its checkpoint was taken before that turn ended).
+   * The client lacks only our last turn and the message is a new one: a message sent while that
+   * turn ran or as it ended (its checkpoint was taken before the client saw the turn's end).
    */
   | "interrupted_turn"
   /** The turn after the client's last has no record (saved before records existed): where to cut is unknown. */
@@ -85,10 +85,11 @@ const keep = (reason: ContinueReason): RewindDecision => ({ type: "continue", re
  * rewind loses the user's context, a missed one leaves the model the turns the user edited away.
  *
  * - The client's last turn is our last turn: continue.
- * - It is our turn k < last, and the new message is the one of a turn after k sent again, or a
- *   turn after k ended normally (more than one turn after k, or the conversation `final`): rewind
- *   to k. Otherwise the client lacks only the running or interrupted turn (a message sent while
- *   it ran, whose state was taken before it ended: research A1.6): continue.
+ * - It is our turn k < last, and the new message is the one of a turn after k sent again, or
+ *   more than one turn follows k (the client saw the first of them end): rewind to k. Otherwise
+ *   the client lacks only our last turn, which may be running, interrupted, or over without the
+ *   client having seen its end (a message sent while it ran, whose state was taken before it
+ *   ended; a text-only turn's first checkpoint comes at its end): continue.
  * - The client shows no turn: rewind to 0 only when the message is our first turn's sent again
  *   (an edit of the first message); otherwise continue (a client that sends no state).
  * - Anything unknown: continue.
@@ -113,7 +114,12 @@ export function toRewind(state: ConversationState, hint: RewindHint): RewindDeci
     const sentAgain =
       hint.messageID !== "" &&
       starts.some((start) => start.turn > afterTurn && start.messageID === hint.messageID);
-    const endedAfter = state.turnCount - afterTurn > 1 || state.status === "final";
+    // Two turns or more the client does not show: it saw the first of them end (a turn starts
+    // only after the one before ended, with its checkpoint sent), so it went back. One turn only:
+    // that turn may be running, interrupted, or over without the client having seen its end (a
+    // text-only turn sends its first checkpoint when it ends; a message sent while its last
+    // tokens stream, or a client dropped before its end): only its message sent again says so.
+    const endedAfter = state.turnCount - afterTurn > 1;
     if (!sentAgain && !endedAfter) return keep("interrupted_turn");
   }
   const cut = record(afterTurn + 1)?.at;
@@ -143,9 +149,16 @@ export function toBranchState(
     throw new Error(`no record of where turn ${afterTurn + 1} began`);
   }
   const messages = source.messages.slice(0, cut);
-  const compactions = (source.compactions ?? []).filter(
-    (record) => record.historyLength <= cut && record.upTo <= cut,
-  );
+  // A compaction is kept when a kept turn made it (its summary call's turn; a summarize turn
+  // appends no message, so its record sits exactly at the cut of a rewind to the turn before it,
+  // and a user who goes back to before a summary wants the history it replaced). An id that names
+  // no turn: kept only when appended before the cut. An elision is appended by a turn's model
+  // call after that turn's first message, so its length tells its turn.
+  const compactions = (source.compactions ?? []).filter((record) => {
+    if (record.upTo > cut) return false;
+    const turn = toTurnNumberOfCall(record.callID);
+    return turn === null ? record.historyLength < cut : turn <= afterTurn;
+  });
   const elisions = (source.elisions ?? []).filter(
     (record) => record.historyLength <= cut && record.upTo <= cut,
   );
