@@ -32,7 +32,13 @@ import {
   streamed,
   text,
 } from "./testing.ts";
-import type { ConversationState, Input, ResponseEvent, TurnSettings } from "./types.ts";
+import type {
+  ContextSupplement,
+  ConversationState,
+  Input,
+  ResponseEvent,
+  TurnSettings,
+} from "./types.ts";
 
 const callOf = (turn: number) => toCallID(CONVERSATION_ID, toTurnID(turn), 0);
 
@@ -190,6 +196,28 @@ const rows: Record<string, () => void> = {
       [[], "ready", 0, "", undefined],
     );
     assert.throws(() => toBranchState(source, 3, "b", "i"), /no record/);
+    // Context: what the kept messages show. Rules shown in turn 1 and unchanged stay seen; the
+    // layout, changed in turn 2 (dropped), is not seen on a branch to 1; a key first shown in
+    // turn 2 is not seen either.
+    const withContext = (n: number, context: ContextSupplement[]): Input => {
+      const base = start(`message ${n}`, { inputID: `r${n}:0`, context });
+      return { ...base, origin: `r${n}`, messageID: `m${n}` } as Input;
+    };
+    const rules = { key: "rules", text: "Be brief." };
+    const shown = given(
+      withContext(1, [rules, { key: "layout", text: "a/" }]),
+      ...streamed(callOf(1), assistantMessage([text("answer 1")])),
+      withContext(2, [rules, { key: "layout", text: "a/ b/" }, { key: "git", text: "clean" }]),
+      ...streamed(callOf(2), assistantMessage([text("answer 2")])),
+    ).state.committed;
+    assert.deepEqual(
+      shown.context.map((entry) => entry.key),
+      ["rules", "layout", "git"],
+    );
+    assert.deepEqual(
+      toBranchState(shown, 1, "b", "i").context.map((entry) => entry.key),
+      ["rules"],
+    );
   },
   R11() {
     // The next turn on the branch: the prefix and the new message, nothing of the dropped turns.

@@ -10,9 +10,10 @@
  * by every turn at its start) whether a start is a rewind and to which turn; `toBranchState` is
  * the branch's first committed state. The runner loads, commits and routes.
  */
+import { hash as digest } from "node:crypto";
 import { hashHistory } from "./history-hash.ts";
 import { BRANCH_MARK, SUBAGENT_MARK, toTurnID, toTurnNumberOfCall } from "./ids.ts";
-import type { ConversationState, TurnStartRecord } from "./types.ts";
+import type { ConversationState, Message, SeenContext, TurnStartRecord } from "./types.ts";
 
 /**
  * Turn records kept per conversation, the newest: a rewind further back than this many turns is
@@ -132,8 +133,8 @@ export function toRewind(state: ConversationState, hint: RewindHint): RewindDeci
  * The first committed state of a branch of `source` that keeps its history up to the end of turn
  * `afterTurn`: the messages before the next turn's first, with their hashes; the compaction and
  * elision records appended by then; the records of the kept turns. No turn runs on it; what the
- * model has seen of the context (`context`) starts empty, so the branch's next turn shows all
- * context again (safe: a context message more, never one missing). The sticky model (`route`) is
+ * model has seen of the context (`context`) is what the kept messages show of it (`toSeenIn`).
+ * The sticky model (`route`) is
  * dropped: the next turn runs on the model it asks for. `lastCommitID` is `inputID`, the
  * branch's own commit. Throws when `afterTurn` is not a turn `toRewind` could have chosen.
  */
@@ -174,7 +175,7 @@ export function toBranchState(
     stepCount: 0,
     call: null,
     waiting: null,
-    context: [],
+    context: toSeenIn(messages, source.context),
     ...(compactions.length === 0 ? {} : { compactions }),
     ...(elisions.length === 0 ? {} : { elisions }),
     failure: null,
@@ -200,4 +201,27 @@ export function isBranchOf(conversationID: string, clientConversationID: string)
     (conversationID.startsWith(`${clientConversationID}${BRANCH_MARK}`) &&
       !conversationID.includes(SUBAGENT_MARK))
   );
+}
+
+/**
+ * What the model has seen of the context on a branch: each entry of the source's (the text last
+ * shown for a key, by its hash) whose text is a block of a user message the branch keeps. A key
+ * whose last text was shown only in a dropped turn is not seen, so the branch's next turn shows
+ * it (context-message.ts); one whose text is still the one shown before the cut is not shown
+ * twice. A text shown before the cut and changed after is shown again even when it changed back:
+ * a context message more, never one missing.
+ */
+function toSeenIn(
+  messages: readonly Message[],
+  seen: readonly SeenContext[],
+): readonly SeenContext[] {
+  if (seen.length === 0) return seen;
+  const shown = new Set<string>();
+  for (const message of messages) {
+    if (message.role !== "user" || typeof message.content === "string") continue;
+    for (const block of message.content) {
+      if (block.type === "text") shown.add(digest("sha256", block.text, "hex"));
+    }
+  }
+  return seen.filter((entry) => shown.has(entry.hash));
 }
