@@ -55,12 +55,12 @@ export function createToolCall(deps: ToolCallDeps): ToolCall {
         );
       } catch (error) {
         // The turn ended while the client ran the tool (a cancel, a shutdown, the client gone),
-        // or another output took the turn over: the operation stays for a resume or is canceled
-        // with the turn. Not a fault.
+        // or the output was detached (a subagent's, when its parent's stream went) or taken over:
+        // the operation stays for a resume or is canceled with the turn. Not a fault.
         if (
           isStopping() ||
           entry.retired ||
-          (entry.output !== null && entry.output !== output) ||
+          entry.output !== output ||
           !isWaitingFor(entry, command.operationID)
         ) {
           return;

@@ -15,6 +15,9 @@ import { setTimeout as delay } from "node:timers/promises";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
+import type { RecordedRequest } from "../../llm/testing/fake-provider.ts";
+import { toSubagentConversationID } from "../../loop/index.ts";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
 import { AgentService } from "../cursor/index.ts";
 import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
@@ -174,6 +177,109 @@ describe("a resume stream while the turn's first stream is still in memory", () 
 
 function isTurnEnded(update: { message: { case?: string } }): boolean {
   return update.message.case === "turnEnded";
+}
+
+describe("a resume stream takes over a turn whose subagent runs", () => {
+  test("the child follows the parent to the new stream: its read is asked again there and the parent ends with its answer", {
+    timeout: 60_000,
+  }, async () => {
+    const harness = await startHarness({
+      server: {
+        runSseContentType: "connect",
+        stream: { ...DEFAULT_SERVER_OPTIONS.stream, reconnectGraceMs: 10_000 },
+      },
+    });
+    const first = createGate();
+    try {
+      writeFileSync(join(harness.workspace, "a.ts"), "export const a = 1;\n");
+      harness.provider.answer(answerWithSubagent);
+      let reads = 0;
+      const held = createGate();
+      const client = harness.client({
+        onExec: async (exec) => {
+          if (exec.message.case !== "readArgs") return undefined;
+          reads += 1;
+          if (reads === 1) {
+            held.open();
+            await first.promise; // the first stream's read is never answered there
+          }
+          return undefined;
+        },
+      });
+      const original = client.startTurn({
+        conversationId: SUBAGENT_CONVERSATION,
+        text: "go",
+        modelId: MODEL,
+      });
+      await held.promise;
+      await original.dropRunSse();
+      await waitForLog(harness, "nobody reads the stream; waiting for a reconnect");
+
+      const resumed = client.startTurn(
+        client.runRequest({
+          conversationId: SUBAGENT_CONVERSATION,
+          text: "",
+          modelId: MODEL,
+          edit: (request) => {
+            request.action = create(ConversationActionSchema, {
+              action: { case: "resumeAction", value: {} },
+            });
+          },
+        }),
+        { timeoutMs: 30_000 },
+      );
+      const result = await resumed.done;
+      assert.equal(result.error, undefined, result.error?.message);
+      assert.match(result.view.text, /The subagent read it\.$/);
+      assert.equal(reads, 2, "the child's read was asked again on the resume stream");
+      const parent = await harness.store.load(SUBAGENT_CONVERSATION);
+      assert.equal(parent?.state.status, "final");
+      const taskResult = parent?.state.messages.find((message) => message.role === "toolResult");
+      assert.ok(
+        taskResult?.role === "toolResult" && !taskResult.isError,
+        JSON.stringify(taskResult),
+      );
+      const child = await harness.store.load(
+        toSubagentConversationID(SUBAGENT_CONVERSATION, `${SUBAGENT_CONVERSATION}:t1:c0:call_task`),
+      );
+      assert.equal(child?.state.status, "final");
+      assert.equal(child?.state.turnCount, 1, "the same child continued, not started again");
+      assert.deepEqual(
+        harness.logs.filter((line) => line.level === "error").map((line) => line.fields),
+        [],
+      );
+      first.open();
+      await original.close("the client moved to a resume stream").catch(() => {});
+    } finally {
+      first.open();
+      await harness.close();
+    }
+  });
+});
+
+const SUBAGENT_CONVERSATION = "subagent-takeover";
+
+/** The model's next step from the request alone: the parent runs a subagent that reads a file. */
+function answerWithSubagent(request: RecordedRequest) {
+  const body = JSON.parse(request.body) as { messages: { role: string; content?: unknown }[] };
+  const results = body.messages.filter((message) => message.role === "tool").length;
+  const isChild = String(body.messages[0]?.content ?? "").includes("# You are a subagent");
+  const reply = isChild
+    ? results === 0
+      ? { toolCalls: [{ id: "call_read", name: "read_file", arguments: { path: "a.ts" } }] }
+      : { text: "a.ts exports a = 1." }
+    : results === 0
+      ? {
+          toolCalls: [
+            {
+              id: "call_task",
+              name: "task",
+              arguments: { description: "Read", prompt: "Read a.ts", subagent_type: "general" },
+            },
+          ],
+        }
+      : { text: "The subagent read it." };
+  return { type: "sse", body: toChatCompletionSse(reply) } as const;
 }
 
 /** Waits (bounded) until the server logged `message`. */
