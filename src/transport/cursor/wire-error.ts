@@ -111,9 +111,9 @@ export const WIRE_ERRORS: { readonly [Name in DetailedName]: Row<ErrorDetails_Er
   append_out_of_order: bare(Code.FailedPrecondition),
   saved_request_unreadable: bare(Code.DataLoss),
   stream_closed: bare(Code.Canceled),
+  client_went_away: bare(Code.Canceled),
   // Not `Canceled`: the turn was not canceled, it goes on on the stream that resumed it.
   stream_taken_over: bare(Code.Aborted),
-  client_went_away: bare(Code.Canceled),
   run_stream_closed: bare(Code.Canceled),
   run_poll_not_served: bare(Code.Unimplemented),
   not_implemented: bare(Code.Unimplemented),
