@@ -6,6 +6,7 @@
 import { statSync } from "node:fs";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { StoreError } from "./errors.ts";
+import { toPrefixEnd } from "./id-prefix.ts";
 import { int, text, toClientOperationRow, toConversationRow, toLLMCallRow } from "./row-mapping.ts";
 import { createDashboardTables, prepareDashboardStatements } from "./sqlite-dashboard.ts";
 import { fromSQLiteError } from "./sqlite-errors.ts";
@@ -35,6 +36,14 @@ export function createSqliteBackend(
         "where conversation_id = ?",
     ),
     readConversation: sql("select * from conversations where conversation_id = ?"),
+    // The range on the primary key is searched with its index (sqlite-store.test.ts checks the
+    // plan); `length` and `substr` count characters, as `instr` does.
+    readNewestConversationID: sql(
+      "select conversation_id from conversations " +
+        "where conversation_id >= ?1 and conversation_id < ?2 " +
+        "and instr(substr(conversation_id, length(?1) + 1), ?3) = 0 " +
+        "order by created_at desc, conversation_id desc limit 1",
+    ),
     readMessages: sql(
       "select seq, json, hash, chain_hash from messages where conversation_id = ? order by seq",
     ),
@@ -119,6 +128,10 @@ export function createSqliteBackend(
     lockHead(conversationID) {
       // A write transaction (`begin immediate`) holds the database's writer lock already.
       return tables.readHead(conversationID);
+    },
+    readNewestConversationID(prefix, without) {
+      const row = statements.readNewestConversationID.get(prefix, toPrefixEnd(prefix), without);
+      return row === undefined ? null : text(row, "conversation_id");
     },
     readConversation(conversationID) {
       const row = statements.readConversation.get(conversationID);
