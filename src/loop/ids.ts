@@ -17,6 +17,17 @@ export function toCallID(conversationID: string, turnID: string, step: number): 
 }
 
 /**
+ * The turn number of a model call's id (`toCallID`), or null when `callID` is not one: its middle
+ * component, URI-encoded like the others, is the turn id.
+ */
+export function toTurnNumberOfCall(callID: string): number | null {
+  const parts = callID.split(":");
+  if (parts.length !== 3) return null;
+  const turn = /^t([1-9][0-9]*)$/.exec(decodeURIComponent(parts[1] as string));
+  return turn === null ? null : Number(turn[1]);
+}
+
+/**
  * The id of the client operation that runs one tool call (docs/design.md §8). It includes the model
  * call that produced the tool call, because some providers reuse ids such as `call_0` across calls.
  */

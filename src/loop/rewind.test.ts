@@ -32,7 +32,13 @@ import {
   streamed,
   text,
 } from "./testing.ts";
-import type { ConversationState, Input, ResponseEvent, TurnSettings } from "./types.ts";
+import type {
+  ContextSupplement,
+  ConversationState,
+  Input,
+  ResponseEvent,
+  TurnSettings,
+} from "./types.ts";
 
 const callOf = (turn: number) => toCallID(CONVERSATION_ID, toTurnID(turn), 0);
 
@@ -87,17 +93,20 @@ const rows: Record<string, () => void> = {
     assert.deepEqual(decide(running, hint(2, "m3")), { type: "rewind", afterTurn: 2, dropped: 1 });
   },
   R3() {
-    // A new message from an earlier point after turns that ended normally: a rewind too.
+    // A new message from an earlier point with two turns or more after it: the client saw the
+    // first of them end, so it went back: a rewind too.
     assert.deepEqual(decide(given(turns(3)), hint(1)), {
       type: "rewind",
       afterTurn: 1,
       dropped: 4,
     });
-    assert.deepEqual(decide(given(turns(3)), hint(2)), {
-      type: "rewind",
-      afterTurn: 2,
-      dropped: 2,
-    });
+    // One turn after it, ended normally: the client may not have seen its end (a text-only turn's
+    // first checkpoint comes at its end; a message sent as its last tokens streamed): a
+    // continuation, unless that turn's own message is sent again.
+    const ended = given(turns(3));
+    assert.equal(ended.state.committed.status, "final");
+    assert.deepEqual(decide(ended, hint(2)), { type: "continue", reason: "interrupted_turn" });
+    assert.deepEqual(decide(ended, hint(2, "m3")), { type: "rewind", afterTurn: 2, dropped: 2 });
   },
   R4() {
     // A new message whose state lacks only the turn that runs or was interrupted: a continuation.
@@ -160,7 +169,8 @@ const rows: Record<string, () => void> = {
     const spec = given(turns(2, COMPACTING), { ...compact("r3:0"), origin: "r3" } as Input);
     const done = spec.given(streamed(callOf(3), summary));
     assert.equal(done.state.committed.status, "final");
-    assert.deepEqual(decide(done, hint(2)), { type: "continue", reason: "nothing_dropped" });
+    // One turn behind (a continuation anyway); a branch would also hold the same history.
+    assert.deepEqual(decide(done, hint(2)), { type: "continue", reason: "interrupted_turn" });
   },
   R10() {
     // The branch: the prefix, its hashes, the kept turns' records; nothing of a running turn.
@@ -186,6 +196,28 @@ const rows: Record<string, () => void> = {
       [[], "ready", 0, "", undefined],
     );
     assert.throws(() => toBranchState(source, 3, "b", "i"), /no record/);
+    // Context: what the kept messages show. Rules shown in turn 1 and unchanged stay seen; the
+    // layout, changed in turn 2 (dropped), is not seen on a branch to 1; a key first shown in
+    // turn 2 is not seen either.
+    const withContext = (n: number, context: ContextSupplement[]): Input => {
+      const base = start(`message ${n}`, { inputID: `r${n}:0`, context });
+      return { ...base, origin: `r${n}`, messageID: `m${n}` } as Input;
+    };
+    const rules = { key: "rules", text: "Be brief." };
+    const shown = given(
+      withContext(1, [rules, { key: "layout", text: "a/" }]),
+      ...streamed(callOf(1), assistantMessage([text("answer 1")])),
+      withContext(2, [rules, { key: "layout", text: "a/ b/" }, { key: "git", text: "clean" }]),
+      ...streamed(callOf(2), assistantMessage([text("answer 2")])),
+    ).state.committed;
+    assert.deepEqual(
+      shown.context.map((entry) => entry.key),
+      ["rules", "layout", "git"],
+    );
+    assert.deepEqual(
+      toBranchState(shown, 1, "b", "i").context.map((entry) => entry.key),
+      ["rules"],
+    );
   },
   R11() {
     // The next turn on the branch: the prefix and the new message, nothing of the dropped turns.
@@ -212,11 +244,15 @@ const rows: Record<string, () => void> = {
     );
   },
   R12() {
-    // Compaction records: kept when appended at or before the cut, dropped after it.
+    // Compaction records: kept when a kept turn made them, dropped otherwise.
     const source = compacted.state.committed;
     assert.equal(source.compactions?.length, 1);
     assert.equal(source.compactions?.[0]?.historyLength, 4);
-    assert.deepEqual(decide(compacted, hint(3)), { type: "rewind", afterTurn: 3, dropped: 2 });
+    assert.deepEqual(decide(compacted, hint(3, "m4")), {
+      type: "rewind",
+      afterTurn: 3,
+      dropped: 2,
+    });
     assert.equal(toBranchState(source, 3, "b", "i").compactions?.length, 1);
     assert.deepEqual(decide(compacted, hint(1, "m2")), {
       type: "rewind",
@@ -224,6 +260,11 @@ const rows: Record<string, () => void> = {
       dropped: 4,
     });
     assert.equal(toBranchState(source, 1, "b", "i").compactions, undefined);
+    // Back to just before the summarize turn (its record sits at the cut): the summary goes, the
+    // branch has the history it replaced.
+    assert.equal(source.turnStarts?.find((start) => start.turn === 3)?.at, 4);
+    assert.equal(toBranchState(source, 2, "b", "i").compactions, undefined);
+    assert.equal(toBranchState(source, 2, "b", "i").messages.length, 4);
     const elided: ConversationState = {
       ...source,
       elisions: [

@@ -10,9 +10,10 @@
  * by every turn at its start) whether a start is a rewind and to which turn; `toBranchState` is
  * the branch's first committed state. The runner loads, commits and routes.
  */
+import { hash as digest } from "node:crypto";
 import { hashHistory } from "./history-hash.ts";
-import { BRANCH_MARK, SUBAGENT_MARK, toTurnID } from "./ids.ts";
-import type { ConversationState, TurnStartRecord } from "./types.ts";
+import { BRANCH_MARK, SUBAGENT_MARK, toTurnID, toTurnNumberOfCall } from "./ids.ts";
+import type { ConversationState, Message, SeenContext, TurnStartRecord } from "./types.ts";
 
 /**
  * Turn records kept per conversation, the newest: a rewind further back than this many turns is
@@ -59,8 +60,8 @@ export type ContinueReason =
   /** The start is a replay of a turn already started (same origin). */
   | "replay"
   /**
-   * The turns the client lacks were only the one still running or interrupted, and the message is
-   * a new one: a message sent while a turn ran (its checkpoint was taken before that turn ended).
+   * The client lacks only our last turn and the message is a new one: a message sent while that
+   * turn ran or as it ended (its checkpoint was taken before the client saw the turn's end).
    */
   | "interrupted_turn"
   /** The turn after the client's last has no record (saved before records existed): where to cut is unknown. */
@@ -85,10 +86,11 @@ const keep = (reason: ContinueReason): RewindDecision => ({ type: "continue", re
  * rewind loses the user's context, a missed one leaves the model the turns the user edited away.
  *
  * - The client's last turn is our last turn: continue.
- * - It is our turn k < last, and the new message is the one of a turn after k sent again, or a
- *   turn after k ended normally (more than one turn after k, or the conversation `final`): rewind
- *   to k. Otherwise the client lacks only the running or interrupted turn (a message sent while
- *   it ran, whose state was taken before it ended: research A1.6): continue.
+ * - It is our turn k < last, and the new message is the one of a turn after k sent again, or
+ *   more than one turn follows k (the client saw the first of them end): rewind to k. Otherwise
+ *   the client lacks only our last turn, which may be running, interrupted, or over without the
+ *   client having seen its end (a message sent while it ran, whose state was taken before it
+ *   ended; a text-only turn's first checkpoint comes at its end): continue.
  * - The client shows no turn: rewind to 0 only when the message is our first turn's sent again
  *   (an edit of the first message); otherwise continue (a client that sends no state).
  * - Anything unknown: continue.
@@ -113,7 +115,12 @@ export function toRewind(state: ConversationState, hint: RewindHint): RewindDeci
     const sentAgain =
       hint.messageID !== "" &&
       starts.some((start) => start.turn > afterTurn && start.messageID === hint.messageID);
-    const endedAfter = state.turnCount - afterTurn > 1 || state.status === "final";
+    // Two turns or more the client does not show: it saw the first of them end (a turn starts
+    // only after the one before ended, with its checkpoint sent), so it went back. One turn only:
+    // that turn may be running, interrupted, or over without the client having seen its end (a
+    // text-only turn sends its first checkpoint when it ends; a message sent while its last
+    // tokens stream, or a client dropped before its end): only its message sent again says so.
+    const endedAfter = state.turnCount - afterTurn > 1;
     if (!sentAgain && !endedAfter) return keep("interrupted_turn");
   }
   const cut = record(afterTurn + 1)?.at;
@@ -126,8 +133,8 @@ export function toRewind(state: ConversationState, hint: RewindHint): RewindDeci
  * The first committed state of a branch of `source` that keeps its history up to the end of turn
  * `afterTurn`: the messages before the next turn's first, with their hashes; the compaction and
  * elision records appended by then; the records of the kept turns. No turn runs on it; what the
- * model has seen of the context (`context`) starts empty, so the branch's next turn shows all
- * context again (safe: a context message more, never one missing). The sticky model (`route`) is
+ * model has seen of the context (`context`) is what the kept messages show of it (`toSeenIn`).
+ * The sticky model (`route`) is
  * dropped: the next turn runs on the model it asks for. `lastCommitID` is `inputID`, the
  * branch's own commit. Throws when `afterTurn` is not a turn `toRewind` could have chosen.
  */
@@ -143,9 +150,16 @@ export function toBranchState(
     throw new Error(`no record of where turn ${afterTurn + 1} began`);
   }
   const messages = source.messages.slice(0, cut);
-  const compactions = (source.compactions ?? []).filter(
-    (record) => record.historyLength <= cut && record.upTo <= cut,
-  );
+  // A compaction is kept when a kept turn made it (its summary call's turn; a summarize turn
+  // appends no message, so its record sits exactly at the cut of a rewind to the turn before it,
+  // and a user who goes back to before a summary wants the history it replaced). An id that names
+  // no turn: kept only when appended before the cut. An elision is appended by a turn's model
+  // call after that turn's first message, so its length tells its turn.
+  const compactions = (source.compactions ?? []).filter((record) => {
+    if (record.upTo > cut) return false;
+    const turn = toTurnNumberOfCall(record.callID);
+    return turn === null ? record.historyLength < cut : turn <= afterTurn;
+  });
   const elisions = (source.elisions ?? []).filter(
     (record) => record.historyLength <= cut && record.upTo <= cut,
   );
@@ -161,7 +175,7 @@ export function toBranchState(
     stepCount: 0,
     call: null,
     waiting: null,
-    context: [],
+    context: toSeenIn(messages, source.context),
     ...(compactions.length === 0 ? {} : { compactions }),
     ...(elisions.length === 0 ? {} : { elisions }),
     failure: null,
@@ -187,4 +201,27 @@ export function isBranchOf(conversationID: string, clientConversationID: string)
     (conversationID.startsWith(`${clientConversationID}${BRANCH_MARK}`) &&
       !conversationID.includes(SUBAGENT_MARK))
   );
+}
+
+/**
+ * What the model has seen of the context on a branch: each entry of the source's (the text last
+ * shown for a key, by its hash) whose text is a block of a user message the branch keeps. A key
+ * whose last text was shown only in a dropped turn is not seen, so the branch's next turn shows
+ * it (context-message.ts); one whose text is still the one shown before the cut is not shown
+ * twice. A text shown before the cut and changed after is shown again even when it changed back:
+ * a context message more, never one missing.
+ */
+function toSeenIn(
+  messages: readonly Message[],
+  seen: readonly SeenContext[],
+): readonly SeenContext[] {
+  if (seen.length === 0) return seen;
+  const shown = new Set<string>();
+  for (const message of messages) {
+    if (message.role !== "user" || typeof message.content === "string") continue;
+    for (const block of message.content) {
+      if (block.type === "text") shown.add(digest("sha256", block.text, "hex"));
+    }
+  }
+  return seen.filter((entry) => shown.has(entry.hash));
 }

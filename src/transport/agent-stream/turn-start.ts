@@ -298,8 +298,18 @@ export function createTurnStart(
         throw error;
       }
       if (!waiting) {
-        // Nothing to continue: the turn already ended. Close the stream the way a turn ends.
-        send(stream, [toCheckpointMessage(stream.turn), toTurnEnded(stream.turn)]);
+        // Nothing to continue: the turn already ended. Close the stream the way a turn ends. A
+        // stream picked up after a restart is the turn's own: its checkpoint names the turn by
+        // this stream's request id. A resume request's stream never carried a turn: a checkpoint
+        // would add one under its request id, which no turn has, and the client's next message
+        // would then name a turn nobody knows (loop/rewind.ts routes by it); the client keeps
+        // the checkpoint it has.
+        send(
+          stream,
+          restored === undefined
+            ? [toTurnEnded(stream.turn)]
+            : [toCheckpointMessage(stream.turn), toTurnEnded(stream.turn)],
+        );
         stream.end();
       } else if (binding.requestID !== undefined) {
         log.info(

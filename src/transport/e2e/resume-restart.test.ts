@@ -122,6 +122,44 @@ describe("a resume stream across a restart", () => {
   }
 });
 
+describe("a resume request when nothing runs", () => {
+  let harness: Harness;
+  afterEach(async () => harness.close());
+
+  test("the stream ends as a turn ends, without a checkpoint: none would name a turn the server has", {
+    timeout: 30_000,
+  }, async () => {
+    harness = await startHarness({ mode: "in-process" });
+    harness.reply({ text: "Hello." });
+    const client = harness.client();
+    const first = await client.startTurn({
+      conversationId: CONVERSATION,
+      text: "Hi",
+      modelId: MODEL,
+    }).done;
+    assert.equal(first.error, undefined);
+    const checkpoint = first.view.checkpoint;
+    assert.ok(checkpoint !== undefined);
+    const resumeRequest = client.runRequest({
+      conversationId: CONVERSATION,
+      text: "",
+      modelId: MODEL,
+      edit: (request) => {
+        request.conversationState = checkpoint;
+        request.action = create(ConversationActionSchema, {
+          action: { case: "resumeAction", value: {} },
+        });
+      },
+    });
+    const resumed = await client.startTurn(resumeRequest).done;
+    assert.equal(resumed.error, undefined);
+    // A checkpoint here would add a turn under the resume request's id, unknown to the server,
+    // and the client's next message would carry it as its last turn.
+    assert.equal(resumed.view.checkpoints, 0);
+    assert.ok(resumed.view.kinds.includes("turnEnded"));
+  });
+});
+
 async function readRunSse(
   harness: Harness,
   requestId: string,
