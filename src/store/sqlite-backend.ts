@@ -24,6 +24,16 @@ export interface SqliteBackendHooks {
   readonly beforeClose?: () => Promise<void>;
 }
 
+/**
+ * `readNewestConversationID`: a SEARCH of the primary key's index over the prefix's range
+ * (sqlite-store.test.ts checks the plan); `length` and `substr` count characters, as `instr` does.
+ */
+export const NEWEST_CONVERSATION_SQL =
+  "select conversation_id from conversations " +
+  "where conversation_id >= ?1 and conversation_id < ?2 " +
+  "and instr(substr(conversation_id, length(?1) + 1), ?3) = 0 " +
+  "order by created_at desc, conversation_id desc limit 1";
+
 export function createSqliteBackend(
   db: DatabaseSync,
   location: string,
@@ -36,14 +46,7 @@ export function createSqliteBackend(
         "where conversation_id = ?",
     ),
     readConversation: sql("select * from conversations where conversation_id = ?"),
-    // The range on the primary key is searched with its index (sqlite-store.test.ts checks the
-    // plan); `length` and `substr` count characters, as `instr` does.
-    readNewestConversationID: sql(
-      "select conversation_id from conversations " +
-        "where conversation_id >= ?1 and conversation_id < ?2 " +
-        "and instr(substr(conversation_id, length(?1) + 1), ?3) = 0 " +
-        "order by created_at desc, conversation_id desc limit 1",
-    ),
+    readNewestConversationID: sql(NEWEST_CONVERSATION_SQL),
     readMessages: sql(
       "select seq, json, hash, chain_hash from messages where conversation_id = ? order by seq",
     ),
