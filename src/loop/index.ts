@@ -9,7 +9,7 @@ export {
   hashMessageBytes,
   toMessageBytes,
 } from "./history-hash.ts";
-export { toCallID, toOperationID, toTurnID } from "./ids.ts";
+export { SUBAGENT_MARK, toCallID, toOperationID, toTurnID } from "./ids.ts";
 export { chooseModel, FAILOVER_KINDS, toCandidates } from "./model-route.ts";
 export { buildPrompt, buildRequest, buildTools, toResumeCommand } from "./request.ts";
 export {

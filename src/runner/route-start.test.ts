@@ -71,13 +71,17 @@ describe("routing a start", () => {
   let provider: FakeProvider;
   let store: Store;
   let runner: Runner;
-  const reads = { load: 0, findRequestStream: 0 };
+  const reads = { load: 0, findRequestStream: 0, findNewestConversation: 0 };
+  const resetReads = () => {
+    reads.load = 0;
+    reads.findRequestStream = 0;
+    reads.findNewestConversation = 0;
+  };
 
   beforeEach(async () => {
     provider = await startFakeProvider();
     const real = createMemoryStore();
-    reads.load = 0;
-    reads.findRequestStream = 0;
+    resetReads();
     store = {
       ...real,
       load: (id) => {
@@ -87,6 +91,10 @@ describe("routing a start", () => {
       findRequestStream: (id) => {
         reads.findRequestStream += 1;
         return real.findRequestStream(id);
+      },
+      findNewestConversation: (prefix, without) => {
+        reads.findNewestConversation += 1;
+        return real.findNewestConversation(prefix, without);
       },
     } as Store;
     runner = makeRunner();
@@ -128,14 +136,13 @@ describe("routing a start", () => {
   test("a continuation adds no store read", async () => {
     await runTurn(1, null);
     await runTurn(2, 1);
-    reads.load = 0;
-    reads.findRequestStream = 0;
+    resetReads();
     const result = await runTurn(3, 2);
     assert.deepEqual(result.type === "applied" && result.routed, {
       conversationID: CONV,
       reason: "last_turn",
     });
-    assert.deepEqual(reads, { load: 0, findRequestStream: 0 });
+    assert.deepEqual(reads, { load: 0, findRequestStream: 0, findNewestConversation: 0 });
   });
 
   test("a rewind makes one branch; a replay of its request finds it; the next turn reaches it", async () => {
@@ -163,19 +170,21 @@ describe("routing a start", () => {
     assert.equal(replay.routed?.conversationID, branch);
     assert.equal((await store.load(branch))?.version, stored?.version);
     // The next turn shows the branch's turn last: the branch remembered in memory, no store read.
-    reads.load = 0;
-    reads.findRequestStream = 0;
+    resetReads();
     const next = await runTurn(5, 4);
     assert.equal(next.routed?.conversationID, branch);
-    assert.deepEqual(reads, { load: 0, findRequestStream: 0 });
+    assert.deepEqual(reads, { load: 0, findRequestStream: 0, findNewestConversation: 0 });
     assert.equal(await runner.follow(CONV, route(4, ""), "r6"), branch);
     assert.equal(await runner.follow(CONV, route(3, ""), "r6"), CONV);
-    // A new runner on the same store (a restart: nothing in memory) finds it through the binding.
+    // A new runner on the same store (a restart: nothing in memory) finds it as X's newest branch.
     await runner.shutdown();
     runner = makeRunner();
-    reads.findRequestStream = 0;
+    resetReads();
     assert.equal(await runner.follow(CONV, route(5, ""), "r6"), branch);
-    assert.equal(reads.findRequestStream, 1);
+    assert.deepEqual(
+      { ...reads, load: 0 },
+      { load: 0, findRequestStream: 0, findNewestConversation: 1 },
+    );
   });
 
   test("a rewind from inside a running turn cancels that turn", async () => {
@@ -236,5 +245,138 @@ describe("routing a start", () => {
       messages.filter((message) => message.role === "user").map((message) => message.content),
       ["message 1", "message 2b", "message 5"],
     );
+  });
+  /** Turns 1–3, then turn 2's message edited (request r4): the branch's first turn waits for a tool. */
+  async function editWhileToolWaits() {
+    await runTurn(1, null);
+    await runTurn(2, 1);
+    await runTurn(3, 2);
+    provider.reply({
+      type: "sse",
+      body: toChatCompletionSse({
+        toolCalls: [{ id: "call_1", name: "read", arguments: { path: "a.ts" } }],
+      }),
+    });
+    const running = createOutput();
+    const edited = await runner.submit(CONV, start(4, "message 2b", "m2"), running, {
+      requestID: "r4",
+      route: route(1, "m2"),
+    });
+    assert.equal(edited.routed?.conversationID, `${CONV}~edit~r4`);
+    await running.toolAsked;
+    return running;
+  }
+
+  /** Turn 5 (`text`), sent with the client's last turn r1 (before the edited one). */
+  const sendFifth = (output: TurnOutput) =>
+    runner.submit(CONV, start(5), output, { requestID: "r5", route: route(1, "m5") });
+
+  const userTexts = async (conversationID: string) =>
+    ((await store.load(conversationID))?.state.messages ?? [])
+      .filter((message) => message.role === "user")
+      .map((message) => message.content);
+
+  test("after a restart, a new message while a branch's first turn waits continues the newest branch, not a second branch", async () => {
+    await editWhileToolWaits();
+    const branch = `${CONV}~edit~r4`;
+    // A restart (or X's entry evicted, or the next request on another instance): nothing remembered.
+    await runner.shutdown();
+    runner = makeRunner();
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 5" }) });
+    const output = createOutput();
+    const next = await sendFifth(output);
+    assert.deepEqual(next.routed, { conversationID: branch, reason: "interrupted_turn" });
+    assert.equal((await output.ended).type, "final");
+    assert.equal(await store.load(`${CONV}~edit~r5`), null);
+    assert.deepEqual(await userTexts(branch), ["message 1", "message 2b", "message 5"]);
+    // Remembered afterwards: the next turn reads nothing more from the store.
+    resetReads();
+    const sixth = await runTurn(6, 5);
+    assert.deepEqual(sixth.routed, { conversationID: branch, reason: "last_turn" });
+    assert.deepEqual(reads, { load: 0, findRequestStream: 0, findNewestConversation: 0 });
+  });
+
+  test("a replay after a restart of a message that continued a branch's first turn is a duplicate there", async () => {
+    await editWhileToolWaits();
+    const branch = `${CONV}~edit~r4`;
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 5" }) });
+    const output = createOutput();
+    assert.equal((await sendFifth(output)).routed?.conversationID, branch);
+    assert.equal((await output.ended).type, "final");
+    const version = (await store.load(branch))?.version;
+    const calls = provider.requests.length;
+    await runner.shutdown();
+    runner = makeRunner();
+    const replay = await sendFifth(createOutput());
+    assert.equal(replay.type, "duplicate");
+    assert.deepEqual(replay.routed, { conversationID: branch, reason: "replay" });
+    assert.equal(await store.load(`${CONV}~edit~r5`), null);
+    assert.equal((await store.load(branch))?.version, version);
+    assert.equal(provider.requests.length, calls); // the turn is not run a second time
+  });
+
+  test("a last turn no conversation knows goes to the branch the client is on, not back to X", async () => {
+    await runTurn(1, null);
+    await runTurn(2, 1);
+    // No branch yet: X.
+    const phantom = { lastTurnOrigin: "r-phantom", messageID: "m9" };
+    assert.deepEqual(await routeOf(phantom), { conversationID: CONV, reason: "unknown_origin" });
+    await runTurn(3, 1, "m2");
+    const branch = `${CONV}~edit~r3`;
+    // E.g. a resume stream's turn the client keeps last (nothing was bound to it), or a turn
+    // shown by a blob the client did not send (""): remembered, and after a restart the newest.
+    const unreadable = { lastTurnOrigin: "", messageID: "m9" };
+    for (const restart of [false, true]) {
+      if (restart) {
+        await runner.shutdown();
+        runner = makeRunner();
+      }
+      assert.equal(await runner.follow(CONV, phantom, "r8"), branch);
+      assert.equal(await runner.follow(CONV, unreadable, "r8"), branch);
+    }
+    assert.deepEqual(await routeOf(phantom), { conversationID: branch, reason: "unknown_origin" });
+    assert.deepEqual(await userTexts(branch), ["message 1", "message 3", "message 9"]);
+  });
+
+  /** Routes start 9 (the answer is text) with `hint` and waits for its end. */
+  async function routeOf(hint: { lastTurnOrigin: string; messageID: string }) {
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 9" }) });
+    const output = createOutput();
+    const result = await runner.submit(CONV, start(9, "message 9", hint.messageID), output, {
+      requestID: `r9-${hint.lastTurnOrigin}-${provider.requests.length}`,
+      route: hint,
+    });
+    assert.equal((await output.ended).type, "final");
+    return result.routed;
+  }
+
+  test("a replayed rewinding request is no new rewind and leaves the newer branch remembered", async () => {
+    await runTurn(1, null);
+    await runTurn(2, 1);
+    await runTurn(3, 2);
+    await runTurn(4, 1, "m2"); // turn 2 edited: branch r4
+    const older = `${CONV}~edit~r4`;
+    const newer = `${CONV}~edit~r5`;
+    const edited = await runTurn(5, 1, "m2"); // edited again, on the branch: branch r5
+    assert.equal(edited.routed?.rewind?.from, older);
+    assert.equal(edited.routed?.conversationID, newer);
+    // Request r4 again (a retry that arrives late).
+    const replay = await runner.submit(CONV, start(4, "message 4", "m2"), createOutput(), {
+      requestID: "r4",
+      route: route(1, "m2"),
+    });
+    assert.equal(replay.type, "duplicate");
+    assert.deepEqual(replay.routed, { conversationID: older, reason: "replay" });
+    // Still remembered: the next turn on the newer branch reads nothing more from the store.
+    resetReads();
+    const next = await runTurn(6, 5);
+    assert.deepEqual(next.routed, { conversationID: newer, reason: "last_turn" });
+    assert.deepEqual(reads, { load: 0, findRequestStream: 0, findNewestConversation: 0 });
+    // After a restart, the older branch is still reached through the binding of its turn.
+    await runner.shutdown();
+    runner = makeRunner();
+    resetReads();
+    assert.equal(await runner.follow(CONV, route(4, ""), "r7"), older);
+    assert.equal(reads.findRequestStream, 1);
   });
 });

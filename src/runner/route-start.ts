@@ -3,10 +3,18 @@
  * client names its conversation X and tells where it stands (`RouteHint`: the id of the last turn
  * it shows, its message's id). Usually that is X's last turn: X, decided from X's records in
  * memory, without a store read. Otherwise `toRewind` decides on the first of these whose records
- * know that turn: the branch of X the client's last start went to (remembered on X's cache entry,
- * so a message sent while a branch's first turn runs stays on that branch), X itself, or the
- * conversation the store's binding of the turn's request id names, when it is a branch of X (after
- * a restart). A continuation goes to that conversation; a rewind makes a branch
+ * know that turn:
+ * - the branch of X the client is most likely on: the one its last applied start went to
+ *   (remembered on X's cache entry), or, when nothing is remembered (X's entry evicted, a restart,
+ *   another instance) and X alone would branch or does not know the turn, X's newest branch in
+ *   the store (one read of the primary key's range `X~edit~`). So a message sent while a branch's
+ *   first turn runs (its checkpoint still ends at a turn copied from X) stays on that branch, and
+ *   a replay of it is a duplicate there, not a second branch;
+ * - X itself;
+ * - the conversation the store's binding of the turn's request id names, when it is a branch of X
+ *   (an older branch, after a restart).
+ * A turn none of them knows goes to that branch when X has one (X is the history from before the
+ * edit), else to X. A continuation goes to the conversation decided on; a rewind makes a branch
  * `X~edit~<request id>` whose first state (`toBranchState`) is committed here, as version 1 of
  * the branch under the input id `<request id>:branch`, so a replayed request finds the branch it
  * made and makes no second one.
@@ -19,6 +27,7 @@ import {
   isBranchOf,
   isIdle,
   type RewindDecision,
+  SUBAGENT_MARK,
   toBranchConversationID,
   toBranchState,
   toRewind,
@@ -29,21 +38,24 @@ import type { SerialQueue } from "./serial-queue.ts";
 import type { Routed, RouteHint } from "./types.ts";
 
 export interface RouteStartDeps {
-  readonly store: Pick<Store, "findRequestStream" | "commitInput">;
+  readonly store: Pick<Store, "findRequestStream" | "findNewestConversation" | "commitInput">;
   readonly queue: SerialQueue;
   readonly live: ConversationCache;
 }
 
-/**
- * Routes a start (`branch`: it may make a branch) or a summarize (only follows the client to the
- * branch it is on) of the client's conversation `clientID`, sent as request `requestID`.
- */
-export type RouteStart = (
-  clientID: string,
-  hint: RouteHint,
-  requestID: string,
-  branch: boolean,
-) => Promise<Routed>;
+export interface RouteStart {
+  /**
+   * Routes a start (`branch`: it may make a branch) or a summarize (only follows the client to
+   * the branch it is on) of the client's conversation `clientID`, sent as request `requestID`.
+   */
+  route(clientID: string, hint: RouteHint, requestID: string, branch: boolean): Promise<Routed>;
+  /**
+   * Remembers, on the client's cache entry while it is in memory, that its start went to
+   * `conversationID`. Called once the start was applied, not for a duplicate: a replay of an
+   * earlier request must not point it back at an older branch.
+   */
+  remember(clientID: string, conversationID: string): void;
+}
 
 export function createRouteStart(deps: RouteStartDeps): RouteStart {
   const { store, queue, live } = deps;
@@ -112,53 +124,72 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
       }
     });
 
-  /** The decision for the client's conversation `clientID`: on it, its latest branch, or the binding's. */
+  /**
+   * X's newest branch in the store (by creation), or null: read only when nothing is remembered
+   * (X's entry was evicted, the process restarted, the client's last start ran on another
+   * instance) and X alone would branch or does not know the client's last turn.
+   */
+  const newestBranch = (clientID: string): Promise<string | null> =>
+    store.findNewestConversation(toBranchConversationID(clientID, ""), SUBAGENT_MARK);
+
+  /**
+   * The decision for the client's conversation `clientID`: on it, on the branch it is most likely
+   * on, or on the binding's; `found` null when none knows the client's last turn. `branchID`: the
+   * branch consulted (remembered or newest), where an unknown turn goes.
+   */
   async function find(clientID: string, hint: RouteHint, requestID: string) {
     const onClient = await decide(clientID, hint, requestID, false);
-    if (onClient.decision === CONTINUE_LAST) return onClient;
+    if (onClient.decision === CONTINUE_LAST) return { found: onClient, branchID: null };
     // The client is most likely on the branch its last start went to: a branch knows the turns it
-    // copied, and there a message sent while its first turn ran stays a continuation (R4).
-    if (onClient.branch !== null) {
-      const onBranch = await decide(onClient.branch, hint, requestID, false);
-      if (onBranch.decision !== null) return onBranch;
+    // copied, and there a message sent while its first turn ran stays a continuation (R4). On X,
+    // the copied turn k has later (edited-away) turns, so X alone would make a second branch.
+    let branchID = onClient.branch;
+    if (branchID === null && (onClient.decision === null || onClient.decision.type === "rewind")) {
+      branchID = await newestBranch(clientID);
     }
-    if (onClient.decision !== null) return onClient;
-    if (hint.lastTurnOrigin === null) return null;
+    if (branchID !== null) {
+      const onBranch = await decide(branchID, hint, requestID, false);
+      if (onBranch.decision !== null) return { found: onBranch, branchID };
+    }
+    if (onClient.decision !== null || hint.lastTurnOrigin === null) {
+      return { found: onClient, branchID };
+    }
     // Not one of X's turns: the binding of its request names the conversation that ran it.
     const bound = await store.findRequestStream(hint.lastTurnOrigin);
     const other = bound?.conversationID;
-    if (other === undefined || other === clientID || !isBranchOf(other, clientID)) return null;
-    return decide(other, hint, requestID, true);
+    if (other === undefined || other === clientID || !isBranchOf(other, clientID)) {
+      return { found: null, branchID };
+    }
+    return { found: await decide(other, hint, requestID, true), branchID };
   }
 
-  /** Remembers where the client's start went, while its conversation is in memory. */
-  const remember = (clientID: string, conversationID: string): void => {
-    const entry = live.get(clientID);
-    if (entry === undefined) return;
-    if (conversationID === clientID) delete entry.branch;
-    else entry.branch = conversationID;
-  };
+  /**
+   * Where an unknown last turn goes: the branch the client is most likely on (remembered, else the
+   * newest), never back to X once X has one (X holds the history from before the edit).
+   */
+  const unknown = (clientID: string, branchID: string | null): Routed => ({
+    conversationID: branchID ?? clientID,
+    reason: "unknown_origin",
+  });
 
-  return async (clientID, hint, requestID, branch) => {
+  const route: RouteStart["route"] = async (clientID, hint, requestID, branch) => {
     // The client shows turns, but the last one's id could not be read: nothing to go by.
-    if (hint.lastTurnOrigin === "") return { conversationID: clientID, reason: "unknown_origin" };
-    const found = await find(clientID, hint, requestID);
-    if (found === null || found.decision === null) {
-      return { conversationID: clientID, reason: "unknown_origin" };
+    if (hint.lastTurnOrigin === "") {
+      return unknown(clientID, live.get(clientID)?.branch ?? (await newestBranch(clientID)));
     }
+    const { found, branchID } = await find(clientID, hint, requestID);
+    if (found === null || found.decision === null) return unknown(clientID, branchID);
     const { state, decision } = found;
     if (decision.type === "continue" || !branch) {
-      if (branch) remember(clientID, state.conversationID);
       // A summarize or a resume goes where the client's last turn ran; only a start branches.
       return decision.type === "continue"
         ? { conversationID: state.conversationID, reason: decision.reason }
         : { conversationID: state.conversationID };
     }
-    const branchID = toBranchConversationID(clientID, requestID);
-    await makeBranch(state, decision.afterTurn, branchID, requestID);
-    remember(clientID, branchID);
+    const branchOut = toBranchConversationID(clientID, requestID);
+    await makeBranch(state, decision.afterTurn, branchOut, requestID);
     return {
-      conversationID: branchID,
+      conversationID: branchOut,
       rewind: {
         from: state.conversationID,
         fromTurn: state.turnCount,
@@ -167,6 +198,16 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
         running: !isIdle(state.status),
       },
     };
+  };
+
+  return {
+    route,
+    remember(clientID, conversationID) {
+      const entry = live.get(clientID);
+      if (entry === undefined) return;
+      if (conversationID === clientID) delete entry.branch;
+      else entry.branch = conversationID;
+    },
   };
 }
 

@@ -249,11 +249,20 @@ export function createRunner(options: RunnerOptions): Runner {
         return submitTo(conversationID, input, output, submitOptions);
       }
       return (async () => {
-        const routed = await routeStart(conversationID, route, requestID, input.type === "start");
-        if (routed.rewind?.running === true && input.type === "start") {
-          await supersede(routed.rewind.from, input);
-        }
+        const starts = input.type === "start";
+        const routed = await routeStart.route(conversationID, route, requestID, starts);
+        if (routed.rewind?.running === true && starts) await supersede(routed.rewind.from, input);
         const result = await submitTo(routed.conversationID, input, output, submitOptions);
+        if (result.type === "duplicate") {
+          // A replay: its first attempt applied the rewind (and is remembered, or was followed by
+          // newer starts that must stay remembered); it is reported as a replay, not again.
+          const { conversationID: to } = routed;
+          return {
+            ...result,
+            routed: routed.rewind === undefined ? routed : { conversationID: to, reason: "replay" },
+          };
+        }
+        if (starts) routeStart.remember(conversationID, routed.conversationID);
         return { ...result, routed };
       })();
     },
@@ -317,7 +326,7 @@ export function createRunner(options: RunnerOptions): Runner {
     },
 
     async follow(conversationID, hint, requestID) {
-      return (await routeStart(conversationID, hint, requestID, false)).conversationID;
+      return (await routeStart.route(conversationID, hint, requestID, false)).conversationID;
     },
 
     detach(conversationID, output) {

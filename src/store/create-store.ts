@@ -163,6 +163,19 @@ export function createStore(tablesBackend: Backend, options: StoreOptions = {}):
       });
     },
 
+    async findNewestConversation(prefix, without) {
+      const last = typeof prefix === "string" ? prefix.charCodeAt(prefix.length - 1) : Number.NaN;
+      if (!(last >= 0x20 && last < 0x7f) || typeof without !== "string" || without === "") {
+        throw new StoreError(
+          "invalid_argument",
+          location,
+          `Cannot find conversations by prefix in ${location}: the prefix must end with a ` +
+            "printable ASCII character and the excluded part must not be empty.",
+        );
+      }
+      return open().read((tables) => tables.readNewestConversationID(prefix, without));
+    },
+
     async bindRequestStream(binding) {
       const { conversationID, requestID, turnID, clientState, expectedVersion } = binding;
       if (typeof conversationID !== "string" || conversationID === "") {

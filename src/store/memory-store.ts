@@ -85,6 +85,22 @@ export function createMemoryBackend(): Backend {
     lockHead(conversationID) {
       return tables.readHead(conversationID); // transactions here run one at a time
     },
+    readNewestConversationID(prefix, without) {
+      // Memory keeps no ordered index: every id is looked at (a test store, see README).
+      let newest: ConversationRow | null = null;
+      for (const row of conversations.values()) {
+        const id = row.conversationID;
+        if (!id.startsWith(prefix) || id.slice(prefix.length).includes(without)) continue;
+        if (
+          newest === null ||
+          row.createdAt > newest.createdAt ||
+          (row.createdAt === newest.createdAt && id > newest.conversationID)
+        ) {
+          newest = row;
+        }
+      }
+      return newest?.conversationID ?? null;
+    },
     readConversation: (conversationID) => conversations.get(conversationID) ?? null,
     readMessages: (conversationID) => [...(messages.get(conversationID) ?? [])],
     insertConversation(row) {

@@ -7,6 +7,7 @@
  * contract in tables.ts in its order, to be read side by side with sqlite-backend.ts.
  */
 import type pg from "pg";
+import { toPrefixEnd } from "./id-prefix.ts";
 import {
   int,
   optionalText,
@@ -72,6 +73,18 @@ export function createPostgresTables(client: pg.PoolClient): Tables {
         [conversationID],
       );
       return row === null ? null : toHead(row);
+    },
+    async readNewestConversationID(prefix, without) {
+      // `conversation_id` is `collate "C"`: byte order, so the range is one of its index.
+      const row = await one(
+        "readNewestConversationID",
+        "select conversation_id from conversations " +
+          "where conversation_id >= $1 and conversation_id < $2 " +
+          "and strpos(substr(conversation_id, length($1) + 1), $3) = 0 " +
+          "order by created_at desc, conversation_id desc limit 1",
+        [prefix, toPrefixEnd(prefix), without],
+      );
+      return row === null ? null : text(row, "conversation_id");
     },
     async readConversation(conversationID) {
       const row = await one(

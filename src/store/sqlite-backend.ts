@@ -6,6 +6,7 @@
 import { statSync } from "node:fs";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { StoreError } from "./errors.ts";
+import { toPrefixEnd } from "./id-prefix.ts";
 import { int, text, toClientOperationRow, toConversationRow, toLLMCallRow } from "./row-mapping.ts";
 import { createDashboardTables, prepareDashboardStatements } from "./sqlite-dashboard.ts";
 import { fromSQLiteError } from "./sqlite-errors.ts";
@@ -23,6 +24,16 @@ export interface SqliteBackendHooks {
   readonly beforeClose?: () => Promise<void>;
 }
 
+/**
+ * `readNewestConversationID`: a SEARCH of the primary key's index over the prefix's range
+ * (sqlite-store.test.ts checks the plan); `length` and `substr` count characters, as `instr` does.
+ */
+export const NEWEST_CONVERSATION_SQL =
+  "select conversation_id from conversations " +
+  "where conversation_id >= ?1 and conversation_id < ?2 " +
+  "and instr(substr(conversation_id, length(?1) + 1), ?3) = 0 " +
+  "order by created_at desc, conversation_id desc limit 1";
+
 export function createSqliteBackend(
   db: DatabaseSync,
   location: string,
@@ -35,6 +46,7 @@ export function createSqliteBackend(
         "where conversation_id = ?",
     ),
     readConversation: sql("select * from conversations where conversation_id = ?"),
+    readNewestConversationID: sql(NEWEST_CONVERSATION_SQL),
     readMessages: sql(
       "select seq, json, hash, chain_hash from messages where conversation_id = ? order by seq",
     ),
@@ -119,6 +131,10 @@ export function createSqliteBackend(
     lockHead(conversationID) {
       // A write transaction (`begin immediate`) holds the database's writer lock already.
       return tables.readHead(conversationID);
+    },
+    readNewestConversationID(prefix, without) {
+      const row = statements.readNewestConversationID.get(prefix, toPrefixEnd(prefix), without);
+      return row === undefined ? null : text(row, "conversation_id");
     },
     readConversation(conversationID) {
       const row = statements.readConversation.get(conversationID);

@@ -6,6 +6,8 @@ import { describe, test } from "node:test";
 import { toCanonicalJSON } from "../loop/canonical-json.ts";
 import { hashHistory, toMessageBytes } from "../loop/history-hash.ts";
 import { isStoreError } from "./errors.ts";
+import { migrate } from "./schema.ts";
+import { NEWEST_CONVERSATION_SQL } from "./sqlite-backend.ts";
 import { openSqliteStore } from "./sqlite-store.ts";
 import { runStoreContract, toLLMCall } from "./testing/contract.ts";
 import { runDashboardContract } from "./testing/dashboard-contract.ts";
@@ -284,4 +286,22 @@ describe("SQLite store", () => {
       directory.remove();
     }
   });
+});
+
+test("the newest conversation by id prefix is a SEARCH of the primary key's range, no SCAN", () => {
+  const db = new DatabaseSync(":memory:");
+  try {
+    migrate(db);
+    const plan = db
+      .prepare(`explain query plan ${NEWEST_CONVERSATION_SQL}`)
+      .all()
+      .map((row) => String(row.detail));
+    // Sorting by creation is over the range's rows only (a conversation's branches).
+    assert.match(
+      plan.join("; "),
+      /^SEARCH conversations USING INDEX sqlite_autoindex_conversations_1 \(conversation_id>\? AND conversation_id<\?\); USE TEMP B-TREE FOR ORDER BY$/,
+    );
+  } finally {
+    db.close();
+  }
 });

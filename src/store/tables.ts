@@ -171,6 +171,12 @@ export interface SyncTables {
   readConversation(conversationID: string): ConversationRow | null;
   /** Messages in `seq` order. */
   readMessages(conversationID: string): MessageRow[];
+  /**
+   * The id of the newest conversation (latest `createdAt`, then greatest id) whose id starts with
+   * `prefix` and whose rest does not contain `without`, or null: a range scan of the primary key
+   * over [`prefix`, `toPrefixEnd(prefix)`), never a scan of every conversation.
+   */
+  readNewestConversationID(prefix: string, without: string): string | null;
   /** Inserts at version 1 unless the conversation exists; false when it does. */
   insertConversation(row: ConversationRow): boolean;
   /** `update … where conversation_id = ? and version = ?`; false when no row matched. */

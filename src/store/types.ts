@@ -289,6 +289,14 @@ export interface Store extends DashboardReads {
   findRequestStream(requestID: string): Promise<RequestStream | null>;
 
   /**
+   * The id of the newest conversation (by creation) whose id starts with `prefix` and whose rest
+   * does not contain `without` (e.g. a conversation's branches, not their subagents), or null.
+   * Reads only the ids in the prefix's range of the primary key. `prefix` must end with a
+   * printable ASCII character.
+   */
+  findNewestConversation(prefix: string, without: string): Promise<string | null>;
+
+  /**
    * Binds a request id to a conversation outside a commit (see `RequestStreamBinding`), by the
    * rules of a commit's `request_stream` record: a new binding releases the saved client state
    * of the conversation's other streams, a re-bind to the same conversation changes nothing,

@@ -697,6 +697,77 @@ export function runStoreContract(name: string, open: OpenStore): void {
       });
     });
 
+    describe("the newest conversation by id prefix", () => {
+      let clock = 0;
+      const ticking: StoreOptions = { now: () => clock };
+      /** Creates conversation `id` at time `at`. */
+      const create = async (store: Store, id: string, at: number) => {
+        clock = at;
+        const [first] = toScriptedCommits(id) as [ScriptedCommit];
+        assert.equal((await commitScripted(store, first, 0)).type, "committed");
+      };
+
+      it(
+        "is the latest created in the prefix's range, without the excluded part, and null when none",
+        async (store) => {
+          assert.equal(await store.findNewestConversation("x~edit~", "~task~"), null);
+          await create(store, "x", 1);
+          await create(store, "x~edit~b", 2);
+          assert.equal(await store.findNewestConversation("x~edit~", "~task~"), "x~edit~b");
+          // Newest by creation, not by id.
+          await create(store, "x~edit~a", 3);
+          assert.equal(await store.findNewestConversation("x~edit~", "~task~"), "x~edit~a");
+          // Not in the range or excluded: a subagent of the branch, look-alike ids, another
+          // conversation's branch, the prefix's own conversation.
+          await create(store, "x~edit~a~task~d", 4);
+          await create(store, "x~editor", 5);
+          await create(store, "x~edit", 6);
+          await create(store, "xx~edit~c", 7);
+          await create(store, "x~edit\u007f", 8);
+          await create(store, "y~edit~c", 9);
+          assert.equal(await store.findNewestConversation("x~edit~", "~task~"), "x~edit~a");
+          // Characters past ASCII after the prefix are in the range too.
+          await create(store, "x~edit~é\u{1F600}", 10);
+          assert.equal(
+            await store.findNewestConversation("x~edit~", "~task~"),
+            "x~edit~é\u{1F600}",
+          );
+          // The same creation time: the greater id.
+          await create(store, "x~edit~0", 10);
+          assert.equal(
+            await store.findNewestConversation("x~edit~", "~task~"),
+            "x~edit~é\u{1F600}",
+          );
+          assert.equal(await store.findNewestConversation("y~edit~", "~task~"), "y~edit~c");
+          assert.equal(await store.findNewestConversation("z~edit~", "~task~"), null);
+        },
+        ticking,
+      );
+
+      it("refuses a prefix that is no range and an empty excluded part", async (store) => {
+        await assertStoreError(
+          store,
+          store.findNewestConversation("", "~task~"),
+          "invalid_argument",
+        );
+        await assertStoreError(
+          store,
+          store.findNewestConversation("x\u007f", "~task~"),
+          "invalid_argument",
+        );
+        await assertStoreError(
+          store,
+          store.findNewestConversation("x~é", "~task~"),
+          "invalid_argument",
+        );
+        await assertStoreError(
+          store,
+          store.findNewestConversation("x~edit~", ""),
+          "invalid_argument",
+        );
+      });
+    });
+
     describe("request streams", () => {
       const bind = (requestID: string): RecordWrite => ({ type: "request_stream", requestID });
       let clock = 0;

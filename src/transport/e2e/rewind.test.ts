@@ -222,7 +222,7 @@ describe("an edited message sent again, then a restart (process mode)", () => {
   });
   after(() => harness.close());
 
-  test("after the restart the next turn still continues the branch (found through its binding)", async () => {
+  test("after the restart the next turn still continues the branch (found as the newest branch)", async () => {
     const id = "rewind-0005";
     const client = harness.client();
     await runTurn(harness, client, turn(id, "A", "mA"), "answer A");
@@ -284,5 +284,47 @@ describe("an edited message sent again, then a restart (process mode)", () => {
     const next = await runTurn(harness, client, turn(id, "C", "mC"), "answer C");
     assert.deepEqual(textsOf(next, "user"), ["A", "B2", "C"]);
     assert.deepEqual(textsOf(next, "assistant"), ["answer A", "", "written"]);
+  });
+  test("a message sent during the branch's first turn, after a restart, continues the branch: no second branch", async () => {
+    const id = "rewind-0008";
+    const gate = createGate();
+    const client = harness.client({
+      onExec: async (exec) => {
+        if (exec.message.case === "writeArgs") await gate.promise;
+        return undefined;
+      },
+    });
+    await runTurn(harness, client, turn(id, "A", "mA"), "answer A");
+    const beforeB = client.checkpoint(id);
+    await runTurn(harness, client, turn(id, "B", "mB"), "answer B");
+    await runTurn(harness, client, turn(id, "C", "mC"), "answer C");
+    harness.reply({
+      toolCalls: [
+        { id: "call_w", name: "write_file", arguments: { path: "b2.txt", content: "b2\n" } },
+      ],
+    });
+    const edited = client.startTurn({ ...turn(id, "B2", "mB"), checkpoint: beforeB ?? null });
+    await edited.waitFor(
+      (m) => m.message.case === "execServerMessage" && m.message.value.message.case === "writeArgs",
+    );
+    try {
+      const lost = edited.runSseLost();
+      await harness.restart(); // nothing in memory remembers that the client is on the branch
+      await lost;
+      // A new message sent while the branch's first turn runs: its checkpoint still ends at A, a
+      // turn the branch copied from the conversation, which has B and C after it.
+      const next = await runTurn(
+        harness,
+        client,
+        { ...turn(id, "D", "mD"), checkpoint: beforeB ?? null },
+        "answer D",
+      );
+      assert.deepEqual(textsOf(next, "user"), ["A", "B2", "D"]);
+      const after = await runTurn(harness, client, turn(id, "E", "mE"), "answer E");
+      assert.deepEqual(textsOf(after, "user"), ["A", "B2", "D", "E"]);
+      assert.ok(messagesBytes(after).startsWith(messagesBytes(next)), "a prefix extension");
+    } finally {
+      gate.open(); // the old stream's write is answered: nothing left waiting
+    }
   });
 });
