@@ -41,6 +41,8 @@ export { transition } from "./transition.ts";
 export {
   mayCancel,
   mayResume,
+  type ResumeAccess,
+  type ResumeCheck,
   SUPERSEDED_REASON,
   type TurnAccess,
   toSupersedingCancel,

@@ -5,6 +5,7 @@ import { start, T0 } from "./testing.ts";
 import {
   mayCancel,
   mayResume,
+  type ResumeAccess,
   SUPERSEDED_REASON,
   type TurnAccess,
   toSupersedingCancel,
@@ -56,15 +57,23 @@ for (const [name, carrier, stream, expected] of cancels) {
   test(`cancel: ${name}`, () => assert.deepEqual(mayCancel(carrier, stream), expected));
 }
 
-const resumes: [string, typeof A | null, typeof A, string | undefined, TurnAccess][] = [
-  ["no carrier, any turn", null, A, undefined, allowed],
-  ["no carrier, its own turn", null, A, "turn-1", allowed],
-  ["no carrier, an earlier turn", null, A, "turn-0", otherTurn],
-  ["the carrier again", A, A, "turn-1", allowed],
-  ["another stream carries the turn", A, B, "turn-1", otherStream],
-  ["another stream, an earlier turn", A, B, "turn-0", otherTurn],
+const takeOver: ResumeAccess = { type: "take_over" };
+const resumes: [string, typeof A | null, typeof A, string | undefined, boolean, ResumeAccess][] = [
+  ["no carrier, any turn", null, A, undefined, false, allowed],
+  ["no carrier, its own turn", null, A, "turn-1", false, allowed],
+  ["no carrier, an earlier turn", null, A, "turn-0", false, otherTurn],
+  ["the carrier again", A, A, "turn-1", false, allowed],
+  ["the carrier again, nobody reading it", A, A, "turn-1", true, allowed],
+  ["another stream carries the turn and is read", A, B, "turn-1", false, otherStream],
+  ["another stream carries the turn, nobody reads it", A, B, "turn-1", true, takeOver],
+  ["another stream nobody reads, any turn", A, B, undefined, true, takeOver],
+  ["another stream, an earlier turn", A, B, "turn-0", false, otherTurn],
+  ["another stream nobody reads, an earlier turn", A, B, "turn-0", true, otherTurn],
 ];
-for (const [name, carrier, stream, turnID, expected] of resumes) {
+for (const [name, carrier, stream, turnID, carrierDetached, expected] of resumes) {
   test(`resume: ${name}`, () =>
-    assert.deepEqual(mayResume(state("waiting_llm"), carrier, stream, turnID), expected));
+    assert.deepEqual(
+      mayResume(state("waiting_llm"), carrier, stream, { turnID, carrierDetached }),
+      expected,
+    ));
 }

@@ -6,7 +6,10 @@
  *   conversation is not idle is preceded by a cancel of that turn.
  * - Only the stream that carries the turn may cancel it: a cancel that arrives late on an earlier
  *   stream must not stop the turn that superseded it.
- * - A stream may resume only its own turn, and not one another stream carries.
+ * - A stream may resume only its own turn, and not one another live stream carries: a carrier
+ *   nobody reads (its client went away and it only waits out its reconnect grace, or nobody ever
+ *   subscribed) is taken over by the resuming stream (a client that re-attaches on a new stream,
+ *   e.g. the IDE after a window reload). A carrier with a reader keeps its turn.
  */
 import { isIdle } from "./state.ts";
 import type { CancelInput, ConversationState, StartInput, UserMessageInput } from "./types.ts";
@@ -38,18 +41,31 @@ export function mayCancel<Stream>(carrier: Stream | null, stream: Stream): TurnA
     : { type: "allowed" };
 }
 
+/** What a resume may do: `take_over` when it takes the turn from a carrier nobody reads. */
+export type ResumeAccess = TurnAccess | { readonly type: "take_over" };
+
+export interface ResumeCheck {
+  /** Resume only this turn. */
+  readonly turnID?: string;
+  /** Nobody reads the carrier (no subscriber: its reader left, or never came). */
+  readonly carrierDetached?: boolean;
+}
+
 /**
  * Whether `stream` may resume the conversation's turn: `turnID` (when given) must be the current
- * turn, and no other stream may carry it.
+ * turn, and another stream may carry it only when nobody reads that stream (`take_over`).
  */
 export function mayResume<Stream>(
   state: ConversationState,
   carrier: Stream | null,
   stream: Stream,
-  turnID?: string,
-): TurnAccess {
-  if (turnID !== undefined && state.turnID !== turnID) {
+  options: ResumeCheck = {},
+): ResumeAccess {
+  if (options.turnID !== undefined && state.turnID !== options.turnID) {
     return { type: "refused", reason: "other_turn" };
   }
-  return mayCancel(carrier, stream);
+  const access = mayCancel(carrier, stream);
+  return access.type === "refused" && options.carrierDetached === true
+    ? { type: "take_over" }
+    : access;
 }

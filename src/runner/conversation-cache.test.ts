@@ -2,6 +2,13 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { createMemoryStore } from "../store/index.ts";
 import { createConversationCache } from "./conversation-cache.ts";
+import type { TurnOutput } from "./types.ts";
+
+const nullOutput: TurnOutput = {
+  publish() {},
+  runTool: () => Promise.reject(new Error("no client")),
+  end() {},
+};
 
 test("an unknown conversation loads as new, and the same entry is returned while held", async () => {
   const cache = createConversationCache(createMemoryStore());
@@ -18,7 +25,7 @@ test("an unknown conversation loads as new, and the same entry is returned while
 test("idle conversations beyond the limit are let go, least recently used first; busy ones stay", async () => {
   const cache = createConversationCache(createMemoryStore(), 2);
   const busy = await cache.load("busy");
-  busy.tools.add("op-1");
+  busy.tools.set("op-1", { output: nullOutput, settled: Promise.resolve() });
   await cache.load("a");
   await cache.load("b");
   await cache.load("a"); // a is now more recent than b

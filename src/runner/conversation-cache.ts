@@ -18,8 +18,11 @@ export interface Live {
   calling: string | null;
   /** The model stream being read, if any. */
   stream: { readonly callID: string; readonly stream: LLMStream } | null;
-  /** Operation ids whose tool runs in this process now. */
-  readonly tools: Set<string>;
+  /**
+   * The tool calls running in this process now, by operation id: the output each was asked on,
+   * and a promise settled when its run has ended (tool-call.ts).
+   */
+  readonly tools: Map<string, ToolRun>;
   /** Set when the entry was dropped after a failure the loop never saw: its work stops. */
   retired: boolean;
   /**
@@ -27,6 +30,13 @@ export interface Live {
    * while this entry is in memory; absent: the conversation itself, or not known.
    */
   branch?: string;
+}
+
+/** A tool call running in this process (tool-call.ts). */
+export interface ToolRun {
+  readonly output: TurnOutput;
+  /** Settles (never rejects) when this run has ended, its result applied or dropped. */
+  readonly settled: Promise<void>;
 }
 
 export interface ConversationCache {
@@ -87,7 +97,7 @@ export function createConversationCache(
         output: null,
         calling: null,
         stream: null,
-        tools: new Set(),
+        tools: new Map(),
         retired: false,
       };
       live.set(conversationID, entry);

@@ -101,7 +101,7 @@ describe("createModelCall()", () => {
       output: null,
       calling: null,
       stream: null,
-      tools: new Set(),
+      tools: new Map(),
       retired: false,
     };
     const modelCall = createModelCall({
@@ -185,7 +185,7 @@ describe("createModelCall()", () => {
       output: null,
       calling: null,
       stream: null,
-      tools: new Set(),
+      tools: new Map(),
       retired: false,
     };
     const queue = createSerialQueue();

@@ -17,7 +17,12 @@ import type {
   StartInput,
   ToolResultMessage,
 } from "../loop/index.ts";
-import { createMemoryStore, openSqliteStore, type Store } from "../store/index.ts";
+import {
+  createMemoryStore,
+  type OperationAttempt,
+  openSqliteStore,
+  type Store,
+} from "../store/index.ts";
 import { createRunner } from "./runner.ts";
 import type { Runner, TurnOutcome, TurnOutput } from "./types.ts";
 
@@ -32,10 +37,17 @@ interface RecordingOutput extends TurnOutput {
   readonly events: ResponseEvent[];
   readonly tools: {
     command: CallClientCommand;
+    attempt: OperationAttempt;
     answer: (result: string) => void;
     fail: (e: Error) => void;
   }[];
   readonly ended: Promise<TurnOutcome>;
+  /** Whether `end` was called. */
+  hasEnded: boolean;
+  /** `isDetached()`: nobody reads this output. */
+  detached: boolean;
+  /** The reasons `release` was called with (it fails the tool waits, as the transport does). */
+  readonly released: string[];
   nextTool(): Promise<RecordingOutput["tools"][number]>;
 }
 
@@ -51,13 +63,22 @@ function createOutput(): RecordingOutput {
     events: [],
     tools,
     ended,
+    hasEnded: false,
+    detached: false,
+    released: [],
     publish(events) {
       output.events.push(...events);
     },
-    runTool(command) {
+    isDetached: () => output.detached,
+    release(reason) {
+      output.released.push(reason);
+      for (const tool of tools) tool.fail(new Error(reason));
+    },
+    runTool(command, _state, attempt) {
       return new Promise<ToolResultMessage>((resolve, reject) => {
         const tool = {
           command,
+          attempt,
           answer: (text: string) =>
             resolve({
               role: "toolResult",
@@ -78,6 +99,7 @@ function createOutput(): RecordingOutput {
       });
     },
     end(outcome) {
+      output.hasEnded = true;
       endTurn(outcome);
     },
     nextTool() {
@@ -377,6 +399,67 @@ describe("createRunner()", () => {
     assert.equal(await runner.resume(CONV, createOutput()), false);
     assert.equal(await runner.resume(CONV, output, { turnID: "t1" }), true, "its own output may");
     assert.equal(provider.requests.length, 1, "the running call was not opened twice");
+  });
+
+  test("a resume takes over a turn whose output nobody reads: the old output is released, the tool call it was asked is asked again on the new one (outcome unknown), and that answer completes the turn", async () => {
+    provider.reply(
+      {
+        type: "sse",
+        body: toChatCompletionSse({
+          toolCalls: [{ id: "call_9", name: "read", arguments: { path: "w" } }],
+        }),
+      },
+      { type: "sse", body: toChatCompletionSse({ text: "w is empty" }) },
+    );
+    const outputA = createOutput();
+    await runner.submit(CONV, start("read w"), outputA);
+    const lost = await outputA.nextTool();
+    assert.equal(lost.attempt.outcomeUnknown, false);
+    // While A has a reader, the turn is A's.
+    assert.equal(await runner.resume(CONV, createOutput()), false);
+
+    outputA.detached = true;
+    const outputB = createOutput();
+    assert.equal(await runner.resume(CONV, outputB), true);
+    assert.deepEqual(outputA.released, ["another stream resumed the turn"]);
+    const again = await outputB.nextTool();
+    assert.equal(again.command.operationID, lost.command.operationID);
+    assert.equal(again.attempt.outcomeUnknown, true, "it was sent through A and may have run");
+    // A no longer carries the turn: its cancel (e.g. its grace running out) changes nothing.
+    assert.deepEqual(
+      await runner.submit(
+        CONV,
+        { type: "cancel", inputID: "gone", at: 2, reason: "gone" },
+        outputA,
+      ),
+      { type: "applied", rejected: "other_stream" },
+    );
+    again.answer("");
+    assert.equal((await outputB.ended).type, "final");
+    assert.equal(outputA.hasEnded, false, "the old output never gets the turn's end");
+    assert.equal(outputB.tools.length, 1, "asked once on B");
+    assert.equal(provider.requests.length, 2);
+    assert.deepEqual(errors, []);
+  });
+
+  test("a resume takes over a running model call from an output nobody reads: the call is not opened twice, and the new output carries the turn", async () => {
+    provider.reply({ type: "stall", body: toChatCompletionSse({ text: "slow" }), events: 1 });
+    const outputA = createOutput();
+    await runner.submit(CONV, start("hi"), outputA);
+    await provider.request(0);
+    outputA.detached = true;
+    const outputB = createOutput();
+    assert.equal(await runner.resume(CONV, outputB), true);
+    assert.equal(outputA.released.length, 1);
+    assert.equal(provider.requests.length, 1, "the running call was not opened twice");
+    // The old output's cancel is refused; the new one's ends the turn on the new output only.
+    assert.deepEqual(
+      await runner.submit(CONV, { type: "cancel", inputID: "old", at: 2, reason: "gone" }, outputA),
+      { type: "applied", rejected: "other_stream" },
+    );
+    await runner.submit(CONV, { type: "cancel", inputID: "new", at: 3, reason: "stop" }, outputB);
+    assert.equal((await outputB.ended).type, "canceled");
+    assert.equal(outputA.hasEnded, false);
   });
 
   test("a cancel right after the turn started ends it canceled; its call, saved with the turn's start and let go, is aborted", async () => {

@@ -271,7 +271,12 @@ export function createRunner(options: RunnerOptions): Runner {
       return queue.run(conversationID, async () => {
         const entry = await live.load(conversationID);
         const state = entry.state.committed;
-        if (mayResume(state, entry.output, output, options.turnID).type === "refused") return false;
+        const carrier = entry.output;
+        const access = mayResume(state, carrier, output, {
+          ...(options.turnID === undefined ? {} : { turnID: options.turnID }),
+          carrierDetached: carrier?.isDetached?.() === true,
+        });
+        if (access.type === "refused") return false;
         const command = toResumeCommand(state);
         if (command === null) return false;
         const { requestID, clientState } = options;
@@ -291,13 +296,19 @@ export function createRunner(options: RunnerOptions): Runner {
           }
         }
         entry.output = output;
-        // A call already running is not started twice (`callTool` skips it too).
+        // The carrier nobody read ends without ending the turn; its tool calls' waits fail, and
+        // the calls are asked again below on `output` (tool-call.ts waits for the old attempt).
+        if (access.type === "take_over") carrier?.release?.("another stream resumed the turn");
+        // A call already running on this output is not started twice (`callTool` skips it too);
+        // a model call goes on, publishing to `output` from now on.
+        const asked = (operationID: string): boolean =>
+          entry.tools.get(operationID)?.output === output;
         const busy =
           command.type === "call_llm"
             ? entry.calling === command.callID
             : command.type === "call_client"
-              ? entry.tools.has(command.operationID)
-              : command.calls.every((call) => entry.tools.has(call.operationID));
+              ? asked(command.operationID)
+              : command.calls.every((call) => asked(call.operationID));
         if (!busy) execute(entry, command);
         return true;
       });

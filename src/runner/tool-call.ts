@@ -25,10 +25,22 @@ export function createToolCall(deps: ToolCallDeps): ToolCall {
   const { operations, now, queue, apply, isStopping } = deps;
   return async (entry, command) => {
     const output = entry.output;
-    if (isStopping() || output === null || entry.tools.has(command.operationID)) return;
-    const state = entry.state.committed;
-    entry.tools.add(command.operationID);
+    if (isStopping() || output === null) return;
+    const earlier = entry.tools.get(command.operationID);
+    // Asked on this output already: not twice.
+    if (earlier?.output === output) return;
+    let settle = (): void => {};
+    const run = { output, settled: new Promise<void>((resolve) => (settle = resolve)) };
+    entry.tools.set(command.operationID, run);
     try {
+      if (earlier !== undefined) {
+        // Asked on an output that was taken over (a resume, `TurnOutput.release`): its wait ends,
+        // then the call is run again here, not joined to the old attempt (`runOnce` gives it
+        // `outcomeUnknown`: it was sent and may have run).
+        await earlier.settled;
+        if (entry.output !== output || !isWaitingFor(entry, command.operationID)) return;
+      }
+      const state = entry.state.committed;
       let record: Awaited<ReturnType<typeof operations.runOnce>>;
       try {
         record = await operations.runOnce(
@@ -42,9 +54,17 @@ export function createToolCall(deps: ToolCallDeps): ToolCall {
           (_saved, attempt) => output.runTool(command, state, attempt),
         );
       } catch (error) {
-        // The turn ended while the client ran the tool (a cancel, a shutdown, the client gone):
+        // The turn ended while the client ran the tool (a cancel, a shutdown, the client gone),
+        // or the output was detached (a subagent's, when its parent's stream went) or taken over:
         // the operation stays for a resume or is canceled with the turn. Not a fault.
-        if (isStopping() || entry.retired || !isWaitingFor(entry, command.operationID)) return;
+        if (
+          isStopping() ||
+          entry.retired ||
+          entry.output !== output ||
+          !isWaitingFor(entry, command.operationID)
+        ) {
+          return;
+        }
         throw error;
       }
       if (record.status !== "completed" || isStopping() || entry.retired) return;
@@ -66,7 +86,8 @@ export function createToolCall(deps: ToolCallDeps): ToolCall {
         ),
       );
     } finally {
-      entry.tools.delete(command.operationID);
+      if (entry.tools.get(command.operationID) === run) entry.tools.delete(command.operationID);
+      settle();
     }
   };
 }

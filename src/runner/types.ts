@@ -60,6 +60,20 @@ export interface TurnOutput {
   countUsage?(usage: Usage): void;
   /** The turn ended; nothing more is published for it. */
   end(outcome: TurnOutcome, state: ConversationState): void;
+  /**
+   * Whether nobody reads this output now (its client went away and it waits for a reconnect, or
+   * nobody ever came). A resume from another output takes over a turn whose output is detached
+   * (loop/turn-ownership.ts `mayResume`). Optional: an output without it always has a reader.
+   */
+  isDetached?(): boolean;
+  /**
+   * Another output took the turn over (a resume): this one ends without ending the turn. Its
+   * waits for tool calls fail (the runner asks those calls again on the new output, with the
+   * store's exactly-once rules), nothing more is published to it, and it never cancels the turn
+   * afterwards. Called from inside the conversation's queue; required of an output with
+   * `isDetached`.
+   */
+  release?(reason: string): void;
 }
 
 /** Inputs from outside: the runner creates model events and tool results itself. */
@@ -165,7 +179,10 @@ export interface Runner {
    * Attaches `output` to the conversation and continues what it waits for: a model call is
    * repeated with its saved request, a tool call is asked for again. Used when a client
    * reconnects, e.g. after a restart. Resolves false, attaching nothing, when nothing waits,
-   * when `turnID` is given and is not the current turn, or when another output carries the turn.
+   * when `turnID` is given and is not the current turn, or when another output that has a reader
+   * carries the turn. Another output nobody reads (`TurnOutput.isDetached`) is taken over: it is
+   * released (`TurnOutput.release`), and the tool calls it was asked for are asked again on
+   * `output` (an operation already sent is run with `outcomeUnknown`, as after a restart).
    */
   resume(conversationID: string, output: TurnOutput, options?: ResumeOptions): Promise<boolean>;
   /**

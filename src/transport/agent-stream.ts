@@ -19,6 +19,7 @@
 import { randomInt } from "node:crypto";
 import type { ConnectError } from "@connectrpc/connect";
 import { withGetters } from "../llm/index.ts";
+import type { TurnOutput } from "../runner/types.ts";
 import { createClientMessages } from "./agent-stream/client-messages.ts";
 import { createReconnectGrace } from "./agent-stream/reconnect-grace.ts";
 import { fromSavedRunRequest } from "./agent-stream/saved-run-request.ts";
@@ -59,7 +60,12 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     end: endStream,
   };
   const tools = createToolCalls(state);
-  const output = createTurnOutput(state, tools);
+  const output: TurnOutput = Object.assign(createTurnOutput(state, tools), {
+    // Nobody reads the stream (its RunSSE dropped and it waits out its grace, or none came yet):
+    // a resume on another stream takes the turn over (loop/turn-ownership.ts).
+    isDetached: () => !outbound.subscribed && !outbound.held && !outbound.ended,
+    release,
+  });
   const grace = createReconnectGrace(state, cancelTurn);
   const turns = createTurnStart(state, output, grace.start);
   const applyClientMessage = createClientMessages(state, { turns, tools, output });
@@ -81,6 +87,23 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     grace.clear();
     tools.clearLateTimer();
     settle();
+  }
+
+  /**
+   * Another stream resumed this stream's turn (`TurnOutput.release`): this stream ends without
+   * ending the turn. Its grace is cleared (it never cancels the turn), the runner's waits for its
+   * tool calls fail (the runner asks them again on the new stream), its web work stops and its
+   * subagents are left for the new stream (subagents.ts, "only the stream went away"). A late
+   * reconnect to it gets `stream_taken_over`, not a turn end: the turn goes on elsewhere.
+   */
+  function release(reason: string): void {
+    deps.log.info(
+      { request: requestID, conversation: state.conversationID, reason },
+      "another stream took the turn over; this stream ends",
+    );
+    state.turn = null;
+    tools.rejectOpen(reason);
+    endStream(toProtocolError({ type: "stream_taken_over" }));
   }
 
   /** Cancels this stream's turn (the runner ignores it if the stream no longer carries it). */

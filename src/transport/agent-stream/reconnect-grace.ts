@@ -28,6 +28,10 @@ export function createReconnectGrace(
     start() {
       if (timer?.armed === true || outbound.ended) return;
       timer ??= createOneShotTimer();
+      log.debug(
+        { request: requestID, conversation: stream.conversationID },
+        "nobody reads the stream; waiting for a reconnect",
+      );
       timer.arm(deps.options.reconnectGraceMs, () => {
         // A held stream (a shutdown, docs/architecture.md "Shutdown") keeps its turn as it is, for
         // the client to continue after the restart: a grace that runs out meanwhile cancels nothing.

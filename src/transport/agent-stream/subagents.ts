@@ -225,6 +225,16 @@ export function createSubagents(stream: StreamState, tools: SubagentTools): Suba
             tools.abort(operationID, `the subagent ended (${outcome.type})`);
           settle(outcome, state);
         },
+        // Once the parent's stream has ended (another stream took the parent's turn over) nobody
+        // reads this child: the stream that resumes the parent's task call takes the child over
+        // too (loop/turn-ownership.ts), even before `stopOnAbort` has detached it.
+        isDetached: () => stream.outbound.ended,
+        release(reason) {
+          // As `stopOnAbort` leaves a child: its open calls' waits end (the runner asks them
+          // again on the new output), and nobody waits for its outcome here any more.
+          for (const operationID of [...open]) tools.abort(operationID, reason);
+          resolveEnding(null);
+        },
       };
       const entry: Running = { call, childID, output, open, leave: () => resolveEnding(null) };
       running ??= new Map();

@@ -236,8 +236,8 @@ export function createToolCalls(stream: StreamState): ToolCalls {
             operation: command.operationID,
           },
           waiting
-            ? "tool call sent before a restart, outcome unknown: waiting for a late result, not running it again"
-            : "tool call sent before a restart, outcome unknown: read-only, sending it again",
+            ? "tool call sent before (a restart, or on a stream taken over), outcome unknown: waiting for a late result, not running it again"
+            : "tool call sent before (a restart, or on a stream taken over), outcome unknown: read-only, sending it again",
         );
         if (waiting) startLateTimer(command.operationID);
       }

@@ -161,7 +161,7 @@ export function startToolCall(
 
 /** What the model sees for a call whose outcome stayed unknown after a restart. */
 export const UNKNOWN_OUTCOME =
-  "The outcome of this tool call is unknown: the server restarted while the client was running it, and its result never arrived. It may or may not have taken effect. Check (for example, read the file or list the directory) before retrying.";
+  "The outcome of this tool call is unknown: the server restarted, or the client moved to a new stream, while the client was running it, and its result never arrived. It may or may not have taken effect. Check (for example, read the file or list the directory) before retrying.";
 
 /**
  * Ends the recovered call `operationID` if it is still waiting for a late reply to an earlier
@@ -180,7 +180,11 @@ export function expireToolCall(
   const tool = findTool(open.toolName, state.mode, state.mcpTools);
   if (tool === null) return ignore(state, `tool ${open.toolName} is no longer offered`);
   const env = toEnv(state, open.toolCallID, context.at);
-  const failed = tool.failed(open.args, "the server restarted while it ran", env);
+  const failed = tool.failed(
+    open.args,
+    "its result was lost (a server restart or a client reconnect)",
+    env,
+  );
   return finish(state, open, { ...failed, text: UNKNOWN_OUTCOME, isError: true }, context, []);
 }
 

@@ -51,6 +51,7 @@ export type ProtocolError =
   | { readonly type: "append_out_of_order"; readonly detail: string }
   | { readonly type: "saved_request_unreadable" }
   | { readonly type: "stream_closed"; readonly reason: string }
+  | { readonly type: "stream_taken_over" }
   | { readonly type: "client_went_away" }
   | { readonly type: "run_stream_closed" }
   | { readonly type: "run_poll_not_served" }
@@ -111,6 +112,8 @@ export const WIRE_ERRORS: { readonly [Name in DetailedName]: Row<ErrorDetails_Er
   saved_request_unreadable: bare(Code.DataLoss),
   stream_closed: bare(Code.Canceled),
   client_went_away: bare(Code.Canceled),
+  // Not `Canceled`: the turn was not canceled, it goes on on the stream that resumed it.
+  stream_taken_over: bare(Code.Aborted),
   run_stream_closed: bare(Code.Canceled),
   run_poll_not_served: bare(Code.Unimplemented),
   not_implemented: bare(Code.Unimplemented),
@@ -153,6 +156,11 @@ function toProtocolMessage(error: ProtocolError): string {
       return "the saved run request of this stream is unreadable";
     case "stream_closed":
       return error.reason;
+    case "stream_taken_over":
+      return (
+        "another stream resumed this stream's turn while nobody read this one; the turn goes on " +
+        "there (this stream ended without ending the turn)"
+      );
     case "client_went_away":
       return "the client went away";
     case "run_stream_closed":
