@@ -94,7 +94,9 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
    * ending the turn. Its grace is cleared (it never cancels the turn), the runner's waits for its
    * tool calls fail (the runner asks them again on the new stream), its web work stops and its
    * subagents are left for the new stream (subagents.ts, "only the stream went away"). A late
-   * reconnect to it gets `stream_taken_over`, not a turn end: the turn goes on elsewhere.
+   * reconnect to it gets its end, `stream_taken_over`, not a turn end, while the registry keeps
+   * it; once it is dropped, `stream_released` (the new stream's binding released its saved
+   * request): either way not a turn end, since the turn goes on elsewhere.
    */
   function release(reason: string): void {
     deps.log.info(
