@@ -11,11 +11,9 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { Code } from "@connectrpc/connect";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
-import { AgentService } from "../cursor/index.ts";
-import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
+import { createGate, type Harness, MODEL, readRunSse, startHarness } from "./test-harness.ts";
 
 const CONVERSATION = "6e5d4c3b-3333-4a5b-8c6d-7e8f9a0b1c2d";
 
@@ -159,21 +157,3 @@ describe("a resume request when nothing runs", () => {
     assert.ok(resumed.view.kinds.includes("turnEnded"));
   });
 });
-
-async function readRunSse(
-  harness: Harness,
-  requestId: string,
-): Promise<{ kinds: string[]; error: ConnectError | undefined }> {
-  const kinds: string[] = [];
-  try {
-    for await (const message of createClient(
-      AgentService,
-      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
-    ).runSSE({ requestId }, { headers: {}, timeoutMs: 20_000 })) {
-      kinds.push(message.message.case ?? "");
-    }
-    return { kinds, error: undefined };
-  } catch (error) {
-    return { kinds, error: ConnectError.from(error) };
-  }
-}

@@ -13,16 +13,14 @@ import { join } from "node:path";
 import { afterEach, describe, test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { Code } from "@connectrpc/connect";
 import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import type { RecordedRequest } from "../../llm/testing/fake-provider.ts";
 import { toSubagentConversationID } from "../../loop/index.ts";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
-import { AgentService } from "../cursor/index.ts";
 import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
 import type { CursorClient } from "../testing/cursor-client.ts";
-import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
+import { createGate, type Harness, MODEL, readRunSse, startHarness } from "./test-harness.ts";
 
 const CONVERSATION = "7f6e5d4c-4444-4b5c-8d7e-8f9a0b1c2d3e";
 const GRACE_MS = 300;
@@ -289,22 +287,4 @@ async function waitForLog(harness: Harness, message: string): Promise<void> {
     await delay(5);
   }
   throw new Error(`no log line "${message}"`);
-}
-
-async function readRunSse(
-  harness: Harness,
-  requestId: string,
-): Promise<{ kinds: string[]; error: ConnectError | undefined }> {
-  const kinds: string[] = [];
-  try {
-    for await (const message of createClient(
-      AgentService,
-      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
-    ).runSSE({ requestId }, { headers: {}, timeoutMs: 20_000 })) {
-      kinds.push(message.message.case ?? "");
-    }
-    return { kinds, error: undefined };
-  } catch (error) {
-    return { kinds, error: ConnectError.from(error) };
-  }
 }

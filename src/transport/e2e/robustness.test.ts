@@ -8,11 +8,11 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, test } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import { AgentClientMessageSchema, AgentService, BidiService } from "../cursor/index.ts";
-import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
+import { createGate, type Harness, MODEL, readRunSse, startHarness } from "./test-harness.ts";
 
 const CONVERSATION = "5d4c3b2a-2222-4a5b-8c6d-7e8f9a0b1c2d";
 
@@ -457,25 +457,6 @@ describe("robustness end to end", () => {
     assert.equal(fourth.view.text, "four");
   });
 });
-
-/** Reads a RunSSE for `requestId` to its end: the kinds of the messages, and the error it ended with. */
-async function readRunSse(
-  harness: Harness,
-  requestId: string,
-): Promise<{ kinds: string[]; error: ConnectError | undefined }> {
-  const kinds: string[] = [];
-  try {
-    for await (const message of createClient(
-      AgentService,
-      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
-    ).runSSE({ requestId }, { headers: {}, timeoutMs: 20_000 })) {
-      kinds.push(message.message.case ?? "");
-    }
-    return { kinds, error: undefined };
-  } catch (error) {
-    return { kinds, error: ConnectError.from(error) };
-  }
-}
 
 function defaultsForGrace() {
   return {

@@ -7,12 +7,15 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { createLLM, createModelConfigs, type HealthPolicy, type LLM } from "../../llm/index.ts";
 import { type ScriptedReply, toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import { type FakeProvider, startFakeProvider } from "../../llm/testing/fake-provider.ts";
 import { createRunner } from "../../runner/runner.ts";
 import type { Runner } from "../../runner/types.ts";
 import { createMemoryStore, openSqliteStore, type Store } from "../../store/index.ts";
+import { AgentService } from "../cursor/index.ts";
 import { createRecordingLog, type LogLine, logModelSwitches, logRunnerErrors } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, type Server, type ServerOptions, startServer } from "../server.ts";
 import {
@@ -250,4 +253,26 @@ export async function startServerProcess(settings: {
     kill: () => stop("SIGKILL"),
     exited,
   };
+}
+
+/**
+ * Reads a RunSSE for `requestId` to its end with a plain Connect client: the kinds of the messages,
+ * and the error it ended with (the server's RunSSE in Connect's framing: `runSseContentType`).
+ */
+export async function readRunSse(
+  harness: Harness,
+  requestId: string,
+): Promise<{ kinds: string[]; error: ConnectError | undefined }> {
+  const kinds: string[] = [];
+  try {
+    for await (const message of createClient(
+      AgentService,
+      createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
+    ).runSSE({ requestId }, { headers: {}, timeoutMs: 20_000 })) {
+      kinds.push(message.message.case ?? "");
+    }
+    return { kinds, error: undefined };
+  } catch (error) {
+    return { kinds, error: ConnectError.from(error) };
+  }
 }
