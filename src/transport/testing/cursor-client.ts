@@ -33,7 +33,7 @@ import type { TestMcpServer } from "./exec-mcp.ts";
 import type { ExecOverride } from "./exec-runner.ts";
 import type { QueryAnswerer } from "./interaction-answers.ts";
 import { createRunRequest, type RunRequestInit } from "./run-request.ts";
-import { createTurn, type Turn } from "./turn.ts";
+import { type BlobWriteAnswerer, createTurn, type Turn } from "./turn.ts";
 
 export interface CursorClientOptions {
   /** e.g. `http://127.0.0.1:4317`. */
@@ -74,6 +74,8 @@ export interface CursorClientOptions {
   readonly mcpServers?: readonly TestMcpServer[];
   /** Sees every server message of every turn as it arrives (e.g. to time the gaps between). */
   readonly onMessage?: (message: AgentServerMessage) => void;
+  /** How blob writes are answered; default: stored and confirmed (turn.ts `BlobWriteAnswer`). */
+  readonly answerBlobWrite?: BlobWriteAnswerer;
 }
 
 /** `RunRequestInit` with the client's defaults: its workspace, and its last checkpoint. */
@@ -178,6 +180,9 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
         background: backgroundShells,
         ...(options.mcpServers === undefined ? {} : { mcpServers: options.mcpServers }),
         ...(options.onMessage === undefined ? {} : { onMessage: options.onMessage }),
+        ...(options.answerBlobWrite === undefined
+          ? {}
+          : { answerBlobWrite: options.answerBlobWrite }),
         blobs,
         runSseContentTypes: () => runSseTypes.get(requestId) ?? [],
         onCheckpoint: (checkpoint) => {
