@@ -246,21 +246,26 @@ export function createTurn(options: TurnOptions): Turn {
           ? (options.answerBlobWrite?.(blobId, blobData) ?? "store")
           : { error: "blob id is not the SHA-256 of its data" };
       if (answer === "ignore") return;
-      if (answer === "store") blobs.set(key, blobData);
-      reply(
-        create(AgentClientMessageSchema, {
-          message: {
-            case: "kvClientMessage",
-            value: {
-              id: message.id,
-              message: {
-                case: "setBlobResult",
-                value: answer === "store" ? {} : { error: { message: answer.error } },
+      // The IDE's store writes asynchronously and answers once the write is done: a blob is
+      // there only after this turn of the event loop, so a checkpoint sent right behind its
+      // blob writes, without waiting for the answers, does not find it (blob-clone.ts).
+      setImmediate(() => {
+        if (answer === "store") blobs.set(key, blobData);
+        reply(
+          create(AgentClientMessageSchema, {
+            message: {
+              case: "kvClientMessage",
+              value: {
+                id: message.id,
+                message: {
+                  case: "setBlobResult",
+                  value: answer === "store" ? {} : { error: { message: answer.error } },
+                },
               },
             },
-          },
-        }),
-      );
+          }),
+        );
+      });
     } else if (branch.case === "getBlobArgs") {
       const data = blobs.get(Buffer.from(branch.value.blobId).toString("hex"));
       reply(
