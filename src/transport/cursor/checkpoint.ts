@@ -64,10 +64,21 @@ export function toCheckpointWith(state: TurnState, turn: Uint8Array): Conversati
 /** The turn state each checkpoint message was built from (for its blob form). */
 const sources = new WeakMap<AgentServerMessage, TurnState>();
 
+/**
+ * The checkpoint in the inline form. Its value is built when first read: the agent stream sends
+ * the blob form instead (checkpoint-blobs.ts) and reads this one only when it falls back, so a
+ * checkpoint is not built twice (issue #19).
+ */
 export function toCheckpointMessage(state: TurnState): AgentServerMessage {
-  const message = create(AgentServerMessageSchema, {
-    message: { case: "conversationCheckpointUpdate", value: toCheckpoint(state) },
-  });
+  const message = create(AgentServerMessageSchema);
+  let value: ConversationStateStructure | undefined;
+  message.message = {
+    case: "conversationCheckpointUpdate",
+    get value(): ConversationStateStructure {
+      value ??= toCheckpoint(state);
+      return value;
+    },
+  };
   sources.set(message, state);
   return message;
 }
