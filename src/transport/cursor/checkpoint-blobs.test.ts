@@ -103,3 +103,18 @@ test("the 512 KiB cap holds for the blob form: earlier turns dropped oldest firs
   ).checkpoint;
   assert.equal(many.turns.length, 501);
 });
+
+test("a turn without a user message of its own (a resume) still has a user message blob", () => {
+  const { checkpoint, blobs } = toBlobCheckpoint(
+    turnState({ userMessage: create(UserMessageSchema, {}), steps: [step("resumed")] }),
+  );
+  const store = new Map(blobs.map((blob) => [blob.key, blob.data]));
+  const turn = fromBinary(
+    ConversationTurnStructureSchema,
+    store.get(hex(checkpoint.turns.at(-1))) ?? new Uint8Array(),
+  ).turn;
+  assert.ok(turn.case === "agentConversationTurn");
+  // The IDE's clone throws on an empty user message id.
+  assert.equal(turn.value.userMessage.length, 32);
+  assert.deepEqual(store.get(hex(turn.value.userMessage)), new Uint8Array(0));
+});

@@ -36,27 +36,27 @@ export interface CheckpointBlob {
 export interface BlobCheckpoint {
   readonly checkpoint: ConversationStateStructure;
   /**
-   * The blobs the checkpoint references that this turn made, each once: the user message (when
-   * it has any bytes), the steps, then the turn. Every one must be in the client's store before
+   * The blobs the checkpoint references that this turn made, each once: the user message, the
+   * steps, then the turn. Every one must be in the client's store before
    * the checkpoint is sent.
    */
   readonly blobs: readonly CheckpointBlob[];
 }
 
 export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
-  const userMessage = toUserMessageBytes(state);
-  // An empty UserMessage (none to keep) is left out, as the inline form leaves it out.
-  const user = userMessage.length > 0 ? toCachedBlob(userMessage) : null;
+  // Always a user message blob, even an empty one (a resumed turn has no message of its own):
+  // the IDE's clone throws on a turn without a user message id ("Missing user message blob id").
+  const user = toCachedBlob(toUserMessageBytes(state));
   const steps = toStepBytes(state).map(toCachedBlob);
   const turn = toBlob(
     toTurnStructure(
-      user?.id ?? new Uint8Array(0),
+      user.id,
       steps.map((step) => step.id),
       state.requestID,
     ),
   );
   const blobs = new Map<string, CheckpointBlob>();
-  for (const blob of [...(user === null ? [] : [user]), ...steps, turn]) {
+  for (const blob of [user, ...steps, turn]) {
     if (!blobs.has(blob.key)) blobs.set(blob.key, blob);
   }
   return { checkpoint: toCheckpointWith(state, turn.id), blobs: [...blobs.values()] };

@@ -1,10 +1,13 @@
 /**
  * The IDE's clone of a chat (fork, "duplicate chat", best-of-N: its `deepCloneComposer`), as a
- * check: every entry of the checkpoint's `turns`, and in each turn blob its `user_message` and
- * each of its `steps`, is an id looked up in the client's blob store; a miss is the error the IDE
- * throws ("[composer] Missing turn blob" / "Missing user message blob"). The store holds only
- * blobs whose id is the SHA-256 of their bytes (turn.ts verifies each `set_blob_args`), so a
- * found id resolves to exactly the bytes the server wrote (docs/protocol.md §2.9, §2.10).
+ * check, for each checkpoint it keeps (the chat's and each user message's): every entry of
+ * `turns` is looked up in the client's blob store, and in each agent turn blob its
+ * `user_message`; an empty id or a miss is the error the IDE throws ("[composer] Missing turn
+ * blob" / "Missing user message blob id" / "Missing user message blob"). The IDE's clone leaves
+ * steps alone; they are checked here too, since the server and other features read them. The
+ * store holds only blobs whose id is the SHA-256 of their bytes (turn.ts verifies each
+ * `set_blob_args`), so a found id resolves to exactly the bytes the server wrote
+ * (docs/protocol.md §2.9, §2.10).
  */
 import { createHash } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
@@ -27,12 +30,18 @@ export function cloneCheckpoint(
   store: ReadonlyMap<string, Uint8Array>,
 ): ClonedTurn[] {
   return checkpoint.turns.map((id, index) => {
+    if (id.length === 0) {
+      throw new Error("[composer] Missing turn blob id while cloning conversation state");
+    }
     const bytes = lookUp(store, id, `[composer] Missing turn blob (turn ${index})`);
     const turn = fromBinary(ConversationTurnStructureSchema, bytes).turn;
     if (turn.case !== "agentConversationTurn") {
       throw new Error(`turn ${index} is not an agent turn (${turn.case ?? "none"})`);
     }
     const { userMessage, steps, requestId } = turn.value;
+    if (userMessage.length === 0) {
+      throw new Error(`[composer] Missing user message blob id for turn ${index}`);
+    }
     const user = fromBinary(
       UserMessageSchema,
       lookUp(store, userMessage, `[composer] Missing user message blob (turn ${index})`),
