@@ -1,4 +1,5 @@
 export { toCanonicalJSON } from "./canonical-json.ts";
+export { type ForkDecision, type ForkSource, type NoForkReason, toFork } from "./fork.ts";
 export {
   appendHashes,
   chainHash,

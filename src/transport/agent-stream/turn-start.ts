@@ -98,6 +98,27 @@ export function createTurnStart(
         },
         "rewind applied",
       );
+    } else if (routed.fork !== undefined) {
+      // A new conversation began with a copy of the one that ran the client's last turn (a
+      // fork or duplicate of a chat in the IDE: loop/fork.ts).
+      const { from, afterTurn, messages } = routed.fork;
+      log.info(
+        {
+          conversation: routed.conversationID,
+          request: requestID,
+          from,
+          turn: afterTurn,
+          messages,
+        },
+        "fork applied",
+      );
+    } else if (routed.noFork !== undefined) {
+      // A new conversation whose client shows turns this server could not copy: the model
+      // starts without them (docs/protocol.md "Rewinds").
+      log.info(
+        { conversation: routed.conversationID, request: requestID, reason: routed.noFork },
+        "fork not applied",
+      );
     } else if (routed.reason === "unknown_origin" || routed.reason === "no_record") {
       // The client went back to a turn this server has no record of (saved before records
       // existed, older than the records kept, or never seen): the turn continues the conversation.
