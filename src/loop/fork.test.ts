@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-import { type ForkSource, toFork } from "./fork.ts";
+import { type ForkSource, type ImportedTurn, toFork, toImportState } from "./fork.ts";
 import { hashHistory } from "./history-hash.ts";
 import { toCallID, toTurnID } from "./ids.ts";
 import { MAX_TURN_STARTS, toBranchState, toRewind } from "./rewind.ts";
@@ -23,6 +23,7 @@ import {
   start,
   streamed,
   text,
+  userMessage,
 } from "./testing.ts";
 import type { ConversationState, Input, ResponseEvent, TurnSettings } from "./types.ts";
 
@@ -78,7 +79,7 @@ const rows: Record<string, () => void> = {
   },
   F3() {
     // No conversation here ran the turn (a chat from elsewhere, a wiped store); another user's.
-    assert.deepEqual(toFork(empty, origin(2), { type: "unknown" }), {
+    assert.deepEqual(toFork(empty, origin(2), { type: "unknown", imported: [] }), {
       type: "none",
       reason: "unknown_source",
     });
@@ -249,6 +250,81 @@ const rows: Record<string, () => void> = {
     const before = toFork(empty, origin(2), known(compacted));
     assert.deepEqual(before, { type: "fork", from: CONVERSATION_ID, afterTurn: 2, messages: 4 });
     assert.equal(toBranchState(compacted, 2, FORK, "i").compactions, undefined);
+  },
+  F11() {
+    // No conversation here ran it, and the client's turns could be read: they are imported.
+    const imported: ImportedTurn[] = [
+      { origin: "c1", messages: [userMessage("hello"), assistantMessage([text("hi")])] },
+      { origin: "", messages: [userMessage("and?")] },
+      { origin: "c3", messages: [userMessage("bye"), assistantMessage([text("ok")])] },
+    ];
+    assert.deepEqual(toFork(empty, "c3", { type: "unknown", imported }), {
+      type: "import",
+      turns: 3,
+      messages: 5,
+    });
+    assert.deepEqual(
+      toFork(empty, "c3", { type: "unknown", imported: [{ origin: "c3", messages: [] }] }),
+      {
+        type: "none",
+        reason: "unknown_source",
+      },
+    );
+    // Another user's turns are not imported either; history of its own wins.
+    assert.deepEqual(toFork(empty, "c3", { type: "not_visible", conversationID: "x" }), {
+      type: "none",
+      reason: "not_visible",
+    });
+    const own = { ...given(turns(1)).state.committed, conversationID: FORK };
+    assert.equal(toFork(own, "c3", { type: "unknown", imported }).type, "none");
+    // The state: the turns in order, a record per turn (origin when known), idle, no settings.
+    const state = toImportState(FORK, imported, "r-new:fork");
+    assert.deepEqual(
+      state.messages,
+      imported.flatMap((turn) => turn.messages),
+    );
+    assert.deepEqual(state.hashes, hashHistory(state.messages));
+    assert.deepEqual(
+      [state.status, state.turnCount, state.turnID, state.settings, state.lastCommitID],
+      ["final", 3, "t3", null, "r-new:fork"],
+    );
+    assert.deepEqual(state.turnStarts, [
+      { turn: 1, at: 0, origin: "c1" },
+      { turn: 2, at: 2 },
+      { turn: 3, at: 3, origin: "c3" },
+    ]);
+  },
+  F12() {
+    // The imported conversation's first turn runs on the imported history; its next start is a
+    // continuation, an edit of an imported turn's successor a rewind.
+    const imported: ImportedTurn[] = [
+      { origin: "c1", messages: [userMessage("hello"), assistantMessage([text("hi")])] },
+      { origin: "c2", messages: [userMessage("more"), assistantMessage([text("sure")])] },
+    ];
+    const step = fromState({
+      committed: toImportState(FORK, imported, "i"),
+      pending: null,
+    }).when(startOf(3)).transition;
+    const command = step.command;
+    assert.ok(command.type === "call_llm");
+    assert.deepEqual(
+      command.request.messages.map((message) =>
+        typeof message.content === "string" ? message.content : message.content.length,
+      ),
+      ["hello", 1, "more", 1, "message 3"],
+    );
+    const done = fromState(step.state).given(
+      streamed(callOf(3, FORK), assistantMessage([text("answer 3")])),
+    ).state.committed;
+    assert.deepEqual(toRewind(done, { lastTurnOrigin: "r3", messageID: "m4", origin: "r4" }), {
+      type: "continue",
+      reason: "last_turn",
+    });
+    assert.deepEqual(toRewind(done, { lastTurnOrigin: "c1", messageID: "", origin: "r5" }), {
+      type: "rewind",
+      afterTurn: 1,
+      dropped: 4,
+    });
   },
 };
 

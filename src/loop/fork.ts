@@ -11,13 +11,31 @@
  * found of the conversation that ran that turn (the store's binding of its request id); the
  * runner reads the store, checks who may see the source, and commits `toBranchState`.
  */
+import { hashHistory } from "./history-hash.ts";
+import { toTurnID } from "./ids.ts";
+import { MAX_TURN_STARTS } from "./rewind.ts";
 import { isIdle } from "./state.ts";
-import type { ConversationState } from "./types.ts";
+import type { ConversationState, Message, TurnStartRecord } from "./types.ts";
+
+/**
+ * One turn of the client's own record of the conversation (Cursor: a checkpoint turn), in history
+ * form: its user message, then the assistant's messages and tool results. Best effort (the
+ * dialect's reader, transport/cursor/checkpoint-import.ts): text, tool calls with their results;
+ * no thinking, no context.
+ */
+export interface ImportedTurn {
+  /** The client's id of the turn (Cursor: its request id); "" when it has none. */
+  readonly origin: string;
+  readonly messages: readonly Message[];
+}
 
 /** What the runner found of the conversation that ran the client's last turn. */
 export type ForkSource =
-  /** No conversation here ran it: a chat started elsewhere (Cursor's backend), or a wiped store. */
-  | { readonly type: "unknown" }
+  /**
+   * No conversation here ran it: a chat started elsewhere (Cursor's backend), or a wiped store.
+   * `imported`: the client's turns as it sent them, oldest first (empty: none readable).
+   */
+  | { readonly type: "unknown"; readonly imported: readonly ImportedTurn[] }
   /** Another user's (team mode): never copied, never read. */
   | { readonly type: "not_visible"; readonly conversationID: string }
   | { readonly type: "known"; readonly state: ConversationState };
@@ -30,7 +48,7 @@ export type NoForkReason =
   | "no_turns"
   /** The client shows turns, but the last one's id could not be read. */
   | "unreadable_turn"
-  /** No conversation here ran the client's last turn (import: not done here). */
+  /** No conversation here ran the client's last turn, and none of its turns could be read. */
   | "unknown_source"
   /** The conversation that ran it is another user's. */
   | "not_visible"
@@ -49,6 +67,12 @@ export type ForkDecision =
       /** How many messages the copy holds. */
       readonly messages: number;
     }
+  | {
+      /** The client's turns become the conversation's history (no conversation here ran them). */
+      readonly type: "import";
+      readonly turns: number;
+      readonly messages: number;
+    }
   | { readonly type: "none"; readonly reason: NoForkReason };
 
 const none = (reason: NoForkReason): ForkDecision => ({ type: "none", reason });
@@ -59,6 +83,8 @@ const none = (reason: NoForkReason): ForkDecision => ({ type: "none", reason });
  * shows none; "": unreadable).
  *
  * - `target` has turns: no fork (its own history is used; rewinds are rewind.ts').
+ * - No conversation here ran it: the client's own turns (`imported`) become the history, when
+ *   any could be read (a chat started on Cursor's own backend, or a wiped store).
  * - The source ran the client's last turn k (its records know it): copy up to the end of turn k
  *   when turn k has ended (a later turn of the source may run: what it adds is not copied). When
  *   turn k is the source's last and still runs (the user forked a chat with a turn in progress),
@@ -74,7 +100,12 @@ export function toFork(
   if (target.turnCount > 0 || target.messages.length > 0) return none("has_history");
   if (lastTurnOrigin === null) return none("no_turns");
   if (lastTurnOrigin === "") return none("unreadable_turn");
-  if (source.type === "unknown") return none("unknown_source");
+  if (source.type === "unknown") {
+    const messages = source.imported.reduce((sum, turn) => sum + turn.messages.length, 0);
+    return messages === 0
+      ? none("unknown_source")
+      : { type: "import", turns: source.imported.length, messages };
+  }
   if (source.type === "not_visible") return none("not_visible");
   const { state } = source;
   const starts = state.turnStarts ?? [];
@@ -89,4 +120,45 @@ export function toFork(
   if (cut === undefined) return none("unknown_origin");
   if (afterTurn === 0 || cut === 0) return none("nothing_to_copy");
   return { type: "fork", from: state.conversationID, afterTurn, messages: cut };
+}
+
+/**
+ * The first committed state of a conversation whose history is the client's own turns
+ * (`toFork` → `import`): each turn's messages in order, a turn record per turn (its origin, so the
+ * client's next start is a continuation and an edit of an imported turn is a rewind), the newest
+ * `MAX_TURN_STARTS` kept; idle after the last turn; nothing seen of the context (the next turn
+ * shows it); no settings (the start brings them). `lastCommitID` is `inputID`.
+ */
+export function toImportState(
+  conversationID: string,
+  turns: readonly ImportedTurn[],
+  inputID: string,
+): ConversationState {
+  const messages: Message[] = [];
+  const records: TurnStartRecord[] = [];
+  for (const [index, turn] of turns.entries()) {
+    records.push({
+      turn: index + 1,
+      at: messages.length,
+      ...(turn.origin === "" ? {} : { origin: turn.origin }),
+    });
+    messages.push(...turn.messages);
+  }
+  const turnStarts = records.slice(-MAX_TURN_STARTS);
+  return {
+    conversationID,
+    status: turns.length === 0 ? "ready" : "final",
+    turnCount: turns.length,
+    turnID: turns.length === 0 ? "" : toTurnID(turns.length),
+    settings: null,
+    messages,
+    hashes: hashHistory(messages),
+    stepCount: 0,
+    call: null,
+    waiting: null,
+    context: [],
+    failure: null,
+    lastCommitID: inputID,
+    ...(turnStarts.length === 0 ? {} : { turnStarts }),
+  };
 }

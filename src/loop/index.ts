@@ -1,5 +1,12 @@
 export { toCanonicalJSON } from "./canonical-json.ts";
-export { type ForkDecision, type ForkSource, type NoForkReason, toFork } from "./fork.ts";
+export {
+  type ForkDecision,
+  type ForkSource,
+  type ImportedTurn,
+  type NoForkReason,
+  toFork,
+  toImportState,
+} from "./fork.ts";
 export {
   appendHashes,
   chainHash,

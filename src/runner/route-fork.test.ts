@@ -307,6 +307,59 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
     );
   });
 
+  test("the client's turns are read only when no conversation here ran its last turn, and then imported", async () => {
+    let reads = 0;
+    const imported = () => {
+      reads += 1;
+      return [
+        {
+          origin: "c1",
+          messages: [{ role: "user" as const, content: "from elsewhere", timestamp: 1 }],
+        },
+      ];
+    };
+    // A new chat, a fork of a known conversation: never read.
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 1" }) });
+    let output = createOutput();
+    await runner.submit(SOURCE, start(1), output, {
+      requestID: "r1",
+      route: { ...route(null), imported },
+    });
+    await output.ended;
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 2" }) });
+    output = createOutput();
+    const forked = await runner.submit(FORK, start(2), output, {
+      requestID: "r2",
+      route: { ...route(1), imported },
+    });
+    await output.ended;
+    assert.equal(forked.routed?.fork?.from, SOURCE);
+    assert.equal(reads, 0);
+    // Unknown: read once, imported; a replay finds the history and reads nothing.
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 3" }) });
+    output = createOutput();
+    const route3 = { lastTurnOrigin: "c1", messageID: "", imported };
+    const result = await runner.submit("conv-import", start(3), output, {
+      requestID: "r3",
+      route: route3,
+    });
+    await output.ended;
+    assert.deepEqual(result.routed, {
+      conversationID: "conv-import",
+      imported: { turns: 1, messages: 1 },
+    });
+    assert.deepEqual(textsOf(provider.requests.at(-1)?.body ?? ""), [
+      "from elsewhere",
+      "message 3",
+    ]);
+    const replay = await runner.submit("conv-import", start(3), createOutput(), {
+      requestID: "r3",
+      route: route3,
+    });
+    assert.equal(replay.type, "duplicate");
+    assert.equal(reads, 1);
+  });
+
   test("a last turn no conversation here ran: nothing copied, logged as unknown", async () => {
     const { result, body } = await runTurn(FORK, 1, 7);
     assert.deepEqual(result.type === "applied" && result.routed, {

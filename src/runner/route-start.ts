@@ -39,6 +39,7 @@ import {
   toBranchConversationID,
   toBranchState,
   toFork,
+  toImportState,
   toRewind,
 } from "../loop/index.ts";
 import type { Store } from "../store/index.ts";
@@ -122,19 +123,30 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
     inputID: string,
     link: "branch" | "fork",
   ): Promise<boolean> =>
-    queue.run(copyID, async () => {
-      const entry = await live.load(copyID);
+    makeFirst(copyID, inputID, () => toBranchState(source, afterTurn, copyID, inputID), {
+      [link]: { from: source.conversationID, afterTurn },
+    });
+
+  /**
+   * Commits `state()` as the first state of `conversationID` (version 1, input `inputID`, with
+   * `recorded` in the commit's result), unless it has one already. Returns whether this call
+   * made it.
+   */
+  const makeFirst = (
+    conversationID: string,
+    inputID: string,
+    build: () => ConversationState,
+    recorded: Record<string, unknown>,
+  ): Promise<boolean> =>
+    queue.run(conversationID, async () => {
+      const entry = await live.load(conversationID);
       if (entry.version > 0) return false;
-      const state = toBranchState(source, afterTurn, copyID, inputID);
+      const state = build();
       const result = await store.commitInput({
         inputID,
         expectedVersion: 0,
         state,
-        result: {
-          command: "wait_input",
-          rejected: null,
-          [link]: { from: source.conversationID, afterTurn },
-        },
+        result: { command: "wait_input", rejected: null, ...recorded },
       });
       if (result.type === "committed") {
         entry.state = { committed: state, pending: null };
@@ -155,10 +167,11 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
   async function fork(
     clientID: string,
     target: ConversationState,
+    hint: RouteHint,
     origin: string,
     requestID: string,
   ): Promise<Routed> {
-    let source: ForkSource = { type: "unknown" };
+    let source: ForkSource | null = null;
     const sourceID =
       origin === "" ? undefined : (await store.findRequestStream(origin))?.conversationID;
     // A subagent's turns are the server's, never a client's checkpoint's.
@@ -173,15 +186,31 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
           }
         : { type: "not_visible", conversationID: sourceID };
     }
+    // No conversation here ran it: the client's own turns, read only now (this rare path).
+    source ??= { type: "unknown", imported: origin === "" ? [] : (hint.imported?.() ?? []) };
     const decision = toFork(target, origin, source);
-    if (decision.type === "none" || source.type !== "known") {
+    const inputID = `${requestID}:fork`;
+    if (decision.type === "import" && source.type === "unknown") {
+      const { imported } = source;
+      const made = await makeFirst(
+        clientID,
+        inputID,
+        () => toImportState(clientID, imported, inputID),
+        { imported: { turns: decision.turns } },
+      );
+      const { turns, messages } = decision;
+      return made
+        ? { conversationID: clientID, imported: { turns, messages } }
+        : { conversationID: clientID };
+    }
+    if (decision.type !== "fork" || source.type !== "known") {
       return {
         conversationID: clientID,
         noFork: decision.type === "none" ? decision.reason : "unknown_source",
       };
     }
     const { from, afterTurn, messages } = decision;
-    const made = await makeCopy(source.state, afterTurn, clientID, `${requestID}:fork`, "fork");
+    const made = await makeCopy(source.state, afterTurn, clientID, inputID, "fork");
     return made
       ? { conversationID: clientID, fork: { from, afterTurn, messages } }
       : { conversationID: clientID };
@@ -236,9 +265,6 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
 
   const route: RouteStart["route"] = async (clientID, hint, requestID, branch) => {
     // The client shows turns, but the last one's id could not be read: nothing to go by.
-    if (hint.lastTurnOrigin === "") {
-      return unknown(clientID, live.get(clientID)?.branch ?? (await newestBranch(clientID)));
-    }
     const onClient = await decide(clientID, hint, requestID, false);
     const target = onClient.state;
     if (
@@ -248,7 +274,10 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
       target.messages.length === 0
     ) {
       // A new conversation whose client shows turns: a fork, or a chat started elsewhere.
-      return fork(clientID, target, hint.lastTurnOrigin, requestID);
+      return fork(clientID, target, hint, hint.lastTurnOrigin, requestID);
+    }
+    if (hint.lastTurnOrigin === "") {
+      return unknown(clientID, live.get(clientID)?.branch ?? (await newestBranch(clientID)));
     }
     const { found, branchID } = await find(clientID, hint, requestID, onClient);
     if (found === null || found.decision === null) return unknown(clientID, branchID);

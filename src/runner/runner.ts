@@ -259,13 +259,15 @@ export function createRunner(options: RunnerOptions): Runner {
         if (routed.rewind?.running === true && starts) await supersede(routed.rewind.from, input);
         const result = await submitTo(routed.conversationID, input, output, submitOptions);
         if (result.type === "duplicate") {
-          // A replay: its first attempt applied the rewind or fork (and is remembered, or was
+          // A replay: its first attempt applied the rewind, fork or import (and is remembered, or was
           // followed by newer starts that must stay remembered); reported as a replay, not again.
           const { conversationID: to } = routed;
           return {
             ...result,
             routed:
-              routed.rewind === undefined && routed.fork === undefined
+              routed.rewind === undefined &&
+              routed.fork === undefined &&
+              routed.imported === undefined
                 ? routed
                 : { conversationID: to, reason: "replay" },
           };

@@ -13,6 +13,7 @@ import type {
   ConversationState,
   FailedCommand,
   FinalCommand,
+  ImportedTurn,
   NoForkReason,
   ResponseEvent,
   RuntimeState,
@@ -126,6 +127,12 @@ export interface RouteHint {
   readonly lastTurnOrigin: string | null;
   /** The client's id of the new user message ("" when none). */
   readonly messageID: string;
+  /**
+   * The client's turns in history form (Cursor: its checkpoint's turns), oldest first: read only
+   * for a new conversation whose client's last turn no conversation here ran, to become its
+   * history (loop/fork.ts, import). Absent: nothing is imported.
+   */
+  readonly imported?: () => readonly ImportedTurn[];
 }
 
 /** A rewind the runner applied: the branch's turns are the source's up to `afterTurn`. */
@@ -158,6 +165,8 @@ export interface Routed {
   readonly rewind?: RewindReport;
   /** The conversation was new and began with a copy of another's history (loop/fork.ts). */
   readonly fork?: ForkReport;
+  /** The conversation was new and began with the client's own turns (no conversation here ran them). */
+  readonly imported?: { readonly turns: number; readonly messages: number };
   /** The conversation was new, the client showed turns, and nothing was copied: why. */
   readonly noFork?: NoForkReason;
 }

@@ -7,6 +7,8 @@
  * hit); a replay of the fork's first request after a crash is a duplicate, not a second copy.
  */
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { CursorClient } from "../testing/index.ts";
 import { type Harness, MODEL, startHarness } from "./test-harness.ts";
@@ -177,5 +179,51 @@ describe("a forked chat and a crash (process mode)", () => {
     const next = await runTurn(harness, client, turn(fork, "G", "mG"), "answer G");
     assert.deepEqual(textsOf(next, "user"), ["A", "B", "F", "G"]);
     assert.ok(messagesBytes(next).startsWith(messagesBytes(forked)), "a prefix extension");
+  });
+});
+
+describe("a chat this server has no record of (in-process, two servers)", () => {
+  let elsewhere: Harness;
+  let here: Harness;
+  before(async () => {
+    elsewhere = await startHarness(); // Cursor's own backend, or this server before a wipe
+    here = await startHarness();
+  });
+  after(async () => {
+    await elsewhere.close();
+    await here.close();
+  });
+
+  test("its checkpoint's turns become the history: text, a tool call with its result; the next turn continues", async () => {
+    const id = "import-0001";
+    writeFileSync(join(elsewhere.workspace, "notes.txt"), "the secret word is pelican\n");
+    const before = elsewhere.client();
+    elsewhere.reply(
+      { toolCalls: [{ id: "call_r", name: "read_file", arguments: { path: "notes.txt" } }] },
+      { text: "answer A" },
+    );
+    assert.equal((await before.startTurn(turn(id, "A", "mA")).done).error, undefined);
+    await runTurn(elsewhere, before, turn(id, "B", "mB"), "answer B");
+    // The user goes on with the chat on a server that has never seen it.
+    const client = here.client();
+    const body = await runTurn(
+      here,
+      client,
+      { ...turn(id, "C", "mC"), checkpoint: before.checkpoint(id) ?? null },
+      "answer C",
+    );
+    assert.deepEqual(textsOf(body, "user"), ["A", "B", "C"]);
+    assert.match(body, /the secret word is pelican/, "the tool result is in the history");
+    assert.match(body, /"name":"read_file"/, "as a call of the catalogue's tool");
+    assert.ok(textsOf(body, "assistant").includes("answer B"));
+    const imported = here.logs.find((line) => line.message === "history imported");
+    assert.deepEqual(
+      [imported?.fields.turns, imported?.fields.skipped, imported?.fields.dropped],
+      [2, 0, 0],
+    );
+    // The next turn continues the imported conversation, its request extending this one.
+    const next = await runTurn(here, client, turn(id, "D", "mD"), "answer D");
+    assert.deepEqual(textsOf(next, "user"), ["A", "B", "C", "D"]);
+    assert.ok(messagesBytes(next).startsWith(messagesBytes(body)), "a prefix extension");
   });
 });
