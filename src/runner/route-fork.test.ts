@@ -293,6 +293,30 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
     assert.equal((await store.load(SOURCE))?.state.status, "waiting_client");
   });
 
+  test("a fork from a branch (an edited message) copies the branch", async () => {
+    await sourceTurns(3);
+    // Turn 2's message edited: a branch of the source to turn 1, whose turn runs as r4.
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 4" }) });
+    const output = createOutput();
+    const edited = await runner.submit(SOURCE, { ...start(4), messageID: "m2" }, output, {
+      requestID: "r4",
+      route: { lastTurnOrigin: "r1", messageID: "m2" },
+    });
+    await output.ended;
+    const branch = `${SOURCE}~edit~r4`;
+    assert.equal(edited.routed?.conversationID, branch);
+    const { result, body } = await runTurn(FORK, 5, 4);
+    assert.deepEqual(result.type === "applied" && result.routed, {
+      conversationID: FORK,
+      fork: { from: branch, afterTurn: 2, messages: 4 },
+    });
+    assert.deepEqual(
+      textsOf(body).filter((text) => text.startsWith("message")),
+      ["message 1", "message 4", "message 5"],
+    );
+    assert.deepEqual(asked, [branch]);
+  });
+
   test("a fork of a fork, at the fork's own turn, copies the fork", async () => {
     await sourceTurns(2);
     await runTurn(FORK, 3, 2);
