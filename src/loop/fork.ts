@@ -7,9 +7,14 @@
  * source's history up to the end of the turn the client shows last — the same copy as a rewind's
  * branch (rewind.ts `toBranchState`) — and the new message runs on it.
  *
+ * When no conversation here ran those turns (a chat started on Cursor's own backend, or a wiped
+ * database), the client's own record of them, read by the dialect, becomes the history instead
+ * (`toImportState`): best effort, but the model sees what the user sees.
+ *
  * `toFork` decides from the new conversation's state, the client's last turn and what the runner
  * found of the conversation that ran that turn (the store's binding of its request id); the
- * runner reads the store, checks who may see the source, and commits `toBranchState`.
+ * runner reads the store, checks who may see the source, and commits `toBranchState` (or
+ * `toImportState`).
  */
 import { hashHistory } from "./history-hash.ts";
 import { toTurnID } from "./ids.ts";

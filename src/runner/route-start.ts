@@ -23,7 +23,9 @@
  * in the IDE, loop/fork.ts) reads the binding of the client's last turn's request id; when the
  * request may see the conversation it names (`mayCopy`: team users see only their own), X's
  * first commit, under `<request id>:fork`, is that conversation's history up to that turn
- * (`toBranchState`), and the start runs on it. A replay then finds X with history: a duplicate.
+ * (`toBranchState`), and the start runs on it; when no conversation here ran that turn, the
+ * client's own turns (`RouteHint.imported`) are X's first commit instead (`toImportState`). A
+ * replay then finds X with history: a duplicate.
  * A new chat (no turns shown) and every start on a conversation with history read nothing more.
  *
  * Each conversation is read and written inside its own queue step; no step waits for another
@@ -161,8 +163,9 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
   /**
    * A start on a conversation with no history whose client shows turns (loop/fork.ts): the
    * conversation that ran the client's last turn (the store's binding of its request id) is
-   * copied up to that turn, when the request may see it. Only here, on this rare path, does a
-   * start read the binding and the source.
+   * copied up to that turn, when the request may see it; when none did, the client's own turns
+   * (`hint.imported`) are imported. The binding, the source and the client's turns are read only
+   * on this rare path.
    */
   async function fork(
     clientID: string,
@@ -264,7 +267,6 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
   });
 
   const route: RouteStart["route"] = async (clientID, hint, requestID, branch) => {
-    // The client shows turns, but the last one's id could not be read: nothing to go by.
     const onClient = await decide(clientID, hint, requestID, false);
     const target = onClient.state;
     if (
@@ -276,6 +278,7 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
       // A new conversation whose client shows turns: a fork, or a chat started elsewhere.
       return fork(clientID, target, hint, hint.lastTurnOrigin, requestID);
     }
+    // The client shows turns, but the last one's id could not be read: nothing to go by.
     if (hint.lastTurnOrigin === "") {
       return unknown(clientID, live.get(clientID)?.branch ?? (await newestBranch(clientID)));
     }
