@@ -7,11 +7,11 @@
  * hit); a replay of the fork's first request after a crash is a duplicate, not a second copy.
  */
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { CursorClient } from "../testing/index.ts";
-import { type Harness, MODEL, startHarness } from "./test-harness.ts";
+import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
 interface WireMessage {
   readonly role: string;
@@ -179,6 +179,58 @@ describe("a forked chat and a crash (process mode)", () => {
     const next = await runTurn(harness, client, turn(fork, "G", "mG"), "answer G");
     assert.deepEqual(textsOf(next, "user"), ["A", "B", "F", "G"]);
     assert.ok(messagesBytes(next).startsWith(messagesBytes(forked)), "a prefix extension");
+  });
+});
+
+describe("a forked chat whose first turn waits for a tool through a crash (process mode)", () => {
+  let harness: Harness;
+  before(async () => {
+    harness = await startHarness({ mode: "process" });
+  });
+  after(() => harness.close());
+
+  test("after a SIGKILL the reconnected stream finishes the fork's turn on the copied history", async () => {
+    const source = "fork-src-0102";
+    const fork = "fork-new-0102";
+    const gate = createGate();
+    let held = true;
+    const client = harness.client({
+      onExec: async (exec) => {
+        if (held && exec.message.case === "writeArgs") await gate.promise;
+        return undefined;
+      },
+    });
+    await runTurn(harness, client, turn(source, "A", "mA"), "answer A");
+    await runTurn(harness, client, turn(source, "B", "mB"), "answer B");
+    harness.reply(
+      {
+        toolCalls: [
+          { id: "call_w", name: "write_file", arguments: { path: "f.txt", content: "f\n" } },
+        ],
+      },
+      { text: "written" },
+    );
+    const forked = client.startTurn({
+      ...turn(fork, "F", "mF"),
+      checkpoint: client.checkpoint(source) ?? null,
+    });
+    await forked.waitFor(
+      (m) => m.message.case === "execServerMessage" && m.message.value.message.case === "writeArgs",
+    );
+    const lost = forked.runSseLost();
+    await harness.restart(); // SIGKILL while the fork's write waits in the client
+    await lost;
+    held = false;
+    gate.open();
+    forked.reconnectRunSse();
+    const result = await forked.done;
+    assert.equal(result.error, undefined);
+    assert.equal(readFileSync(join(harness.workspace, "f.txt"), "utf8"), "f\n");
+    const last = harness.provider.requests.at(-1)?.body ?? "";
+    assert.deepEqual(textsOf(last, "user"), ["A", "B", "F"]);
+    assert.ok(last.includes("call_w"), "the write's result reached the fork's next call");
+    const next = await runTurn(harness, client, turn(fork, "G", "mG"), "answer G");
+    assert.deepEqual(textsOf(next, "user"), ["A", "B", "F", "G"]);
   });
 });
 
