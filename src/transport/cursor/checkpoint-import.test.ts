@@ -189,3 +189,20 @@ test("bounded: the newest turns that fit, with a note to the model about the res
   // No checkpoint, or no turns: nothing, nothing skipped.
   assert.deepEqual(toImportedHistory(undefined, [], AT), { turns: [], skipped: 0, dropped: 0 });
 });
+
+test("a turn without user text keeps its steps under a placeholder; one without anything is skipped", () => {
+  const history = toImportedHistory(
+    checkpoint([
+      turnBytes("r1", userBytes(""), [textStep("an answer")]),
+      turnBytes("r2", userBytes(""), [thinkingStep("only thinking")]),
+    ]),
+    [],
+    AT,
+  );
+  assert.equal(history.skipped, 1);
+  assert.deepEqual(history.turns[0]?.messages[0], {
+    role: "user",
+    content: "(no message text)",
+    timestamp: AT,
+  });
+});

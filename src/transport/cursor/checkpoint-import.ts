@@ -115,7 +115,10 @@ function readTurn(
     if (structure.case !== "agentConversationTurn") return null;
     const turn = structure.value;
     const text = fromBinary(UserMessageSchema, resolve(turn.userMessage, blobs)).text;
-    const messages: Message[] = [{ role: "user", content: text, timestamp: at }];
+    // Some providers refuse an empty text: a turn without one still gets a user message.
+    const messages: Message[] = [
+      { role: "user", content: text === "" ? "(no message text)" : text, timestamp: at },
+    ];
     let content: (TextContent | ToolCall)[] = [];
     const flush = (stopReason: "stop" | "toolUse") => {
       if (content.length === 0) return;
