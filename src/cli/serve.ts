@@ -157,6 +157,8 @@ export const SERVE_COMMAND: Command = {
             llm,
             onError: logRunnerErrors(log),
             onModelSwitch: logModelSwitches(log),
+            // A fork copies only a conversation the requesting user may see (loop/fork.ts).
+            ...(team === undefined ? {} : { mayCopy: team.mayCopy }),
           }),
           log,
           pathEncryptionKeys: loadPathEncryptionKeys(config.dataDirectory),

@@ -24,7 +24,7 @@ import {
 } from "../store/users.ts";
 import type { Log } from "../transport/log.ts";
 import { type Authenticate, currentRequestUser } from "../transport/request-user.ts";
-import { type CheckAccess, createAccessCheck } from "../transport/user-access.ts";
+import { type CheckAccess, createAccessCheck, createReadCheck } from "../transport/user-access.ts";
 
 const revokedRefusal = { type: "refused", kind: "other", message: REVOKED_MESSAGE } as const;
 
@@ -33,6 +33,8 @@ export interface Team {
   readonly authenticate: Authenticate;
   readonly admit: AdmitCall;
   readonly access: CheckAccess;
+  /** Whether the request's user may see a conversation's history (a fork's copy; user-access.ts). */
+  readonly mayCopy: (conversationID: string) => Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -156,6 +158,7 @@ export function createTeam(users: Users, options: TeamOptions = {}): Team {
     users,
     authenticate: (token) => users.authenticate(token),
     access: createAccessCheck(users, now),
+    mayCopy: createReadCheck(users),
     async admit({ call, model, replay, reservation }) {
       // The requester first: a conversation's requests come from its user only (the access
       // check), and a helper call's pseudo-conversation must never count for anyone else.

@@ -1,5 +1,13 @@
 export { toCanonicalJSON } from "./canonical-json.ts";
 export {
+  type ForkDecision,
+  type ForkSource,
+  type ImportedTurn,
+  type NoForkReason,
+  toFork,
+  toImportState,
+} from "./fork.ts";
+export {
   appendHashes,
   chainHash,
   EMPTY_CHAIN_HASH,

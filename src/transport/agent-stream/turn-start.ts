@@ -10,9 +10,11 @@ import type { AgentRunRequest } from "../cursor/gen/agent/v1/run_request_pb.js";
 import {
   type ClientEvent,
   fromRunRequest,
+  type ImportedHistory,
   toCheckpointMessage,
   toChosenModel,
   toConnectError,
+  toImportedHistory,
   toLastTurnOrigin,
   toModelSelection,
   toProtocolError,
@@ -82,7 +84,7 @@ export function createTurnStart(
    * The stream follows its turn to the conversation the runner routed it to (a branch, after a
    * rewind: loop/rewind.ts), so cancels, subagents and reconnects reach it there.
    */
-  const following = (routed: Routed | undefined): void => {
+  const following = (routed: Routed | undefined, imported?: ImportedHistory | null): void => {
     if (routed === undefined) return;
     if (routed.rewind !== undefined) {
       const { from, fromTurn, afterTurn, dropped } = routed.rewind;
@@ -97,6 +99,46 @@ export function createTurnStart(
           droppedMessages: dropped,
         },
         "rewind applied",
+      );
+    } else if (routed.fork !== undefined) {
+      // A new conversation began with a copy of the one that ran the client's last turn (a
+      // fork or duplicate of a chat in the IDE: loop/fork.ts).
+      const { from, afterTurn, messages } = routed.fork;
+      log.info(
+        {
+          conversation: routed.conversationID,
+          request: requestID,
+          from,
+          turn: afterTurn,
+          messages,
+        },
+        "fork applied",
+      );
+    } else if (routed.imported !== undefined) {
+      // A new conversation whose client shows turns no conversation here ran (a chat started on
+      // Cursor's backend, a wiped database): they became its history, best effort.
+      log.info(
+        {
+          conversation: routed.conversationID,
+          request: requestID,
+          turns: routed.imported.turns,
+          messages: routed.imported.messages,
+          skipped: imported?.skipped ?? 0,
+          dropped: imported?.dropped ?? 0,
+        },
+        "history imported",
+      );
+    } else if (routed.noFork !== undefined) {
+      // A new conversation whose client shows turns this server could not copy: the model
+      // starts without them (docs/protocol.md "Rewinds").
+      log.info(
+        {
+          conversation: routed.conversationID,
+          request: requestID,
+          reason: routed.noFork,
+          ...(imported === null || imported === undefined ? {} : { skipped: imported.skipped }),
+        },
+        "fork not applied",
       );
     } else if (routed.reason === "unknown_origin" || routed.reason === "no_record") {
       // The client went back to a turn this server has no record of (saved before records
@@ -153,6 +195,8 @@ export function createTurnStart(
         );
       }
       let result: Awaited<ReturnType<Runner["submit"]>>;
+      // The checkpoint's turns as history, read only when the runner asks (loop/fork.ts).
+      let imported: ImportedHistory | null = null;
       try {
         const commands = deps.userCommands?.take(state.conversationID) ?? [];
         result = await runner.submit(
@@ -178,6 +222,14 @@ export function createTurnStart(
                 event.request.preFetchedBlobs,
               ),
               messageID: started.value.messageID,
+              imported: () => {
+                imported = toImportedHistory(
+                  event.request.conversationState,
+                  event.request.preFetchedBlobs,
+                  now(),
+                );
+                return imported.turns;
+              },
             },
           },
         );
@@ -185,7 +237,7 @@ export function createTurnStart(
         stream.end(toConnectError({ kind: "internal", detail: errorMessage(error) }));
         throw error;
       }
-      following(result.routed);
+      following(result.routed, imported);
       // A turn nobody reads is canceled like one whose reader left.
       if (!outbound.subscribed) startGrace();
       if (result.type === "duplicate") {

@@ -7,6 +7,7 @@
 export { toForceBackground } from "./background-shell.ts";
 export { type BidiAppend, fromBidiAppendRequest } from "./bidi-append.ts";
 export { toCheckpointMessage } from "./checkpoint.ts";
+export { type ImportedHistory, toImportedHistory } from "./checkpoint-import.ts";
 export { toLastTurnOrigin } from "./checkpoint-origin.ts";
 export { type ClientEvent, fromClientMessage } from "./client-message.ts";
 export { joinDeltas } from "./coalesce-deltas.ts";
