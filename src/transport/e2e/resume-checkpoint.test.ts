@@ -14,10 +14,11 @@ import { afterEach, describe, test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import { create } from "@bufbuild/protobuf";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
+import type { ConversationStateStructure } from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import { toLastTurnOrigin } from "../cursor/index.ts";
 import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
 import type { CursorClient } from "../testing/index.ts";
-import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
+import { createGate, type Harness, MODEL, readRunSse, startHarness } from "./test-harness.ts";
 
 const GRACE_MS = 300;
 
@@ -103,7 +104,7 @@ describe("a turn finished on a resume stream, then an edit of the next message",
   test("after a restart (SIGKILL): the resume stream's checkpoints name the turn by its own request id, and the edit is a rewind", {
     timeout: 90_000,
   }, async () => {
-    harness = await startHarness({ mode: "process" });
+    harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
     writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
     const id = "resume-checkpoint-restart";
     // The first time the tool is asked for (on the server that then dies) the client holds it.
@@ -138,6 +139,15 @@ describe("a turn finished on a resume stream, then an edit of the next message",
     assert.equal(result.error, undefined);
     assert.match(result.view.text, /Your notes: water the plants\.$/);
     assert.ok(result.view.checkpoints > 0, "the resume stream sent checkpoints");
+
+    // Another restart: the resume stream's late reconnect (its saved request restored, the turn
+    // over) ends with a checkpoint that names the turn by its own request id too.
+    await harness.restart();
+    const late = await readRunSse(harness, resumed.requestId);
+    assert.equal(late.error, undefined);
+    const checkpoint = late.messages.find((m) => m.message.case === "conversationCheckpointUpdate")
+      ?.message.value as ConversationStateStructure | undefined;
+    assert.equal(toLastTurnOrigin(checkpoint, []), original.requestId);
 
     await editAfterResumedTurn(harness, client, id, original.requestId);
   });
