@@ -18,6 +18,27 @@ import { type ScriptedCommit, toScriptedCommits } from "./testing/scripted-conve
 
 const postgres = await getTestPostgres();
 
+test("a timed pruning that fails is reported (for the log), not swallowed", {
+  timeout: 10_000,
+}, async () => {
+  // Nothing listens on port 1: the pruning's query fails to connect.
+  let told!: (error: unknown) => void;
+  const failed = new Promise<unknown>((resolve) => {
+    told = resolve;
+  });
+  const users = openPostgresUsers({
+    url: "postgres://nobody@127.0.0.1:1/none",
+    pruneFirstMs: 0,
+    onPruneFailure: told,
+  });
+  try {
+    const error = await failed;
+    assert.match(String(error instanceof Error ? error.message : error), /127\.0\.0\.1|connect/i);
+  } finally {
+    await users.close();
+  }
+});
+
 if (postgres.type === "unavailable") {
   test(`PostgreSQL users: skipped, ${postgres.reason}`, { skip: postgres.reason }, () => {});
 } else {

@@ -109,6 +109,10 @@ export function openPostgresUsers(options: {
   readonly statementTimeoutMs?: number;
   /** Whether this instance prunes old rows on its own timer (above). Default true. */
   readonly prune?: boolean;
+  /** Told when a timed pruning fails (for the log); it is tried again at the next tick. */
+  readonly onPruneFailure?: (error: unknown) => void;
+  /** The first pruning's delay after opening; `PRUNE_FIRST_MS` unless given (tests). */
+  readonly pruneFirstMs?: number;
 }): PostgresUsers {
   // The store's default (10) unless given: every request's token is looked up here.
   const pool = createPool(options);
@@ -239,11 +243,11 @@ export function openPostgresUsers(options: {
   let pruning: NodeJS.Timeout | undefined;
   if (options.prune !== false) {
     const run = () => {
-      void prune(Date.now()).catch(() => undefined);
+      void prune(Date.now()).catch((error: unknown) => options.onPruneFailure?.(error));
       pruning = setTimeout(run, PRUNE_EVERY_MS);
       pruning.unref();
     };
-    pruning = setTimeout(run, PRUNE_FIRST_MS);
+    pruning = setTimeout(run, options.pruneFirstMs ?? PRUNE_FIRST_MS);
     pruning.unref();
   }
 

@@ -67,28 +67,36 @@ export function toTurnEnd(
 /**
  * The error a stream ends with when it comes to a turn that had already ended (a reconnect after
  * a restart, a resume request): the one the turn's own stream ended with, made from the turn's
- * record (loop/turn-record.ts); null for a normal end.
+ * record (loop/turn-record.ts), except that it is never marked retryable — the turn is over, and
+ * replaying this request cannot run it again; null for a normal end.
  */
 export function toEndedTurnError(end: TurnEndRecord): ConnectError | null {
   switch (end.type) {
     case "final":
       return null;
     case "failed":
-      return toFailedError({
-        ...(end.message === undefined ? {} : { errorMessage: end.message }),
-        provider: end.provider ?? "",
-      });
+      return toFailedError(
+        {
+          ...(end.message === undefined ? {} : { errorMessage: end.message }),
+          provider: end.provider ?? "",
+        },
+        { replayable: false },
+      );
     case "canceled":
       return toCanceledError(end.reason);
   }
 }
 
-function toFailedError(message: Pick<AssistantMessage, "provider" | "errorMessage">): ConnectError {
+function toFailedError(
+  message: Pick<AssistantMessage, "provider" | "errorMessage">,
+  options: { readonly replayable: boolean } = { replayable: true },
+): ConnectError {
   const detail = message.errorMessage ?? "the model call failed";
   return toConnectError(
     isBudgetRefusal(message)
       ? { kind: "budget", detail: detail.slice(BUDGET_REACHED_PREFIX.length) }
       : classifyProviderError(detail),
+    options,
   );
 }
 
