@@ -203,6 +203,33 @@ for (const httpVersion of TRANSPORTS) {
       assert.match(body, /alpha/);
     });
 
+    test("a duplicated chat: the IDE's clone finds every blob, and the copy's first request goes on from the source", async () => {
+      const id = `blobs-${httpVersion}-source`;
+      const { client } = cloningClient(harness, httpVersion);
+      harness.reply(...TOOL_TURN);
+      await client.startTurn({ conversationId: id, text: "read both", modelId: MODEL }).done;
+      const checkpoint = client.checkpoint(id);
+      assert.ok(checkpoint !== undefined);
+      // deepCloneComposer on the client: throws on any missing blob.
+      assert.equal(cloneCheckpoint(checkpoint, client.blobs).length, 1);
+      const copy = `blobs-${httpVersion}-copy`;
+      harness.reply({ text: "copied" });
+      const first = await client.startTurn({
+        conversationId: copy,
+        text: "and in the copy?",
+        modelId: MODEL,
+        checkpoint,
+      }).done;
+      assert.equal(first.error, undefined);
+      assert.ok(
+        harness.logs.some(
+          (line) => line.message === "fork applied" && line.fields.conversation === copy,
+        ),
+        "the copy starts from the source's history",
+      );
+      assert.match(harness.provider.requests.at(-1)?.body ?? "", /a says alpha, b says beta/);
+    });
+
     test("an edited earlier message is still a rewind when the checkpoint holds blob ids", async () => {
       const id = `blobs-${httpVersion}-rewind`;
       const { client } = cloningClient(harness, httpVersion);
