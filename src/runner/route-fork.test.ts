@@ -155,10 +155,15 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
   });
 
   /** Runs turn `n` on `conversationID` (the client showing `last`) to its answer. */
-  async function runTurn(conversationID: string, n: number, last: number | null) {
+  async function runTurn(
+    conversationID: string,
+    n: number,
+    last: number | null,
+    on: Runner = runner,
+  ) {
     provider.reply({ type: "sse", body: toChatCompletionSse({ text: `answer ${n}` }) });
     const output = createOutput();
-    const result = await runner.submit(conversationID, start(n), output, {
+    const result = await on.submit(conversationID, start(n), output, {
       requestID: `r${n}`,
       route: route(last),
     });
@@ -197,8 +202,9 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
       "answer 2",
       "message 4",
     ]);
-    // The fork path's reads: the new conversation, the binding, the source (cached here).
-    assert.deepEqual(reads, { load: 1, findRequestStream: 1, findNewestConversation: 0 });
+    // The fork path's reads: the new conversation, the binding, the source (cached here, idle:
+    // read again, another instance may have run its later turns).
+    assert.deepEqual(reads, { load: 2, findRequestStream: 1, findNewestConversation: 0 });
     assert.deepEqual(asked, [SOURCE]);
     const forked = await store.load(FORK);
     assert.equal(forked?.state.turnCount, 3);
@@ -232,6 +238,31 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
     const next = await runTurn(FORK, 5, 4);
     assert.deepEqual(next.result.routed, { conversationID: FORK, reason: "last_turn" });
     assert.equal(textsOf(next.body).length, 7);
+    assert.deepEqual(reads, { load: 0, findRequestStream: 0, findNewestConversation: 0 });
+  });
+
+  test("two instances: the source's last turn ran on the other one; the fork still copies it", async () => {
+    // This instance holds the source (idle) after turns 1-2; turn 3 runs on another instance on
+    // the same store, so the cached source here knows nothing of r3 (review-fork #1).
+    await sourceTurns(2);
+    const other = makeRunner();
+    try {
+      await runTurn(SOURCE, 3, 2, other);
+      resetReads();
+      const { result, body } = await runTurn(FORK, 4, 3);
+      assert.deepEqual(result.type === "applied" && result.routed, {
+        conversationID: FORK,
+        fork: { from: SOURCE, afterTurn: 3, messages: 6 },
+      });
+      assert.deepEqual(
+        textsOf(body).filter((text) => text.startsWith("message")),
+        ["message 1", "message 2", "message 3", "message 4"],
+      );
+      // The new conversation, the binding, and the source read again (idle here).
+      assert.deepEqual(reads, { load: 2, findRequestStream: 1, findNewestConversation: 0 });
+    } finally {
+      await other.shutdown();
+    }
   });
 
   test("a restart between the copy and the start: the replay runs on the copy, no second copy", async () => {
