@@ -174,8 +174,10 @@ const rows: Record<string, () => void> = {
   },
   F8() {
     // The fork's first turn: the copied turns and the new message, nothing later; its request's
-    // messages begin with the source's own (the same provider prompt prefix: caches hit). It is
-    // recorded after the copied turns, so a rewind in the fork (to a copied turn) is a branch.
+    // messages begin with the source's own (the same provider prompt prefix), and it keeps the
+    // source's prompt-cache key (`cacheKeyFrom`), through its turns; the copied messages are
+    // marked (`copied`: not its model calls). It is recorded after the copied turns, so a rewind
+    // in the fork (to a copied turn) is a branch.
     const source = given(turns(3)).state.committed;
     const step = forkAndStart(source, 2, 4);
     const command = step.command;
@@ -185,6 +187,7 @@ const rows: Record<string, () => void> = {
     assert.equal(sent.length, 5);
     assert.equal(sent.at(-1)?.content, "message 4");
     const forked = step.state.committed;
+    assert.deepEqual([forked.cacheKeyFrom, forked.copied], [CONVERSATION_ID, 4]);
     assert.deepEqual(
       forked.turnStarts?.map((s) => [s.turn, s.at, s.origin]),
       [

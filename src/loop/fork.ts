@@ -132,7 +132,9 @@ export function toFork(
  * (`toFork` → `import`): each turn's messages in order, a turn record per turn (its origin, so the
  * client's next start is a continuation and an edit of an imported turn is a rewind), the newest
  * `MAX_TURN_STARTS` kept; idle after the last turn; nothing seen of the context (the next turn
- * shows it); no settings (the start brings them). `lastCommitID` is `inputID`.
+ * shows it); no settings (the start brings them); the messages marked `copied` (no model call
+ * here made them). Its own prompt-cache key (no request of ours ever began with this history).
+ * `lastCommitID` is `inputID`.
  */
 export function toImportState(
   conversationID: string,
@@ -165,5 +167,6 @@ export function toImportState(
     failure: null,
     lastCommitID: inputID,
     ...(turnStarts.length === 0 ? {} : { turnStarts }),
+    ...(messages.length === 0 ? {} : { copied: messages.length }),
   };
 }

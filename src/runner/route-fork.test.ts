@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
-import { createLLM, createModelConfigs } from "../llm/index.ts";
+import { createLLM, createModelConfigs, toPromptCacheKey } from "../llm/index.ts";
 import { toChatCompletionSse } from "../llm/testing/chat-completions-sse.ts";
 import { type FakeProvider, startFakeProvider } from "../llm/testing/fake-provider.ts";
 import type { StartInput, ToolResultMessage } from "../loop/index.ts";
@@ -90,6 +90,8 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
   let asked: string[];
   /** Fails the commit of this input id once (a crash between the copy and the start). */
   let failOnce: string | null;
+  /** The provider API of the runner's model ("openai-chat" sends `prompt_cache_key`). */
+  let api: "openai-compatible" | "openai-chat";
   const reads = { load: 0, findRequestStream: 0, findNewestConversation: 0 };
   const resetReads = () => {
     reads.load = 0;
@@ -104,6 +106,7 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
     visible = () => true;
     asked = [];
     failOnce = null;
+    api = "openai-compatible";
     store = {
       ...real,
       load: (id) => {
@@ -135,7 +138,7 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
         models: createModelConfigs([
           {
             name: "scripted",
-            api: "openai-compatible",
+            api,
             model: "scripted-model",
             baseUrl: provider.url,
             apiKey: "sk-test-key",
@@ -322,6 +325,42 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
     );
     // The source's turn goes on: a fork does not cancel it.
     assert.equal((await store.load(SOURCE))?.state.status, "waiting_client");
+  });
+
+  test("a fork, a fork of it and a rewind's branch send the source's prompt-cache key", async () => {
+    api = "openai-chat";
+    await runner.shutdown();
+    runner = makeRunner();
+    const keyOf = (body: string) =>
+      (JSON.parse(body) as { prompt_cache_key?: string }).prompt_cache_key;
+    await sourceTurns(2);
+    const sourceKey = keyOf(provider.requests.at(-1)?.body ?? "");
+    // A conversation that is no copy keeps the key it always had.
+    assert.equal(sourceKey, toPromptCacheKey(SOURCE));
+    const fork = await runTurn(FORK, 3, 2);
+    // The fork's key is kept with its state: the same after a restart.
+    await runner.shutdown();
+    runner = makeRunner();
+    const forkAgain = await runTurn(FORK, 4, 3);
+    const forkOfFork = await runTurn("conv-fork-2", 5, 4);
+    // Turn 2's message edited on the source: a branch to turn 1.
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 6" }) });
+    const output = createOutput();
+    const edited = await runner.submit(SOURCE, { ...start(6), messageID: "m2" }, output, {
+      requestID: "r6",
+      route: { lastTurnOrigin: "r1", messageID: "m2" },
+    });
+    await output.ended;
+    assert.equal(edited.routed?.conversationID, `${SOURCE}~edit~r6`);
+    const branch = provider.requests.at(-1)?.body ?? "";
+    const fresh = await runTurn("conv-new", 7, null);
+    assert.deepEqual([fork.body, forkAgain.body, forkOfFork.body, branch].map(keyOf), [
+      sourceKey,
+      sourceKey,
+      sourceKey,
+      sourceKey,
+    ]);
+    assert.equal(keyOf(fresh.body), toPromptCacheKey("conv-new"));
   });
 
   test("a fork from a branch (an edited message) copies the branch", async () => {
