@@ -329,6 +329,40 @@ const rows: Record<string, () => void> = {
       dropped: 4,
     });
   },
+  F13() {
+    // The client names the turn by a resume request's id (a window reload while it ran), which the
+    // records do not hold; the binding of that id names the turn it took over.
+    const resumed = (state: ConversationState, boundTurnID: string | null): ForkSource => ({
+      type: "known",
+      state,
+      boundTurnID,
+    });
+    const ended = given(turns(3)).state.committed;
+    assert.deepEqual(toFork(empty, "q2", resumed(ended, "t2")), {
+      type: "fork",
+      from: CONVERSATION_ID,
+      afterTurn: 2,
+      messages: 4,
+    });
+    const running = given(turns(2), startOf(3)).state.committed;
+    assert.deepEqual(toFork(empty, "q3", resumed(running, "t3")), {
+      type: "fork",
+      from: CONVERSATION_ID,
+      afterTurn: 2,
+      messages: 4,
+    });
+    for (const bound of ["t9", null]) {
+      assert.deepEqual(toFork(empty, "q2", resumed(ended, bound)), {
+        type: "none",
+        reason: "unknown_origin",
+      });
+    }
+    // The records decide when they know the id.
+    assert.equal(
+      (toFork(empty, origin(1), resumed(ended, "t3")) as { afterTurn?: number }).afterTurn,
+      1,
+    );
+  },
 };
 
 describe("fork: the F-table", () => {

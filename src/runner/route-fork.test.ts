@@ -363,6 +363,73 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
     assert.equal(keyOf(fresh.body), toPromptCacheKey("conv-new"));
   });
 
+  test("a fork at a turn a resume request took over copies it (the binding names the turn)", async () => {
+    await sourceTurns(1);
+    provider.reply({
+      type: "sse",
+      body: toChatCompletionSse({
+        toolCalls: [{ id: "call_1", name: "read", arguments: { path: "a.ts" } }],
+      }),
+    });
+    // Turn 2 waits for its tool call; the window reloads: its stream is gone (detached) and a
+    // resume request q2 takes the turn over, answers the call and sees the turn end.
+    let asked!: () => void;
+    const toolAsked = new Promise<void>((resolve) => {
+      asked = resolve;
+    });
+    let fail!: (error: Error) => void;
+    const first: TurnOutput = {
+      publish() {},
+      runTool() {
+        asked();
+        return new Promise<ToolResultMessage>((_, reject) => {
+          fail = reject;
+        });
+      },
+      end() {},
+      isDetached: () => true,
+      release: (reason) => fail(new Error(reason)),
+    };
+    await runner.submit(SOURCE, start(2), first, { requestID: "r2", route: route(1) });
+    await toolAsked;
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 2" }) });
+    let ended!: (outcome: TurnOutcome) => void;
+    const resumedEnd = new Promise<TurnOutcome>((resolve) => {
+      ended = resolve;
+    });
+    const resumed: TurnOutput = {
+      publish() {},
+      runTool: (command) =>
+        Promise.resolve({
+          role: "toolResult",
+          toolCallId: command.toolCall.id,
+          toolName: command.toolCall.name,
+          content: [{ type: "text", text: "a.ts adds" }],
+          isError: false,
+          timestamp: 1,
+        }),
+      end: (outcome) => ended(outcome),
+    };
+    assert.equal(await runner.resume(SOURCE, resumed, { requestID: "q2" }), true);
+    assert.equal((await resumedEnd).type, "final");
+    // The duplicated chat's checkpoint names turn 2 by q2, which the source's records lack.
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 3" }) });
+    const output = createOutput();
+    const result = await runner.submit(FORK, start(3), output, {
+      requestID: "r3",
+      route: { lastTurnOrigin: "q2", messageID: "" },
+    });
+    await output.ended;
+    assert.deepEqual(result.type === "applied" && result.routed, {
+      conversationID: FORK,
+      fork: { from: SOURCE, afterTurn: 2, messages: 6 },
+    });
+    assert.deepEqual(
+      textsOf(provider.requests.at(-1)?.body ?? "").filter((text) => text.startsWith("message")),
+      ["message 1", "message 2", "message 3"],
+    );
+  });
+
   test("a fork from a branch (an edited message) copies the branch", async () => {
     await sourceTurns(3);
     // Turn 2's message edited: a branch of the source to turn 1, whose turn runs as r4.

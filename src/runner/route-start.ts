@@ -176,13 +176,16 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
     requestID: string,
   ): Promise<Routed> {
     let source: ForkSource | null = null;
-    const sourceID =
-      origin === "" ? undefined : (await store.findRequestStream(origin))?.conversationID;
+    const bound = origin === "" ? null : await store.findRequestStream(origin);
+    const sourceID = bound?.conversationID;
     // A subagent's turns are the server's, never a client's checkpoint's.
     if (sourceID !== undefined && sourceID !== clientID && !sourceID.includes(SUBAGENT_MARK)) {
       source = (await mayCopy(sourceID))
         ? {
             type: "known",
+            // The turn the binding names decides when the records do not know the request id
+            // (a resume request's: it took the turn over, review-fork #4).
+            boundTurnID: bound?.turnID ?? null,
             state: await queue.run(sourceID, async () => {
               const cached = live.get(sourceID);
               // An idle entry may be out of date: with several instances, the source's later
