@@ -131,9 +131,9 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
     } as Store;
     runner = makeRunner();
   });
-  const makeRunner = () =>
+  const makeRunner = (on: Store = store) =>
     createRunner({
-      store,
+      store: on,
       llm: createLLM({
         models: createModelConfigs([
           {
@@ -265,6 +265,51 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
       assert.deepEqual(reads, { load: 2, findRequestStream: 1, findNewestConversation: 0 });
     } finally {
       await other.shutdown();
+    }
+  });
+
+  test("the same first request on two instances at once: one copy, one start, the copy reported once", async () => {
+    await sourceTurns(2);
+    // Instance A commits the copy and stops there; B gets the same request meanwhile.
+    let copied!: () => void;
+    const copiedOnA = new Promise<void>((resolve) => {
+      copied = resolve;
+    });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const gated: Store = {
+      ...store,
+      commitInput: async (commit) => {
+        const result = await store.commitInput(commit);
+        if (commit.inputID === "r3:fork") {
+          copied();
+          await gate;
+        }
+        return result;
+      },
+    };
+    const a = makeRunner(gated);
+    try {
+      const onA = a.submit(FORK, start(3), createOutput(), { requestID: "r3", route: route(2) });
+      await copiedOnA;
+      // B finds the copy and runs the start on it.
+      const onB = await runTurn(FORK, 3, 2);
+      assert.deepEqual(onB.result.routed, { conversationID: FORK, reason: "last_turn" });
+      open();
+      // A's start is the duplicate, but A made the copy: it reports it (logged "fork applied").
+      const resultA = await onA;
+      assert.equal(resultA.type, "duplicate");
+      assert.deepEqual(resultA.routed, {
+        conversationID: FORK,
+        fork: { from: SOURCE, afterTurn: 2, messages: 4 },
+      });
+      const forked = await store.load(FORK);
+      assert.deepEqual([forked?.state.turnCount, forked?.state.messages.length], [3, 6]);
+    } finally {
+      open();
+      await a.shutdown();
     }
   });
 
