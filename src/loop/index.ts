@@ -55,4 +55,5 @@ export {
   type TurnAccess,
   toSupersedingCancel,
 } from "./turn-ownership.ts";
+export { toEndedTurn, toTurnRecord } from "./turn-record.ts";
 export type * from "./types.ts";

@@ -63,6 +63,13 @@ export interface TurnOutput {
   /** The turn ended; nothing more is published for it. */
   end(outcome: TurnOutcome, state: ConversationState): void;
   /**
+   * `Runner.resume` attached this output to the conversation's running turn, which it did not
+   * start: `state` is the committed state, whose last turn record names the turn the way the
+   * client does (loop/turn-record.ts `toTurnRecord`). Called before anything of the turn is
+   * published or asked on this output. Optional.
+   */
+  resumed?(state: ConversationState): void;
+  /**
    * Whether nobody reads this output now (its client went away and it waits for a reconnect, or
    * nobody ever came). A resume from another output takes over a turn whose output is detached
    * (loop/turn-ownership.ts `mayResume`). Optional: an output without it always has a reader.

@@ -4,6 +4,7 @@
  * state first and then hand the turn to the runner with this stream's `TurnOutput`.
  */
 import { errorMessage } from "../../errors/error-message.ts";
+import { toEndedTurn } from "../../loop/index.ts";
 import type { Routed, Runner, TurnOutput } from "../../runner/types.ts";
 import { toCompactionSettings } from "../compaction-settings.ts";
 import type { AgentRunRequest } from "../cursor/gen/agent/v1/run_request_pb.js";
@@ -14,6 +15,7 @@ import {
   toCheckpointMessage,
   toChosenModel,
   toConnectError,
+  toEndedTurnError,
   toImportedHistory,
   toLastTurnOrigin,
   toModelSelection,
@@ -37,7 +39,8 @@ export interface TurnStart {
    * conversation and its running turn, with the request saved, once the runner accepts it, so a
    * restart does not lose it. A stream picked up after a restart (`restored`, bound already)
    * numbers execs from `firstID` and continues only `turnID`. When there is nothing to continue,
-   * the stream ends like a turn ends.
+   * the stream ends the way the conversation's last turn ended (or normally while another stream
+   * carries it).
    */
   resume(
     request: AgentRunRequest | null,
@@ -149,6 +152,12 @@ export function createTurnStart(
       );
     }
     stream.conversationID = routed.conversationID;
+  };
+
+  /** The conversation's last turn when it is over (and is `turnID`, when given); null otherwise. */
+  const endedTurn = async (conversationID: string, turnID: string | undefined) => {
+    const state = await runner.inspect(conversationID);
+    return state === null ? null : toEndedTurn(state.committed, turnID);
   };
 
   return {
@@ -350,19 +359,23 @@ export function createTurnStart(
         throw error;
       }
       if (!waiting) {
-        // Nothing to continue: the turn already ended. Close the stream the way a turn ends. A
-        // stream picked up after a restart is the turn's own: its checkpoint names the turn by
-        // this stream's request id. A resume request's stream never carried a turn: a checkpoint
-        // would add one under its request id, which no turn has, and the client's next message
-        // would then name a turn nobody knows (loop/rewind.ts routes by it); the client keeps
-        // the checkpoint it has.
+        // Nothing to continue: the turn is over, or another stream carries it. Close the stream
+        // the way the turn ended (the same error its own stream got: its record keeps how,
+        // loop/turn-record.ts), or normally when it has not ended. A stream picked up after a
+        // restart is one of the turn's own: it gets a checkpoint (the turn without its steps:
+        // they are not kept) naming the turn by the client's id for it. A resume request's stream
+        // gets none: its turn state has no user message, and the client keeps the checkpoint it
+        // has.
+        const ended = await endedTurn(stream.conversationID, restored?.turnID);
+        const origin = ended?.record?.origin;
+        if (origin !== undefined) stream.turn = { ...stream.turn, requestID: origin };
         send(
           stream,
           restored === undefined
             ? [toTurnEnded(stream.turn)]
             : [toCheckpointMessage(stream.turn), toTurnEnded(stream.turn)],
         );
-        stream.end();
+        stream.end(ended === null ? undefined : (toEndedTurnError(ended.end) ?? undefined));
       } else if (binding.requestID !== undefined) {
         log.info(
           { conversation: stream.conversationID, request: requestID },

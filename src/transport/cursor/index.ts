@@ -62,7 +62,7 @@ export type {
   SubagentOutcome,
   WebOffer,
 } from "./tools/server-work.ts";
-export { toTurnEnd, toTurnEnded } from "./turn-end.ts";
+export { toEndedTurnError, toTurnEnd, toTurnEnded } from "./turn-end.ts";
 export {
   addUsage,
   type CustomSubagentDefinition,
