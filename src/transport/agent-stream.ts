@@ -87,7 +87,10 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   };
   /** A subscriber's reading ended: without a new one, the turn waits for a reconnect. */
   const detached = (): void => {
-    if (!outbound.ended && !outbound.subscribed) grace.start();
+    if (!outbound.ended && !outbound.subscribed) {
+      grace.start();
+      checkpoints.pause();
+    }
     settle();
   };
 
@@ -160,11 +163,13 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     },
     subscribe(signal, onHeld) {
       grace.clear();
+      checkpoints.resume();
       // The outbound generator itself, with this stream's bookkeeping when its reader goes.
       return outbound.subscribe(signal, detached, onHeld);
     },
     read(signal) {
       grace.clear();
+      checkpoints.resume();
       return outbound.read(signal, detached);
     },
     async restore(conversation, turnID, runRequestBytes) {

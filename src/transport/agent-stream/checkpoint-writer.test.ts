@@ -176,3 +176,23 @@ test("blobs off: every checkpoint inline, no KV traffic", () => {
   assert.deepEqual(out(), ["checkpoint(inline)", "turnEnded"]);
   assert.equal(ended, true);
 });
+
+test("the timeout runs only while someone reads the stream; a new reader gets it whole", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const { writer, out } = setup();
+    writer.send([toCheckpointMessage(turnState({ steps: [step("one")] }))]);
+    out();
+    mock.timers.tick(TIMEOUT_MS - 100);
+    writer.pause(); // the RunSSE dropped
+    mock.timers.tick(10 * TIMEOUT_MS);
+    assert.deepEqual(out(), [], "no fallback while nobody can answer");
+    writer.resume(); // reconnected
+    mock.timers.tick(TIMEOUT_MS - 1);
+    assert.deepEqual(out(), []);
+    mock.timers.tick(1);
+    assert.deepEqual(out(), ["checkpoint(inline)"]);
+  } finally {
+    mock.timers.reset();
+  }
+});

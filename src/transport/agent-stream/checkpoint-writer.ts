@@ -9,9 +9,9 @@
  *   queued while an earlier one waits replaces it (a checkpoint is the whole state; peers do the
  *   same), so checkpoints keep their order. `turn_ended`, and whatever follows it, waits behind a
  *   waiting checkpoint, and so does the stream's end (`whenSent`).
- * - A client that does not confirm within `timeoutMs`, or answers a write with an error: the
- *   waiting checkpoint goes out in the inline form (checkpoint.ts), and so does every later one
- *   of the stream, logged once at warn.
+ * - A client that does not confirm within `timeoutMs` (counted while a reader is attached), or
+ *   answers a write with an error: the waiting checkpoint goes out in the inline form
+ *   (checkpoint.ts), and so does every later one of the stream, logged once at warn.
  * - `flush` (the stream ends now: shutdown, takeover, the client gone or reset): a waiting
  *   checkpoint goes out inline at once, then what waited behind it.
  *
@@ -47,6 +47,13 @@ export interface CheckpointWriter {
    * may still remember the kv ids the earlier process sent (as its exec ids, agent-stream.ts).
    */
   renumber(firstID: number): void;
+  /**
+   * Nobody reads the stream (its RunSSE dropped): the client cannot answer, so the timeout does
+   * not run; `resume` (a reader again) gives a waiting checkpoint the whole timeout anew. The
+   * reconnect grace bounds the wait (an end "now" then sends it inline).
+   */
+  pause(): void;
+  resume(): void;
 }
 
 export interface CheckpointWriterOptions {
@@ -80,6 +87,8 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
   let behind: AgentServerMessage[] = [];
   const then: (() => void)[] = [];
   const timer = createOneShotTimer();
+  let paused = false;
+  const arm = (): void => timer.arm(timeoutMs, () => fallBack("timeout"));
 
   const send = (messages: readonly AgentServerMessage[]): void => {
     for (const message of messages) {
@@ -120,7 +129,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
       else outbound.push(blobForm);
       return;
     }
-    if (waiting === null) timer.arm(timeoutMs, () => fallBack("timeout"));
+    if (waiting === null && !paused) arm();
     waiting = { blobForm, inline: message, required };
   };
 
@@ -159,6 +168,14 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     send,
     renumber(firstID) {
       nextID = firstID;
+    },
+    pause() {
+      paused = true;
+      timer.clear();
+    },
+    resume() {
+      paused = false;
+      if (waiting !== null && !timer.armed) arm();
     },
     result(id, result) {
       const key = written.get(id);
