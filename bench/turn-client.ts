@@ -7,13 +7,15 @@
  * For every line `<url>` on stdin it runs one turn (turn-kit.ts `runTurn`) and prints
  * `TURN <json>`: when the turn started and when each text delta's chunk indexes arrived, in epoch
  * milliseconds (`performance.timeOrigin + now`, comparable with the provider's process on one
- * machine). For a line `DIRECT <json>` (`DirectCall`) it makes the same model call with the LLM
+ * machine). A line `IDE <url>` runs the turn with an IDE-sized checkpoint in its run request
+ * (turn-kit.ts `ideCheckpoint`, made once). For a line `DIRECT <json>` (`DirectCall`) it makes the same model call with the LLM
  * layer directly, no server, and prints its times the same way: the baseline of a client that
  * is a process of its own and talks to the provider itself. It exits when stdin closes.
  */
 import { createInterface } from "node:readline";
 import type { LLM, LLMCall } from "../src/llm/index.ts";
-import { createBenchLLM, indexesOf, runDirect, runTurn } from "./turn-kit.ts";
+import type { ConversationStateStructure } from "../src/transport/cursor/gen/agent/v1/conversation_state_pb.js";
+import { createBenchLLM, ideCheckpoint, indexesOf, runDirect, runTurn } from "./turn-kit.ts";
 
 /** A `DIRECT` line: the provider's address and the request the server's model call made. */
 export interface DirectCall {
@@ -29,13 +31,22 @@ export interface TurnTimes {
 
 const epoch = (at: number) => performance.timeOrigin + at;
 
+/** The checkpoint of `IDE` turns, made at the first. */
+let checkpoint: ConversationStateStructure | undefined;
+const ideSized = (): ConversationStateStructure => {
+  checkpoint ??= ideCheckpoint();
+  return checkpoint;
+};
+
 /** One LLM layer per provider address, made once: as the server keeps its own. */
 const direct = new Map<string, LLM>();
 
 for await (const line of createInterface({ input: process.stdin })) {
   const { received, calledAt } = line.startsWith("DIRECT ")
     ? await callDirectly(JSON.parse(line.slice(7)) as DirectCall)
-    : await turn(line);
+    : line.startsWith("IDE ")
+      ? await turn(line.slice(4), ideSized())
+      : await turn(line);
   const result: TurnTimes = {
     sentAt: epoch(calledAt),
     received: Array.from(received, (at) => (at === undefined ? null : epoch(at))),
@@ -43,13 +54,22 @@ for await (const line of createInterface({ input: process.stdin })) {
   process.stdout.write(`TURN ${JSON.stringify(result)}\n`);
 }
 
-async function turn(url: string): Promise<{ received: number[]; calledAt: number }> {
+async function turn(
+  url: string,
+  checkpoint?: ConversationStateStructure,
+): Promise<{ received: number[]; calledAt: number }> {
   const texts: string[] = [];
   const times: number[] = [];
-  const { sentAt } = await runTurn(url, (text, at) => {
-    texts.push(text);
-    times.push(at);
-  });
+  const { sentAt } = await runTurn(
+    url,
+    (text, at) => {
+      texts.push(text);
+      times.push(at);
+    },
+    undefined,
+    undefined,
+    checkpoint,
+  );
   const received: number[] = [];
   texts.forEach((text, i) => {
     for (const index of indexesOf(text)) received[index] = times[i] as number;

@@ -12,6 +12,13 @@ import { createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { createLLM, createModelConfigs, type LLM, type LLMCall } from "../src/llm/index.ts";
 import {
+  type ConversationStateStructure,
+  ConversationStateStructureSchema,
+  ConversationStepSchema,
+  ConversationTurnStructureSchema,
+} from "../src/transport/cursor/gen/agent/v1/conversation_state_pb.js";
+import { UserMessageSchema } from "../src/transport/cursor/gen/agent/v1/user_message_pb.js";
+import {
   AgentClientMessageSchema,
   type AgentServerMessage,
   AgentService,
@@ -112,12 +119,63 @@ export async function startBenchProvider(): Promise<BenchProvider> {
 
 // --- a lean RunSSE + BidiAppend client ------------------------------------------------------------
 
-/** One turn; `to` is the server's address, or a Connect transport (e.g. through a proxy). */
+/** The size of the checkpoint in an IDE-sized run request (`ideCheckpoint`). */
+export const IDE_CHECKPOINT_BYTES = 300_000;
+
+/**
+ * A checkpoint (`conversation_state`) as the IDE sends back in every run request after the first
+ * few turns of a conversation: `bytes` of 20 inline turns, each a user message (a quarter) and
+ * four assistant steps, and the request id of each.
+ */
+export function ideCheckpoint(bytes = IDE_CHECKPOINT_BYTES): ConversationStateStructure {
+  const turns = 20;
+  const size = Math.floor(bytes / turns);
+  const filler = (length: number, seed: string) =>
+    `${seed} lorem ipsum dolor sit amet, consectetur adipiscing elit. `
+      .repeat(Math.ceil(length / 50))
+      .slice(0, length);
+  return create(ConversationStateStructureSchema, {
+    turns: Array.from({ length: turns }, (_, turn) =>
+      toBinary(
+        ConversationTurnStructureSchema,
+        create(ConversationTurnStructureSchema, {
+          turn: {
+            case: "agentConversationTurn",
+            value: {
+              userMessage: toBinary(
+                UserMessageSchema,
+                create(UserMessageSchema, { text: filler(size / 4, `u${turn}`) }),
+              ),
+              steps: Array.from({ length: 4 }, (_, step) =>
+                toBinary(
+                  ConversationStepSchema,
+                  create(ConversationStepSchema, {
+                    message: {
+                      case: "assistantMessage",
+                      value: { text: filler((size * 3) / 16, `s${turn}.${step}`) },
+                    },
+                  }),
+                ),
+              ),
+              requestId: randomUUID(),
+            },
+          },
+        }),
+      ),
+    ),
+  });
+}
+
+/**
+ * One turn; `to` is the server's address, or a Connect transport (e.g. through a proxy).
+ * `checkpoint`: sent in the run request, as a later turn of a conversation (`ideCheckpoint`).
+ */
 export async function runTurn(
   to: string | Transport,
   onText: (text: string, at: number) => void,
   onMessage?: (message: AgentServerMessage, at: number) => void,
   signal?: AbortSignal,
+  checkpoint?: ConversationStateStructure,
 ): Promise<{ sentAt: number }> {
   const transport =
     typeof to === "string" ? createConnectTransport({ baseUrl: to, httpVersion: "1.1" }) : to;
@@ -129,6 +187,7 @@ export async function runTurn(
     text: "go",
     modelId: MODEL,
     workspace: tmpdir(),
+    ...(checkpoint === undefined ? {} : { checkpoint }),
   });
   const data = Buffer.from(
     toBinary(
