@@ -169,11 +169,14 @@ async function inProcess(provider: BenchProvider): Promise<void> {
    * are; its epoch times in this process's `performance.now()` terms.
    */
   const clientProcess = run("latency") || run("ttft") ? startTurnClient() : undefined;
+  /** The client's own encoding of each IDE-sized append (turn-client.ts `encodeMs`). */
+  const encodings: number[] = [];
   const throughClientProcess = async (
     ide = false,
   ): Promise<{ received: number[]; calledAt: number }> => {
     if (clientProcess === undefined) throw new Error("no client process");
     const times = await clientProcess.turn(server.url, ide);
+    if (times.encodeMs !== undefined) encodings.push(times.encodeMs);
     const local = (at: number) => at - performance.timeOrigin;
     const received: number[] = [];
     times.received.forEach((at, i) => {
@@ -299,6 +302,7 @@ async function inProcess(provider: BenchProvider): Promise<void> {
     // A server that has served a few dozen turns runs optimised code; the first turns of a
     // fresh process mostly measure how cold the code still is (printed apart).
     const cold = await measure(COLD_TURNS);
+    encodings.length = 0;
     const { server, apart, base, baseApart, ide } = await measure(WARM_TURNS);
     const added = (values: readonly number[], baseline = base) =>
       percentile(values, 50) - percentile(baseline, 50);
@@ -334,6 +338,9 @@ async function inProcess(provider: BenchProvider): Promise<void> {
     );
     print(
       `  added, IDE-sized, client in its own: p50 ${ms(added(ide))} [< 2.000 ms]   (first ${COLD_TURNS} turns: ${ms(coldAdded(cold.ide))});   against the direct call in that process: p50 ${ms(added(ide, baseApart))} [< 2.000 ms]`,
+    );
+    print(
+      `    of which the client's own encoding of its append (in its process): p50 ${ms(median(encodings))}`,
     );
   }
   clientProcess?.close();

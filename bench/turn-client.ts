@@ -15,7 +15,14 @@
 import { createInterface } from "node:readline";
 import type { LLM, LLMCall } from "../src/llm/index.ts";
 import type { ConversationStateStructure } from "../src/transport/cursor/gen/agent/v1/conversation_state_pb.js";
-import { createBenchLLM, ideCheckpoint, indexesOf, runDirect, runTurn } from "./turn-kit.ts";
+import {
+  appendEncodingMs,
+  createBenchLLM,
+  ideCheckpoint,
+  indexesOf,
+  runDirect,
+  runTurn,
+} from "./turn-kit.ts";
 
 /** A `DIRECT` line: the provider's address and the request the server's model call made. */
 export interface DirectCall {
@@ -27,6 +34,8 @@ export interface TurnTimes {
   readonly sentAt: number;
   /** By chunk index: when the client had that chunk's text. */
   readonly received: (number | null)[];
+  /** `IDE` turns: the client's own encoding of such an append (turn-kit.ts `appendEncodingMs`). */
+  readonly encodeMs?: number;
 }
 
 const epoch = (at: number) => performance.timeOrigin + at;
@@ -42,14 +51,16 @@ const ideSized = (): ConversationStateStructure => {
 const direct = new Map<string, LLM>();
 
 for await (const line of createInterface({ input: process.stdin })) {
+  const ide = line.startsWith("IDE ");
   const { received, calledAt } = line.startsWith("DIRECT ")
     ? await callDirectly(JSON.parse(line.slice(7)) as DirectCall)
-    : line.startsWith("IDE ")
+    : ide
       ? await turn(line.slice(4), ideSized())
       : await turn(line);
   const result: TurnTimes = {
     sentAt: epoch(calledAt),
     received: Array.from(received, (at) => (at === undefined ? null : epoch(at))),
+    ...(ide ? { encodeMs: appendEncodingMs(ideSized()) } : {}),
   };
   process.stdout.write(`TURN ${JSON.stringify(result)}\n`);
 }

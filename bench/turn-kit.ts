@@ -18,10 +18,12 @@ import {
   ConversationTurnStructureSchema,
 } from "../src/transport/cursor/gen/agent/v1/conversation_state_pb.js";
 import { UserMessageSchema } from "../src/transport/cursor/gen/agent/v1/user_message_pb.js";
+import { BidiAppendRequestSchema } from "../src/transport/cursor/gen/aiserver/v1/bidi_pb.js";
 import {
   AgentClientMessageSchema,
   type AgentServerMessage,
   AgentService,
+  BidiRequestIdSchema,
   BidiService,
 } from "../src/transport/cursor/index.ts";
 import { createRunRequest } from "../src/transport/testing/index.ts";
@@ -215,6 +217,37 @@ export async function runTurn(
     if (!signal?.aborted) throw error;
   });
   return { sentAt };
+}
+
+/**
+ * How long a client takes to encode the BidiAppend that carries a run request with `checkpoint`
+ * (as connect-es does, `toBinary` of the `BidiAppendRequest` with its hex `data`), in ms: work
+ * of the client's own that is inside a turn's time to first text (after `sentAt`), measured
+ * apart, off the turn.
+ */
+export function appendEncodingMs(checkpoint: ConversationStateStructure): number {
+  const run = createRunRequest({
+    conversationId: randomUUID(),
+    text: "go",
+    modelId: MODEL,
+    workspace: tmpdir(),
+    checkpoint,
+  });
+  const data = Buffer.from(
+    toBinary(
+      AgentClientMessageSchema,
+      create(AgentClientMessageSchema, { message: { case: "runRequest", value: run } }),
+    ),
+  ).toString("hex");
+  const startedAt = performance.now();
+  toBinary(
+    BidiAppendRequestSchema,
+    create(BidiAppendRequestSchema, {
+      requestId: create(BidiRequestIdSchema, { requestId: randomUUID() }),
+      data,
+    }),
+  );
+  return performance.now() - startedAt;
 }
 
 /**
