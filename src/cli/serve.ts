@@ -52,7 +52,7 @@ import { createLog } from "./log.ts";
 import { type OpenedStore, openServerStore } from "./open-store.ts";
 import { loadSettings } from "./settings.ts";
 import { serveTeamClient } from "./team-client.ts";
-import { logLedgerFailures, openTeam } from "./team-users.ts";
+import { logLedgerFailures, logPruneFailures, openTeam } from "./team-users.ts";
 import { untilStopped } from "./until-stopped.ts";
 import { toWebSummary, toWebTools } from "./web-tools.ts";
 
@@ -124,7 +124,10 @@ export const SERVE_COMMAND: Command = {
     const opened = await openServerStore(config, (message) => log.warn({}, message));
     const store: Store = opened.store;
     const team = config.server.users
-      ? openTeam(config, { onLedgerFailure: logLedgerFailures(log) })
+      ? openTeam(config, {
+          onLedgerFailure: logLedgerFailures(log),
+          onPruneFailure: logPruneFailures(log),
+        })
       : undefined;
     // Several instances may share the PostgreSQL store: streams are owned and forwarded.
     const cluster =
@@ -157,6 +160,8 @@ export const SERVE_COMMAND: Command = {
             llm,
             onError: logRunnerErrors(log),
             onModelSwitch: logModelSwitches(log),
+            // A fork copies only a conversation the requesting user may see (loop/fork.ts).
+            ...(team === undefined ? {} : { mayCopy: team.mayCopy }),
           }),
           log,
           pathEncryptionKeys: loadPathEncryptionKeys(config.dataDirectory),

@@ -151,7 +151,8 @@ if (postgres.type === "unavailable") {
             {
               store,
               llm,
-              runner: createRunner({ store, llm }),
+              // As serve.ts: a fork copies only what the requesting user may see.
+              runner: createRunner({ store, llm, mayCopy: team.mayCopy }),
               log: recorded.log,
               authenticate: team.authenticate,
               access: team.access,
@@ -366,6 +367,52 @@ if (postgres.type === "unavailable") {
       // The admin keeps access.
       const admin = await readSse(ADMIN, 1, requestId);
       assert.equal(admin.end.type === "ended" ? admin.end.error : "not ended", undefined);
+    });
+
+    test("a fork of ann's chat: bob's copies nothing of it (his checkpoint naming ann's turns); ann's and the admin's copy it", async () => {
+      const ann = clientOf(tokens.ann as string);
+      try {
+        const first = ann.startTurn({
+          conversationId: "ann-fork-src",
+          text: "my secret plan",
+          modelId: "scripted",
+        });
+        assert.equal((await first.done).error, undefined);
+        const checkpoint = ann.checkpoint("ann-fork-src");
+        assert.ok(checkpoint !== undefined);
+        const fork = async (who: string, conversationId: string) => {
+          const client = clientOf(tokens[who] ?? ADMIN);
+          const before = provider.seen.length;
+          try {
+            const result = await client.startTurn({
+              conversationId,
+              text: `${who}'s fork`,
+              modelId: "scripted",
+              checkpoint,
+            }).done;
+            assert.equal(result.error, undefined);
+          } finally {
+            await client.close();
+          }
+          assert.equal(provider.seen.length, before + 1);
+          return provider.seen.at(-1)?.body ?? "";
+        };
+        const bob = await fork("bob", "bob-fork-of-ann");
+        assert.match(bob, /bob's fork/);
+        assert.doesNotMatch(bob, /my secret plan/, "nothing of ann's conversation reaches bob");
+        assert.ok(
+          recorded.lines.some(
+            (line) =>
+              line.message === "fork not applied" &&
+              line.fields.conversation === "bob-fork-of-ann" &&
+              line.fields.reason === "not_visible",
+          ),
+        );
+        assert.match(await fork("ann", "ann-fork-own"), /my secret plan/);
+        assert.match(await fork("admin", "admin-fork-of-ann"), /my secret plan/);
+      } finally {
+        await ann.close();
+      }
     });
 
     test("helper calls count for whoever asked; summary calls for the conversation's user", async () => {

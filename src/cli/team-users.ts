@@ -24,7 +24,7 @@ import {
 } from "../store/users.ts";
 import type { Log } from "../transport/log.ts";
 import { type Authenticate, currentRequestUser } from "../transport/request-user.ts";
-import { type CheckAccess, createAccessCheck } from "../transport/user-access.ts";
+import { type CheckAccess, createAccessCheck, createReadCheck } from "../transport/user-access.ts";
 
 const revokedRefusal = { type: "refused", kind: "other", message: REVOKED_MESSAGE } as const;
 
@@ -33,6 +33,8 @@ export interface Team {
   readonly authenticate: Authenticate;
   readonly admit: AdmitCall;
   readonly access: CheckAccess;
+  /** Whether the request's user may see a conversation's history (a fork's copy; user-access.ts). */
+  readonly mayCopy: (conversationID: string) => Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -63,6 +65,8 @@ export interface TeamOptions {
   readonly serverVariables?: readonly string[];
   /** Told of each settlement that failed (for the log). */
   readonly onLedgerFailure?: (failure: LedgerFailure) => void;
+  /** Told when the hourly pruning of old rows fails (for the log; docs/team.md "Retention"). */
+  readonly onPruneFailure?: (error: unknown) => void;
 }
 
 /**
@@ -72,7 +76,7 @@ export interface TeamOptions {
  */
 export const SETTLE_RETRY_DELAYS_MS: readonly number[] = [5_000, 30_000, 120_000];
 
-export function openTeamUsers(config: Config): Users {
+export function openTeamUsers(config: Config, onPruneFailure?: (error: unknown) => void): Users {
   if (config.postgres === undefined) {
     throw new Error("users need the PostgreSQL store (data.postgres.url or DATABASE_URL)");
   }
@@ -83,6 +87,7 @@ export function openTeamUsers(config: Config): Users {
     ...(config.postgres.statementTimeoutMs === undefined
       ? {}
       : { statementTimeoutMs: config.postgres.statementTimeoutMs }),
+    ...(onPruneFailure === undefined ? {} : { onPruneFailure }),
   });
 }
 
@@ -103,8 +108,17 @@ export function logLedgerFailures(log: Log): (failure: LedgerFailure) => void {
   };
 }
 
+/** Logs a failed pruning: retention is behind until it works again (docs/team.md "Retention"). */
+export function logPruneFailures(log: Log): (error: unknown) => void {
+  return (error) =>
+    log.warn(
+      { error: errorMessage(error) },
+      "old stream owners and usage rows could not be pruned; retrying in an hour",
+    );
+}
+
 export function openTeam(config: Config, options: TeamOptions = {}): Team {
-  return createTeam(openTeamUsers(config), {
+  return createTeam(openTeamUsers(config, options.onPruneFailure), {
     serverVariables: toServerVariables(config),
     ...options,
   });
@@ -156,6 +170,7 @@ export function createTeam(users: Users, options: TeamOptions = {}): Team {
     users,
     authenticate: (token) => users.authenticate(token),
     access: createAccessCheck(users, now),
+    mayCopy: createReadCheck(users),
     async admit({ call, model, replay, reservation }) {
       // The requester first: a conversation's requests come from its user only (the access
       // check), and a helper call's pseudo-conversation must never count for anyone else.

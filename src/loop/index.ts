@@ -1,5 +1,13 @@
 export { toCanonicalJSON } from "./canonical-json.ts";
 export {
+  type ForkDecision,
+  type ForkSource,
+  type ImportedTurn,
+  type NoForkReason,
+  toFork,
+  toImportState,
+} from "./fork.ts";
+export {
   appendHashes,
   chainHash,
   EMPTY_CHAIN_HASH,
@@ -47,4 +55,5 @@ export {
   type TurnAccess,
   toSupersedingCancel,
 } from "./turn-ownership.ts";
+export { toEndedTurn, toTurnRecord } from "./turn-record.ts";
 export type * from "./types.ts";

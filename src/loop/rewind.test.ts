@@ -195,7 +195,12 @@ const rows: Record<string, () => void> = {
       [empty.messages, empty.status, empty.turnCount, empty.turnID, empty.turnStarts],
       [[], "ready", 0, "", undefined],
     );
-    assert.throws(() => toBranchState(source, 3, "b", "i"), /no record/);
+    // To the last turn: all of it once it has ended (a fork, fork.ts), never while it runs.
+    assert.equal(toBranchState(source, 3, "b", "i").messages.length, 6);
+    assert.throws(
+      () => toBranchState(given(turns(2), startOf(3)).state.committed, 3, "b", "i"),
+      /no record/,
+    );
     // Context: what the kept messages show. Rules shown in turn 1 and unchanged stay seen; the
     // layout, changed in turn 2 (dropped), is not seen on a branch to 1; a key first shown in
     // turn 2 is not seen either.

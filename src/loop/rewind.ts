@@ -13,6 +13,7 @@
 import { hash as digest } from "node:crypto";
 import { hashHistory } from "./history-hash.ts";
 import { BRANCH_MARK, SUBAGENT_MARK, toTurnID, toTurnNumberOfCall } from "./ids.ts";
+import { isIdle } from "./state.ts";
 import type { ConversationState, Message, SeenContext, TurnStartRecord } from "./types.ts";
 
 /**
@@ -131,7 +132,8 @@ export function toRewind(state: ConversationState, hint: RewindHint): RewindDeci
 
 /**
  * The first committed state of a branch of `source` that keeps its history up to the end of turn
- * `afterTurn`: the messages before the next turn's first, with their hashes; the compaction and
+ * `afterTurn`: the messages before the next turn's first (all of them when `afterTurn` is the
+ * source's last turn and it has ended: a fork, fork.ts), with their hashes; the compaction and
  * elision records appended by then; the records of the kept turns. No turn runs on it; what the
  * model has seen of the context (`context`) is what the kept messages show of it (`toSeenIn`).
  * The sticky model (`route`) is
@@ -145,8 +147,12 @@ export function toBranchState(
   inputID: string,
 ): ConversationState {
   const starts = source.turnStarts ?? [];
-  const cut = starts.find((start) => start.turn === afterTurn + 1)?.at;
-  if (cut === undefined || afterTurn >= source.turnCount) {
+  // All of it (a fork at the source's last turn, loop/fork.ts): only once that turn has ended.
+  const whole = afterTurn === source.turnCount && isIdle(source.status);
+  const cut = whole
+    ? source.messages.length
+    : starts.find((start) => start.turn === afterTurn + 1)?.at;
+  if (cut === undefined || afterTurn > source.turnCount) {
     throw new Error(`no record of where turn ${afterTurn + 1} began`);
   }
   const messages = source.messages.slice(0, cut);

@@ -854,9 +854,38 @@ const rows: Record<string, () => void> = {
       .state.committed;
     assert.deepEqual(state.turnStarts, [
       { turn: 1, at: 0, origin: "r1", messageID: "m1" },
-      { turn: 2, at: 2 },
+      // The turn that ended last keeps its end (L51).
+      { turn: 2, at: 2, end: { type: "final" } },
       { turn: 3, at: 4, origin: "r3" },
     ]);
+  },
+  L51() {
+    // The step that ends a turn keeps how on its record; the end an earlier record kept is dropped.
+    const first = { ...(start("one") as StartInput), origin: "r1" };
+    const endOf = (state: { committed: { turnStarts?: readonly { end?: unknown }[] } }) =>
+      state.committed.turnStarts?.map((record) => record.end);
+    const ended = given(first)
+      .whenAll(streamed(call0, answer))
+      .thenExpect({ command: "final", status: "final" }).transition.state;
+    assert.deepEqual(endOf(ended), [{ type: "final" }]);
+    // Failed: the error text and provider the turn's stream was told (wire errors are made from them).
+    const error = { ...assistantMessage([], "error"), errorMessage: "upstream 500" };
+    const failedTurn = given(first, streamed(call0, answer), followUp("two"), openStream(t2c0))
+      .when(llm(t2c0, { type: "error", reason: "error", error }))
+      .thenExpect({ command: "failed", status: "failed" }).transition.state;
+    assert.deepEqual(endOf(failedTurn), [
+      undefined,
+      { type: "failed", message: "upstream 500", provider: "test" },
+    ]);
+    // Canceled: the cancel's reason; while a turn runs its record has no end.
+    const running = given(first, streamed(call0, answer), followUp("two")).state;
+    assert.deepEqual(endOf(running), [{ type: "final" }, undefined]);
+    const canceled = given(first, streamed(call0, answer), followUp("two"))
+      .when(cancel("stop"))
+      .thenExpect({ command: "canceled", status: "canceled" }).transition.state;
+    assert.deepEqual(endOf(canceled), [undefined, { type: "canceled", reason: "stop" }]);
+    // A rejected input ends nothing.
+    given(first, streamed(call0, answer)).when(cancel()).thenRejected("not_running");
   },
 };
 

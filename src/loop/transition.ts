@@ -13,9 +13,15 @@ import { applyLLMEvent } from "./llm-event.ts";
 import { applyStart, applyUserMessage } from "./start-turn.ts";
 import { toRejected } from "./state.ts";
 import { applyToolResult } from "./tool-result.ts";
+import { withTurnEnd } from "./turn-record.ts";
 import type { Input, RuntimeState, Transition } from "./types.ts";
 
 export function transition(state: RuntimeState, input: Input): Transition {
+  // A step that ends the turn keeps how on the turn's record (turn-record.ts).
+  return withTurnEnd(apply(state, input));
+}
+
+function apply(state: RuntimeState, input: Input): Transition {
   switch (input.type) {
     case "start":
       return applyStart(state, input);

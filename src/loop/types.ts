@@ -308,7 +308,24 @@ export interface TurnStartRecord {
   readonly origin?: string;
   /** The client's id of the turn's user message (Cursor: the bubble id); absent when none. */
   readonly messageID?: string;
+  /**
+   * How the turn ended (turn-record.ts), set by the step that ends it. Only the record of the turn
+   * that ended last keeps it (the state is written at every commit; only the conversation's last
+   * turn is ever asked for its end: a client stream that comes back to it late). Absent while the
+   * turn runs, and in states saved before outcomes were kept.
+   */
+  readonly end?: TurnEndRecord;
 }
+
+/**
+ * A turn's outcome as its first client stream was told it (turn-record.ts), so that a stream that
+ * comes back to the turn after it ended (a reconnect after a restart, a resume) ends the same way.
+ */
+export type TurnEndRecord =
+  | { readonly type: "final" }
+  /** `message`: the failed command's error text (the LLM layer's, free of secrets); `provider`: whose. */
+  | { readonly type: "failed"; readonly message?: string; readonly provider?: string }
+  | { readonly type: "canceled"; readonly reason: string };
 
 /** The committed part of a conversation: what the store persists. */
 export interface ConversationState {

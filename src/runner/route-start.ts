@@ -19,17 +19,29 @@
  * the branch under the input id `<request id>:branch`, so a replayed request finds the branch it
  * made and makes no second one.
  *
+ * A start on a conversation with no history whose client shows turns (a fork or duplicate made
+ * in the IDE, loop/fork.ts) reads the binding of the client's last turn's request id; when the
+ * request may see the conversation it names (`mayCopy`: team users see only their own), X's
+ * first commit, under `<request id>:fork`, is that conversation's history up to that turn
+ * (`toBranchState`), and the start runs on it; when no conversation here ran that turn, the
+ * client's own turns (`RouteHint.imported`) are X's first commit instead (`toImportState`). A
+ * replay then finds X with history: a duplicate.
+ * A new chat (no turns shown) and every start on a conversation with history read nothing more.
+ *
  * Each conversation is read and written inside its own queue step; no step waits for another
  * conversation's queue.
  */
 import {
   type ConversationState,
+  type ForkSource,
   isBranchOf,
   isIdle,
   type RewindDecision,
   SUBAGENT_MARK,
   toBranchConversationID,
   toBranchState,
+  toFork,
+  toImportState,
   toRewind,
 } from "../loop/index.ts";
 import type { Store } from "../store/index.ts";
@@ -41,6 +53,8 @@ export interface RouteStartDeps {
   readonly store: Pick<Store, "findRequestStream" | "findNewestConversation" | "commitInput">;
   readonly queue: SerialQueue;
   readonly live: ConversationCache;
+  /** Whether the request may see a conversation's history (RunnerOptions `mayCopy`). */
+  readonly mayCopy: (conversationID: string) => Promise<boolean>;
 }
 
 export interface RouteStart {
@@ -58,14 +72,19 @@ export interface RouteStart {
 }
 
 export function createRouteStart(deps: RouteStartDeps): RouteStart {
-  const { store, queue, live } = deps;
+  const { store, queue, live, mayCopy } = deps;
 
   /**
    * The decision on `conversationID`, read in its queue step; `decision` null when its records do
    * not know the client's last turn, unless `anyway` (the binding named it: decide there all the
    * same). `branch`: the branch the client's last start went to, when known in memory.
    */
-  const decide = (conversationID: string, hint: RouteHint, requestID: string, anyway: boolean) =>
+  const decide = (
+    conversationID: string,
+    hint: RouteHint,
+    requestID: string,
+    anyway: boolean,
+  ): Promise<Decided> =>
     queue.run(conversationID, async () => {
       const entry = await live.load(conversationID);
       const state = entry.state.committed;
@@ -93,36 +112,112 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
       return { state, branch, decision };
     });
 
-  /** Commits the branch's first state, unless a replay of the request made it already. */
-  const makeBranch = (
+  /**
+   * Commits the first state of `copyID`, a copy of `source` up to the end of `afterTurn` (a
+   * rewind's branch, or a fork), unless it has a state already (a replay of the request made it,
+   * or another instance). `link`: `branch` or `fork`, recorded with the commit's result.
+   * Returns whether this call made it.
+   */
+  const makeCopy = (
     source: ConversationState,
     afterTurn: number,
-    branchID: string,
-    requestID: string,
-  ) =>
-    queue.run(branchID, async () => {
-      const entry = await live.load(branchID);
-      if (entry.version > 0) return;
-      const inputID = `${requestID}:branch`;
-      const state = toBranchState(source, afterTurn, branchID, inputID);
+    copyID: string,
+    inputID: string,
+    link: "branch" | "fork",
+  ): Promise<boolean> =>
+    makeFirst(copyID, inputID, () => toBranchState(source, afterTurn, copyID, inputID), {
+      [link]: { from: source.conversationID, afterTurn },
+    });
+
+  /**
+   * Commits `state()` as the first state of `conversationID` (version 1, input `inputID`, with
+   * `recorded` in the commit's result), unless it has one already. Returns whether this call
+   * made it.
+   */
+  const makeFirst = (
+    conversationID: string,
+    inputID: string,
+    build: () => ConversationState,
+    recorded: Record<string, unknown>,
+  ): Promise<boolean> =>
+    queue.run(conversationID, async () => {
+      const entry = await live.load(conversationID);
+      if (entry.version > 0) return false;
+      const state = build();
       const result = await store.commitInput({
         inputID,
         expectedVersion: 0,
         state,
-        result: {
-          command: "wait_input",
-          rejected: null,
-          branch: { from: source.conversationID, afterTurn },
-        },
+        result: { command: "wait_input", rejected: null, ...recorded },
       });
       if (result.type === "committed") {
         entry.state = { committed: state, pending: null };
         entry.version = result.commit.version;
-      } else {
-        // Made meanwhile (another instance, a replay): what was committed is the branch.
-        await live.reload(entry);
+        return true;
       }
+      // Made meanwhile (another instance, a replay): what was committed is the copy.
+      await live.reload(entry);
+      return false;
     });
+
+  /**
+   * A start on a conversation with no history whose client shows turns (loop/fork.ts): the
+   * conversation that ran the client's last turn (the store's binding of its request id) is
+   * copied up to that turn, when the request may see it; when none did, the client's own turns
+   * (`hint.imported`) are imported. The binding, the source and the client's turns are read only
+   * on this rare path.
+   */
+  async function fork(
+    clientID: string,
+    target: ConversationState,
+    hint: RouteHint,
+    origin: string,
+    requestID: string,
+  ): Promise<Routed> {
+    let source: ForkSource | null = null;
+    const sourceID =
+      origin === "" ? undefined : (await store.findRequestStream(origin))?.conversationID;
+    // A subagent's turns are the server's, never a client's checkpoint's.
+    if (sourceID !== undefined && sourceID !== clientID && !sourceID.includes(SUBAGENT_MARK)) {
+      source = (await mayCopy(sourceID))
+        ? {
+            type: "known",
+            state: await queue.run(
+              sourceID,
+              async () => (await live.load(sourceID)).state.committed,
+            ),
+          }
+        : { type: "not_visible", conversationID: sourceID };
+    }
+    // No conversation here ran it: the client's own turns, read only now (this rare path).
+    source ??= { type: "unknown", imported: origin === "" ? [] : (hint.imported?.() ?? []) };
+    const decision = toFork(target, origin, source);
+    const inputID = `${requestID}:fork`;
+    if (decision.type === "import" && source.type === "unknown") {
+      const { imported } = source;
+      const made = await makeFirst(
+        clientID,
+        inputID,
+        () => toImportState(clientID, imported, inputID),
+        { imported: { turns: decision.turns } },
+      );
+      const { turns, messages } = decision;
+      return made
+        ? { conversationID: clientID, imported: { turns, messages } }
+        : { conversationID: clientID };
+    }
+    if (decision.type !== "fork" || source.type !== "known") {
+      return {
+        conversationID: clientID,
+        noFork: decision.type === "none" ? decision.reason : "unknown_source",
+      };
+    }
+    const { from, afterTurn, messages } = decision;
+    const made = await makeCopy(source.state, afterTurn, clientID, inputID, "fork");
+    return made
+      ? { conversationID: clientID, fork: { from, afterTurn, messages } }
+      : { conversationID: clientID };
+  }
 
   /**
    * X's newest branch in the store (by creation), or null: read only when nothing is remembered
@@ -137,8 +232,7 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
    * on, or on the binding's; `found` null when none knows the client's last turn. `branchID`: the
    * branch consulted (remembered or newest), where an unknown turn goes.
    */
-  async function find(clientID: string, hint: RouteHint, requestID: string) {
-    const onClient = await decide(clientID, hint, requestID, false);
+  async function find(clientID: string, hint: RouteHint, requestID: string, onClient: Decided) {
     if (onClient.decision === CONTINUE_LAST) return { found: onClient, branchID: null };
     // The client is most likely on the branch its last start went to: a branch knows the turns it
     // copied, and there a message sent while its first turn ran stays a continuation (R4). On X,
@@ -173,11 +267,22 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
   });
 
   const route: RouteStart["route"] = async (clientID, hint, requestID, branch) => {
+    const onClient = await decide(clientID, hint, requestID, false);
+    const target = onClient.state;
+    if (
+      branch &&
+      hint.lastTurnOrigin !== null &&
+      target.turnCount === 0 &&
+      target.messages.length === 0
+    ) {
+      // A new conversation whose client shows turns: a fork, or a chat started elsewhere.
+      return fork(clientID, target, hint, hint.lastTurnOrigin, requestID);
+    }
     // The client shows turns, but the last one's id could not be read: nothing to go by.
     if (hint.lastTurnOrigin === "") {
       return unknown(clientID, live.get(clientID)?.branch ?? (await newestBranch(clientID)));
     }
-    const { found, branchID } = await find(clientID, hint, requestID);
+    const { found, branchID } = await find(clientID, hint, requestID, onClient);
     if (found === null || found.decision === null) return unknown(clientID, branchID);
     const { state, decision } = found;
     if (decision.type === "continue" || !branch) {
@@ -187,7 +292,7 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
         : { conversationID: state.conversationID };
     }
     const branchOut = toBranchConversationID(clientID, requestID);
-    await makeBranch(state, decision.afterTurn, branchOut, requestID);
+    await makeCopy(state, decision.afterTurn, branchOut, `${requestID}:branch`, "branch");
     return {
       conversationID: branchOut,
       rewind: {
@@ -212,3 +317,10 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
 }
 
 const CONTINUE_LAST: RewindDecision = { type: "continue", reason: "last_turn" };
+
+/** A decision read on one conversation (`decide`). */
+interface Decided {
+  readonly state: ConversationState;
+  readonly branch: string | null;
+  readonly decision: RewindDecision | null;
+}

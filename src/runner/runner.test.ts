@@ -11,11 +11,12 @@ import { afterEach, beforeEach, describe, test } from "node:test";
 import { createLLM, createModelConfigs } from "../llm/index.ts";
 import { toChatCompletionSse } from "../llm/testing/chat-completions-sse.ts";
 import { type FakeProvider, startFakeProvider } from "../llm/testing/fake-provider.ts";
-import type {
-  CallClientCommand,
-  ResponseEvent,
-  StartInput,
-  ToolResultMessage,
+import {
+  type CallClientCommand,
+  type ResponseEvent,
+  type StartInput,
+  type ToolResultMessage,
+  toTurnRecord,
 } from "../loop/index.ts";
 import {
   createMemoryStore,
@@ -48,6 +49,8 @@ interface RecordingOutput extends TurnOutput {
   detached: boolean;
   /** The reasons `release` was called with (it fails the tool waits, as the transport does). */
   readonly released: string[];
+  /** Each `resumed`: the turn's client id (its record's origin) and how many tools were asked by then. */
+  readonly resumedAs: { origin: string | undefined; toolsAsked: number }[];
   nextTool(): Promise<RecordingOutput["tools"][number]>;
 }
 
@@ -66,6 +69,10 @@ function createOutput(): RecordingOutput {
     hasEnded: false,
     detached: false,
     released: [],
+    resumedAs: [],
+    resumed(state) {
+      output.resumedAs.push({ origin: toTurnRecord(state)?.origin, toolsAsked: tools.length });
+    },
     publish(events) {
       output.events.push(...events);
     },
@@ -695,7 +702,7 @@ describe("resuming after the process stopped", () => {
     const storeA = openSqliteStore({ path });
     const runnerA = createRunner({ store: storeA, llm: llm() });
     const outputA = createOutput();
-    await runnerA.submit(CONV, start("read y"), outputA, {
+    await runnerA.submit(CONV, { ...start("read y"), origin: "req-a" }, outputA, {
       requestID: "req-a",
       clientState: Uint8Array.of(1),
     });
@@ -718,6 +725,9 @@ describe("resuming after the process stopped", () => {
     assert.deepEqual([...(bound?.clientState ?? [])], [2]);
     assert.equal(started?.clientState, null, "the turn's first stream is released");
     await outputB.nextTool(); // asked again, on the resume's output
+    // The resume's output learned the turn's own client id before anything was asked on it.
+    assert.deepEqual(outputB.resumedAs, [{ origin: "req-a", toolsAsked: 0 }]);
+    assert.deepEqual(outputA.resumedAs, [], "the output that started the turn is not told");
 
     // Another output may not take the turn outputB carries: nothing is bound for it.
     const refused = runnerB.resume(CONV, createOutput(), {

@@ -180,7 +180,12 @@ export function createRunner(options: RunnerOptions): Runner {
     endTurn(entry, { type: "failed", message: failure });
   }
 
-  const routeStart = createRouteStart({ store, queue, live });
+  const routeStart = createRouteStart({
+    store,
+    queue,
+    live,
+    mayCopy: options.mayCopy ?? (() => Promise.resolve(true)),
+  });
 
   /**
    * A rewind left the source's turn running (the client went back from inside it): it is canceled
@@ -254,12 +259,17 @@ export function createRunner(options: RunnerOptions): Runner {
         if (routed.rewind?.running === true && starts) await supersede(routed.rewind.from, input);
         const result = await submitTo(routed.conversationID, input, output, submitOptions);
         if (result.type === "duplicate") {
-          // A replay: its first attempt applied the rewind (and is remembered, or was followed by
-          // newer starts that must stay remembered); it is reported as a replay, not again.
+          // A replay: its first attempt applied the rewind, fork or import (and is remembered, or was
+          // followed by newer starts that must stay remembered); reported as a replay, not again.
           const { conversationID: to } = routed;
           return {
             ...result,
-            routed: routed.rewind === undefined ? routed : { conversationID: to, reason: "replay" },
+            routed:
+              routed.rewind === undefined &&
+              routed.fork === undefined &&
+              routed.imported === undefined
+                ? routed
+                : { conversationID: to, reason: "replay" },
           };
         }
         if (starts) routeStart.remember(conversationID, routed.conversationID);
@@ -296,6 +306,8 @@ export function createRunner(options: RunnerOptions): Runner {
           }
         }
         entry.output = output;
+        // The output learns which turn it carries (the client's id for it) before any of it.
+        output.resumed?.(state);
         // The carrier nobody read ends without ending the turn; its tool calls' waits fail, and
         // the calls are asked again below on `output` (tool-call.ts waits for the old attempt).
         if (access.type === "take_over") carrier?.release?.("another stream resumed the turn");

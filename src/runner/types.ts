@@ -13,6 +13,8 @@ import type {
   ConversationState,
   FailedCommand,
   FinalCommand,
+  ImportedTurn,
+  NoForkReason,
   ResponseEvent,
   RuntimeState,
   StartInput,
@@ -60,6 +62,13 @@ export interface TurnOutput {
   countUsage?(usage: Usage): void;
   /** The turn ended; nothing more is published for it. */
   end(outcome: TurnOutcome, state: ConversationState): void;
+  /**
+   * `Runner.resume` attached this output to the conversation's running turn, which it did not
+   * start: `state` is the committed state, whose last turn record names the turn the way the
+   * client does (loop/turn-record.ts `toTurnRecord`). Called before anything of the turn is
+   * published or asked on this output. Optional.
+   */
+  resumed?(state: ConversationState): void;
   /**
    * Whether nobody reads this output now (its client went away and it waits for a reconnect, or
    * nobody ever came). A resume from another output takes over a turn whose output is detached
@@ -125,6 +134,12 @@ export interface RouteHint {
   readonly lastTurnOrigin: string | null;
   /** The client's id of the new user message ("" when none). */
   readonly messageID: string;
+  /**
+   * The client's turns in history form (Cursor: its checkpoint's turns), oldest first: read only
+   * for a new conversation whose client's last turn no conversation here ran, to become its
+   * history (loop/fork.ts, import). Absent: nothing is imported.
+   */
+  readonly imported?: () => readonly ImportedTurn[];
 }
 
 /** A rewind the runner applied: the branch's turns are the source's up to `afterTurn`. */
@@ -140,12 +155,27 @@ export interface RewindReport {
   readonly running: boolean;
 }
 
+/** A fork the runner applied: the new conversation's history is the source's up to `afterTurn`. */
+export interface ForkReport {
+  /** The conversation copied (the one that ran the client's last turn). */
+  readonly from: string;
+  readonly afterTurn: number;
+  /** Messages copied. */
+  readonly messages: number;
+}
+
 /** Where a routed input went. */
 export interface Routed {
   readonly conversationID: string;
   /** Why it was no rewind. */
   readonly reason?: ContinueReason;
   readonly rewind?: RewindReport;
+  /** The conversation was new and began with a copy of another's history (loop/fork.ts). */
+  readonly fork?: ForkReport;
+  /** The conversation was new and began with the client's own turns (no conversation here ran them). */
+  readonly imported?: { readonly turns: number; readonly messages: number };
+  /** The conversation was new, the client showed turns, and nothing was copied: why. */
+  readonly noFork?: NoForkReason;
 }
 
 export type SubmitResult =
@@ -247,4 +277,11 @@ export interface RunnerOptions {
    * one of the two paths set it long, so that the path does not depend on the machine's speed.
    */
   readonly prepareWaitMs?: number;
+  /**
+   * Whether the request being handled may see `conversationID`'s history (team mode: its root
+   * conversation is the requesting user's, or the request is the admin's; user-access.ts
+   * `createReadCheck`). Asked before a fork copies another conversation's history (loop/fork.ts),
+   * inside the request's async context. Default: yes (a server without users).
+   */
+  readonly mayCopy?: (conversationID: string) => Promise<boolean>;
 }

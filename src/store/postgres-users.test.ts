@@ -7,10 +7,37 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 import { openPostgresStore } from "./postgres-store.ts";
-import { openPostgresUsers } from "./postgres-users.ts";
+import {
+  LEDGER_KEPT_MONTHS,
+  openPostgresUsers,
+  STREAM_OWNER_KEPT_MS,
+  toLedgerKeptFrom,
+} from "./postgres-users.ts";
 import { getTestPostgres } from "./testing/postgres-server.ts";
+import { type ScriptedCommit, toScriptedCommits } from "./testing/scripted-conversation.ts";
 
 const postgres = await getTestPostgres();
+
+test("a timed pruning that fails is reported (for the log), not swallowed", {
+  timeout: 10_000,
+}, async () => {
+  // Nothing listens on port 1: the pruning's query fails to connect.
+  let told!: (error: unknown) => void;
+  const failed = new Promise<unknown>((resolve) => {
+    told = resolve;
+  });
+  const users = openPostgresUsers({
+    url: "postgres://nobody@127.0.0.1:1/none",
+    pruneFirstMs: 0,
+    onPruneFailure: told,
+  });
+  try {
+    const error = await failed;
+    assert.match(String(error instanceof Error ? error.message : error), /127\.0\.0\.1|connect/i);
+  } finally {
+    await users.close();
+  }
+});
 
 if (postgres.type === "unavailable") {
   test(`PostgreSQL users: skipped, ${postgres.reason}`, { skip: postgres.reason }, () => {});
@@ -20,8 +47,8 @@ if (postgres.type === "unavailable") {
   const open = async () => {
     const schema = await server.createSchema();
     await (await openPostgresStore({ url: schema.url, poolSize: 2 })).close();
-    const a = openPostgresUsers({ url: schema.url, poolSize: 4 });
-    const b = openPostgresUsers({ url: schema.url, poolSize: 4 });
+    const a = openPostgresUsers({ url: schema.url, poolSize: 4, prune: false });
+    const b = openPostgresUsers({ url: schema.url, poolSize: 4, prune: false });
     return {
       a,
       b,
@@ -123,6 +150,66 @@ if (postgres.type === "unavailable") {
       const [listed] = await a.list(Date.now());
       assert.equal(listed?.today.reservedTokens, 0, "nothing reserved");
     } finally {
+      await cleanup();
+    }
+  });
+
+  test("retention: old stream owners and ledger rows are deleted, what is still read is kept", async () => {
+    const { a, url, cleanup } = await open();
+    const store = await openPostgresStore({ url, poolSize: 2 });
+    try {
+      const ann = (await a.add("ann")).user.userID;
+      const now = Date.UTC(2026, 11, 1, 2, 0); // 1 December 2026
+      const day = 24 * 60 * 60 * 1000;
+      const old = now - STREAM_OWNER_KEPT_MS - day;
+      // Three streams bound long ago: one still restorable (its request keeps a saved run
+      // request), one released by a later turn's binding, one never bound to a conversation.
+      const [first] = toScriptedCommits("retained") as [ScriptedCommit];
+      await store.commitInput({
+        inputID: first.inputID,
+        expectedVersion: 0,
+        state: first.state,
+        result: first.command,
+        records: [
+          {
+            type: "request_stream",
+            requestID: "released",
+            turnID: first.state.turnID,
+            clientState: new Uint8Array([1]),
+          },
+        ],
+      });
+      await store.bindRequestStream({
+        conversationID: "retained",
+        requestID: "restorable",
+        turnID: first.state.turnID,
+        clientState: new Uint8Array([2]),
+        expectedVersion: 1,
+      });
+      for (const id of ["restorable", "released", "unbound"]) await a.bindStream(id, ann, old);
+      await a.bindStream("recent", ann, now - day);
+      // Ledger rows: before the kept months, on their first day, this month (one unsettled).
+      assert.equal(toLedgerKeptFrom(now), "2026-10-01");
+      assert.equal(LEDGER_KEPT_MONTHS, 3);
+      const call = { userID: ann, conversationID: "retained", tokens: 10, cost: 0 };
+      await a.settle({ ...call, callID: "september" }, Date.UTC(2026, 8, 30, 23, 0));
+      await a.settle({ ...call, callID: "october" }, Date.UTC(2026, 9, 1, 0, 0));
+      await a.reserve({ ...call, callID: "open-now" }, now);
+      await a.settle({ ...call, callID: "settled-now" }, now);
+
+      assert.deepEqual(await a.prune(now), { streamOwners: 2, ledgerRows: 1 });
+      // Kept: the restorable stream's owner (another user is still refused) and the recent one.
+      const bob = (await a.add("bob")).user.userID;
+      assert.equal(await a.bindStream("restorable", bob, now), ann);
+      assert.equal(await a.bindStream("recent", bob, now), ann);
+      // Forgotten: a released stream's id goes to whoever names it (it gets `stream_released`).
+      assert.equal(await a.bindStream("released", bob, now), bob);
+      // This month's usage is whole: one settled call and one reservation.
+      const [listed] = (await a.list(now)).filter((user) => user.userID === ann);
+      assert.deepEqual([listed?.month.tokens, listed?.month.reservedTokens], [10, 10]);
+      assert.deepEqual(await a.prune(now), { streamOwners: 0, ledgerRows: 0 }, "idempotent");
+    } finally {
+      await store.close();
       await cleanup();
     }
   });

@@ -64,11 +64,56 @@ function toAmounts(call: CallReservation): [number, number] {
   return [Math.min(tokens, 2 ** 52), cost];
 }
 
+/**
+ * Retention (docs/team.md "Retention"). `stream_users` gains a row per agent stream (one per turn)
+ * and `user_calls` one per model call; neither is read once old, so old rows are deleted, as
+ * `stream_owners` drops old claims (postgres-cluster.ts):
+ *
+ * - a stream's owner, `STREAM_OWNER_KEPT_MS` after it was bound, unless the stream can still be
+ *   picked up (its request's binding keeps a saved run request: store/request-streams.ts). A
+ *   stream that cannot is answered `stream_released` whoever asks, so forgetting its owner
+ *   grants nothing; and its id is a client-made UUID nobody else knows;
+ * - the ledger's rows of days before the first day of the month `LEDGER_KEPT_MONTHS - 1` months
+ *   back: budgets read this UTC day and month only (`USAGE_SQL`). A reservation that old lapsed
+ *   long ago (`RESERVATION_LIFETIME_MS`).
+ *
+ * Each instance prunes `PRUNE_FIRST_MS` after it opens and then every `PRUNE_EVERY_MS`, in
+ * batches of `PRUNE_BATCH` rows (deleting twice is harmless), never failing a request.
+ */
+export const STREAM_OWNER_KEPT_MS = 30 * 24 * 60 * 60 * 1000;
+export const LEDGER_KEPT_MONTHS = 3;
+const PRUNE_FIRST_MS = 60 * 1000;
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
+const PRUNE_BATCH = 5_000;
+
+/** The first day kept by the ledger's retention at `now` (UTC, `YYYY-MM-DD`). */
+export function toLedgerKeptFrom(now: number): string {
+  const at = new Date(now);
+  return toDay(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() - (LEDGER_KEPT_MONTHS - 1), 1));
+}
+
+/** What one pruning deleted. */
+export interface Pruned {
+  readonly streamOwners: number;
+  readonly ledgerRows: number;
+}
+
+export interface PostgresUsers extends Users {
+  /** Deletes the rows retention no longer keeps at `now` (above); what the timer runs. */
+  prune(now: number): Promise<Pruned>;
+}
+
 export function openPostgresUsers(options: {
   readonly url: string;
   readonly poolSize?: number;
   readonly statementTimeoutMs?: number;
-}): Users {
+  /** Whether this instance prunes old rows on its own timer (above). Default true. */
+  readonly prune?: boolean;
+  /** Told when a timed pruning fails (for the log); it is tried again at the next tick. */
+  readonly onPruneFailure?: (error: unknown) => void;
+  /** The first pruning's delay after opening; `PRUNE_FIRST_MS` unless given (tests). */
+  readonly pruneFirstMs?: number;
+}): PostgresUsers {
   // The store's default (10) unless given: every request's token is looked up here.
   const pool = createPool(options);
   const location = toPostgresLocation(options.url);
@@ -167,6 +212,44 @@ export function openPostgresUsers(options: {
   };
   const invalid = (detail: string) =>
     new StoreError("invalid_argument", location, `${detail}; nothing was changed.`);
+  /** Deletes the rows `select` names, `PRUNE_BATCH` at a time, until none is left. */
+  const deleteInBatches = async (
+    table: "stream_users" | "user_calls",
+    key: "request_id" | "call_id",
+    where: string,
+    values: unknown[],
+  ): Promise<number> => {
+    let deleted = 0;
+    for (;;) {
+      const result = await query(
+        `delete from ${table} where ${key} in ` +
+          `(select ${key} from ${table} where ${where} limit ${PRUNE_BATCH})`,
+        values,
+      );
+      deleted += result.rowCount ?? 0;
+      if ((result.rowCount ?? 0) < PRUNE_BATCH) return deleted;
+    }
+  };
+  const prune = async (now: number): Promise<Pruned> => ({
+    streamOwners: await deleteInBatches(
+      "stream_users",
+      "request_id",
+      "created_at < $1 and not exists (select 1 from request_streams r " +
+        "where r.request_id = stream_users.request_id and r.client_state is not null)",
+      [now - STREAM_OWNER_KEPT_MS],
+    ),
+    ledgerRows: await deleteInBatches("user_calls", "call_id", "day < $1", [toLedgerKeptFrom(now)]),
+  });
+  let pruning: NodeJS.Timeout | undefined;
+  if (options.prune !== false) {
+    const run = () => {
+      void prune(Date.now()).catch((error: unknown) => options.onPruneFailure?.(error));
+      pruning = setTimeout(run, PRUNE_EVERY_MS);
+      pruning.unref();
+    };
+    pruning = setTimeout(run, options.pruneFirstMs ?? PRUNE_FIRST_MS);
+    pruning.unref();
+  }
 
   return {
     async add(name) {
@@ -414,6 +497,11 @@ export function openPostgresUsers(options: {
       return (await keysOf([userID])).get(userID) ?? [];
     },
 
-    close: () => pool.end(),
+    prune,
+
+    close: () => {
+      clearTimeout(pruning);
+      return pool.end();
+    },
   };
 }

@@ -67,3 +67,21 @@ export function createAccessCheck(bindings: UserBindings, now: () => number): Ch
     }
   };
 }
+
+/**
+ * Whether the request being handled may see a conversation's history without using it: asked
+ * before a fork copies another conversation's history into the request's new conversation
+ * (loop/fork.ts; RunnerOptions `mayCopy`). The admin sees every conversation; a user only the
+ * ones whose top-level conversation is bound to them — never one bound to another user, to the
+ * admin, or to nobody. Nothing is bound by asking.
+ */
+export function createReadCheck(owners: {
+  ownerOf(conversationID: string): Promise<string | null>;
+}): (conversationID: string) => Promise<boolean> {
+  return async (conversationID) => {
+    const user = currentRequestUser();
+    if (user === undefined) return true;
+    if (conversationID.startsWith(HELPER_CONVERSATION_PREFIX)) return false;
+    return (await owners.ownerOf(toRootConversationID(conversationID))) === user.userID;
+  };
+}

@@ -3,7 +3,7 @@
  * through the dialect, tool calls go to tool-calls.ts, and the turn's end closes the stream and
  * logs the turn's usage.
  */
-import type { ConversationState } from "../../loop/index.ts";
+import { type ConversationState, toTurnRecord } from "../../loop/index.ts";
 import type { TurnOutput } from "../../runner/types.ts";
 import {
   addUsage,
@@ -46,6 +46,15 @@ export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOut
       // A summary call's tokens count for the turn (turn_ended, the log) like any call's.
       if (stream.turn !== null)
         stream.turn = { ...stream.turn, usage: addUsage(stream.turn.usage, usage) };
+    },
+    resumed(state) {
+      // A stream that picks a turn up (a resume request, a reconnect after a restart) names it in
+      // its checkpoints as the client knows it: by the request id that started it (loop/rewind.ts
+      // routes by that id), not by this stream's.
+      const origin = toTurnRecord(state)?.origin;
+      if (stream.turn !== null && origin !== undefined) {
+        stream.turn = { ...stream.turn, requestID: origin };
+      }
     },
     runTool: tools.run,
     settingsAfterTool: tools.settingsAfterTool,

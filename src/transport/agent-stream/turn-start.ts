@@ -4,15 +4,19 @@
  * state first and then hand the turn to the runner with this stream's `TurnOutput`.
  */
 import { errorMessage } from "../../errors/error-message.ts";
+import { toEndedTurn } from "../../loop/index.ts";
 import type { Routed, Runner, TurnOutput } from "../../runner/types.ts";
 import { toCompactionSettings } from "../compaction-settings.ts";
 import type { AgentRunRequest } from "../cursor/gen/agent/v1/run_request_pb.js";
 import {
   type ClientEvent,
   fromRunRequest,
+  type ImportedHistory,
   toCheckpointMessage,
   toChosenModel,
   toConnectError,
+  toEndedTurnError,
+  toImportedHistory,
   toLastTurnOrigin,
   toModelSelection,
   toProtocolError,
@@ -35,7 +39,8 @@ export interface TurnStart {
    * conversation and its running turn, with the request saved, once the runner accepts it, so a
    * restart does not lose it. A stream picked up after a restart (`restored`, bound already)
    * numbers execs from `firstID` and continues only `turnID`. When there is nothing to continue,
-   * the stream ends like a turn ends.
+   * the stream ends the way the conversation's last turn ended (or normally while another stream
+   * carries it).
    */
   resume(
     request: AgentRunRequest | null,
@@ -82,7 +87,7 @@ export function createTurnStart(
    * The stream follows its turn to the conversation the runner routed it to (a branch, after a
    * rewind: loop/rewind.ts), so cancels, subagents and reconnects reach it there.
    */
-  const following = (routed: Routed | undefined): void => {
+  const following = (routed: Routed | undefined, imported?: ImportedHistory | null): void => {
     if (routed === undefined) return;
     if (routed.rewind !== undefined) {
       const { from, fromTurn, afterTurn, dropped } = routed.rewind;
@@ -98,6 +103,46 @@ export function createTurnStart(
         },
         "rewind applied",
       );
+    } else if (routed.fork !== undefined) {
+      // A new conversation began with a copy of the one that ran the client's last turn (a
+      // fork or duplicate of a chat in the IDE: loop/fork.ts).
+      const { from, afterTurn, messages } = routed.fork;
+      log.info(
+        {
+          conversation: routed.conversationID,
+          request: requestID,
+          from,
+          turn: afterTurn,
+          messages,
+        },
+        "fork applied",
+      );
+    } else if (routed.imported !== undefined) {
+      // A new conversation whose client shows turns no conversation here ran (a chat started on
+      // Cursor's backend, a wiped database): they became its history, best effort.
+      log.info(
+        {
+          conversation: routed.conversationID,
+          request: requestID,
+          turns: routed.imported.turns,
+          messages: routed.imported.messages,
+          skipped: imported?.skipped ?? 0,
+          dropped: imported?.dropped ?? 0,
+        },
+        "history imported",
+      );
+    } else if (routed.noFork !== undefined) {
+      // A new conversation whose client shows turns this server could not copy: the model
+      // starts without them (docs/protocol.md "Rewinds").
+      log.info(
+        {
+          conversation: routed.conversationID,
+          request: requestID,
+          reason: routed.noFork,
+          ...(imported === null || imported === undefined ? {} : { skipped: imported.skipped }),
+        },
+        "fork not applied",
+      );
     } else if (routed.reason === "unknown_origin" || routed.reason === "no_record") {
       // The client went back to a turn this server has no record of (saved before records
       // existed, older than the records kept, or never seen): the turn continues the conversation.
@@ -107,6 +152,12 @@ export function createTurnStart(
       );
     }
     stream.conversationID = routed.conversationID;
+  };
+
+  /** The conversation's last turn when it is over (and is `turnID`, when given); null otherwise. */
+  const endedTurn = async (conversationID: string, turnID: string | undefined) => {
+    const state = await runner.inspect(conversationID);
+    return state === null ? null : toEndedTurn(state.committed, turnID);
   };
 
   return {
@@ -153,6 +204,8 @@ export function createTurnStart(
         );
       }
       let result: Awaited<ReturnType<Runner["submit"]>>;
+      // The checkpoint's turns as history, read only when the runner asks (loop/fork.ts).
+      let imported: ImportedHistory | null = null;
       try {
         const commands = deps.userCommands?.take(state.conversationID) ?? [];
         result = await runner.submit(
@@ -178,6 +231,14 @@ export function createTurnStart(
                 event.request.preFetchedBlobs,
               ),
               messageID: started.value.messageID,
+              imported: () => {
+                imported = toImportedHistory(
+                  event.request.conversationState,
+                  event.request.preFetchedBlobs,
+                  now(),
+                );
+                return imported.turns;
+              },
             },
           },
         );
@@ -185,7 +246,7 @@ export function createTurnStart(
         stream.end(toConnectError({ kind: "internal", detail: errorMessage(error) }));
         throw error;
       }
-      following(result.routed);
+      following(result.routed, imported);
       // A turn nobody reads is canceled like one whose reader left.
       if (!outbound.subscribed) startGrace();
       if (result.type === "duplicate") {
@@ -298,19 +359,23 @@ export function createTurnStart(
         throw error;
       }
       if (!waiting) {
-        // Nothing to continue: the turn already ended. Close the stream the way a turn ends. A
-        // stream picked up after a restart is the turn's own: its checkpoint names the turn by
-        // this stream's request id. A resume request's stream never carried a turn: a checkpoint
-        // would add one under its request id, which no turn has, and the client's next message
-        // would then name a turn nobody knows (loop/rewind.ts routes by it); the client keeps
-        // the checkpoint it has.
+        // Nothing to continue: the turn is over, or another stream carries it. Close the stream
+        // the way the turn ended (the same error its own stream got: its record keeps how,
+        // loop/turn-record.ts), or normally when it has not ended. A stream picked up after a
+        // restart is one of the turn's own: it gets a checkpoint (the turn without its steps:
+        // they are not kept) naming the turn by the client's id for it. A resume request's stream
+        // gets none: its turn state has no user message, and the client keeps the checkpoint it
+        // has.
+        const ended = await endedTurn(stream.conversationID, restored?.turnID);
+        const origin = ended?.record?.origin;
+        if (origin !== undefined) stream.turn = { ...stream.turn, requestID: origin };
         send(
           stream,
           restored === undefined
             ? [toTurnEnded(stream.turn)]
             : [toCheckpointMessage(stream.turn), toTurnEnded(stream.turn)],
         );
-        stream.end();
+        stream.end(ended === null ? undefined : (toEndedTurnError(ended.end) ?? undefined));
       } else if (binding.requestID !== undefined) {
         log.info(
           { conversation: stream.conversationID, request: requestID },

@@ -7,6 +7,7 @@
 export { toForceBackground } from "./background-shell.ts";
 export { type BidiAppend, fromBidiAppendRequest } from "./bidi-append.ts";
 export { toCheckpointMessage } from "./checkpoint.ts";
+export { type ImportedHistory, toImportedHistory } from "./checkpoint-import.ts";
 export { toLastTurnOrigin } from "./checkpoint-origin.ts";
 export { type ClientEvent, fromClientMessage } from "./client-message.ts";
 export { joinDeltas } from "./coalesce-deltas.ts";
@@ -61,7 +62,7 @@ export type {
   SubagentOutcome,
   WebOffer,
 } from "./tools/server-work.ts";
-export { toTurnEnd, toTurnEnded } from "./turn-end.ts";
+export { toEndedTurnError, toTurnEnd, toTurnEnded } from "./turn-end.ts";
 export {
   addUsage,
   type CustomSubagentDefinition,

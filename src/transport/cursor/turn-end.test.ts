@@ -6,7 +6,7 @@ import type { AgentServerMessage } from "./gen/agent/v1/agent_stream_pb.js";
 import { ErrorDetails_Error, ErrorDetailsSchema } from "./gen/aiserver/v1/error_details_pb.js";
 import { callClient, T0, turnState } from "./testing.ts";
 import { startToolCall } from "./tool-session.ts";
-import { toTurnEnd } from "./turn-end.ts";
+import { toEndedTurnError, toTurnEnd } from "./turn-end.ts";
 import { ZERO_USAGE } from "./turn-state.ts";
 
 function kinds(messages: readonly AgentServerMessage[]): string[] {
@@ -82,4 +82,18 @@ test("canceled: abort the running exec, close the call, checkpoint, turn_ended, 
 test("canceled with no tool running sends no abort", () => {
   const end = toTurnEnd(turnState(), { type: "canceled", reason: "x" }, { at: T0 });
   assert.deepEqual(kinds(end.messages), ["conversationCheckpointUpdate", "turnEnded"]);
+});
+
+test("a stream that comes to a failed turn late gets its error, never marked retryable", () => {
+  const late = toEndedTurnError({
+    type: "failed",
+    message: "429 Too Many Requests",
+    provider: "openai",
+  });
+  assert.equal(late?.code, Code.Unavailable);
+  const [details] = late?.findDetails(ErrorDetailsSchema) ?? [];
+  assert.equal(details?.error, ErrorDetails_Error.PROVIDER_ERROR);
+  assert.match(details?.details?.detail ?? "", /429/);
+  assert.equal(details?.details?.isRetryable, false);
+  assert.equal(toEndedTurnError({ type: "final" }), null);
 });

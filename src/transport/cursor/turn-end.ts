@@ -14,7 +14,13 @@
  */
 import type { ConnectError } from "@connectrpc/connect";
 import { BUDGET_REACHED_PREFIX, isBudgetRefusal } from "../../llm/index.ts";
-import type { CanceledCommand, FailedCommand, FinalCommand } from "../../loop/types.ts";
+import type {
+  AssistantMessage,
+  CanceledCommand,
+  FailedCommand,
+  FinalCommand,
+  TurnEndRecord,
+} from "../../loop/types.ts";
 import { toCheckpointMessage } from "./checkpoint.ts";
 import type { AgentServerMessage } from "./gen/agent/v1/agent_stream_pb.js";
 import { toUpdateMessage } from "./server-message.ts";
@@ -37,18 +43,12 @@ export function toTurnEnd(
   switch (command.type) {
     case "final":
       return { state, messages: [toCheckpointMessage(state), toTurnEnded(state)], error: null };
-    case "failed": {
-      const detail = command.message.errorMessage ?? "the model call failed";
+    case "failed":
       return {
         state,
         messages: [toCheckpointMessage(state), toTurnEnded(state)],
-        error: toConnectError(
-          isBudgetRefusal(command.message)
-            ? { kind: "budget", detail: detail.slice(BUDGET_REACHED_PREFIX.length) }
-            : classifyProviderError(detail),
-        ),
+        error: toFailedError(command.message),
       };
-    }
     case "canceled": {
       const aborted = abortToolCalls(state, context.at, "canceled by the user");
       return {
@@ -58,10 +58,50 @@ export function toTurnEnd(
           toCheckpointMessage(aborted.state),
           toTurnEnded(aborted.state),
         ],
-        error: toConnectError({ kind: "canceled", detail: command.reason }),
+        error: toCanceledError(command.reason),
       };
     }
   }
+}
+
+/**
+ * The error a stream ends with when it comes to a turn that had already ended (a reconnect after
+ * a restart, a resume request): the one the turn's own stream ended with, made from the turn's
+ * record (loop/turn-record.ts), except that it is never marked retryable — the turn is over, and
+ * replaying this request cannot run it again; null for a normal end.
+ */
+export function toEndedTurnError(end: TurnEndRecord): ConnectError | null {
+  switch (end.type) {
+    case "final":
+      return null;
+    case "failed":
+      return toFailedError(
+        {
+          ...(end.message === undefined ? {} : { errorMessage: end.message }),
+          provider: end.provider ?? "",
+        },
+        { replayable: false },
+      );
+    case "canceled":
+      return toCanceledError(end.reason);
+  }
+}
+
+function toFailedError(
+  message: Pick<AssistantMessage, "provider" | "errorMessage">,
+  options: { readonly replayable: boolean } = { replayable: true },
+): ConnectError {
+  const detail = message.errorMessage ?? "the model call failed";
+  return toConnectError(
+    isBudgetRefusal(message)
+      ? { kind: "budget", detail: detail.slice(BUDGET_REACHED_PREFIX.length) }
+      : classifyProviderError(detail),
+    options,
+  );
+}
+
+function toCanceledError(reason: string): ConnectError {
+  return toConnectError({ kind: "canceled", detail: reason });
 }
 
 export function toTurnEnded(state: TurnState): AgentServerMessage {

@@ -91,7 +91,12 @@ export interface StreamingToolCall {
 
 export interface TurnState {
   readonly conversationID: string;
-  /** The request id of this turn's stream (recorded in the turn structure). */
+  /**
+   * The client's id of this turn, recorded in the turn structure of its checkpoints: the request
+   * id of the run request that started it. A stream that carries a turn it did not start (a
+   * resume request, a stream picked up after a restart) takes it from the turn's record
+   * (loop/turn-record.ts) once the runner gives it the turn; its own id until then.
+   */
   readonly requestID: string;
   readonly mode: Mode;
   /** The wire mode recorded in checkpoints (the client's own value, e.g. CUSTOM, is kept). */

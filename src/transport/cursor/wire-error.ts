@@ -301,13 +301,20 @@ export function classifyProviderError(errorMessage: string): WireFailure {
   return { kind, detail };
 }
 
-export function toConnectError(failure: WireFailure): ConnectError {
+/**
+ * `replayable: false` clears `is_retryable` whatever the kind: for an error about a turn that is
+ * already over (a stream that comes to it late), which a replay of the same request cannot change.
+ */
+export function toConnectError(
+  failure: WireFailure,
+  options: { readonly replayable: boolean } = { replayable: true },
+): ConnectError {
   const title = TITLES[failure.kind];
   const detail = redactSecrets(failure.detail);
   return withDetails(detail === "" ? title : `${title}: ${detail}`, failure.kind, {
     title,
     detail,
-    isRetryable: isRetryable(failure.kind),
+    isRetryable: options.replayable && isRetryable(failure.kind),
     isExpected: failure.kind !== "internal",
   });
 }

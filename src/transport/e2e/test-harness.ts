@@ -15,7 +15,7 @@ import { type FakeProvider, startFakeProvider } from "../../llm/testing/fake-pro
 import { createRunner } from "../../runner/runner.ts";
 import type { Runner } from "../../runner/types.ts";
 import { createMemoryStore, openSqliteStore, type Store } from "../../store/index.ts";
-import { AgentService } from "../cursor/index.ts";
+import { type AgentServerMessage, AgentService } from "../cursor/index.ts";
 import { createRecordingLog, type LogLine, logModelSwitches, logRunnerErrors } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, type Server, type ServerOptions, startServer } from "../server.ts";
 import {
@@ -257,22 +257,25 @@ export async function startServerProcess(settings: {
 
 /**
  * Reads a RunSSE for `requestId` to its end with a plain Connect client: the kinds of the messages,
- * and the error it ended with (the server's RunSSE in Connect's framing: `runSseContentType`).
+ * the messages, and the error it ended with (the server's RunSSE in Connect's framing:
+ * `runSseContentType`).
  */
 export async function readRunSse(
   harness: Harness,
   requestId: string,
-): Promise<{ kinds: string[]; error: ConnectError | undefined }> {
+): Promise<{ kinds: string[]; messages: AgentServerMessage[]; error: ConnectError | undefined }> {
   const kinds: string[] = [];
+  const messages: AgentServerMessage[] = [];
   try {
     for await (const message of createClient(
       AgentService,
       createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" }),
     ).runSSE({ requestId }, { headers: {}, timeoutMs: 20_000 })) {
       kinds.push(message.message.case ?? "");
+      messages.push(message);
     }
-    return { kinds, error: undefined };
+    return { kinds, messages, error: undefined };
   } catch (error) {
-    return { kinds, error: ConnectError.from(error) };
+    return { kinds, messages, error: ConnectError.from(error) };
   }
 }

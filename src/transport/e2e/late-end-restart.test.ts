@@ -1,0 +1,149 @@
+/**
+ * A turn that ended badly (the provider failed it, or the user canceled it) ends the same way for
+ * a client that comes back to it late: its RunSSE reconnect after a restart (the server picks the
+ * stream up from its saved run request) or a resume request. The turn's record keeps how it
+ * ended (loop/turn-record.ts), so the late stream gets the error the turn's own stream got
+ * (docs/wire-errors.md), not a normal end that reads as success.
+ */
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, test } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { Code, type ConnectError } from "@connectrpc/connect";
+import type { AgentServerMessage } from "../cursor/gen/agent/v1/agent_stream_pb.js";
+import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
+import { ErrorDetailsSchema } from "../cursor/gen/aiserver/v1/error_details_pb.js";
+import { createGate, type Harness, MODEL, readRunSse, startHarness } from "./test-harness.ts";
+
+/** What the client sees of an error: code, message and the ErrorDetails it renders. */
+function shown(error: ConnectError | undefined) {
+  if (error === undefined) return undefined;
+  const details = error.findDetails(ErrorDetailsSchema)[0];
+  return {
+    code: error.code,
+    message: error.rawMessage,
+    details:
+      details === undefined
+        ? undefined
+        : {
+            error: details.error,
+            title: details.details?.title,
+            detail: details.details?.detail,
+            isRetryable: details.details?.isRetryable,
+          },
+  };
+}
+
+function isTurnEnded(message: AgentServerMessage): boolean {
+  return (
+    message.message.case === "interactionUpdate" &&
+    message.message.value.message.case === "turnEnded"
+  );
+}
+
+/** A provider error that is not retried (400): the turn fails at once. */
+const REFUSED = {
+  type: "status",
+  status: 400,
+  body: '{"error":{"message":"Invalid request: this model refuses the prompt","type":"invalid_request_error"}}',
+} as const;
+
+describe("a late stream of a turn that ended badly, after a restart", () => {
+  let harness: Harness;
+  afterEach(async () => harness.close());
+
+  test("a failed turn (provider error): the RunSSE reconnect ends with the turn's error", {
+    timeout: 60_000,
+  }, async () => {
+    harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
+    harness.provider.reply(REFUSED);
+    const client = harness.client();
+    const first = client.startTurn({
+      conversationId: "late-end-failed",
+      text: "Hello",
+      modelId: MODEL,
+    });
+    const result = await first.done;
+    assert.equal(result.error?.code, Code.Unavailable, String(result.error));
+    assert.ok(shown(result.error)?.details !== undefined);
+
+    await harness.restart(); // SIGKILL
+    const late = await readRunSse(harness, first.requestId);
+    assert.deepEqual(shown(late.error), shown(result.error));
+    assert.deepEqual(late.kinds, ["conversationCheckpointUpdate", "interactionUpdate"]);
+  });
+
+  test("a canceled turn: the RunSSE reconnect ends canceled, as the turn's stream did", {
+    timeout: 60_000,
+  }, async () => {
+    harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
+    writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
+    harness.reply({
+      text: "Reading.",
+      toolCalls: [{ id: "call_read", name: "read_file", arguments: { path: "notes.txt" } }],
+    });
+    // The client holds the tool's answer; the user cancels meanwhile.
+    const gate = createGate();
+    const client = harness.client({
+      onExec: async () => {
+        await gate.promise;
+        return undefined;
+      },
+    });
+    try {
+      const first = client.startTurn({
+        conversationId: "late-end-canceled",
+        text: "What do my notes say?",
+        modelId: MODEL,
+      });
+      await first.waitFor((m) => m.message.case === "execServerMessage");
+      await first.cancel("stop, I changed my mind");
+      await first.waitFor((m) => m.message.case === "interactionUpdate" && isTurnEnded(m));
+      gate.open(); // the client finishes its exec (its answer is refused: the turn is over)
+      const result = await first.done;
+      assert.equal(result.error?.code, Code.Canceled, String(result.error));
+      assert.equal(
+        (await harness.store.load("late-end-canceled"))?.state.status,
+        "canceled",
+        "the cancel is committed before the restart",
+      );
+
+      await harness.restart(); // SIGKILL
+      const late = await readRunSse(harness, first.requestId);
+      assert.deepEqual(shown(late.error), shown(result.error));
+      assert.deepEqual(late.kinds, ["conversationCheckpointUpdate", "interactionUpdate"]);
+    } finally {
+      gate.open();
+    }
+  });
+});
+
+describe("a resume request after a turn that failed", () => {
+  let harness: Harness;
+  afterEach(async () => harness.close());
+
+  test("ends with the turn's error, without a checkpoint", { timeout: 30_000 }, async () => {
+    harness = await startHarness({ mode: "in-process" });
+    harness.provider.reply(REFUSED);
+    const client = harness.client();
+    const conversationId = "late-end-resume";
+    const first = await client.startTurn({ conversationId, text: "Hello", modelId: MODEL }).done;
+    assert.equal(first.error?.code, Code.Unavailable, String(first.error));
+    const resumed = await client.startTurn(
+      client.runRequest({
+        conversationId,
+        text: "",
+        modelId: MODEL,
+        edit: (request) => {
+          request.action = create(ConversationActionSchema, {
+            action: { case: "resumeAction", value: {} },
+          });
+        },
+      }),
+    ).done;
+    assert.deepEqual(shown(resumed.error), shown(first.error));
+    assert.equal(resumed.view.checkpoints, 0);
+    assert.ok(resumed.view.kinds.includes("turnEnded"));
+  });
+});
