@@ -15,7 +15,8 @@
  *   directly, once the server has served a few dozen turns (the first ones, while V8 still runs
  *   unoptimised code, are printed apart); also for an IDE-sized turn start: every run request
  *   after the first few of an IDE conversation carries the client's checkpoint (up to 512 KiB),
- *   as hex in BidiAppend's `data` (turn-kit.ts `ideCheckpoint`, 300 KB);
+ *   as hex in BidiAppend's `data` (turn-kit.ts `ideCheckpoint`, 300 KB), here the second turn of
+ *   a conversation (its model request: the first turn's two messages more than the direct one);
  * - latency and ttft are measured twice: with the client in this process (the server's event
  *   loop also runs the client's decoding), and with the client in a process of its own
  *   (turn-client.ts), as Cursor's clients are. The latter is also set against the direct call
@@ -293,9 +294,10 @@ async function inProcess(provider: BenchProvider): Promise<void> {
       for (let round = 0; round < turns; round += 1) {
         times.server.push(firstAfter(await throughServer()));
         times.apart.push(firstAfter(await throughClientProcess()));
-        times.ide.push(firstAfter(await throughClientProcess(true)));
         times.base.push(firstAfter(await direct()));
         times.baseApart.push(firstAfter(await directInClientProcess()));
+        // Last: the direct calls above send the request of a first turn, as before.
+        times.ide.push(firstAfter(await throughClientProcess(true)));
       }
       return times;
     };

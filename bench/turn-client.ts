@@ -7,11 +7,14 @@
  * For every line `<url>` on stdin it runs one turn (turn-kit.ts `runTurn`) and prints
  * `TURN <json>`: when the turn started and when each text delta's chunk indexes arrived, in epoch
  * milliseconds (`performance.timeOrigin + now`, comparable with the provider's process on one
- * machine). A line `IDE <url>` runs the turn with an IDE-sized checkpoint in its run request
- * (turn-kit.ts `ideCheckpoint`, made once). For a line `DIRECT <json>` (`DirectCall`) it makes the same model call with the LLM
+ * machine). A line `IDE <url>` runs a later turn of a conversation, whose run request carries an
+ * IDE-sized checkpoint (turn-kit.ts `ideCheckpoint`): a first turn of a new conversation, not
+ * timed, then the timed one with the checkpoint that ends in that first turn. For a line
+ * `DIRECT <json>` (`DirectCall`) it makes the same model call with the LLM
  * layer directly, no server, and prints its times the same way: the baseline of a client that
  * is a process of its own and talks to the provider itself. It exits when stdin closes.
  */
+import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 import type { LLM, LLMCall } from "../src/llm/index.ts";
 import type { ConversationStateStructure } from "../src/transport/cursor/gen/agent/v1/conversation_state_pb.js";
@@ -22,6 +25,7 @@ import {
   indexesOf,
   runDirect,
   runTurn,
+  type TurnOptions,
 } from "./turn-kit.ts";
 
 /** A `DIRECT` line: the provider's address and the request the server's model call made. */
@@ -40,34 +44,36 @@ export interface TurnTimes {
 
 const epoch = (at: number) => performance.timeOrigin + at;
 
-/** The checkpoint of `IDE` turns, made at the first. */
-let checkpoint: ConversationStateStructure | undefined;
-const ideSized = (): ConversationStateStructure => {
-  checkpoint ??= ideCheckpoint();
-  return checkpoint;
-};
-
 /** One LLM layer per provider address, made once: as the server keeps its own. */
 const direct = new Map<string, LLM>();
 
 for await (const line of createInterface({ input: process.stdin })) {
-  const ide = line.startsWith("IDE ");
-  const { received, calledAt } = line.startsWith("DIRECT ")
-    ? await callDirectly(JSON.parse(line.slice(7)) as DirectCall)
-    : ide
-      ? await turn(line.slice(4), ideSized())
-      : await turn(line);
+  let checkpoint: ConversationStateStructure | undefined;
+  let times: { received: number[]; calledAt: number };
+  if (line.startsWith("DIRECT ")) {
+    times = await callDirectly(JSON.parse(line.slice(7)) as DirectCall);
+  } else if (line.startsWith("IDE ")) {
+    const url = line.slice(4);
+    const conversationId = randomUUID();
+    const first = randomUUID();
+    await turn(url, { conversationId, requestId: first });
+    checkpoint = ideCheckpoint(first);
+    times = await turn(url, { conversationId, checkpoint });
+  } else {
+    times = await turn(line);
+  }
+  const { received, calledAt } = times;
   const result: TurnTimes = {
     sentAt: epoch(calledAt),
     received: Array.from(received, (at) => (at === undefined ? null : epoch(at))),
-    ...(ide ? { encodeMs: appendEncodingMs(ideSized()) } : {}),
+    ...(checkpoint === undefined ? {} : { encodeMs: appendEncodingMs(checkpoint) }),
   };
   process.stdout.write(`TURN ${JSON.stringify(result)}\n`);
 }
 
 async function turn(
   url: string,
-  checkpoint?: ConversationStateStructure,
+  options: TurnOptions = {},
 ): Promise<{ received: number[]; calledAt: number }> {
   const texts: string[] = [];
   const times: number[] = [];
@@ -79,7 +85,7 @@ async function turn(
     },
     undefined,
     undefined,
-    checkpoint,
+    options,
   );
   const received: number[] = [];
   texts.forEach((text, i) => {
