@@ -6,6 +6,7 @@ import fc from "fast-check";
 import { fromBidiAppendRequest } from "./bidi-append.ts";
 import { createBidiAppendReader } from "./bidi-append-reader.ts";
 import { AgentClientMessageSchema } from "./gen/agent/v1/agent_stream_pb.js";
+import { ConversationStateStructureSchema } from "./gen/agent/v1/conversation_state_pb.js";
 import {
   type BidiAppendRequest,
   BidiAppendRequestSchema,
@@ -184,4 +185,42 @@ test("any body, cut anywhere, decodes as the whole body does", () => {
     }),
     { numRuns: 600 },
   );
+});
+
+test("a large message decodes the same in chunks of any size (its buffer grows as they come)", () => {
+  const large = toBinary(
+    AgentClientMessageSchema,
+    create(AgentClientMessageSchema, {
+      message: {
+        case: "runRequest",
+        value: ideRunRequest((request) => {
+          request.conversationState = create(ConversationStateStructureSchema, {
+            turns: Array.from({ length: 8 }, (_, turn) => new Uint8Array(40_000).fill(turn)),
+          });
+        }),
+      },
+    }),
+  );
+  const bytes = body({ data: Buffer.from(large).toString("hex"), requestId: REQUEST_ID });
+  for (const step of [1_000, 4_097, 65_536, 200_001]) {
+    const cuts = Array.from({ length: Math.ceil(bytes.length / step) }, (_, i) => i * step);
+    assert.equal(same(bytes, cuts), "decoded", `chunks of ${step}`);
+  }
+  const decoded = read(bytes, [70_000, 300_000]).decoded;
+  assert.ok(decoded?.ok);
+  assert.deepEqual(
+    toBinary(AgentClientMessageSchema, decoded.value.message),
+    toBinary(AgentClientMessageSchema, fromBinary(AgentClientMessageSchema, large)),
+  );
+});
+
+test("a body that announces a large message allocates for what arrived, not what it claims", () => {
+  const announced = new BinaryWriter().tag(1, WireType.LengthDelimited).uint32(30_000_000).finish();
+  const reader = createBidiAppendReader();
+  const before = process.memoryUsage().arrayBuffers;
+  reader.push(Buffer.concat([announced, Buffer.from("0a0b0c0d")]));
+  const grown = process.memoryUsage().arrayBuffers - before;
+  assert.ok(grown < 1024 * 1024, `${grown} bytes for four digits`);
+  // And it is decoded whole (it ends early: Connect's error, as before).
+  assert.equal(reader.end().type, "body");
 });

@@ -35,6 +35,9 @@ const MAX_LENGTH_BYTES = 5;
  */
 const PIECE_BYTES = 64 * 1024;
 
+/** The first size of the message's buffer (bytes), unless the message is smaller. */
+const MIN_CAPACITY = 64 * 1024;
+
 /** A hex digit's value by character code; -1 for every other byte (a digit split by a chunk). */
 const HEX_VALUE = new Int8Array(256).fill(-1);
 for (let digit = 0; digit < 10; digit += 1) HEX_VALUE[0x30 + digit] = digit;
@@ -72,6 +75,8 @@ export function createBidiAppendReader(
   let head = 0;
   let headBytes = 0;
   let length = 0;
+  /** The message's size, as `data`'s length says. */
+  let total = 0;
   let message = new Uint8Array(0);
   /** Bytes of `message` decoded so far. */
   let written = 0;
@@ -84,8 +89,25 @@ export function createBidiAppendReader(
   /** `message` as a Buffer (the same memory), to write the decoded digits into. */
   let target = Buffer.alloc(0);
 
+  /**
+   * Room for `count` more bytes. The buffer grows with what has arrived (up to 4× it, at least
+   * `MIN_CAPACITY`), not to what `data`'s length claims: a body that announces 30 MB and sends
+   * ten bytes costs what the ten bytes do, as when the body was joined first.
+   */
+  const reserve = (count: number): void => {
+    if (written + count <= message.length) return;
+    const grown = new Uint8Array(
+      Math.min(total, Math.max(MIN_CAPACITY, 4 * (written + count), 2 * message.length)),
+    );
+    grown.set(message.subarray(0, written));
+    message = grown;
+    target = Buffer.from(grown.buffer, grown.byteOffset, grown.length);
+  };
+
   /** Decodes `chunk[from, to)`, digits of `data`; false if one is not a hex digit. */
   const decode = (chunk: Uint8Array, from: number, to: number): boolean => {
+    const completes = pending >= 0 && to > from ? 1 : 0;
+    reserve(completes + ((to - from - completes) >> 1));
     let at = from;
     if (pending >= 0) {
       const low = HEX_VALUE[chunk[at] as number] as number;
@@ -135,8 +157,7 @@ export function createBidiAppendReader(
         state = "other";
         return;
       }
-      message = new Uint8Array(length / 2);
-      target = Buffer.from(message.buffer, message.byteOffset, message.length);
+      total = length / 2;
       state = "data";
     }
     if (state === "data" && at < chunk.length) {
@@ -166,7 +187,7 @@ export function createBidiAppendReader(
     },
     joined,
     end() {
-      if (state !== "tail") return { type: "body", body: joined() };
+      if (state !== "tail" || written !== total) return { type: "body", body: joined() };
       const request = readTail(chunks, tailChunk, tailOffset);
       return request === null
         ? { type: "body", body: joined() }
