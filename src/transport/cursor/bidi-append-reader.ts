@@ -92,7 +92,8 @@ export function createBidiAppendReader(
   /**
    * Room for `count` more bytes. The buffer grows with what has arrived (up to 4× it, at least
    * `MIN_CAPACITY`), not to what `data`'s length claims: a body that announces 30 MB and sends
-   * ten bytes costs what the ten bytes do, as when the body was joined first.
+   * ten bytes costs at most `MIN_CAPACITY`, not 15 MB (joining the body first cost only its
+   * bytes).
    */
   const reserve = (count: number): void => {
     if (written + count <= message.length) return;
