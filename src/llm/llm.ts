@@ -252,7 +252,7 @@ function streamProvider(
     ...(config.thinking === "off" ? {} : { reasoning: config.thinking }),
     // Prompt caching on, with explicit values so no environment variable changes it.
     cacheRetention: "short",
-    sessionId: toPromptCacheKey(call.conversationID),
+    sessionId: toPromptCacheKey(call.cacheKeyFrom ?? call.conversationID),
     disableContinuation: true,
     maxRetries: 0,
     identity: { userAgent: { custom: USER_AGENT } },

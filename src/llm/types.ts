@@ -141,8 +141,13 @@ export interface LLMCall {
   /** The configured model name. */
   readonly model: string;
   readonly request: RequestMessages;
-  /** Derives the provider prompt-cache key, stable across the conversation's calls. */
+  /** The conversation the call is made for (team mode: whose owner pays). */
   readonly conversationID: string;
+  /**
+   * Derives the provider prompt-cache key, stable across the conversation's calls: the
+   * conversation's state `cacheKeyFrom` (a copy keeps its source's key), else `conversationID`.
+   */
+  readonly cacheKeyFrom?: string;
   /** The client's choices for this call: thinking, effort, max mode (model-options.ts). */
   readonly options?: ModelOptions;
   /** Aborting it aborts the call, like `LLMStream.abort()`. */

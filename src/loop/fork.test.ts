@@ -174,8 +174,10 @@ const rows: Record<string, () => void> = {
   },
   F8() {
     // The fork's first turn: the copied turns and the new message, nothing later; its request's
-    // messages begin with the source's own (the same provider prompt prefix: caches hit). It is
-    // recorded after the copied turns, so a rewind in the fork (to a copied turn) is a branch.
+    // messages begin with the source's own (the same provider prompt prefix), and it keeps the
+    // source's prompt-cache key (`cacheKeyFrom`), through its turns; the copied messages are
+    // marked (`copied`: not its model calls). It is recorded after the copied turns, so a rewind
+    // in the fork (to a copied turn) is a branch.
     const source = given(turns(3)).state.committed;
     const step = forkAndStart(source, 2, 4);
     const command = step.command;
@@ -185,6 +187,7 @@ const rows: Record<string, () => void> = {
     assert.equal(sent.length, 5);
     assert.equal(sent.at(-1)?.content, "message 4");
     const forked = step.state.committed;
+    assert.deepEqual([forked.cacheKeyFrom, forked.copied], [CONVERSATION_ID, 4]);
     assert.deepEqual(
       forked.turnStarts?.map((s) => [s.turn, s.at, s.origin]),
       [
@@ -325,6 +328,40 @@ const rows: Record<string, () => void> = {
       afterTurn: 1,
       dropped: 4,
     });
+  },
+  F13() {
+    // The client names the turn by a resume request's id (a window reload while it ran), which the
+    // records do not hold; the binding of that id names the turn it took over.
+    const resumed = (state: ConversationState, boundTurnID: string | null): ForkSource => ({
+      type: "known",
+      state,
+      boundTurnID,
+    });
+    const ended = given(turns(3)).state.committed;
+    assert.deepEqual(toFork(empty, "q2", resumed(ended, "t2")), {
+      type: "fork",
+      from: CONVERSATION_ID,
+      afterTurn: 2,
+      messages: 4,
+    });
+    const running = given(turns(2), startOf(3)).state.committed;
+    assert.deepEqual(toFork(empty, "q3", resumed(running, "t3")), {
+      type: "fork",
+      from: CONVERSATION_ID,
+      afterTurn: 2,
+      messages: 4,
+    });
+    for (const bound of ["t9", null]) {
+      assert.deepEqual(toFork(empty, "q2", resumed(ended, bound)), {
+        type: "none",
+        reason: "unknown_origin",
+      });
+    }
+    // The records decide when they know the id.
+    assert.equal(
+      (toFork(empty, origin(1), resumed(ended, "t3")) as { afterTurn?: number }).afterTurn,
+      1,
+    );
   },
 };
 

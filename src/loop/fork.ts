@@ -17,7 +17,7 @@
  * `toImportState`).
  */
 import { hashHistory } from "./history-hash.ts";
-import { toTurnID } from "./ids.ts";
+import { toTurnID, toTurnNumber } from "./ids.ts";
 import { MAX_TURN_STARTS } from "./rewind.ts";
 import { isIdle } from "./state.ts";
 import type { ConversationState, Message, TurnStartRecord } from "./types.ts";
@@ -43,7 +43,17 @@ export type ForkSource =
   | { readonly type: "unknown"; readonly imported: readonly ImportedTurn[] }
   /** Another user's (team mode): never copied, never read. */
   | { readonly type: "not_visible"; readonly conversationID: string }
-  | { readonly type: "known"; readonly state: ConversationState };
+  | {
+      readonly type: "known";
+      readonly state: ConversationState;
+      /**
+       * The turn the binding of the client's last turn's request id names (the store's
+       * `RequestStream.turnID`), when one was saved. It decides when the source's turn records
+       * do not know that id: a resume request (a window reload while the turn ran) took the turn
+       * over, and the client's checkpoints name the turn by the resume request's id.
+       */
+      readonly boundTurnID?: string | null;
+    };
 
 /** Why a start on a new conversation copies nothing. */
 export type NoForkReason =
@@ -90,8 +100,10 @@ const none = (reason: NoForkReason): ForkDecision => ({ type: "none", reason });
  * - `target` has turns: no fork (its own history is used; rewinds are rewind.ts').
  * - No conversation here ran it: the client's own turns (`imported`) become the history, when
  *   any could be read (a chat started on Cursor's own backend, or a wiped store).
- * - The source ran the client's last turn k (its records know it): copy up to the end of turn k
- *   when turn k has ended (a later turn of the source may run: what it adds is not copied). When
+ * - The source ran the client's last turn k (its records know it; or, when they do not, the
+ *   binding of its request id names turn k: a resume request that took the turn over): copy up
+ *   to the end of turn k when turn k has ended (a later turn of the source may run: what it adds
+ *   is not copied). When
  *   turn k is the source's last and still runs (the user forked a chat with a turn in progress),
  *   its messages so far are no consistent history (a tool call without its result): copy up to
  *   the end of turn k − 1, the last turn the source completed; the model does not see turn k.
@@ -114,8 +126,10 @@ export function toFork(
   if (source.type === "not_visible") return none("not_visible");
   const { state } = source;
   const starts = state.turnStarts ?? [];
-  const turn = starts.find((start) => start.origin === lastTurnOrigin)?.turn;
-  if (turn === undefined) return none("unknown_origin");
+  const turn =
+    starts.find((start) => start.origin === lastTurnOrigin)?.turn ??
+    toTurnNumber(source.boundTurnID ?? "");
+  if (turn === null || turn > state.turnCount) return none("unknown_origin");
   const running = turn === state.turnCount && !isIdle(state.status);
   const afterTurn = running ? turn - 1 : turn;
   const cut =
@@ -132,7 +146,9 @@ export function toFork(
  * (`toFork` → `import`): each turn's messages in order, a turn record per turn (its origin, so the
  * client's next start is a continuation and an edit of an imported turn is a rewind), the newest
  * `MAX_TURN_STARTS` kept; idle after the last turn; nothing seen of the context (the next turn
- * shows it); no settings (the start brings them). `lastCommitID` is `inputID`.
+ * shows it); no settings (the start brings them); the messages marked `copied` (no model call
+ * here made them). Its own prompt-cache key (no request of ours ever began with this history).
+ * `lastCommitID` is `inputID`.
  */
 export function toImportState(
   conversationID: string,
@@ -165,5 +181,6 @@ export function toImportState(
     failure: null,
     lastCommitID: inputID,
     ...(turnStarts.length === 0 ? {} : { turnStarts }),
+    ...(messages.length === 0 ? {} : { copied: messages.length }),
   };
 }

@@ -11,6 +11,12 @@ export function toTurnID(turnNumber: number): string {
   return `t${turnNumber}`;
 }
 
+/** The turn number of a turn id (`toTurnID`), or null when `turnID` is not one. */
+export function toTurnNumber(turnID: string): number | null {
+  const turn = /^t([1-9][0-9]*)$/.exec(turnID);
+  return turn === null ? null : Number(turn[1]);
+}
+
 /** The id of model call `step` (0-based) of a turn. */
 export function toCallID(conversationID: string, turnID: string, step: number): string {
   return `${part(conversationID)}:${part(turnID)}:c${step}`;
@@ -22,9 +28,7 @@ export function toCallID(conversationID: string, turnID: string, step: number): 
  */
 export function toTurnNumberOfCall(callID: string): number | null {
   const parts = callID.split(":");
-  if (parts.length !== 3) return null;
-  const turn = /^t([1-9][0-9]*)$/.exec(decodeURIComponent(parts[1] as string));
-  return turn === null ? null : Number(turn[1]);
+  return parts.length === 3 ? toTurnNumber(decodeURIComponent(parts[1] as string)) : null;
 }
 
 /**

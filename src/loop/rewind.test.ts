@@ -189,6 +189,10 @@ const rows: Record<string, () => void> = {
     assert.equal(branch.route, undefined);
     assert.equal(branch.settings, source.settings);
     assert.deepEqual(branch.turnStarts, source.turnStarts?.slice(0, 1));
+    // The kept messages are marked copied (the dashboard: not the branch's calls); the branch
+    // keeps the source's prompt-cache key, and a branch of it the same.
+    assert.deepEqual([branch.copied, branch.cacheKeyFrom], [2, CONVERSATION_ID]);
+    assert.equal(toBranchState(branch, 1, "b2", "i2").cacheKeyFrom, CONVERSATION_ID);
     // To nothing: the first state of a conversation, with the settings kept.
     const empty = toBranchState(given(turns(2), startOf(3)).state.committed, 0, "b", "i");
     assert.deepEqual(

@@ -138,7 +138,8 @@ export function toRewind(state: ConversationState, hint: RewindHint): RewindDeci
  * model has seen of the context (`context`) is what the kept messages show of it (`toSeenIn`).
  * The sticky model (`route`) is
  * dropped: the next turn runs on the model it asks for. `lastCommitID` is `inputID`, the
- * branch's own commit. Throws when `afterTurn` is not a turn `toRewind` could have chosen.
+ * branch's own commit. The messages are marked `copied` (not the branch's model calls), and the
+ * branch keeps the source's prompt-cache key (`cacheKeyFrom`). Throws when `afterTurn` is not a turn `toRewind` could have chosen.
  */
 export function toBranchState(
   source: ConversationState,
@@ -188,6 +189,8 @@ export function toBranchState(
     lastCommitID: inputID,
     ...(source.parent === undefined ? {} : { parent: source.parent }),
     ...(turnStarts.length === 0 ? {} : { turnStarts }),
+    ...(messages.length === 0 ? {} : { copied: messages.length }),
+    cacheKeyFrom: source.cacheKeyFrom ?? source.conversationID,
   };
 }
 

@@ -361,6 +361,23 @@ export interface ConversationState {
    * states saved before rewinds existed: a rewind into turns without a record is not done.
    */
   readonly turnStarts?: readonly TurnStartRecord[];
+  /**
+   * How many of the first messages this conversation's own turns did not produce: copied from
+   * another conversation (a rewind's branch, a fork: rewind.ts `toBranchState`) or imported from
+   * the client (fork.ts `toImportState`). History like any other; the dashboard counts them as
+   * history, never as this conversation's model calls, tokens or cost (store/summaries.ts).
+   * Absent: none (and in every state saved before copies were marked).
+   */
+  readonly copied?: number;
+  /**
+   * The conversation whose provider prompt-cache key this one's model calls use (llm.ts
+   * `toPromptCacheKey`), when not its own: a copy (a rewind's branch, a fork) keeps its source's,
+   * and a copy of a copy the first source's, so the copy's first request, which begins with the
+   * source's history byte for byte, goes where the source's requests went (OpenAI routes by
+   * `prompt_cache_key` and prefix). Absent: its own id — every state saved before this field, so
+   * no existing conversation's key changes.
+   */
+  readonly cacheKeyFrom?: string;
 }
 
 /** A content block being streamed. */

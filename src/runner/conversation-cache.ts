@@ -51,6 +51,19 @@ export interface ConversationCache {
   values(): Iterable<Live>;
 }
 
+/**
+ * Whether the conversation has no work in this process: no client stream, model call or tool
+ * call. Only an idle entry is evicted.
+ */
+export function isIdleHere(entry: Live): boolean {
+  return (
+    entry.output === null &&
+    entry.calling === null &&
+    entry.stream === null &&
+    entry.tools.size === 0
+  );
+}
+
 /** Idle conversations kept in memory by default. */
 export const IDLE_CACHE_SIZE = 32;
 
@@ -60,19 +73,13 @@ export function createConversationCache(
 ): ConversationCache {
   const live = new Map<string, Live>();
 
-  const isIdle = (entry: Live): boolean =>
-    entry.output === null &&
-    entry.calling === null &&
-    entry.stream === null &&
-    entry.tools.size === 0;
-
   /** Drops the least recently used idle conversations beyond `idleLimit` (no copies: issue #19). */
   function evictIdle(): void {
     let idle = 0;
-    for (const entry of live.values()) if (isIdle(entry)) idle += 1;
+    for (const entry of live.values()) if (isIdleHere(entry)) idle += 1;
     for (const entry of live.values()) {
       if (idle <= idleLimit) return;
-      if (!isIdle(entry)) continue;
+      if (!isIdleHere(entry)) continue;
       live.delete(entry.conversationID);
       idle -= 1;
     }

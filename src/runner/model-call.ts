@@ -89,28 +89,33 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
 
   /** Opens the upstream stream of `command`; `beforeSend` gets its exact request. */
   const open = (
-    conversationID: string,
+    entry: Live,
     command: CallLLMCommand,
     replay: string | null,
     beforeSend: (exact: ExactRequest) => Promise<void>,
-  ): LLMStream => llm.stream(toLLMCall(conversationID, command, replay, beforeSend));
+  ): LLMStream => llm.stream(toLLMCall(entry, command, replay, beforeSend));
 
   const toLLMCall = (
-    conversationID: string,
+    entry: Live,
     command: CallLLMCommand,
     replay: string | null,
     beforeSend: (exact: ExactRequest) => Promise<void>,
-  ): LLMCall => ({
-    callID: command.callID,
-    model: command.model,
-    request: command.request,
-    conversationID,
-    ...(command.modelOptions === undefined ? {} : { options: command.modelOptions }),
-    // With a fallback left, one quick retry and then the next model (README "Model routing").
-    ...(command.fallbackLeft === true ? { maxAttempts: FAILOVER_ATTEMPTS } : {}),
-    ...(replay === null ? {} : { replay: { body: replay } }),
-    beforeSend,
-  });
+  ): LLMCall => {
+    // A copy keeps its source's prompt-cache key (loop/types.ts `cacheKeyFrom`).
+    const { cacheKeyFrom } = entry.state.committed;
+    return {
+      callID: command.callID,
+      model: command.model,
+      request: command.request,
+      conversationID: entry.conversationID,
+      ...(cacheKeyFrom === undefined ? {} : { cacheKeyFrom }),
+      ...(command.modelOptions === undefined ? {} : { options: command.modelOptions }),
+      // With a fallback left, one quick retry and then the next model (README "Model routing").
+      ...(command.fallbackLeft === true ? { maxAttempts: FAILOVER_ATTEMPTS } : {}),
+      ...(replay === null ? {} : { replay: { body: replay } }),
+      beforeSend,
+    };
+  };
 
   const prepare = async (
     entry: Live,
@@ -137,7 +142,7 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
     /** Whether the step's commit saves the call's row (else the call saves it, as before). */
     let inCommit = false;
     const stream = llm.stream({
-      ...toLLMCall(conversationID, command, null, async (exact) => {
+      ...toLLMCall(entry, command, null, async (exact) => {
         if (deciding) {
           pending = exact;
           seen(true);
@@ -226,7 +231,7 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       return held.stream;
     }
     const stream = open(
-      conversationID,
+      entry,
       command,
       saved?.request ?? null,
       // One write before the send: the row is saved already `streaming` (bytes may go up once

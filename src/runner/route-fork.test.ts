@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
-import { createLLM, createModelConfigs } from "../llm/index.ts";
+import { createLLM, createModelConfigs, toPromptCacheKey } from "../llm/index.ts";
 import { toChatCompletionSse } from "../llm/testing/chat-completions-sse.ts";
 import { type FakeProvider, startFakeProvider } from "../llm/testing/fake-provider.ts";
 import type { StartInput, ToolResultMessage } from "../loop/index.ts";
@@ -90,6 +90,8 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
   let asked: string[];
   /** Fails the commit of this input id once (a crash between the copy and the start). */
   let failOnce: string | null;
+  /** The provider API of the runner's model ("openai-chat" sends `prompt_cache_key`). */
+  let api: "openai-compatible" | "openai-chat";
   const reads = { load: 0, findRequestStream: 0, findNewestConversation: 0 };
   const resetReads = () => {
     reads.load = 0;
@@ -104,6 +106,7 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
     visible = () => true;
     asked = [];
     failOnce = null;
+    api = "openai-compatible";
     store = {
       ...real,
       load: (id) => {
@@ -128,14 +131,14 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
     } as Store;
     runner = makeRunner();
   });
-  const makeRunner = () =>
+  const makeRunner = (on: Store = store) =>
     createRunner({
-      store,
+      store: on,
       llm: createLLM({
         models: createModelConfigs([
           {
             name: "scripted",
-            api: "openai-compatible",
+            api,
             model: "scripted-model",
             baseUrl: provider.url,
             apiKey: "sk-test-key",
@@ -155,10 +158,15 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
   });
 
   /** Runs turn `n` on `conversationID` (the client showing `last`) to its answer. */
-  async function runTurn(conversationID: string, n: number, last: number | null) {
+  async function runTurn(
+    conversationID: string,
+    n: number,
+    last: number | null,
+    on: Runner = runner,
+  ) {
     provider.reply({ type: "sse", body: toChatCompletionSse({ text: `answer ${n}` }) });
     const output = createOutput();
-    const result = await runner.submit(conversationID, start(n), output, {
+    const result = await on.submit(conversationID, start(n), output, {
       requestID: `r${n}`,
       route: route(last),
     });
@@ -197,8 +205,9 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
       "answer 2",
       "message 4",
     ]);
-    // The fork path's reads: the new conversation, the binding, the source (cached here).
-    assert.deepEqual(reads, { load: 1, findRequestStream: 1, findNewestConversation: 0 });
+    // The fork path's reads: the new conversation, the binding, the source (cached here, idle:
+    // read again, another instance may have run its later turns).
+    assert.deepEqual(reads, { load: 2, findRequestStream: 1, findNewestConversation: 0 });
     assert.deepEqual(asked, [SOURCE]);
     const forked = await store.load(FORK);
     assert.equal(forked?.state.turnCount, 3);
@@ -232,6 +241,76 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
     const next = await runTurn(FORK, 5, 4);
     assert.deepEqual(next.result.routed, { conversationID: FORK, reason: "last_turn" });
     assert.equal(textsOf(next.body).length, 7);
+    assert.deepEqual(reads, { load: 0, findRequestStream: 0, findNewestConversation: 0 });
+  });
+
+  test("two instances: the source's last turn ran on the other one; the fork still copies it", async () => {
+    // This instance holds the source (idle) after turns 1-2; turn 3 runs on another instance on
+    // the same store, so the cached source here knows nothing of r3 (review-fork #1).
+    await sourceTurns(2);
+    const other = makeRunner();
+    try {
+      await runTurn(SOURCE, 3, 2, other);
+      resetReads();
+      const { result, body } = await runTurn(FORK, 4, 3);
+      assert.deepEqual(result.type === "applied" && result.routed, {
+        conversationID: FORK,
+        fork: { from: SOURCE, afterTurn: 3, messages: 6 },
+      });
+      assert.deepEqual(
+        textsOf(body).filter((text) => text.startsWith("message")),
+        ["message 1", "message 2", "message 3", "message 4"],
+      );
+      // The new conversation, the binding, and the source read again (idle here).
+      assert.deepEqual(reads, { load: 2, findRequestStream: 1, findNewestConversation: 0 });
+    } finally {
+      await other.shutdown();
+    }
+  });
+
+  test("the same first request on two instances at once: one copy, one start, the copy reported once", async () => {
+    await sourceTurns(2);
+    // Instance A commits the copy and stops there; B gets the same request meanwhile.
+    let copied!: () => void;
+    const copiedOnA = new Promise<void>((resolve) => {
+      copied = resolve;
+    });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const gated: Store = {
+      ...store,
+      commitInput: async (commit) => {
+        const result = await store.commitInput(commit);
+        if (commit.inputID === "r3:fork") {
+          copied();
+          await gate;
+        }
+        return result;
+      },
+    };
+    const a = makeRunner(gated);
+    try {
+      const onA = a.submit(FORK, start(3), createOutput(), { requestID: "r3", route: route(2) });
+      await copiedOnA;
+      // B finds the copy and runs the start on it.
+      const onB = await runTurn(FORK, 3, 2);
+      assert.deepEqual(onB.result.routed, { conversationID: FORK, reason: "last_turn" });
+      open();
+      // A's start is the duplicate, but A made the copy: it reports it (logged "fork applied").
+      const resultA = await onA;
+      assert.equal(resultA.type, "duplicate");
+      assert.deepEqual(resultA.routed, {
+        conversationID: FORK,
+        fork: { from: SOURCE, afterTurn: 2, messages: 4 },
+      });
+      const forked = await store.load(FORK);
+      assert.deepEqual([forked?.state.turnCount, forked?.state.messages.length], [3, 6]);
+    } finally {
+      open();
+      await a.shutdown();
+    }
   });
 
   test("a restart between the copy and the start: the replay runs on the copy, no second copy", async () => {
@@ -291,6 +370,109 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
     );
     // The source's turn goes on: a fork does not cancel it.
     assert.equal((await store.load(SOURCE))?.state.status, "waiting_client");
+  });
+
+  test("a fork, a fork of it and a rewind's branch send the source's prompt-cache key", async () => {
+    api = "openai-chat";
+    await runner.shutdown();
+    runner = makeRunner();
+    const keyOf = (body: string) =>
+      (JSON.parse(body) as { prompt_cache_key?: string }).prompt_cache_key;
+    await sourceTurns(2);
+    const sourceKey = keyOf(provider.requests.at(-1)?.body ?? "");
+    // A conversation that is no copy keeps the key it always had.
+    assert.equal(sourceKey, toPromptCacheKey(SOURCE));
+    const fork = await runTurn(FORK, 3, 2);
+    // The fork's key is kept with its state: the same after a restart.
+    await runner.shutdown();
+    runner = makeRunner();
+    const forkAgain = await runTurn(FORK, 4, 3);
+    const forkOfFork = await runTurn("conv-fork-2", 5, 4);
+    // Turn 2's message edited on the source: a branch to turn 1.
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 6" }) });
+    const output = createOutput();
+    const edited = await runner.submit(SOURCE, { ...start(6), messageID: "m2" }, output, {
+      requestID: "r6",
+      route: { lastTurnOrigin: "r1", messageID: "m2" },
+    });
+    await output.ended;
+    assert.equal(edited.routed?.conversationID, `${SOURCE}~edit~r6`);
+    const branch = provider.requests.at(-1)?.body ?? "";
+    const fresh = await runTurn("conv-new", 7, null);
+    assert.deepEqual([fork.body, forkAgain.body, forkOfFork.body, branch].map(keyOf), [
+      sourceKey,
+      sourceKey,
+      sourceKey,
+      sourceKey,
+    ]);
+    assert.equal(keyOf(fresh.body), toPromptCacheKey("conv-new"));
+  });
+
+  test("a fork at a turn a resume request took over copies it (the binding names the turn)", async () => {
+    await sourceTurns(1);
+    provider.reply({
+      type: "sse",
+      body: toChatCompletionSse({
+        toolCalls: [{ id: "call_1", name: "read", arguments: { path: "a.ts" } }],
+      }),
+    });
+    // Turn 2 waits for its tool call; the window reloads: its stream is gone (detached) and a
+    // resume request q2 takes the turn over, answers the call and sees the turn end.
+    let asked!: () => void;
+    const toolAsked = new Promise<void>((resolve) => {
+      asked = resolve;
+    });
+    let fail!: (error: Error) => void;
+    const first: TurnOutput = {
+      publish() {},
+      runTool() {
+        asked();
+        return new Promise<ToolResultMessage>((_, reject) => {
+          fail = reject;
+        });
+      },
+      end() {},
+      isDetached: () => true,
+      release: (reason) => fail(new Error(reason)),
+    };
+    await runner.submit(SOURCE, start(2), first, { requestID: "r2", route: route(1) });
+    await toolAsked;
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 2" }) });
+    let ended!: (outcome: TurnOutcome) => void;
+    const resumedEnd = new Promise<TurnOutcome>((resolve) => {
+      ended = resolve;
+    });
+    const resumed: TurnOutput = {
+      publish() {},
+      runTool: (command) =>
+        Promise.resolve({
+          role: "toolResult",
+          toolCallId: command.toolCall.id,
+          toolName: command.toolCall.name,
+          content: [{ type: "text", text: "a.ts adds" }],
+          isError: false,
+          timestamp: 1,
+        }),
+      end: (outcome) => ended(outcome),
+    };
+    assert.equal(await runner.resume(SOURCE, resumed, { requestID: "q2" }), true);
+    assert.equal((await resumedEnd).type, "final");
+    // The duplicated chat's checkpoint names turn 2 by q2, which the source's records lack.
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "answer 3" }) });
+    const output = createOutput();
+    const result = await runner.submit(FORK, start(3), output, {
+      requestID: "r3",
+      route: { lastTurnOrigin: "q2", messageID: "" },
+    });
+    await output.ended;
+    assert.deepEqual(result.type === "applied" && result.routed, {
+      conversationID: FORK,
+      fork: { from: SOURCE, afterTurn: 2, messages: 6 },
+    });
+    assert.deepEqual(
+      textsOf(provider.requests.at(-1)?.body ?? "").filter((text) => text.startsWith("message")),
+      ["message 1", "message 2", "message 3"],
+    );
   });
 
   test("a fork from a branch (an edited message) copies the branch", async () => {

@@ -45,7 +45,7 @@ import {
   toRewind,
 } from "../loop/index.ts";
 import type { Store } from "../store/index.ts";
-import type { ConversationCache } from "./conversation-cache.ts";
+import { type ConversationCache, isIdleHere } from "./conversation-cache.ts";
 import type { SerialQueue } from "./serial-queue.ts";
 import type { Routed, RouteHint } from "./types.ts";
 
@@ -165,7 +165,8 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
    * conversation that ran the client's last turn (the store's binding of its request id) is
    * copied up to that turn, when the request may see it; when none did, the client's own turns
    * (`hint.imported`) are imported. The binding, the source and the client's turns are read only
-   * on this rare path.
+   * on this rare path; the source from the store even when cached here, unless it has work here
+   * (another instance may have run its later turns).
    */
   async function fork(
     clientID: string,
@@ -175,17 +176,25 @@ export function createRouteStart(deps: RouteStartDeps): RouteStart {
     requestID: string,
   ): Promise<Routed> {
     let source: ForkSource | null = null;
-    const sourceID =
-      origin === "" ? undefined : (await store.findRequestStream(origin))?.conversationID;
+    const bound = origin === "" ? null : await store.findRequestStream(origin);
+    const sourceID = bound?.conversationID;
     // A subagent's turns are the server's, never a client's checkpoint's.
     if (sourceID !== undefined && sourceID !== clientID && !sourceID.includes(SUBAGENT_MARK)) {
       source = (await mayCopy(sourceID))
         ? {
             type: "known",
-            state: await queue.run(
-              sourceID,
-              async () => (await live.load(sourceID)).state.committed,
-            ),
+            // The turn the binding names decides when the records do not know the request id
+            // (a resume request's: it took the turn over, review-fork #4).
+            boundTurnID: bound?.turnID ?? null,
+            state: await queue.run(sourceID, async () => {
+              const cached = live.get(sourceID);
+              // An idle entry may be out of date: with several instances, the source's later
+              // turns may have run on another one, and nothing here commits to it to find out
+              // (review-fork #1): read it again, on this rare path only. One with work here is
+              // the one its commits go through.
+              if (cached !== undefined && isIdleHere(cached)) await live.reload(cached);
+              return (cached ?? (await live.load(sourceID))).state.committed;
+            }),
           }
         : { type: "not_visible", conversationID: sourceID };
     }

@@ -259,17 +259,15 @@ export function createRunner(options: RunnerOptions): Runner {
         if (routed.rewind?.running === true && starts) await supersede(routed.rewind.from, input);
         const result = await submitTo(routed.conversationID, input, output, submitOptions);
         if (result.type === "duplicate") {
-          // A replay: its first attempt applied the rewind, fork or import (and is remembered, or was
-          // followed by newer starts that must stay remembered); reported as a replay, not again.
+          // A replay: its first attempt applied the rewind (and is remembered, or was followed by
+          // newer starts that must stay remembered); reported as a replay, not again. A fork or
+          // an import is reported only by the attempt that committed the copy (route-start.ts),
+          // which is this one even when a concurrent attempt of the same request applied the
+          // start: reported, so the copy is logged once (review-fork #8).
           const { conversationID: to } = routed;
           return {
             ...result,
-            routed:
-              routed.rewind === undefined &&
-              routed.fork === undefined &&
-              routed.imported === undefined
-                ? routed
-                : { conversationID: to, reason: "replay" },
+            routed: routed.rewind === undefined ? routed : { conversationID: to, reason: "replay" },
           };
         }
         if (starts) routeStart.remember(conversationID, routed.conversationID);

@@ -34,6 +34,7 @@ export function backfillDashboard(db: DatabaseSync): void {
         status: saved?.status ?? "ready",
         settings: saved?.settings ?? null,
         messages: history,
+        ...(typeof saved?.copied === "number" ? { copied: saved.copied } : {}),
       },
       history.length,
       [],

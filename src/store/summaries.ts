@@ -13,6 +13,12 @@ import { TITLE_LENGTH } from "./dashboard-types.ts";
 import type { CallUsageRow, DailyUsageRow, SummaryRow, Tables } from "./tables.ts";
 import type { RecordWrite } from "./types.ts";
 
+/** What of a conversation's state its dashboard rows derive from. */
+export type SummarizedState = Pick<
+  ConversationState,
+  "conversationID" | "status" | "settings" | "messages" | "copied"
+>;
+
 /** The rows one commit writes for the dashboard. */
 export interface SummaryWrites {
   readonly summary: SummaryRow;
@@ -26,7 +32,7 @@ export interface SummaryWrites {
  */
 export async function summarizeCommit(
   tables: Pick<Tables, "readSummary" | "writeSummary" | "insertCallUsage" | "addDailyUsage">,
-  state: Pick<ConversationState, "conversationID" | "status" | "settings" | "messages">,
+  state: SummarizedState,
   storedCount: number,
   records: readonly RecordWrite[],
   now: number,
@@ -44,11 +50,14 @@ export async function summarizeCommit(
  * dashboard (schema version 3) may have committed to this file without summaries, and the next
  * commit then counts what it missed. `records` are the commit's record writes: the call marked
  * `committed` there is the call of an assistant message this commit appends (at or after
- * `storedCount`). Pure, so the SQLite migration's synchronous backfill uses it too.
+ * `storedCount`). The messages a copy starts with (`state.copied`: a rewind's branch, a fork, an
+ * import) count as history — turns, title, message count — but no call of this conversation made
+ * them: they add no call, tokens or cost, and no call usage or daily row (the source counted
+ * them when its calls made them). Pure, so the SQLite migration's synchronous backfill uses it too.
  */
 export function planSummary(
   before: SummaryRow | null,
-  state: Pick<ConversationState, "conversationID" | "status" | "settings" | "messages">,
+  state: SummarizedState,
   storedCount: number,
   records: readonly RecordWrite[],
   now: number,
@@ -81,11 +90,12 @@ export function planSummary(
   let model = row.model === "" ? (state.settings?.model ?? "") : row.model;
   let provider = row.provider;
   const messages = state.messages;
+  const copied = state.copied ?? 0;
   for (let seq = before?.messageCount ?? 0; seq < messages.length; seq++) {
     const message = messages[seq] as Message;
     if (message.role === "user") {
       row = { ...row, turns: row.turns + 1, title: row.title || toTitle(message.content) };
-    } else if (message.role === "assistant") {
+    } else if (message.role === "assistant" && seq >= copied) {
       const usage = toUsageFigures(message.usage);
       const day = toDay(
         Number.isSafeInteger(message.timestamp) && message.timestamp > 0 ? message.timestamp : now,

@@ -58,7 +58,7 @@ import {
 } from "./http/listen.ts";
 import type { Log } from "./log.ts";
 import { createPathEncryptionKeys } from "./path-encryption-keys.ts";
-import { type Authenticate, runAsUser } from "./request-user.ts";
+import { type Authenticate, runAsAdmin, runAsUser } from "./request-user.ts";
 import { createRoutes } from "./routes.ts";
 import { createRunSseOpen } from "./run-sse-open.ts";
 import {
@@ -436,7 +436,10 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     }
     const { authenticate } = deps;
     if (options.accessToken !== undefined && isAuthorized(request, options.accessToken)) {
-      route(request, response);
+      // With users, the admin is said explicitly (request-user.ts), so that a check made
+      // outside any request's context is not taken for the admin's (user-access.ts).
+      if (deps.authenticate === undefined) route(request, response);
+      else runAsAdmin(() => route(request, response));
       return;
     }
     const unauthenticated = (): void => {

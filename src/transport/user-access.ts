@@ -10,7 +10,7 @@
 import { toRootConversationID } from "../loop/index.ts";
 import { toProtocolError } from "./cursor/index.ts";
 import { HELPER_CONVERSATION_PREFIX } from "./helper-calls.ts";
-import { currentRequestUser } from "./request-user.ts";
+import { currentRequestUser, isAdminRequest } from "./request-user.ts";
 
 /**
  * The bindings, kept in the store (store/users.ts): each answers whom the id is bound to after
@@ -73,14 +73,17 @@ export function createAccessCheck(bindings: UserBindings, now: () => number): Ch
  * before a fork copies another conversation's history into the request's new conversation
  * (loop/fork.ts; RunnerOptions `mayCopy`). The admin sees every conversation; a user only the
  * ones whose top-level conversation is bound to them — never one bound to another user, to the
- * admin, or to nobody. Nothing is bound by asking.
+ * admin, or to nobody. Nothing is bound by asking. Only made on a server with users; a check
+ * made outside any request's context (no user, and not the admin's request: `runAsAdmin`) sees
+ * nothing, so code that loses the request's context copies nothing rather than anything
+ * (review-fork #6).
  */
 export function createReadCheck(owners: {
   ownerOf(conversationID: string): Promise<string | null>;
 }): (conversationID: string) => Promise<boolean> {
   return async (conversationID) => {
     const user = currentRequestUser();
-    if (user === undefined) return true;
+    if (user === undefined) return isAdminRequest();
     if (conversationID.startsWith(HELPER_CONVERSATION_PREFIX)) return false;
     return (await owners.ownerOf(toRootConversationID(conversationID))) === user.userID;
   };

@@ -8,6 +8,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { toCanonicalJSON } from "../../loop/canonical-json.ts";
+import { toImportState } from "../../loop/fork.ts";
+import { toBranchState } from "../../loop/rewind.ts";
 import { createConversation } from "../../loop/state.ts";
 import {
   assistantMessage,
@@ -479,6 +481,76 @@ export function runDashboardContract(name: string, open: OpenStore): void {
       await assert.rejects(store.listUsage({ fromDay: "yesterday" }), (error) =>
         isStoreError(error, "invalid_argument"),
       );
+    });
+
+    it("a copy's first messages (a fork, a rewind's branch, an import) are history, not its calls or cost", async (store) => {
+      await driveTurn(store, "src", "Read a.ts", [
+        answer([text("Reading.")], { input: 100, output: 20, cost: 0.5 }, T0 + 10),
+      ]);
+      await driveTurn(store, "src", "And b.ts?", [
+        answer([text("b.ts subtracts.")], { input: 200, output: 30, cost: 0.25 }, T0 + 20),
+      ]);
+      const source = await store.load("src");
+      assert.ok(source !== null);
+      // Each copy is committed as the runner's route-start.ts commits it: its version 1.
+      const copies = [
+        toBranchState(source.state, 2, "fork", "r3:fork"),
+        toBranchState(source.state, 1, "src~edit~r4", "r4:branch"),
+        // Settings as the start that follows an import brings them (driveTurn's follow-up does not).
+        {
+          ...toImportState(
+            "imported",
+            [{ origin: "q1", messages: source.state.messages }],
+            "q1:fork",
+          ),
+          settings: source.state.settings,
+        },
+      ];
+      for (const copy of copies) {
+        const usageBefore = await store.listUsage();
+        const made = await store.commitInput({
+          inputID: copy.lastCommitID,
+          expectedVersion: 0,
+          state: copy,
+          result: "wait_input",
+        });
+        assert.equal(made.type, "committed");
+        // Nothing counted for the copy: the source's calls counted it when they made it.
+        assert.deepEqual(await store.listUsage(), usageBefore, copy.conversationID);
+        await driveTurn(store, copy.conversationID, "Now c.ts", [
+          answer([text("c.ts multiplies.")], { input: 7, output: 3, cost: 0.01 }, T0 + 30),
+        ]);
+        const { items } = await store.listConversations();
+        const summary = items.find((item) => item.conversationID === copy.conversationID);
+        const copied = copy.messages.length;
+        assert.deepEqual(
+          {
+            title: summary?.title,
+            turns: summary?.turns,
+            modelCalls: summary?.modelCalls,
+            messageCount: summary?.messageCount,
+            usage: summary?.usage,
+            provider: summary?.provider,
+          },
+          {
+            title: "Read a.ts",
+            turns: copied / 2 + 1,
+            modelCalls: 1,
+            messageCount: copied + 2,
+            usage: { input: 7, output: 3, cacheRead: 0, cacheWrite: 0, cost: 0.01 },
+            provider: "test",
+          },
+          copy.conversationID,
+        );
+        const detail = await store.readConversationDetail(copy.conversationID);
+        assert.deepEqual(
+          detail?.calls.map((call) => call.messageSeq),
+          [copied + 1],
+        );
+      }
+      // The source's two calls and one per copy, each counted once.
+      const [day] = await store.listUsage();
+      assert.deepEqual([day?.calls, day?.usage.input, day?.usage.output], [5, 321, 59]);
     });
 
     it("a commit that writes nothing changes no figure", async (store) => {
