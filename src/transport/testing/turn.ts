@@ -136,8 +136,11 @@ export interface TurnOptions {
   readonly streamCloseBeforeResult: boolean;
   readonly answerQuery?: QueryAnswerer;
   readonly onExec?: ExecOverride;
-  /** Sees every server message as it arrives. */
-  readonly onMessage?: (message: AgentServerMessage) => void;
+  /**
+   * Sees every server message as it arrives; a promise it returns holds the reading of the
+   * stream until it settles (a slow client).
+   */
+  readonly onMessage?: (message: AgentServerMessage) => Promise<void> | void;
   /** The client's blob store (hex SHA-256 → bytes), shared by its turns. */
   readonly blobs: Map<string, Uint8Array>;
   /** The client's background shells (exec 16, 23, 30 and BACKGROUND time-outs). */
@@ -258,10 +261,10 @@ export function createTurn(options: TurnOptions): Turn {
     }
   };
 
-  const onMessage = (message: AgentServerMessage): void => {
-    if (ended) return;
+  const onMessage = (message: AgentServerMessage): Promise<void> | void => {
+    if (ended) return undefined;
     messages.push(message);
-    options.onMessage?.(message);
+    const held = options.onMessage?.(message);
     const branch = message.message;
     switch (branch.case) {
       case "execServerMessage": {
@@ -301,6 +304,7 @@ export function createTurn(options: TurnOptions): Turn {
       }
     }
     waiters.changed();
+    return held;
   };
 
   const describe = (): string => {
