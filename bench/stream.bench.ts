@@ -13,7 +13,10 @@
  *   the server minus directly;
  * - ttft: time to the first text delta minus the provider's own, through the server minus
  *   directly, once the server has served a few dozen turns (the first ones, while V8 still runs
- *   unoptimised code, are printed apart);
+ *   unoptimised code, are printed apart); also for an IDE-sized turn start: every run request
+ *   after the first few of an IDE conversation carries the client's checkpoint (up to 512 KiB),
+ *   as hex in BidiAppend's `data` (turn-kit.ts `ideCheckpoint`, 300 KB), here the second turn of
+ *   a conversation (its model request: the first turn's two messages more than the direct one);
  * - latency and ttft are measured twice: with the client in this process (the server's event
  *   loop also runs the client's decoding), and with the client in a process of its own
  *   (turn-client.ts), as Cursor's clients are. The latter is also set against the direct call
@@ -52,6 +55,7 @@ import type { DirectCall, TurnTimes } from "./turn-client.ts";
 import {
   type BenchProvider,
   createBenchLLM,
+  IDE_CHECKPOINT_BYTES,
   indexesOf,
   MODEL,
   ms,
@@ -166,9 +170,14 @@ async function inProcess(provider: BenchProvider): Promise<void> {
    * are; its epoch times in this process's `performance.now()` terms.
    */
   const clientProcess = run("latency") || run("ttft") ? startTurnClient() : undefined;
-  const throughClientProcess = async (): Promise<{ received: number[]; calledAt: number }> => {
+  /** The client's own encoding of each IDE-sized append (turn-client.ts `encodeMs`). */
+  const encodings: number[] = [];
+  const throughClientProcess = async (
+    ide = false,
+  ): Promise<{ received: number[]; calledAt: number }> => {
     if (clientProcess === undefined) throw new Error("no client process");
-    const times = await clientProcess.turn(server.url);
+    const times = await clientProcess.turn(server.url, ide);
+    if (times.encodeMs !== undefined) encodings.push(times.encodeMs);
     const local = (at: number) => at - performance.timeOrigin;
     const received: number[] = [];
     times.received.forEach((at, i) => {
@@ -280,19 +289,23 @@ async function inProcess(provider: BenchProvider): Promise<void> {
         apart: [] as number[],
         base: [] as number[],
         baseApart: [] as number[],
+        ide: [] as number[],
       };
       for (let round = 0; round < turns; round += 1) {
         times.server.push(firstAfter(await throughServer()));
         times.apart.push(firstAfter(await throughClientProcess()));
         times.base.push(firstAfter(await direct()));
         times.baseApart.push(firstAfter(await directInClientProcess()));
+        // Last: the direct calls above send the request of a first turn, as before.
+        times.ide.push(firstAfter(await throughClientProcess(true)));
       }
       return times;
     };
     // A server that has served a few dozen turns runs optimised code; the first turns of a
     // fresh process mostly measure how cold the code still is (printed apart).
     const cold = await measure(COLD_TURNS);
-    const { server, apart, base, baseApart } = await measure(WARM_TURNS);
+    encodings.length = 0;
+    const { server, apart, base, baseApart, ide } = await measure(WARM_TURNS);
     const added = (values: readonly number[], baseline = base) =>
       percentile(values, 50) - percentile(baseline, 50);
     const coldAdded = (values: readonly number[], baseline = cold.base) =>
@@ -322,6 +335,15 @@ async function inProcess(provider: BenchProvider): Promise<void> {
     print(
       `  added, client in its own, against the direct call in that process: p50 ${ms(added(apart, baseApart))} [< 2.000 ms]   (first ${COLD_TURNS} turns: ${ms(coldAdded(cold.apart, cold.baseApart))})`,
     );
+    print(
+      `  IDE-sized turn start (a ${IDE_CHECKPOINT_BYTES / 1000} KB checkpoint in the run request, hex over BidiAppend), client in its own: p50 ${ms(percentile(ide, 50))}   p99 ${ms(percentile(ide, 99))}`,
+    );
+    print(
+      `  added, IDE-sized, client in its own: p50 ${ms(added(ide))} [< 2.000 ms]   (first ${COLD_TURNS} turns: ${ms(coldAdded(cold.ide))});   against the direct call in that process: p50 ${ms(added(ide, baseApart))} [< 2.000 ms]`,
+    );
+    print(
+      `    of which the client's own encoding of its append (in its process): p50 ${ms(median(encodings))}`,
+    );
   }
   clientProcess?.close();
   await server.close();
@@ -330,7 +352,8 @@ async function inProcess(provider: BenchProvider): Promise<void> {
 
 /** turn-client.ts in a child process: one turn per request, answered in order. */
 function startTurnClient(): {
-  turn(url: string): Promise<TurnTimes>;
+  /** `ide`: with an IDE-sized checkpoint in the run request (turn-client.ts `IDE`). */
+  turn(url: string, ide?: boolean): Promise<TurnTimes>;
   direct(call: DirectCall): Promise<TurnTimes>;
   close(): void;
 } {
@@ -353,7 +376,7 @@ function startTurnClient(): {
       child.stdin?.write(`${line}\n`);
     });
   return {
-    turn: (url) => ask(url),
+    turn: (url, ide = false) => ask(ide ? `IDE ${url}` : url),
     direct: (call) => ask(`DIRECT ${JSON.stringify(call)}`),
     close() {
       clearTimeout(bound);

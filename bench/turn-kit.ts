@@ -12,10 +12,19 @@ import { createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { createLLM, createModelConfigs, type LLM, type LLMCall } from "../src/llm/index.ts";
 import {
+  type ConversationStateStructure,
+  ConversationStateStructureSchema,
+  ConversationStepSchema,
+  ConversationTurnStructureSchema,
+} from "../src/transport/cursor/gen/agent/v1/conversation_state_pb.js";
+import { UserMessageSchema } from "../src/transport/cursor/gen/agent/v1/user_message_pb.js";
+import { BidiAppendRequestSchema } from "../src/transport/cursor/gen/aiserver/v1/bidi_pb.js";
+import {
   type AgentClientMessage,
   AgentClientMessageSchema,
   type AgentServerMessage,
   AgentService,
+  BidiRequestIdSchema,
   BidiService,
 } from "../src/transport/cursor/index.ts";
 import { createRunRequest } from "../src/transport/testing/index.ts";
@@ -113,23 +122,93 @@ export async function startBenchProvider(): Promise<BenchProvider> {
 
 // --- a lean RunSSE + BidiAppend client ------------------------------------------------------------
 
+/** The size of the checkpoint in an IDE-sized run request (`ideCheckpoint`). */
+export const IDE_CHECKPOINT_BYTES = 300_000;
+
+/** Turns in an IDE-sized checkpoint. */
+const IDE_TURNS = 20;
+
+/** The checkpoint's turns before its last, made once. */
+let earlierTurns: Uint8Array[] | undefined;
+
+/**
+ * A checkpoint (`conversation_state`) as the IDE sends back in every run request after the first
+ * few turns of a conversation: `IDE_CHECKPOINT_BYTES` of 20 inline turns, each a user message (a
+ * quarter) and four assistant steps. Its last turn is the conversation's last turn on this
+ * server, `lastRequestId` (the IDE's checkpoint is the one the server sent at that turn's end, so
+ * the turn continues the conversation; a checkpoint whose last turn the server never ran would
+ * start a fork or an import of its turns as history, docs/protocol.md "Rewinds").
+ */
+export function ideCheckpoint(lastRequestId: string): ConversationStateStructure {
+  earlierTurns ??= Array.from({ length: IDE_TURNS - 1 }, (_, turn) => ideTurn(turn, randomUUID()));
+  return create(ConversationStateStructureSchema, {
+    turns: [...earlierTurns, ideTurn(IDE_TURNS - 1, lastRequestId)],
+  });
+}
+
+function ideTurn(turn: number, requestId: string): Uint8Array {
+  const size = Math.floor(IDE_CHECKPOINT_BYTES / IDE_TURNS);
+  const filler = (length: number, seed: string) =>
+    `${seed} lorem ipsum dolor sit amet, consectetur adipiscing elit. `
+      .repeat(Math.ceil(length / 50))
+      .slice(0, length);
+  return toBinary(
+    ConversationTurnStructureSchema,
+    create(ConversationTurnStructureSchema, {
+      turn: {
+        case: "agentConversationTurn",
+        value: {
+          userMessage: toBinary(
+            UserMessageSchema,
+            create(UserMessageSchema, { text: filler(size / 4, `u${turn}`) }),
+          ),
+          steps: Array.from({ length: 4 }, (_, step) =>
+            toBinary(
+              ConversationStepSchema,
+              create(ConversationStepSchema, {
+                message: {
+                  case: "assistantMessage",
+                  value: { text: filler((size * 3) / 16, `s${turn}.${step}`) },
+                },
+              }),
+            ),
+          ),
+          requestId,
+        },
+      },
+    }),
+  );
+}
+
+export interface TurnOptions {
+  /** Default: a new conversation. */
+  readonly conversationId?: string;
+  /** The turn's request id; default a new one. */
+  readonly requestId?: string;
+  /** Sent in the run request, as a later turn of the conversation does (`ideCheckpoint`). */
+  readonly checkpoint?: ConversationStateStructure;
+}
+
 /** One turn; `to` is the server's address, or a Connect transport (e.g. through a proxy). */
 export async function runTurn(
   to: string | Transport,
   onText: (text: string, at: number) => void,
   onMessage?: (message: AgentServerMessage, at: number) => void,
   signal?: AbortSignal,
+  options: TurnOptions = {},
 ): Promise<{ sentAt: number }> {
   const transport =
     typeof to === "string" ? createConnectTransport({ baseUrl: to, httpVersion: "1.1" }) : to;
   const agent = createClient(AgentService, transport);
   const bidi = createClient(BidiService, transport);
-  const requestId = randomUUID();
+  const { checkpoint } = options;
+  const requestId = options.requestId ?? randomUUID();
   const run = createRunRequest({
-    conversationId: randomUUID(),
+    conversationId: options.conversationId ?? randomUUID(),
     text: "go",
     modelId: MODEL,
     workspace: tmpdir(),
+    ...(checkpoint === undefined ? {} : { checkpoint }),
   });
   const hex = (message: AgentClientMessage): string =>
     Buffer.from(toBinary(AgentClientMessageSchema, message)).toString("hex");
@@ -184,6 +263,37 @@ export async function runTurn(
   });
   await appends;
   return { sentAt };
+}
+
+/**
+ * How long a client takes to encode the BidiAppend that carries a run request with `checkpoint`
+ * (as connect-es does, `toBinary` of the `BidiAppendRequest` with its hex `data`), in ms: work
+ * of the client's own that is inside a turn's time to first text (after `sentAt`), measured
+ * apart, off the turn.
+ */
+export function appendEncodingMs(checkpoint: ConversationStateStructure): number {
+  const run = createRunRequest({
+    conversationId: randomUUID(),
+    text: "go",
+    modelId: MODEL,
+    workspace: tmpdir(),
+    checkpoint,
+  });
+  const data = Buffer.from(
+    toBinary(
+      AgentClientMessageSchema,
+      create(AgentClientMessageSchema, { message: { case: "runRequest", value: run } }),
+    ),
+  ).toString("hex");
+  const startedAt = performance.now();
+  toBinary(
+    BidiAppendRequestSchema,
+    create(BidiAppendRequestSchema, {
+      requestId: create(BidiRequestIdSchema, { requestId: randomUUID() }),
+      data,
+    }),
+  );
+  return performance.now() - startedAt;
 }
 
 /**

@@ -233,7 +233,9 @@ if (postgres.type === "unavailable") {
     const readSse = async (token: string, instance: number, requestId: string) => {
       const channel = rawOf(token, instance, requestId);
       const messages: unknown[] = [];
-      const end = await channel.openDownlink((message) => messages.push(message)).ended;
+      const end = await channel.openDownlink((message) => {
+        messages.push(message);
+      }).ended;
       channel.close();
       return { end, messages };
     };

@@ -179,7 +179,8 @@ export function createMemoryBackend(): Backend {
       if (!conversations.has(row.conversationID)) {
         throw new Error(`request ${row.requestID}: no conversation ${row.conversationID}`);
       }
-      put(requestStreams, row.requestID, row);
+      const clientState = row.clientState === null ? null : new Uint8Array(row.clientState);
+      put(requestStreams, row.requestID, { ...row, clientState });
       if (row.clientState !== null) {
         put(savedStates, row.conversationID, [
           ...(savedStates.get(row.conversationID) ?? []),

@@ -66,7 +66,10 @@ export async function bindRequestStreamRow(
       requestID,
       conversationID,
       turnID: turnID ?? null,
-      clientState: clientState === undefined ? null : new Uint8Array(clientState),
+      // Not copied here: each table copies what it keeps (tables.ts `insertRequestStream`); the
+      // SQLite one writes the bytes into the commit, and a run request's state is the client's
+      // checkpoint, up to 512 KiB, at every turn start (issue #19).
+      clientState: clientState ?? null,
       createdAt: context.now,
     });
     await tables.releaseRequestStreams(conversationID, requestID);

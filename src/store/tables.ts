@@ -209,7 +209,10 @@ export interface SyncTables {
   insertImage(hash: string, data: string): void;
 
   readRequestStream(requestID: string): RequestStreamRow | null;
-  /** Inserts a new binding; the request id must not be bound yet. */
+  /**
+   * Inserts a new binding; the request id must not be bound yet. `row.clientState` is the
+   * caller's: a table that keeps it in memory keeps a copy.
+   */
   insertRequestStream(row: RequestStreamRow): void;
   /**
    * Sets the client state of every request stream of the conversation except `keepRequestID` to

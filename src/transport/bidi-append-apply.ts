@@ -21,8 +21,15 @@ import type { CheckServedHere } from "./served-here.ts";
 import type { StreamRegistry } from "./stream-registry.ts";
 import type { CheckAccess } from "./user-access.ts";
 
-/** Appends `request`'s message; `header` is the request's `x-request-id`, if any. */
-export type ApplyBidiAppend = (request: BidiAppendRequest, header: string | null) => Promise<void>;
+/**
+ * Appends `request`'s message; `header` is the request's `x-request-id`, if any; `hex`: its
+ * `data` already decoded (cursor/bidi-append-reader.ts), `data` then empty.
+ */
+export type ApplyBidiAppend = (
+  request: BidiAppendRequest,
+  header: string | null,
+  hex?: Uint8Array,
+) => Promise<void>;
 
 export interface BidiAppendChecks {
   /** Team users: refuses a stream or conversation of another user. */
@@ -39,9 +46,9 @@ export function createBidiAppendApply(
   // Absent checks are skipped, not awaited as resolved promises: each `await` is a trip through
   // the microtask queue on the way to the turn start (issue #19).
   const { access, servedHere } = checks;
-  return async (request, header) => {
+  return async (request, header, hex) => {
     const requestID = request.requestId?.requestId.slice(0, 64) ?? "";
-    const decoded = fromBidiAppendRequest(request);
+    const decoded = fromBidiAppendRequest(request, undefined, hex);
     if (!decoded.ok) {
       log.warn(
         { request: requestID, reason: decoded.error.reason, error: decoded.error.message },

@@ -43,6 +43,7 @@ import {
   parseContentType,
 } from "@connectrpc/connect/protocol-connect";
 import type { ApplyBidiAppend } from "./bidi-append-apply.ts";
+import { createBidiAppendReader, type ReadBidiAppend } from "./cursor/bidi-append-reader.ts";
 import { BidiAppendRequestSchema } from "./cursor/gen/aiserver/v1/bidi_pb.js";
 import type { RequestHandler } from "./http/listen.ts";
 import type { Log } from "./log.ts";
@@ -156,16 +157,18 @@ async function serveBidiAppend(
   direct: DirectAppend,
   apply: ApplyBidiAppend,
 ): Promise<void> {
-  const bytes = await readBody(request, direct.chunked ? direct.maxMessageBytes : Infinity);
+  const read = await readBody(request, direct.chunked ? direct.maxMessageBytes : Infinity);
   // The client went before its body arrived: Connect's answer would go nowhere either.
-  if (bytes === null) return;
-  if (bytes === "over") {
+  if (read === null) return;
+  if (read === "over") {
     direct.fallback();
     return;
   }
   let error: ConnectError | undefined;
   try {
-    await apply(parseRequest(bytes), headerOf(request, "x-request-id"));
+    const header = headerOf(request, "x-request-id");
+    if (read.type === "decoded") await apply(read.request, header, read.message);
+    else await apply(parseRequest(read.body), header);
     await afterQueuedWork();
   } catch (thrown) {
     error =
@@ -219,14 +222,18 @@ function parseRequest(bytes: Uint8Array) {
 }
 
 /**
- * The whole request body; null when the connection goes (or fails) before it ends; `over` when
- * it grows past `limit`: what was read is put back, unread, for Connect.
+ * The whole request body, its hex `data` decoded as it arrives (cursor/bidi-append-reader.ts);
+ * null when the connection goes (or fails) before it ends; `over` when it grows past `limit`:
+ * what was read is put back, unread, for Connect.
  */
-function readBody(request: IncomingMessage, limit: number): Promise<Uint8Array | null | "over"> {
+function readBody(
+  request: IncomingMessage,
+  limit: number,
+): Promise<ReadBidiAppend | null | "over"> {
   return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
+    const reader = createBidiAppendReader();
     let have = 0;
-    const finish = (result: Uint8Array | null | "over"): void => {
+    const finish = (result: ReadBidiAppend | null | "over"): void => {
       request.off("data", onData);
       request.off("end", onEnd);
       request.off("close", onGone);
@@ -234,15 +241,16 @@ function readBody(request: IncomingMessage, limit: number): Promise<Uint8Array |
       resolve(result);
     };
     const onData = (chunk: Buffer): void => {
-      chunks.push(chunk);
       have += chunk.length;
-      if (have <= limit) return;
+      if (have <= limit) {
+        reader.push(chunk);
+        return;
+      }
       request.pause();
-      request.unshift(Buffer.concat(chunks));
+      request.unshift(Buffer.concat([reader.joined(), chunk]));
       finish("over");
     };
-    const onEnd = (): void =>
-      finish(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
+    const onEnd = (): void => finish(reader.end());
     const onGone = (): void => finish(null);
     request.on("data", onData);
     request.once("end", onEnd);

@@ -48,6 +48,7 @@ import { createDashboard } from "./dashboard/dashboard.ts";
 import type { ReadSetup } from "./dashboard/types.ts";
 import { createHealth, HEALTH_PATHS } from "./health.ts";
 import { createHelperCall } from "./helper-calls.ts";
+import { deferEarlyReset } from "./http/defer-early-reset.ts";
 import { createHostCheck } from "./http/host-check.ts";
 import {
   DEFAULT_LISTEN_LIMITS,
@@ -388,6 +389,8 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
         if (path === RUN_PATH) {
           responses.track(response);
           responses.viaConnect(request, response);
+          // Its end must reach a client that has not read it yet (defer-early-reset.ts).
+          if ("stream" in response) deferEarlyReset(response.stream);
         }
         connect(request, response as Parameters<typeof connect>[1]);
       }

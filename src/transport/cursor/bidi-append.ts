@@ -68,10 +68,15 @@ export function fromBidiAppendBody(
   return fromBidiAppendRequest(request.value, limits);
 }
 
-/** A `BidiAppendRequest` already parsed (e.g. by a Connect router) → the client message. */
+/**
+ * A `BidiAppendRequest` already parsed (e.g. by a Connect router) → the client message. `hex`:
+ * the bytes `data`'s hex stands for, already decoded (bidi-append-reader.ts, where `data` is left
+ * empty); used in its place, with the same checks before it.
+ */
 export function fromBidiAppendRequest(
   request: BidiAppendRequest,
   limits: DecodeLimits = DEFAULT_DECODE_LIMITS,
+  hex?: Uint8Array,
 ): Decoded<BidiAppend> {
   const { requestId, appendSeqno, data, dataBinary } = request;
   if (requestId === undefined || requestId.requestId === "") {
@@ -80,7 +85,12 @@ export function fromBidiAppendRequest(
   if (appendSeqno < 0n || appendSeqno > BigInt(Number.MAX_SAFE_INTEGER)) {
     return toDecodeError("bad_field", "BidiAppendRequest.append_seqno is out of range");
   }
-  const bytes = dataBinary.length > 0 ? toDecoded(dataBinary) : fromHex(data, limits);
+  const bytes =
+    dataBinary.length > 0
+      ? toDecoded(dataBinary)
+      : hex !== undefined
+        ? toDecoded(hex)
+        : fromHex(data, limits);
   if (!bytes.ok) return bytes;
   const message = fromAgentClientMessageBytes(bytes.value, limits);
   if (!message.ok) {

@@ -39,8 +39,12 @@ export interface TurnChannel {
    * answered (rejected with its ConnectError). HTTP/2: resolved when the transport took it.
    */
   deliver(message: AgentClientMessage, seqno: number): Promise<void>;
-  /** Opens a downlink; `onMessage` gets every server message in order. HTTP/2: once only. */
-  openDownlink(onMessage: (message: AgentServerMessage) => void): Downlink;
+  /**
+   * Opens a downlink; `onMessage` gets every server message in order, and a promise it returns
+   * holds the reading of the stream until it settles (a client slower than the server). HTTP/2:
+   * once only.
+   */
+  openDownlink(onMessage: (message: AgentServerMessage) => Promise<void> | void): Downlink;
   /** Ends the request side and aborts every call still in flight. */
   close(): void;
 }
@@ -77,7 +81,8 @@ export function createRunSseChannel(options: RunSseChannelOptions): TurnChannel 
           const stream = agent.runSSE({ requestId }, { headers, signal: controller.signal });
           for await (const message of stream) {
             if (controller.signal.aborted) break;
-            onMessage(message);
+            const held = onMessage(message);
+            if (held !== undefined) await held;
           }
           return controller.signal.aborted ? { type: "dropped" } : { type: "ended" };
         } catch (error) {
@@ -123,7 +128,8 @@ export function createRunChannel(options: RunChannelOptions): TurnChannel {
           });
           for await (const message of stream) {
             if (controller.signal.aborted) break;
-            onMessage(message);
+            const held = onMessage(message);
+            if (held !== undefined) await held;
           }
           return controller.signal.aborted ? { type: "dropped" } : { type: "ended" };
         } catch (error) {

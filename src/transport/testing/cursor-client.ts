@@ -72,8 +72,12 @@ export interface CursorClientOptions {
    * their tools are sent with each run request (`mcp_tools`). Default none.
    */
   readonly mcpServers?: readonly TestMcpServer[];
-  /** Sees every server message of every turn as it arrives (e.g. to time the gaps between). */
-  readonly onMessage?: (message: AgentServerMessage) => void;
+  /**
+   * Sees every server message of every turn as it arrives (e.g. to time the gaps between). A
+   * promise it returns holds the reading of that turn's stream until it settles: the transport
+   * reads nothing more meanwhile, as a client slower than the server (e.g. rendering).
+   */
+  readonly onMessage?: (message: AgentServerMessage) => Promise<void> | void;
   /** How blob writes are answered; default: stored and confirmed (turn.ts `BlobWriteAnswer`). */
   readonly answerBlobWrite?: BlobWriteAnswerer;
 }

@@ -146,8 +146,11 @@ export interface TurnOptions {
   readonly streamCloseBeforeResult: boolean;
   readonly answerQuery?: QueryAnswerer;
   readonly onExec?: ExecOverride;
-  /** Sees every server message as it arrives. */
-  readonly onMessage?: (message: AgentServerMessage) => void;
+  /**
+   * Sees every server message as it arrives; a promise it returns holds the reading of the
+   * stream until it settles (a slow client).
+   */
+  readonly onMessage?: (message: AgentServerMessage) => Promise<void> | void;
   /** The client's blob store (hex SHA-256 → bytes), shared by its turns. */
   readonly blobs: Map<string, Uint8Array>;
   /** How a `set_blob_args` is answered (default: stored and confirmed); see `BlobWriteAnswer`. */
@@ -288,10 +291,10 @@ export function createTurn(options: TurnOptions): Turn {
     }
   };
 
-  const onMessage = (message: AgentServerMessage): void => {
-    if (ended) return;
+  const onMessage = (message: AgentServerMessage): Promise<void> | void => {
+    if (ended) return undefined;
     messages.push(message);
-    options.onMessage?.(message);
+    const held = options.onMessage?.(message);
     const branch = message.message;
     switch (branch.case) {
       case "execServerMessage": {
@@ -331,6 +334,7 @@ export function createTurn(options: TurnOptions): Turn {
       }
     }
     waiters.changed();
+    return held;
   };
 
   const describe = (): string => {
