@@ -20,6 +20,7 @@ import {
 import { UserMessageSchema } from "../src/transport/cursor/gen/agent/v1/user_message_pb.js";
 import { BidiAppendRequestSchema } from "../src/transport/cursor/gen/aiserver/v1/bidi_pb.js";
 import {
+  type AgentClientMessage,
   AgentClientMessageSchema,
   type AgentServerMessage,
   AgentService,
@@ -209,16 +210,40 @@ export async function runTurn(
     workspace: tmpdir(),
     ...(checkpoint === undefined ? {} : { checkpoint }),
   });
-  const data = Buffer.from(
-    toBinary(
-      AgentClientMessageSchema,
-      create(AgentClientMessageSchema, { message: { case: "runRequest", value: run } }),
-    ),
-  ).toString("hex");
+  const hex = (message: AgentClientMessage): string =>
+    Buffer.from(toBinary(AgentClientMessageSchema, message)).toString("hex");
+  const data = hex(
+    create(AgentClientMessageSchema, { message: { case: "runRequest", value: run } }),
+  );
+  // The blob writes of the turn's checkpoints are answered as the IDE answers them (each in an
+  // append of its own, in order), or the turn's end would wait for them (docs/protocol.md §2.10).
+  let appends: Promise<unknown> = Promise.resolve();
+  let seqno = 0;
+  const confirm = (id: number): void => {
+    seqno += 1;
+    const appendSeqno = BigInt(seqno);
+    const ack = hex(
+      create(AgentClientMessageSchema, {
+        message: {
+          case: "kvClientMessage",
+          value: { id, message: { case: "setBlobResult", value: {} } },
+        },
+      }),
+    );
+    appends = appends
+      .then(() => bidi.bidiAppend({ requestId: { requestId }, appendSeqno, data: ack }, { signal }))
+      .catch(() => {});
+  };
   const sentAt = performance.now();
   const reading = (async () => {
     for await (const message of agent.runSSE({ requestId }, { signal })) {
       const at = performance.now();
+      if (
+        message.message.case === "kvServerMessage" &&
+        message.message.value.message.case === "setBlobArgs"
+      ) {
+        confirm(message.message.value.id);
+      }
       onMessage?.(message, at);
       if (
         message.message.case === "interactionUpdate" &&
@@ -230,10 +255,13 @@ export async function runTurn(
   })();
   // Handled below; a failing append must not leave it rejected with no handler meanwhile.
   reading.catch(() => {});
-  await bidi.bidiAppend({ requestId: { requestId }, data }, { signal });
+  const first = bidi.bidiAppend({ requestId: { requestId }, data }, { signal });
+  appends = first.catch(() => {});
+  await first;
   await reading.catch((error: unknown) => {
     if (!signal?.aborted) throw error;
   });
+  await appends;
   return { sentAt };
 }
 

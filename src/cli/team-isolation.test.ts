@@ -42,7 +42,7 @@ import { BidiService } from "../transport/cursor/gen/aiserver/v1/bidi_pb.js";
 import { createRecordingLog } from "../transport/log.ts";
 import { DEFAULT_SERVER_OPTIONS, type LocalServer, startServer } from "../transport/server.ts";
 import { createRunSseChannel } from "../transport/testing/channels.ts";
-import { createCursorClient } from "../transport/testing/index.ts";
+import { createCursorClient, toReferencedBlobs } from "../transport/testing/index.ts";
 import { createTeam } from "./team-users.ts";
 
 const postgres = await getTestPostgres();
@@ -391,6 +391,10 @@ if (postgres.type === "unavailable") {
               text: `${who}'s fork`,
               modelId: "scripted",
               checkpoint,
+              // The checkpoint's turns are blob ids: the blobs go with it (ann's client has them).
+              edit: (request) => {
+                request.preFetchedBlobs = toReferencedBlobs(checkpoint, ann.blobs);
+              },
             }).done;
             assert.equal(result.error, undefined);
           } finally {

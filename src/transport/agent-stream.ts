@@ -20,6 +20,10 @@ import { randomInt } from "node:crypto";
 import type { ConnectError } from "@connectrpc/connect";
 import { withGetters } from "../llm/index.ts";
 import type { TurnOutput } from "../runner/types.ts";
+import {
+  createCheckpointWriter,
+  DEFAULT_BLOB_WRITE_TIMEOUT_MS,
+} from "./agent-stream/checkpoint-writer.ts";
 import { createClientMessages } from "./agent-stream/client-messages.ts";
 import { createReconnectGrace } from "./agent-stream/reconnect-grace.ts";
 import { fromSavedRunRequest } from "./agent-stream/saved-run-request.ts";
@@ -50,10 +54,18 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     gapTimeoutMs: options.appendGapTimeoutMs,
     maxAhead: options.maxAppendsAhead,
   });
+  const checkpoints = createCheckpointWriter({
+    outbound,
+    blobs: options.blobCheckpoints ?? true,
+    timeoutMs: options.blobWriteTimeoutMs ?? DEFAULT_BLOB_WRITE_TIMEOUT_MS,
+    log: deps.log,
+    describe: () => ({ request: requestID, conversation: state.conversationID }),
+  });
   const state: StreamState = {
     requestID,
     deps,
     outbound,
+    checkpoints,
     turn: null,
     conversationID: null,
     startedAt: null,
@@ -75,12 +87,30 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   };
   /** A subscriber's reading ended: without a new one, the turn waits for a reconnect. */
   const detached = (): void => {
-    if (!outbound.ended && !outbound.subscribed) grace.start();
+    if (!outbound.ended && !outbound.subscribed) {
+      grace.start();
+      checkpoints.pause();
+    }
     settle();
   };
 
-  function endStream(error?: ConnectError): void {
+  /**
+   * The turn's end (turn_ended, the end of stream) comes after its last checkpoint, which may
+   * wait for the client to confirm its blobs (checkpoint-writer.ts); `"now"` does not wait.
+   */
+  function endStream(error?: ConnectError, when?: "now"): void {
     tools.stopWork();
+    if (outbound.ended) return;
+    if (when === "now") {
+      // A deferred end (the turn's) runs first from here, and is the one the client gets.
+      checkpoints.flush();
+      finish(error);
+    } else {
+      checkpoints.whenSent(() => finish(error));
+    }
+  }
+
+  function finish(error?: ConnectError): void {
     if (outbound.ended) return;
     outbound.end(error);
     sequencer.close("the stream has ended");
@@ -105,7 +135,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     );
     state.turn = null;
     tools.rejectOpen(reason);
-    endStream(toProtocolError({ type: "stream_taken_over" }));
+    endStream(toProtocolError({ type: "stream_taken_over" }), "now");
   }
 
   /** Cancels this stream's turn (the runner ignores it if the stream no longer carries it). */
@@ -133,21 +163,26 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     },
     subscribe(signal, onHeld) {
       grace.clear();
+      checkpoints.resume();
       // The outbound generator itself, with this stream's bookkeeping when its reader goes.
       return outbound.subscribe(signal, detached, onHeld);
     },
     read(signal) {
       grace.clear();
+      checkpoints.resume();
       return outbound.read(signal, detached);
     },
     async restore(conversation, turnID, runRequestBytes) {
       const request = fromSavedRunRequest(runRequestBytes);
       if (request === null) throw toProtocolError({ type: "saved_request_unreadable" });
       state.conversationID = conversation;
-      // The client's earlier appends and exec ids belonged to the previous process: take its next
-      // seqno as it comes, and number new execs far from the ones it may still remember.
+      // The client's earlier appends, exec and kv ids belonged to the previous process: take its
+      // next seqno as it comes, and number new execs and blob writes far from the ones it may
+      // still remember.
       sequencer.resync();
-      await turns.resume(request, { firstID: randomInt(2 ** 30, 2 ** 31), turnID });
+      const firstID = randomInt(2 ** 30, 2 ** 31);
+      checkpoints.renumber(firstID);
+      await turns.resume(request, { firstID, turnID });
       if (!outbound.subscribed) grace.start();
     },
     async abandon(error) {
@@ -156,11 +191,15 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       if (state.conversationID !== null && !outbound.ended && !outbound.held) {
         await cancelTurn("the client closed the stream").catch(() => {});
       }
-      endStream(error);
+      endStream(error, "now");
+    },
+    hold() {
+      checkpoints.flush();
+      outbound.hold();
     },
     close(reason) {
       tools.rejectOpen(reason);
-      endStream(toProtocolError({ type: "stream_closed", reason }));
+      endStream(toProtocolError({ type: "stream_closed", reason }), "now");
     },
   };
   // Not a literal `get`: that would make each stream a dictionary-mode object (issue #19).

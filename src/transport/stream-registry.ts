@@ -147,7 +147,7 @@ export function createStreamRegistry(
         streams.set(requestID, opening);
         opening.then(
           (opened) => {
-            if (holding) opened.outbound.hold();
+            if (holding) opened.hold();
             if (streams.get(requestID) === opening) created.set(requestID, opened);
           },
           () => {
@@ -163,10 +163,10 @@ export function createStreamRegistry(
     hold() {
       holding = true;
       // At once for the streams open now; the ones still opening when they are.
-      for (const stream of created.values()) stream.outbound.hold();
+      for (const stream of created.values()) stream.hold();
       for (const stream of streams.values()) {
         void stream.then(
-          (s) => s.outbound.hold(),
+          (s) => s.hold(),
           () => {},
         );
       }

@@ -155,9 +155,11 @@ export function createClientMessages(
         );
         return;
       }
+      case "kv_result":
+        stream.checkpoints.result(event.id, event.result);
+        return;
       case "prewarm":
       case "heartbeat":
-      case "kv_result":
         return;
       case "unserved_action":
         return refuseAction(event.action);

@@ -12,6 +12,7 @@ import { type AgentServerMessage, toHeartbeatMessage } from "../cursor/index.ts"
 import { silentLog } from "../log.ts";
 import { createOutboundStream } from "../outbound-stream.ts";
 import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
+import { createCheckpointWriter } from "./checkpoint-writer.ts";
 import { createReconnectGrace } from "./reconnect-grace.ts";
 import type { StreamState } from "./stream-state.ts";
 
@@ -35,6 +36,13 @@ function setUp(conversationID: string | null) {
       options: { ...DEFAULT_SERVER_OPTIONS.stream, reconnectGraceMs: GRACE_MS },
     },
     outbound,
+    checkpoints: createCheckpointWriter({
+      outbound,
+      blobs: false,
+      timeoutMs: 1_000,
+      log: silentLog,
+      describe: () => ({}),
+    }),
     turn: null,
     conversationID,
     startedAt: null,

@@ -41,14 +41,14 @@ export function createReconnectGrace(
           "client gone; canceling the turn",
         );
         if (stream.conversationID === null) {
-          stream.end(toProtocolError({ type: "client_went_away" }));
+          stream.end(toProtocolError({ type: "client_went_away" }), "now");
           return;
         }
         void cancelTurn("the client went away")
           .catch((error: unknown) =>
             log.error({ request: requestID, error: errorMessage(error) }, "cancel failed"),
           )
-          .finally(() => stream.end(toProtocolError({ type: "client_went_away" })));
+          .finally(() => stream.end(toProtocolError({ type: "client_went_away" }), "now"));
       });
     },
     clear() {

@@ -16,6 +16,7 @@
 import type { ConnectError } from "@connectrpc/connect";
 import type { AgentServerMessage, TurnState } from "../cursor/index.ts";
 import type { OutboundStream } from "../outbound-stream.ts";
+import type { CheckpointWriter } from "./checkpoint-writer.ts";
 import type { AgentStreamDeps } from "./types.ts";
 
 export interface StreamState {
@@ -26,12 +27,19 @@ export interface StreamState {
   conversationID: string | null;
   /** When the turn started (for the "turn ended" log line). */
   startedAt: number | null;
-  /** Ends the stream (idempotent): the outbound backlog ends with `error`, timers stop. */
-  readonly end: (error?: ConnectError) => void;
+  /** What the stream sends goes through it: checkpoints wait for their blobs (checkpoint-writer.ts). */
+  readonly checkpoints: CheckpointWriter;
+  /**
+   * Ends the stream (idempotent): the outbound backlog ends with `error`, timers stop. By
+   * default once no checkpoint waits for the client's blob confirmations (bounded by their
+   * timeout); `"now"` when nobody will confirm them (the client went away): a waiting checkpoint
+   * then goes out inline first.
+   */
+  readonly end: (error?: ConnectError, when?: "now") => void;
 }
 
 /** Queues messages for the client, unless the stream has ended. */
 export function send(state: StreamState, messages: readonly AgentServerMessage[]): void {
   if (state.outbound.ended) return;
-  for (const message of messages) state.outbound.push(message);
+  state.checkpoints.send(messages);
 }

@@ -43,6 +43,17 @@ export interface AgentStreamOptions {
    * parent gets an error result with its last text. Default `DEFAULT_SUBAGENT_MAX_STEPS`.
    */
   readonly subagentMaxSteps?: number;
+  /**
+   * Whether checkpoints are blob-backed (their turns written to the client's store first, as
+   * the IDE's fork and "duplicate chat" need; docs/protocol.md §2.10). Default true; false sends
+   * every checkpoint inline.
+   */
+  readonly blobCheckpoints?: boolean;
+  /**
+   * How long a checkpoint waits for the client to confirm its blob writes before it, and every
+   * later one of the stream, goes inline. Default `DEFAULT_BLOB_WRITE_TIMEOUT_MS` (10 s).
+   */
+  readonly blobWriteTimeoutMs?: number;
 }
 
 export const DEFAULT_SUBAGENT_MAX_CONCURRENT = 4;
@@ -89,6 +100,13 @@ export interface AgentStream {
    * stream failed for good): the turn is canceled and the stream ends with `error`.
    */
   abandon(error: ConnectError): Promise<void>;
+  /**
+   * Shutdown (stream-registry.ts `hold`): nothing more of the stream is handed out
+   * (outbound-stream.ts `hold`). A turn that is over but whose end waits for the client to
+   * confirm its last checkpoint's blobs ends first, that checkpoint inline: the ends of turns
+   * that are over reach their clients.
+   */
+  hold(): void;
   /**
    * Ends the stream now with a `canceled` end (no run request came in time; shutdown). At
    * shutdown the stream was held first (outbound-stream.ts `hold`), so a client reading it sees

@@ -1,10 +1,11 @@
 /**
  * `conversation_checkpoint_update`: the conversation state the client stores and sends back with
  * the next run request. Built from the checkpoint the client sent (so fields this server does
- * not manage, and unknown fields, survive unchanged) plus this turn, in the inline form: each
- * turn is a serialized ConversationTurnStructure whose user message and steps are serialized
- * bytes too (docs/protocol.md §2.10). Blob-backed turns (`set_blob_args`, needed for forking a
- * chat) are not produced yet.
+ * not manage, and unknown fields, survive unchanged, its turns in the form it sent them) plus
+ * this turn. Here in the inline form: the turn is a serialized ConversationTurnStructure whose
+ * user message and steps are serialized bytes too. The agent stream sends the blob-backed form
+ * instead (checkpoint-blobs.ts, built from the same turn state: `toCheckpointSource`), and this
+ * one when the client does not confirm the blob writes (docs/protocol.md §2.10).
  */
 import { create, toBinary } from "@bufbuild/protobuf";
 import { toTurnStructureBytes } from "./checkpoint-bytes.ts";
@@ -30,6 +31,14 @@ export const MAX_CHECKPOINT_BYTES = 512 * 1024;
 const UINT32_MAX = 0xffff_ffff;
 
 export function toCheckpoint(state: TurnState): ConversationStateStructure {
+  return toCheckpointWith(state, toTurnBytes(state));
+}
+
+/**
+ * The checkpoint with `turn` as this turn's entry in `turns` (inline bytes, or the 32-byte id
+ * of the turn's blob), fitted to `MAX_CHECKPOINT_BYTES` in that form.
+ */
+export function toCheckpointWith(state: TurnState, turn: Uint8Array): ConversationStateStructure {
   const { previous } = state;
   // The fields a checkpoint sets, on a message of their own to measure them.
   const set = create(ConversationStateStructureSchema);
@@ -44,7 +53,7 @@ export function toCheckpoint(state: TurnState): ConversationStateStructure {
   // A shallow copy: its fields are replaced, never changed in place, so the state's value (and
   // the earlier turns, up to 512 KiB, sent again in every checkpoint) is shared, not copied.
   const checkpoint = copyMessage(previous);
-  checkpoint.turns = [...previous.turns, toTurnBytes(state)];
+  checkpoint.turns = [...previous.turns, turn];
   checkpoint.pendingToolCalls = set.pendingToolCalls;
   checkpoint.tokenDetails = set.tokenDetails;
   checkpoint.mode = set.mode;
@@ -52,29 +61,66 @@ export function toCheckpoint(state: TurnState): ConversationStateStructure {
   return fitCheckpoint(checkpoint, keptSize(previous) + encodedSize(set));
 }
 
+/** The turn state each checkpoint message was built from (for its blob form). */
+const sources = new WeakMap<AgentServerMessage, TurnState>();
+
+/**
+ * The checkpoint in the inline form. Its value is built when first read: the agent stream sends
+ * the blob form instead (checkpoint-blobs.ts) and reads this one only when it falls back, so a
+ * checkpoint is not built twice (issue #19).
+ */
 export function toCheckpointMessage(state: TurnState): AgentServerMessage {
-  return create(AgentServerMessageSchema, {
-    message: { case: "conversationCheckpointUpdate", value: toCheckpoint(state) },
-  });
+  const message = create(AgentServerMessageSchema);
+  let value: ConversationStateStructure | undefined;
+  message.message = {
+    case: "conversationCheckpointUpdate",
+    get value(): ConversationStateStructure {
+      value ??= toCheckpoint(state);
+      return value;
+    },
+  };
+  sources.set(message, state);
+  return message;
+}
+
+/** The turn state `toCheckpointMessage` built `message` from; undefined for any other message. */
+export function toCheckpointSource(message: AgentServerMessage): TurnState | undefined {
+  return sources.get(message);
 }
 
 /** This turn as inline bytes: ConversationTurnStructure{agent_conversation_turn{…}}. */
 export function toTurnBytes(state: TurnState): Uint8Array {
-  const userMessage = encodedOnce(state.userMessage, () =>
-    toBinary(UserMessageSchema, state.userMessage),
-  );
-  const steps = state.steps.map((step) =>
-    encodedOnce(step, () => toBinary(ConversationStepSchema, step)),
-  );
-  const direct = toTurnStructureBytes(userMessage, steps, state.requestID);
+  return toTurnStructure(toUserMessageBytes(state), toStepBytes(state), state.requestID);
+}
+
+/**
+ * `ConversationTurnStructure{agent_conversation_turn{user_message, steps, request_id}}`: the
+ * fields are the serialized messages (inline form) or their blob ids (blob form).
+ */
+export function toTurnStructure(
+  userMessage: Uint8Array,
+  steps: readonly Uint8Array[],
+  requestID: string,
+): Uint8Array {
+  const direct = toTurnStructureBytes(userMessage, steps, requestID);
   if (direct !== undefined) return direct;
   const turn = create(ConversationTurnStructureSchema, {
     turn: {
       case: "agentConversationTurn",
-      value: { userMessage, steps, requestId: state.requestID },
+      value: { userMessage, steps: [...steps], requestId: requestID },
     },
   });
   return toBinary(ConversationTurnStructureSchema, turn);
+}
+
+/** The turn's serialized UserMessage (encoded once per turn). */
+export function toUserMessageBytes(state: TurnState): Uint8Array {
+  return encodedOnce(state.userMessage, () => toBinary(UserMessageSchema, state.userMessage));
+}
+
+/** The turn's serialized ConversationSteps (each encoded once). */
+export function toStepBytes(state: TurnState): Uint8Array[] {
+  return state.steps.map((step) => encodedOnce(step, () => toBinary(ConversationStepSchema, step)));
 }
 
 /**

@@ -8,6 +8,7 @@
  * Regenerate deliberately with `UPDATE_GOLDEN=1 node --test src/transport/cursor/golden.test.ts`.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
@@ -18,6 +19,8 @@ import { assistantMessage, text, thinking, toEvents, toolCall } from "../../loop
 import type { Command, Input, RuntimeState } from "../../loop/types.ts";
 import { toForceBackground } from "./background-shell.ts";
 import { fromBidiAppendBody, toBidiAppendBody } from "./bidi-append.ts";
+import { toCheckpointSource } from "./checkpoint.ts";
+import { toBlobCheckpoint, toCheckpointUpdate, toSetBlobMessage } from "./checkpoint-blobs.ts";
 import { type ClientEvent, fromClientMessage } from "./client-message.ts";
 import {
   type AgentClientMessage,
@@ -27,7 +30,10 @@ import {
 } from "./gen/agent/v1/agent_stream_pb.js";
 import { AgentMode, AgentSkillSchema } from "./gen/agent/v1/common_pb.js";
 import { ConversationActionSchema } from "./gen/agent/v1/conversation_action_pb.js";
-import { ConversationStepSchema } from "./gen/agent/v1/conversation_state_pb.js";
+import {
+  ConversationStepSchema,
+  ConversationTurnStructureSchema,
+} from "./gen/agent/v1/conversation_state_pb.js";
 import {
   InteractionUpdateSchema,
   TextDeltaUpdateSchema,
@@ -641,6 +647,85 @@ test("golden: a turn with thinking, a read tool call and a final answer", () => 
   );
   assert.doesNotMatch(modelText, /exec-[0-9a-f]{24}/);
 });
+
+/**
+ * The messages as a client that confirms every blob write at once receives them from the agent
+ * stream (agent-stream/checkpoint-writer.ts): each checkpoint preceded by the `set_blob_args` of
+ * its blobs not written before on the stream (kv ids from 1), and in the blob form. The other
+ * goldens hold the inline form the dialect builds, which is also what a client that does not
+ * confirm gets.
+ */
+function withBlobCheckpoints(messages: readonly AgentServerMessage[]): AgentServerMessage[] {
+  const written = new Set<string>();
+  let id = 0;
+  return messages.flatMap((message) => {
+    const state = toCheckpointSource(message);
+    if (state === undefined) return [message];
+    const { checkpoint, blobs } = toBlobCheckpoint(state);
+    const writes = blobs.filter((blob) => !written.has(blob.key));
+    for (const blob of writes) written.add(blob.key);
+    return [...writes.map((blob) => toSetBlobMessage(++id, blob)), toCheckpointUpdate(checkpoint)];
+  });
+}
+
+test("golden: the same turn with blob-backed checkpoints", () => {
+  const run = runTurn({
+    responses: [
+      assistantMessage([
+        thinking("Look at add()."),
+        text("Reading the file."),
+        toolCall("toolu_01", "read_file", { path: "src/math.ts" }),
+      ]),
+      assistantMessage([text("`add` subtracts; change `-` to `+`.")]),
+    ],
+    replies: { read_file: [READ_REPLY] },
+  });
+  assertGolden("out-turn-read-blobs", toEnvelopes(withBlobCheckpoints(run.messages)));
+  const messages = fromEnvelopes(readGolden("out-turn-read-blobs"));
+  assert.deepEqual(squash(kinds(messages)), [
+    "thinkingDelta",
+    "thinkingCompleted",
+    "textDelta",
+    "partialToolCall",
+    "tokenDelta",
+    "toolCallStarted",
+    "kvServerMessage",
+    "conversationCheckpointUpdate",
+    "exec:readArgs",
+    "toolCallCompleted",
+    "kvServerMessage",
+    "conversationCheckpointUpdate",
+    "textDelta",
+    "tokenDelta",
+    "kvServerMessage",
+    "conversationCheckpointUpdate",
+    "turnEnded",
+  ]);
+  // Every turn, user message and step id resolves among the blobs written before it.
+  const store = new Map<string, Uint8Array>();
+  for (const message of messages) {
+    const branch = message.message;
+    if (branch.case === "kvServerMessage" && branch.value.message.case === "setBlobArgs") {
+      const { blobId, blobData } = branch.value.message.value;
+      assert.equal(createHash("sha256").update(blobData).digest("hex"), hex(blobId));
+      store.set(hex(blobId), blobData);
+    } else if (branch.case === "conversationCheckpointUpdate") {
+      assert.equal(branch.value.turns.length, 1);
+      const turn = store.get(hex(branch.value.turns[0]));
+      assert.ok(turn !== undefined, "the turn blob was written first");
+      const structure = fromBinary(ConversationTurnStructureSchema, turn).turn;
+      assert.ok(structure.case === "agentConversationTurn");
+      assert.equal(structure.value.requestId, REQUEST_ID);
+      for (const id of [structure.value.userMessage, ...structure.value.steps]) {
+        assert.ok(store.has(hex(id)), "user message and steps were written first");
+      }
+    }
+  }
+});
+
+function hex(bytes: Uint8Array | undefined): string {
+  return Buffer.from(bytes ?? []).toString("hex");
+}
 
 test("golden: a streamed shell call shows live output", () => {
   const reply =

@@ -6,7 +6,8 @@
 
 export { toForceBackground } from "./background-shell.ts";
 export { type BidiAppend, fromBidiAppendRequest } from "./bidi-append.ts";
-export { toCheckpointMessage } from "./checkpoint.ts";
+export { toCheckpointMessage, toCheckpointSource } from "./checkpoint.ts";
+export { toBlobCheckpoint, toCheckpointUpdate, toSetBlobMessage } from "./checkpoint-blobs.ts";
 export { type ImportedHistory, toImportedHistory } from "./checkpoint-import.ts";
 export { toLastTurnOrigin } from "./checkpoint-origin.ts";
 export { type ClientEvent, fromClientMessage } from "./client-message.ts";
@@ -18,6 +19,7 @@ export {
   type AgentServerMessage,
   AgentService,
 } from "./gen/agent/v1/agent_stream_pb.js";
+export type { KvClientMessage } from "./gen/agent/v1/kv_pb.js";
 export { AiService, ServerConfigService } from "./gen/aiserver/v1/ai_service_pb.js";
 export { BidiRequestIdSchema, BidiService } from "./gen/aiserver/v1/bidi_pb.js";
 export { type Mode, toAgentMode } from "./mode.ts";

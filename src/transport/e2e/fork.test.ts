@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import type { CursorClient } from "../testing/index.ts";
+import { type CursorClient, toReferencedBlobs } from "../testing/index.ts";
 import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
 interface WireMessage {
@@ -261,7 +261,17 @@ describe("a chat this server has no record of (in-process, two servers)", () => 
     const body = await runTurn(
       here,
       client,
-      { ...turn(id, "C", "mC"), checkpoint: before.checkpoint(id) ?? null },
+      {
+        ...turn(id, "C", "mC"),
+        checkpoint: before.checkpoint(id) ?? null,
+        // The turns are blob ids: the client's store (the same IDE) sends their blobs along.
+        edit: (request) => {
+          const checkpoint = before.checkpoint(id);
+          if (checkpoint !== undefined) {
+            request.preFetchedBlobs = toReferencedBlobs(checkpoint, before.blobs);
+          }
+        },
+      },
       "answer C",
     );
     assert.deepEqual(textsOf(body, "user"), ["A", "B", "C"]);

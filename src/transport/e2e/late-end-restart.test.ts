@@ -56,7 +56,13 @@ describe("a late stream of a turn that ended badly, after a restart", () => {
   test("a failed turn (provider error): the RunSSE reconnect ends with the turn's error", {
     timeout: 60_000,
   }, async () => {
-    harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
+    // Inline checkpoints: the late stream is read raw (readRunSse), by no client that would
+    // answer the blob writes of a blob-backed one (e2e/blob-checkpoints.test.ts covers those).
+    harness = await startHarness({
+      mode: "process",
+      server: { runSseContentType: "connect" },
+      process: { blobCheckpoints: false },
+    });
     harness.provider.reply(REFUSED);
     const client = harness.client();
     const first = client.startTurn({
@@ -77,7 +83,13 @@ describe("a late stream of a turn that ended badly, after a restart", () => {
   test("a canceled turn: the RunSSE reconnect ends canceled, as the turn's stream did", {
     timeout: 60_000,
   }, async () => {
-    harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
+    // Inline checkpoints: the late stream is read raw (readRunSse), by no client that would
+    // answer the blob writes of a blob-backed one (e2e/blob-checkpoints.test.ts covers those).
+    harness = await startHarness({
+      mode: "process",
+      server: { runSseContentType: "connect" },
+      process: { blobCheckpoints: false },
+    });
     writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
     harness.reply({
       text: "Reading.",

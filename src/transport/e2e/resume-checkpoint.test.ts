@@ -17,7 +17,7 @@ import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_ac
 import type { ConversationStateStructure } from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import { toLastTurnOrigin } from "../cursor/index.ts";
 import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
-import type { CursorClient } from "../testing/index.ts";
+import { type CursorClient, toReferencedBlobs } from "../testing/index.ts";
 import { createGate, type Harness, MODEL, readRunSse, startHarness } from "./test-harness.ts";
 
 const GRACE_MS = 300;
@@ -83,7 +83,11 @@ async function editAfterResumedTurn(
 ): Promise<void> {
   const beforeC = client.checkpoint(id);
   assert.equal(
-    toLastTurnOrigin(beforeC, []),
+    // Blob-backed: the turn is looked up in the blobs the client sends with it.
+    toLastTurnOrigin(
+      beforeC,
+      beforeC === undefined ? [] : toReferencedBlobs(beforeC, client.blobs),
+    ),
     started,
     "the checkpoint names the resumed turn by the request id that started it",
   );

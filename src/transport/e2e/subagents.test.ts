@@ -77,6 +77,7 @@ const sse = (reply: Parameters<typeof toChatCompletionSse>[0]) =>
 describe("two subagents at once: explore and general", () => {
   let harness: Harness;
   let result: TurnResult;
+  let blobs: ReadonlyMap<string, Uint8Array> = new Map();
   const conversationId = "5ab0a9e0-0000-4000-8000-000000000001";
   const arrivals: string[] = [];
 
@@ -158,6 +159,7 @@ describe("two subagents at once: explore and general", () => {
         return undefined;
       },
     });
+    blobs = client.blobs;
     result = await client.startTurn({ conversationId, text: "Split it up.", modelId: MODEL }).done;
   });
   after(() => harness.close());
@@ -250,13 +252,13 @@ describe("two subagents at once: explore and general", () => {
   test("the checkpoint's steps are the parent's: its task calls, none of the subagents' calls", () => {
     const checkpoint = result.view.checkpoint;
     assert.ok(checkpoint !== undefined);
-    const turn = fromBinary(
-      ConversationTurnStructureSchema,
-      checkpoint.turns.at(-1) ?? new Uint8Array(),
-    );
+    // Blob-backed: the turn and its steps are ids in the client's store.
+    const blob = (id: Uint8Array | undefined) =>
+      blobs.get(Buffer.from(id ?? []).toString("hex")) ?? new Uint8Array();
+    const turn = fromBinary(ConversationTurnStructureSchema, blob(checkpoint.turns.at(-1)));
     assert.ok(turn.turn.case === "agentConversationTurn");
-    const toolCalls = turn.turn.value.steps.flatMap((bytes) => {
-      const step = fromBinary(ConversationStepSchema, bytes);
+    const toolCalls = turn.turn.value.steps.flatMap((id) => {
+      const step = fromBinary(ConversationStepSchema, blob(id));
       return step.message.case === "toolCall" ? [step.message.value.toolCallId] : [];
     });
     assert.deepEqual(toolCalls.sort(), ["call_explore", "call_general"]);

@@ -76,6 +76,8 @@ export interface HarnessOptions {
     readonly killAfterWrite?: number;
     readonly lateResultGraceMs?: number;
     readonly envelopeTimeoutMs?: number;
+    /** False: inline checkpoints (a raw reader that does not answer blob writes). */
+    readonly blobCheckpoints?: boolean;
   };
 }
 
@@ -121,6 +123,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           ...(options.process?.envelopeTimeoutMs === undefined
             ? {}
             : { envelopeTimeoutMs: options.process.envelopeTimeoutMs }),
+          ...(options.process?.blobCheckpoints === undefined
+            ? {}
+            : { blobCheckpoints: options.process.blobCheckpoints }),
           ...(options.server?.runSseContentType === undefined
             ? {}
             : { runSseContentType: options.server.runSseContentType }),
@@ -217,6 +222,7 @@ export async function startServerProcess(settings: {
   killAfterWrite?: number;
   lateResultGraceMs?: number;
   envelopeTimeoutMs?: number;
+  blobCheckpoints?: boolean;
   databaseUrl?: string;
   instanceID?: string;
   leaseMs?: number;

@@ -46,6 +46,8 @@ interface Settings {
   readonly lateResultGraceMs?: number;
   /** Overrides how long a RunSSE envelope may take to arrive. */
   readonly envelopeTimeoutMs?: number;
+  /** False: inline checkpoints, no blob writes (for clients that do not answer KV). */
+  readonly blobCheckpoints?: boolean;
   /** Overrides the most agent streams and open connections (the concurrency benchmark). */
   readonly maxStreams?: number;
   readonly maxConnections?: number;
@@ -128,6 +130,9 @@ const server = await startServer(
       heartbeatMs: settings.heartbeatMs ?? DEFAULT_SERVER_OPTIONS.stream.heartbeatMs,
       lateResultGraceMs:
         settings.lateResultGraceMs ?? DEFAULT_SERVER_OPTIONS.stream.lateResultGraceMs,
+      ...(settings.blobCheckpoints === undefined
+        ? {}
+        : { blobCheckpoints: settings.blobCheckpoints }),
     },
   },
 );

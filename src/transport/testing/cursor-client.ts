@@ -33,7 +33,7 @@ import type { TestMcpServer } from "./exec-mcp.ts";
 import type { ExecOverride } from "./exec-runner.ts";
 import type { QueryAnswerer } from "./interaction-answers.ts";
 import { createRunRequest, type RunRequestInit } from "./run-request.ts";
-import { createTurn, type Turn } from "./turn.ts";
+import { type BlobWriteAnswerer, createTurn, type Turn } from "./turn.ts";
 
 export interface CursorClientOptions {
   /** e.g. `http://127.0.0.1:4317`. */
@@ -78,6 +78,8 @@ export interface CursorClientOptions {
    * reads nothing more meanwhile, as a client slower than the server (e.g. rendering).
    */
   readonly onMessage?: (message: AgentServerMessage) => Promise<void> | void;
+  /** How blob writes are answered; default: stored and confirmed (turn.ts `BlobWriteAnswer`). */
+  readonly answerBlobWrite?: BlobWriteAnswerer;
 }
 
 /** `RunRequestInit` with the client's defaults: its workspace, and its last checkpoint. */
@@ -182,6 +184,9 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
         background: backgroundShells,
         ...(options.mcpServers === undefined ? {} : { mcpServers: options.mcpServers }),
         ...(options.onMessage === undefined ? {} : { onMessage: options.onMessage }),
+        ...(options.answerBlobWrite === undefined
+          ? {}
+          : { answerBlobWrite: options.answerBlobWrite }),
         blobs,
         runSseContentTypes: () => runSseTypes.get(requestId) ?? [],
         onCheckpoint: (checkpoint) => {

@@ -2,6 +2,7 @@
  * A protocol-faithful test client that plays the Cursor IDE / `cursor-agent` against a server
  * over real HTTP (for end-to-end tests). See README.md.
  */
+export { type ClonedTurn, cloneCheckpoint, toBlobKey } from "./blob-clone.ts";
 export type { AppendForm } from "./channels.ts";
 export {
   type CursorClient,
@@ -25,6 +26,8 @@ export {
 } from "./run-request.ts";
 export {
   type AppendFailure,
+  type BlobWriteAnswer,
+  type BlobWriteAnswerer,
   type ClientMessageInit,
   type SentMessage,
   type Turn,

@@ -21,6 +21,7 @@ import type { InteractionQuery } from "../cursor/gen/agent/v1/interaction_query_
 import type { KvServerMessage } from "../cursor/gen/agent/v1/kv_pb.js";
 import type { AgentRunRequest } from "../cursor/gen/agent/v1/run_request_pb.js";
 import type { BackgroundShells } from "./background-shells.ts";
+import { toBlobKey } from "./blob-clone.ts";
 import type { Downlink, TurnChannel } from "./channels.ts";
 import type { TestMcpServer } from "./exec-mcp.ts";
 import { createExecRunner, type ExecOverride } from "./exec-runner.ts";
@@ -127,6 +128,15 @@ export interface Turn {
   close(reason?: string): Promise<void>;
 }
 
+/**
+ * How the client answers one blob write: `store` (the IDE's way: stored, `set_blob_result{}`),
+ * `ignore` (never answered), or `{ error }` (not stored, `set_blob_result{error}`). A write whose
+ * id is not the SHA-256 of its data is refused with an error whatever this says, as the IDE's
+ * content-addressed store would.
+ */
+export type BlobWriteAnswer = "store" | "ignore" | { readonly error: string };
+export type BlobWriteAnswerer = (id: Uint8Array, data: Uint8Array) => BlobWriteAnswer;
+
 export interface TurnOptions {
   readonly requestId: string;
   readonly runRequest: AgentRunRequest;
@@ -143,6 +153,8 @@ export interface TurnOptions {
   readonly onMessage?: (message: AgentServerMessage) => Promise<void> | void;
   /** The client's blob store (hex SHA-256 → bytes), shared by its turns. */
   readonly blobs: Map<string, Uint8Array>;
+  /** How a `set_blob_args` is answered (default: stored and confirmed); see `BlobWriteAnswer`. */
+  readonly answerBlobWrite?: BlobWriteAnswerer;
   /** The client's background shells (exec 16, 23, 30 and BACKGROUND time-outs). */
   readonly background?: BackgroundShells;
   /** The client's MCP servers (resources and state, exec 17, 18, 36). */
@@ -230,15 +242,33 @@ export function createTurn(options: TurnOptions): Turn {
   const kv = (message: KvServerMessage): void => {
     const branch = message.message;
     if (branch.case === "setBlobArgs") {
-      blobs.set(Buffer.from(branch.value.blobId).toString("hex"), branch.value.blobData);
-      reply(
-        create(AgentClientMessageSchema, {
-          message: {
-            case: "kvClientMessage",
-            value: { id: message.id, message: { case: "setBlobResult", value: {} } },
-          },
-        }),
-      );
+      const { blobId, blobData } = branch.value;
+      const key = Buffer.from(blobId).toString("hex");
+      const answer =
+        toBlobKey(blobData) === key
+          ? (options.answerBlobWrite?.(blobId, blobData) ?? "store")
+          : { error: "blob id is not the SHA-256 of its data" };
+      if (answer === "ignore") return;
+      // The IDE's store writes asynchronously and answers once the write is done: a blob is
+      // there only after this turn of the event loop, so a checkpoint sent right behind its
+      // blob writes, without waiting for the answers, does not find it (blob-clone.ts).
+      setImmediate(() => {
+        if (answer === "store") blobs.set(key, blobData);
+        reply(
+          create(AgentClientMessageSchema, {
+            message: {
+              case: "kvClientMessage",
+              value: {
+                id: message.id,
+                message: {
+                  case: "setBlobResult",
+                  value: answer === "store" ? {} : { error: { message: answer.error } },
+                },
+              },
+            },
+          }),
+        );
+      });
     } else if (branch.case === "getBlobArgs") {
       const data = blobs.get(Buffer.from(branch.value.blobId).toString("hex"));
       reply(

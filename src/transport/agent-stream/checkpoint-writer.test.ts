@@ -1,0 +1,198 @@
+import assert from "node:assert/strict";
+import { mock, test } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { ConversationStepSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import {
+  type AgentServerMessage,
+  type KvClientMessage,
+  toCheckpointMessage,
+  toHeartbeatMessage,
+  toServerNotice,
+} from "../cursor/index.ts";
+import { turnState } from "../cursor/testing.ts";
+import { toTurnEnded } from "../cursor/turn-end.ts";
+import { createRecordingLog } from "../log.ts";
+import { createOutboundStream } from "../outbound-stream.ts";
+import { createCheckpointWriter } from "./checkpoint-writer.ts";
+
+const TIMEOUT_MS = 1_000;
+
+function setup(blobs = true) {
+  const outbound = createOutboundStream<AgentServerMessage>({
+    heartbeatMs: 60_000,
+    heartbeat: toHeartbeatMessage,
+  });
+  const { log, lines } = createRecordingLog();
+  const writer = createCheckpointWriter({
+    outbound,
+    blobs,
+    timeoutMs: TIMEOUT_MS,
+    log,
+    describe: () => ({ request: "r1" }),
+  });
+  const reader = outbound.read();
+  const sent: AgentServerMessage[] = [];
+  /** What went out since the last call, as short names. */
+  const out = (): string[] => {
+    const fresh: AgentServerMessage[] = [];
+    for (let message = reader.next(); message !== undefined; message = reader.next()) {
+      fresh.push(message);
+    }
+    sent.push(...fresh);
+    return fresh.map(name);
+  };
+  /** The ids of the blob writes sent so far. */
+  const writes = () =>
+    sent.flatMap((message) =>
+      message.message.case === "kvServerMessage" ? [message.message.value.id] : [],
+    );
+  return { writer, out, writes, lines, sent };
+}
+
+function name(message: AgentServerMessage): string {
+  const branch = message.message;
+  if (branch.case === "kvServerMessage") return "set_blob";
+  if (branch.case === "conversationCheckpointUpdate") {
+    return branch.value.turns.at(-1)?.length === 32 ? "checkpoint(ids)" : "checkpoint(inline)";
+  }
+  if (branch.case === "interactionUpdate") return branch.value.message.case ?? "?";
+  return branch.case ?? "?";
+}
+
+const ok: KvClientMessage["message"] = {
+  case: "setBlobResult",
+  value: { $typeName: "agent.v1.SetBlobResult" },
+};
+const refused = (message: string): KvClientMessage["message"] => ({
+  case: "setBlobResult",
+  value: { $typeName: "agent.v1.SetBlobResult", error: { $typeName: "agent.v1.Error", message } },
+});
+
+const step = (text: string) =>
+  create(ConversationStepSchema, { message: { case: "assistantMessage", value: { text } } });
+
+test("only checkpoints wait for their blobs; the turn's end waits behind them", () => {
+  const { writer, out, writes } = setup();
+  const state = turnState({ steps: [step("one")] });
+  writer.send([toServerNotice("text"), toCheckpointMessage(state), toServerNotice("more")]);
+  // user message, step, turn: written at once; the text after the checkpoint is not held.
+  assert.deepEqual(out(), ["textDelta", "set_blob", "set_blob", "set_blob", "textDelta"]);
+  let ended = false;
+  writer.send([toTurnEnded(state)]);
+  writer.whenSent(() => {
+    ended = true;
+  });
+  assert.deepEqual(out(), []);
+  assert.equal(ended, false);
+  for (const id of writes().slice(0, 2)) writer.result(id, ok);
+  assert.deepEqual(out(), [], "not before every blob is confirmed");
+  writer.result(writes()[2] ?? 0, ok);
+  assert.deepEqual(out(), ["checkpoint(ids)", "turnEnded"]);
+  assert.equal(ended, true);
+});
+
+test("a checkpoint queued while one waits replaces it; a blob is written once per stream", () => {
+  const { writer, out, writes } = setup();
+  const steps = [step("one")];
+  writer.send([toCheckpointMessage(turnState({ steps }))]);
+  assert.deepEqual(out(), ["set_blob", "set_blob", "set_blob"]);
+  writer.send([toCheckpointMessage(turnState({ steps: [...steps, step("two")] }))]);
+  // Only the new step and the new turn blob.
+  assert.deepEqual(out(), ["set_blob", "set_blob"]);
+  for (const id of writes()) writer.result(id, ok);
+  assert.deepEqual(out(), ["checkpoint(ids)"], "the newer one only");
+  // Confirmed blobs are not written again; the same state needs nothing new.
+  writer.send([toCheckpointMessage(turnState({ steps: [...steps, step("two")] }))]);
+  assert.deepEqual(out(), ["checkpoint(ids)"]);
+  // An unknown or repeated answer changes nothing.
+  writer.result(999, ok);
+  writer.result(writes()[0] ?? 0, refused("late"));
+  writer.send([toCheckpointMessage(turnState({ steps: [...steps, step("two")] }))]);
+  assert.deepEqual(out(), ["checkpoint(ids)"]);
+});
+
+test("no confirmation within the timeout: this checkpoint and every later one inline, said once", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const { writer, out, writes, lines } = setup();
+    const state = turnState({ steps: [step("one")] });
+    writer.send([toCheckpointMessage(state), toServerNotice("text"), toTurnEnded(state)]);
+    assert.deepEqual(out(), ["set_blob", "set_blob", "set_blob", "textDelta"]);
+    writer.result(writes()[0] ?? 0, ok);
+    mock.timers.tick(TIMEOUT_MS - 1);
+    assert.deepEqual(out(), []);
+    mock.timers.tick(1);
+    assert.deepEqual(out(), ["checkpoint(inline)", "turnEnded"]);
+    writer.send([toCheckpointMessage(turnState({ steps: [step("two")] }))]);
+    assert.deepEqual(out(), ["checkpoint(inline)"], "no more blob writes");
+    for (const id of writes()) writer.result(id, ok);
+    assert.deepEqual(out(), []);
+    const warns = lines.filter((line) => line.level === "warn");
+    assert.equal(warns.length, 1);
+    assert.deepEqual(
+      { reason: warns[0]?.fields.reason, unconfirmed: warns[0]?.fields.unconfirmed },
+      { reason: "timeout", unconfirmed: 2 },
+    );
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("a refused blob write: the checkpoint goes inline at once, and every later one", () => {
+  const { writer, out, writes, lines } = setup();
+  writer.send([toCheckpointMessage(turnState({ steps: [step("one")] }))]);
+  out();
+  writer.result(writes()[1] ?? 0, refused("disk full"));
+  assert.deepEqual(out(), ["checkpoint(inline)"]);
+  writer.send([toCheckpointMessage(turnState({ steps: [step("two")] }))]);
+  assert.deepEqual(out(), ["checkpoint(inline)"]);
+  const warns = lines.filter((line) => line.level === "warn");
+  assert.deepEqual(
+    warns.map((line) => [line.fields.reason, line.fields.detail]),
+    [["error", "disk full"]],
+  );
+});
+
+test("flush: a waiting checkpoint goes out inline now, then what waited behind it", () => {
+  const { writer, out } = setup();
+  const state = turnState({ steps: [step("one")] });
+  writer.send([toCheckpointMessage(state), toTurnEnded(state)]);
+  const ends: string[] = [];
+  writer.whenSent(() => ends.push("end"));
+  out();
+  writer.flush();
+  assert.deepEqual(out(), ["checkpoint(inline)", "turnEnded"]);
+  assert.deepEqual(ends, ["end"]);
+});
+
+test("blobs off: every checkpoint inline, no KV traffic", () => {
+  const { writer, out } = setup(false);
+  const state = turnState({ steps: [step("one")] });
+  let ended = false;
+  writer.send([toCheckpointMessage(state), toTurnEnded(state)]);
+  writer.whenSent(() => {
+    ended = true;
+  });
+  assert.deepEqual(out(), ["checkpoint(inline)", "turnEnded"]);
+  assert.equal(ended, true);
+});
+
+test("the timeout runs only while someone reads the stream; a new reader gets it whole", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const { writer, out } = setup();
+    writer.send([toCheckpointMessage(turnState({ steps: [step("one")] }))]);
+    out();
+    mock.timers.tick(TIMEOUT_MS - 100);
+    writer.pause(); // the RunSSE dropped
+    mock.timers.tick(10 * TIMEOUT_MS);
+    assert.deepEqual(out(), [], "no fallback while nobody can answer");
+    writer.resume(); // reconnected
+    mock.timers.tick(TIMEOUT_MS - 1);
+    assert.deepEqual(out(), []);
+    mock.timers.tick(1);
+    assert.deepEqual(out(), ["checkpoint(inline)"]);
+  } finally {
+    mock.timers.reset();
+  }
+});

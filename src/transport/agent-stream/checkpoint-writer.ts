@@ -1,0 +1,218 @@
+/**
+ * Everything the stream sends goes out through here, so that its checkpoints are blob-backed
+ * (docs/protocol.md §2.9, §2.10, §3 step 6): before a checkpoint, each blob of it that the
+ * client has not confirmed on this stream is written to the client's store
+ * (`kv_server_message.set_blob_args`, each blob once per stream); the checkpoint, with the blob
+ * ids, goes out once the client confirmed every one (`kv_client_message.set_blob_result`).
+ *
+ * - Only checkpoints wait: text, tool calls, execs and queries go out at once. A checkpoint
+ *   queued while an earlier one waits replaces it (a checkpoint is the whole state; peers do the
+ *   same), so checkpoints keep their order. `turn_ended`, and whatever follows it, waits behind a
+ *   waiting checkpoint, and so does the stream's end (`whenSent`).
+ * - A client that does not confirm within `timeoutMs` (counted while a reader is attached), or
+ *   answers a write with an error: the waiting checkpoint goes out in the inline form
+ *   (checkpoint.ts), and so does every later one of the stream, logged once at warn.
+ * - `flush` (the stream ends now: shutdown, takeover, the client gone or reset): a waiting
+ *   checkpoint goes out inline at once, then what waited behind it.
+ *
+ * Blob bytes are held only by the `set_blob_args` messages in the outbound backlog (released once
+ * written) and the waiting checkpoint; this keeps the confirmed blob ids (hex) per stream.
+ */
+import type { AgentServerMessage } from "../cursor/index.ts";
+import {
+  type KvClientMessage,
+  toBlobCheckpoint,
+  toCheckpointSource,
+  toCheckpointUpdate,
+  toSetBlobMessage,
+} from "../cursor/index.ts";
+import type { Log } from "../log.ts";
+import type { OutboundStream } from "../outbound-stream.ts";
+import { createOneShotTimer } from "./one-shot-timer.ts";
+
+/** How long a checkpoint waits for the client's confirmations by default (SAK's 10 s). */
+export const DEFAULT_BLOB_WRITE_TIMEOUT_MS = 10_000;
+
+export interface CheckpointWriter {
+  /** Sends `messages` in order; checkpoints as described above. */
+  send(messages: readonly AgentServerMessage[]): void;
+  /** A `kv_client_message` of the client (`id` and its result). */
+  result(id: number, result: KvClientMessage["message"]): void;
+  /** Runs `then` once no checkpoint waits: at once, or when it went out (in either form). */
+  whenSent(then: () => void): void;
+  /** No more waiting: a waiting checkpoint goes out inline now, then what waited behind it. */
+  flush(): void;
+  /**
+   * Numbers later blob writes from `firstID`: a stream picked up after a restart, whose client
+   * may still remember the kv ids the earlier process sent (as its exec ids, agent-stream.ts).
+   */
+  renumber(firstID: number): void;
+  /**
+   * Nobody reads the stream (its RunSSE dropped): the client cannot answer, so the timeout does
+   * not run; `resume` (a reader again) gives a waiting checkpoint the whole timeout anew. The
+   * reconnect grace bounds the wait (an end "now" then sends it inline).
+   */
+  pause(): void;
+  resume(): void;
+}
+
+export interface CheckpointWriterOptions {
+  readonly outbound: OutboundStream<AgentServerMessage>;
+  /** False: every checkpoint inline, no KV traffic. */
+  readonly blobs: boolean;
+  readonly timeoutMs: number;
+  readonly log: Log;
+  /** Fields for the log line (request, conversation). */
+  readonly describe: () => Record<string, unknown>;
+}
+
+interface Waiting {
+  readonly blobForm: AgentServerMessage;
+  readonly inline: AgentServerMessage;
+  /** Keys of the blobs not confirmed when it was queued. */
+  readonly required: readonly string[];
+}
+
+export function createCheckpointWriter(options: CheckpointWriterOptions): CheckpointWriter {
+  const { outbound, timeoutMs, log } = options;
+  let blobs = options.blobs;
+  /** Blobs the client confirmed on this stream. */
+  const confirmed = new Set<string>();
+  /** Writes sent and not answered: kv id → blob key; and the keys. */
+  const written = new Map<number, string>();
+  const writing = new Set<string>();
+  let nextID = 1;
+  let waiting: Waiting | null = null;
+  /** Messages that wait behind `waiting` (turn_ended and what follows it). */
+  let behind: AgentServerMessage[] = [];
+  const then: (() => void)[] = [];
+  const timer = createOneShotTimer();
+  let paused = false;
+  const arm = (): void => timer.arm(timeoutMs, () => fallBack("timeout"));
+
+  const send = (messages: readonly AgentServerMessage[]): void => {
+    for (const message of messages) {
+      if (outbound.ended) return;
+      if (behind.length > 0 || (waiting !== null && isTurnEnded(message))) {
+        behind.push(message);
+      } else if (message.message.case === "conversationCheckpointUpdate") {
+        checkpoint(message);
+      } else {
+        outbound.push(message);
+      }
+    }
+  };
+
+  const checkpoint = (message: AgentServerMessage): void => {
+    const state = blobs ? toCheckpointSource(message) : undefined;
+    if (state === undefined) {
+      // Inline (after a fallback, or a checkpoint not made from a turn state): out at once,
+      // replacing one that waits.
+      if (waiting !== null) release(message);
+      else outbound.push(message);
+      return;
+    }
+    const blobCheckpoint = toBlobCheckpoint(state);
+    const required: string[] = [];
+    for (const blob of blobCheckpoint.blobs) {
+      if (confirmed.has(blob.key)) continue;
+      required.push(blob.key);
+      if (writing.has(blob.key)) continue;
+      const id = nextID++;
+      written.set(id, blob.key);
+      writing.add(blob.key);
+      outbound.push(toSetBlobMessage(id, blob));
+    }
+    const blobForm = toCheckpointUpdate(blobCheckpoint.checkpoint);
+    if (required.length === 0) {
+      if (waiting !== null) release(blobForm);
+      else outbound.push(blobForm);
+      return;
+    }
+    if (waiting === null && !paused) arm();
+    waiting = { blobForm, inline: message, required };
+  };
+
+  /** `message` goes out in place of the waiting checkpoint; then what waited behind it. */
+  const release = (message: AgentServerMessage): void => {
+    waiting = null;
+    timer.clear();
+    outbound.push(message);
+    const held = behind;
+    behind = [];
+    send(held);
+    if (waiting === null) for (const run of then.splice(0)) run();
+  };
+
+  const fallBack = (reason: "timeout" | "error", detail?: string): void => {
+    if (!blobs) return;
+    blobs = false;
+    log.warn(
+      {
+        ...options.describe(),
+        reason,
+        unconfirmed: writing.size,
+        ...(detail === undefined ? {} : { detail: detail.slice(0, 200) }),
+        ...(reason === "timeout" ? { timeoutMs } : {}),
+      },
+      reason === "timeout"
+        ? "the client did not confirm checkpoint blob writes in time; checkpoints go inline for the rest of the stream"
+        : "the client refused a checkpoint blob write; checkpoints go inline for the rest of the stream",
+    );
+    written.clear();
+    writing.clear();
+    if (waiting !== null) release(waiting.inline);
+  };
+
+  return {
+    send,
+    renumber(firstID) {
+      nextID = firstID;
+    },
+    pause() {
+      paused = true;
+      timer.clear();
+    },
+    resume() {
+      paused = false;
+      if (waiting !== null && !timer.armed) arm();
+    },
+    result(id, result) {
+      const key = written.get(id);
+      if (key === undefined) return;
+      written.delete(id);
+      writing.delete(key);
+      if (result.case === "setBlobResult" && result.value.error === undefined) {
+        confirmed.add(key);
+        const ready = waiting?.required.every((required) => confirmed.has(required)) === true;
+        if (ready && waiting !== null) release(waiting.blobForm);
+        return;
+      }
+      const error =
+        result.case === "setBlobResult" ? result.value.error?.message : `a ${result.case} answer`;
+      fallBack("error", error ?? "");
+    },
+    whenSent(next) {
+      if (waiting === null) next();
+      else then.push(next);
+    },
+    flush() {
+      blobs = false;
+      if (waiting !== null) {
+        const { inline } = waiting;
+        waiting = null;
+        timer.clear();
+        outbound.push(inline);
+      }
+      const held = behind;
+      behind = [];
+      for (const message of held) outbound.push(message);
+      for (const run of then.splice(0)) run();
+    },
+  };
+}
+
+function isTurnEnded(message: AgentServerMessage): boolean {
+  const branch = message.message;
+  return branch.case === "interactionUpdate" && branch.value.message.case === "turnEnded";
+}
