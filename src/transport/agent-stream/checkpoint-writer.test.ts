@@ -232,3 +232,27 @@ test("steps faster than the acks: the newest confirmed checkpoint goes out on ea
     mock.timers.reset();
   }
 });
+
+test("a refused write that no waiting checkpoint requires any more: no fallback; the blob is written again when needed", () => {
+  const { writer, out, writes, lines } = setup();
+  const steps = [step("one")];
+  writer.send([toCheckpointMessage(turnState({ steps }))]);
+  writer.send([toCheckpointMessage(turnState({ steps: [...steps, step("two")] }))]);
+  out();
+  // The older checkpoint's turn blob (the third write) is answered last, with an error, after
+  // the newer checkpoint went out: nothing needs it any more.
+  const [userMessage, step1, turn1, ...newer] = writes();
+  for (const id of [userMessage, step1, ...newer]) writer.result(id ?? 0, ok);
+  assert.deepEqual(out(), ["checkpoint(ids)"]);
+  writer.result(turn1 ?? 0, refused("late and refused"));
+  assert.deepEqual(out(), []);
+  // Blob checkpoints go on; the same state as the first one again needs its turn blob anew.
+  writer.send([toCheckpointMessage(turnState({ steps }))]);
+  assert.deepEqual(out(), ["set_blob"]);
+  writer.result(writes().at(-1) ?? 0, ok);
+  assert.deepEqual(out(), ["checkpoint(ids)"]);
+  assert.deepEqual(
+    lines.filter((line) => line.level === "warn"),
+    [],
+  );
+});

@@ -12,7 +12,8 @@
  *   and whatever follows it, waits until no checkpoint waits, and so does the stream's end
  *   (`whenSent`).
  * - A client that answers nothing for `timeoutMs` (counted while a reader is attached, restarted
- *   by every confirmation) while a checkpoint waits, or answers a write with an error: the newest
+ *   by every confirmation) while a checkpoint waits, or answers with an error a write that a
+ *   waiting checkpoint requires (other errors are ignored, as by SAK): the newest
  *   waiting checkpoint goes out in the inline form (checkpoint.ts), and so does every later one of
  *   the stream, logged once at warn.
  * - `flush` (the stream ends now: shutdown, takeover, the client gone or reset): a waiting
@@ -207,6 +208,9 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
         if (released !== undefined) release(released.blobForm, ready + 1);
         return;
       }
+      // A refused write that no waiting checkpoint requires (one that replaced it went out)
+      // changes nothing, as with SAK; a later checkpoint that needs the blob writes it again.
+      if (!waiting.some((checkpoint) => checkpoint.required.includes(key))) return;
       const error =
         result.case === "setBlobResult" ? result.value.error?.message : `a ${result.case} answer`;
       fallBack("error", error ?? "");
