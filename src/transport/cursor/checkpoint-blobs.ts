@@ -23,6 +23,7 @@ import {
   AgentServerMessageSchema,
 } from "./gen/agent/v1/agent_stream_pb.js";
 import type { ConversationStateStructure } from "./gen/agent/v1/conversation_state_pb.js";
+import { rememberTurnBlob } from "./turn-blob-origins.ts";
 import type { TurnState } from "./turn-state.ts";
 
 export interface CheckpointBlob {
@@ -55,6 +56,8 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
       state.requestID,
     ),
   );
+  // The client may not send this blob back with its next run request (checkpoint-origin.ts).
+  rememberTurnBlob(turn.key, state.requestID);
   const blobs = new Map<string, CheckpointBlob>();
   for (const blob of [user, ...steps, turn]) {
     if (!blobs.has(blob.key)) blobs.set(blob.key, blob);

@@ -113,6 +113,46 @@ describe("an edited earlier message sent again (in-process)", () => {
     assert.equal(source?.state.messages.length, 6);
   });
 
+  test("a client that sends back no blobs (no pre_fetched_blobs): the rewind is still detected", async () => {
+    const id = "rewind-0005";
+    const client = harness.client();
+    // Every run request of this client without pre_fetched_blobs: the last turn of its
+    // checkpoint is only a blob id, read from the turn blobs this process wrote.
+    const bare = async (init: Parameters<CursorClient["runRequest"]>[0], answer: string) => {
+      harness.reply({ text: answer });
+      const before = harness.provider.requests.length;
+      const request = client.runRequest(init);
+      assert.ok(
+        request.conversationState === undefined ||
+          request.conversationState.turns.every((entry) => entry.length === 32),
+      );
+      const result = await client.startTurn({ ...request, preFetchedBlobs: [] }).done;
+      assert.equal(result.error, undefined);
+      return harness.provider.requests[before]?.body ?? "";
+    };
+    await bare(turn(id, "A", "mA"), "answer A");
+    const beforeB = client.checkpoint(id);
+    await bare(turn(id, "B", "mB"), "answer B");
+    await bare(turn(id, "C", "mC"), "answer C");
+    const edited = await bare(
+      { ...turn(id, "B2", "mB"), checkpoint: beforeB ?? null },
+      "answer B2",
+    );
+    assert.deepEqual(textsOf(edited, "user"), ["A", "B2"]);
+    const applied = harness.logs.find(
+      (line) => line.message === "rewind applied" && line.fields.from === id,
+    );
+    assert.deepEqual(
+      { fromTurn: applied?.fields.fromTurn, toTurn: applied?.fields.toTurn },
+      { fromTurn: 3, toTurn: 1 },
+    );
+    assert.equal(
+      harness.logs.filter((line) => line.message.startsWith("the checkpoint's last turn is a blob"))
+        .length,
+      0,
+    );
+  });
+
   test("an edit of an earlier message on a branch branches again from the right turn", async () => {
     const id = "rewind-0002";
     const client = harness.client();
