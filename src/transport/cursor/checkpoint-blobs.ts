@@ -23,6 +23,7 @@ import {
   AgentServerMessageSchema,
 } from "./gen/agent/v1/agent_stream_pb.js";
 import type { ConversationStateStructure } from "./gen/agent/v1/conversation_state_pb.js";
+import { PREFETCHED_BLOB_OVERHEAD } from "./referenced-bytes.ts";
 import { rememberTurnBlob } from "./turn-blob-origins.ts";
 import type { TurnState } from "./turn-state.ts";
 
@@ -62,7 +63,13 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
   for (const blob of [user, ...steps, turn]) {
     if (!blobs.has(blob.key)) blobs.set(blob.key, blob);
   }
-  return { checkpoint: toCheckpointWith(state, turn.id), blobs: [...blobs.values()] };
+  // What the client sends back for this turn: its blobs, in `pre_fetched_blobs`.
+  let referenced = 0;
+  for (const blob of blobs.values()) referenced += blob.data.length + PREFETCHED_BLOB_OVERHEAD;
+  return {
+    checkpoint: toCheckpointWith(state, turn.id, referenced),
+    blobs: [...blobs.values()],
+  };
 }
 
 /** `conversation_checkpoint_update` with `checkpoint`. */
