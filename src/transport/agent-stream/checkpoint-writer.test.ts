@@ -256,3 +256,38 @@ test("a refused write that no waiting checkpoint requires any more: no fallback;
     [],
   );
 });
+
+test("the end waits for writes no checkpoint needs any more: until answered, or the timeout (no fallback)", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    for (const answer of ["answered", "never"] as const) {
+      const { writer, out, writes, lines } = setup();
+      const steps = [step("one")];
+      const last = turnState({ steps: [...steps, step("two")] });
+      writer.send([toCheckpointMessage(turnState({ steps })), toCheckpointMessage(last)]);
+      writer.send([toTurnEnded(last)]);
+      const ends: string[] = [];
+      writer.whenSent(() => ends.push("end"));
+      out();
+      // The newer checkpoint goes out; the older one's turn blob is still unanswered.
+      const [userMessage, step1, turn1, ...newer] = writes();
+      for (const id of [userMessage, step1, ...newer]) writer.result(id ?? 0, ok);
+      assert.deepEqual(out(), ["checkpoint(ids)", "turnEnded"]);
+      assert.deepEqual(ends, [], `${answer}: not while a write is unanswered`);
+      if (answer === "answered") {
+        writer.result(turn1 ?? 0, ok);
+      } else {
+        mock.timers.tick(TIMEOUT_MS - 1);
+        assert.deepEqual(ends, []);
+        mock.timers.tick(1);
+      }
+      assert.deepEqual(ends, ["end"], answer);
+      assert.deepEqual(
+        lines.filter((line) => line.level === "warn"),
+        [],
+      );
+    }
+  } finally {
+    mock.timers.reset();
+  }
+});

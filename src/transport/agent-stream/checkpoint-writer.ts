@@ -9,8 +9,8 @@
  *   wait are kept in order; on each confirmation the NEWEST one whose blobs are all confirmed goes
  *   out and the older ones are dropped (a checkpoint is the whole state), so a turn whose steps
  *   grow faster than one ack round trip still gets its checkpoints out, in order. `turn_ended`,
- *   and whatever follows it, waits until no checkpoint waits, and so does the stream's end
- *   (`whenSent`).
+ *   and whatever follows it, waits until no checkpoint waits; the stream's end (`whenSent`)
+ *   also waits for the answers to every write (bounded by the timeout).
  * - A client that answers nothing for `timeoutMs` (counted while a reader is attached, restarted
  *   by every confirmation) while a checkpoint waits, or answers with an error a write that a
  *   waiting checkpoint requires (other errors are ignored, as by SAK): the newest
@@ -43,7 +43,10 @@ export interface CheckpointWriter {
   send(messages: readonly AgentServerMessage[]): void;
   /** A `kv_client_message` of the client (`id` and its result). */
   result(id: number, result: KvClientMessage["message"]): void;
-  /** Runs `then` once no checkpoint waits: at once, or when the last went out (in either form). */
+  /**
+   * Runs `then` once no checkpoint waits and every blob write is answered: at once, or when that
+   * comes; unanswered writes that no checkpoint needs are waited for up to the timeout.
+   */
   whenSent(then: () => void): void;
   /** No more waiting: the newest waiting checkpoint goes out inline now, then what waited behind. */
   flush(): void;
@@ -94,7 +97,35 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
   const then: (() => void)[] = [];
   const timer = createOneShotTimer();
   let paused = false;
-  const arm = (): void => timer.arm(timeoutMs, () => fallBack("timeout"));
+  /**
+   * The timeout runs while a checkpoint waits, or while an end waits for writes still unanswered;
+   * it expires with no answer for `timeoutMs`.
+   */
+  const arm = (): void => timer.arm(timeoutMs, expire);
+  const timed = (): boolean => waiting.length > 0 || (then.length > 0 && writing.size > 0);
+  /** After an answer or a release: the timeout anew while something waits, else off. */
+  const rearm = (): void => {
+    if (!timed()) timer.clear();
+    else if (!paused) arm();
+  };
+  const expire = (): void => {
+    if (waiting.length > 0) fallBack("timeout");
+    else runThen(true);
+  };
+  /**
+   * Runs what waits for the end once no checkpoint waits and no write is unanswered (the client
+   * answers into a closed stream otherwise: "WritableIterable already closed"); `force`: the
+   * timeout expired with writes no checkpoint needs still unanswered.
+   */
+  const runThen = (force = false): void => {
+    if (waiting.length > 0 || then.length === 0) return;
+    if (writing.size > 0 && !force) {
+      if (!timer.armed && !paused) arm();
+      return;
+    }
+    timer.clear();
+    for (const run of then.splice(0)) run();
+  };
 
   const send = (messages: readonly AgentServerMessage[]): void => {
     for (const message of messages) {
@@ -149,7 +180,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     const held = behind;
     behind = [];
     send(held);
-    if (waiting.length === 0) for (const run of then.splice(0)) run();
+    runThen();
   };
 
   /** The index of the newest waiting checkpoint whose blobs are all confirmed, or -1. */
@@ -192,7 +223,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     },
     resume() {
       paused = false;
-      if (waiting.length > 0 && !timer.armed) arm();
+      if (timed() && !timer.armed) arm();
     },
     result(id, result) {
       const key = written.get(id);
@@ -202,22 +233,27 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
       if (result.case === "setBlobResult" && result.value.error === undefined) {
         confirmed.add(key);
         // An answer: the client is alive, the timeout starts anew.
-        if (waiting.length > 0 && !paused) arm();
+        rearm();
         const ready = newestReady();
         const released = waiting[ready];
         if (released !== undefined) release(released.blobForm, ready + 1);
+        else runThen();
         return;
       }
       // A refused write that no waiting checkpoint requires (one that replaced it went out)
       // changes nothing, as with SAK; a later checkpoint that needs the blob writes it again.
-      if (!waiting.some((checkpoint) => checkpoint.required.includes(key))) return;
+      if (!waiting.some((checkpoint) => checkpoint.required.includes(key))) {
+        rearm();
+        runThen();
+        return;
+      }
       const error =
         result.case === "setBlobResult" ? result.value.error?.message : `a ${result.case} answer`;
       fallBack("error", error ?? "");
     },
     whenSent(next) {
-      if (waiting.length === 0) next();
-      else then.push(next);
+      then.push(next);
+      runThen();
     },
     flush() {
       blobs = false;
