@@ -124,7 +124,25 @@ test("a turn without a user message of its own (a resume) still has a user messa
   assert.ok(turn.case === "agentConversationTurn");
   // The IDE's clone throws on an empty user message id.
   assert.equal(turn.value.userMessage.length, 32);
-  assert.deepEqual(store.get(hex(turn.value.userMessage)), new Uint8Array(0));
+  // Not empty (blob_data would be absent on the wire): the message id is the request id.
+  const user = store.get(hex(turn.value.userMessage));
+  assert.ok(user !== undefined && user.length > 0);
+  assert.deepEqual(
+    {
+      text: fromBinary(UserMessageSchema, user).text,
+      id: fromBinary(UserMessageSchema, user).messageId,
+    },
+    { text: "", id: REQUEST_ID },
+  );
+  // The same blob for every checkpoint of the turn; another turn's is another blob.
+  const again = toBlobCheckpoint(
+    turnState({ userMessage: create(UserMessageSchema, {}), steps: [step("resumed")] }),
+  );
+  assert.equal(again.blobs[0]?.key, blobs[0]?.key);
+  const other = toBlobCheckpoint(
+    turnState({ userMessage: create(UserMessageSchema, {}), requestID: "r-other" }),
+  );
+  assert.notEqual(other.blobs[0]?.key, blobs[0]?.key);
 });
 
 test("the cap counts the blobs the client sends back (pre_fetched_blobs): the oldest earlier turns go, never the last", () => {
