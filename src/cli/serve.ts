@@ -188,6 +188,8 @@ export const SERVE_COMMAND: Command = {
             ...(config.subagentMaxSteps === undefined
               ? {}
               : { subagentMaxSteps: config.subagentMaxSteps }),
+            blobCheckpoints: config.server.blobCheckpoints,
+            blobWriteTimeoutMs: config.server.blobWriteTimeoutMs,
           },
           host: config.server.host,
           port: config.server.port,

@@ -65,6 +65,8 @@ server:
   http2: true
   maxStreams: 50
   maxConnections: 120
+  blobCheckpoints: false
+  blobWriteTimeoutMs: 2500
 data:
   directory: state
 log:
@@ -100,6 +102,8 @@ describe("a valid file", () => {
     assert.equal(config.server.offerHttp2, true);
     assert.equal(config.server.maxStreams, 50);
     assert.equal(config.server.maxConnections, 120);
+    assert.equal(config.server.blobCheckpoints, false);
+    assert.equal(config.server.blobWriteTimeoutMs, 2500);
     assert.equal(config.server.accessToken.type, "env");
     assert.ok(config.server.accessToken.type === "env");
     assert.equal(config.server.accessToken.variable, "BYOK_TOKEN");
@@ -179,6 +183,8 @@ describe("a valid file", () => {
       assert.equal(config.server.accessToken.type, "none");
       assert.equal(config.server.runSseContentType, "event-stream");
       assert.equal(config.server.offerHttp2, false);
+      assert.equal(config.server.blobCheckpoints, true);
+      assert.equal(config.server.blobWriteTimeoutMs, 10_000);
       assert.equal(config.logLevel, "info");
       assert.equal(config.dataDirectory, "/home/me/.local/share/cursor-byok");
       assert.deepEqual(config.models, []);
@@ -245,7 +251,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "unknown server field",
       "server:\n  prot: 80\n",
-      "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2, maxStreams, maxConnections, users, advertiseUrl)",
+      "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2, maxStreams, maxConnections, blobCheckpoints, blobWriteTimeoutMs, users, advertiseUrl)",
     ],
     [
       "a team server over plain http to another machine",

@@ -75,6 +75,8 @@ const SERVER_FIELDS = [
   "http2",
   "maxStreams",
   "maxConnections",
+  "blobCheckpoints",
+  "blobWriteTimeoutMs",
   "users",
   "advertiseUrl",
 ];
@@ -247,6 +249,11 @@ function toServerSettings(
     maxConnections:
       optionalPositiveInteger(source, at("maxConnections"), section.maxConnections) ??
       DEFAULT_MAX_CONNECTIONS,
+    blobCheckpoints:
+      optionalBoolean(source, at("blobCheckpoints"), section.blobCheckpoints) ?? true,
+    blobWriteTimeoutMs:
+      optionalPositiveInteger(source, at("blobWriteTimeoutMs"), section.blobWriteTimeoutMs) ??
+      DEFAULT_BLOB_WRITE_TIMEOUT_MS,
     users: optionalBoolean(source, at("users"), section.users) ?? false,
     ...toAdvertiseUrl(source, section.advertiseUrl),
   };
@@ -294,6 +301,9 @@ function toProxyPort(source: YamlSource | undefined, value: unknown): number | u
 }
 /** Agent streams kept at once unless `server.maxStreams` says otherwise. */
 export const DEFAULT_MAX_STREAMS = DEFAULT_SERVER_OPTIONS.maxStreams;
+/** How long a checkpoint waits for its blob writes' answers unless `server.blobWriteTimeoutMs` says otherwise. */
+export const DEFAULT_BLOB_WRITE_TIMEOUT_MS =
+  DEFAULT_SERVER_OPTIONS.stream.blobWriteTimeoutMs ?? 10_000;
 /** Open connections at once unless `server.maxConnections` says otherwise. */
 export const DEFAULT_MAX_CONNECTIONS = DEFAULT_SERVER_OPTIONS.listen.maxConnections;
 

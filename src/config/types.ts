@@ -34,6 +34,14 @@ export interface ServerSettings {
    */
   readonly maxConnections: number;
   /**
+   * `server.blobCheckpoints`: checkpoints' turns written to the client's blob store first (what
+   * the IDE's fork and "duplicate chat" need; docs/protocol.md §2.10). false: every checkpoint
+   * inline, with no blob writes (for a client that does not answer them).
+   */
+  readonly blobCheckpoints: boolean;
+  /** `server.blobWriteTimeoutMs`: how long a checkpoint waits for its writes' answers. */
+  readonly blobWriteTimeoutMs: number;
+  /**
    * `server.users`: clients authenticate with the tokens of `cursor-byok users` (docs/team.md),
    * with budgets; needs the PostgreSQL store. The access token, if any, stays the admin's.
    */

@@ -37,6 +37,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { LLM } from "../llm/index.ts";
 import type { Runner } from "../runner/types.ts";
 import type { ClusterDirectory, Store } from "../store/index.ts";
+import { DEFAULT_BLOB_WRITE_TIMEOUT_MS } from "./agent-stream/checkpoint-writer.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
 import { createBidiAppendApply } from "./bidi-append-apply.ts";
 import { BIDI_APPEND_PATH, createBidiAppendHandler } from "./bidi-append-response.ts";
@@ -131,6 +132,8 @@ export const DEFAULT_SERVER_OPTIONS: ServerOptions = {
     appendGapTimeoutMs: 10_000,
     maxAppendsAhead: 64,
     lateResultGraceMs: 30_000,
+    blobCheckpoints: true,
+    blobWriteTimeoutMs: DEFAULT_BLOB_WRITE_TIMEOUT_MS,
   },
   streamRetentionMs: 60_000,
   idleStreamMs: 120_000,
