@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
+import { ConversationStateStructureSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import type { CursorClient } from "../testing/index.ts";
 import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
@@ -150,6 +151,26 @@ describe("an edited earlier message sent again (in-process)", () => {
       harness.logs.filter((line) => line.message.startsWith("the checkpoint's last turn is a blob"))
         .length,
       0,
+    );
+  });
+
+  test("a blob-form last turn known neither way: no rewind, said once at info", async () => {
+    const id = "rewind-0006";
+    const client = harness.client();
+    const stranger = create(ConversationStateStructureSchema, {
+      turns: [new Uint8Array(32).fill(0xab)],
+    });
+    harness.reply({ text: "answer A" });
+    const result = await client.startTurn({ ...turn(id, "A", "mA"), checkpoint: stranger }).done;
+    assert.equal(result.error, undefined);
+    const said = harness.logs.filter(
+      (line) =>
+        line.message.startsWith("the checkpoint's last turn is a blob") &&
+        line.fields.conversation === id,
+    );
+    assert.deepEqual(
+      said.map((line) => [line.level, line.fields.blob]),
+      [["info", "ab".repeat(32)]],
     );
   });
 
