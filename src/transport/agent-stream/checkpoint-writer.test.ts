@@ -91,7 +91,7 @@ test("only checkpoints wait for their blobs; the turn's end waits behind them", 
   assert.equal(ended, true);
 });
 
-test("a checkpoint queued while one waits replaces it; a blob is written once per stream", () => {
+test("checkpoints wait in order; the newest confirmed one goes out and drops the older; a blob is written once per stream", () => {
   const { writer, out, writes } = setup();
   const steps = [step("one")];
   writer.send([toCheckpointMessage(turnState({ steps }))]);
@@ -99,8 +99,12 @@ test("a checkpoint queued while one waits replaces it; a blob is written once pe
   writer.send([toCheckpointMessage(turnState({ steps: [...steps, step("two")] }))]);
   // Only the new step and the new turn blob.
   assert.deepEqual(out(), ["set_blob", "set_blob"]);
-  for (const id of writes()) writer.result(id, ok);
-  assert.deepEqual(out(), ["checkpoint(ids)"], "the newer one only");
+  // The newer one's blobs confirmed first (the older's turn blob last): the newer one only.
+  const [userMessage, step1, turn1, ...newer] = writes();
+  for (const id of [userMessage, step1, ...newer]) writer.result(id ?? 0, ok);
+  assert.deepEqual(out(), ["checkpoint(ids)"], "the newer one");
+  writer.result(turn1 ?? 0, ok);
+  assert.deepEqual(out(), [], "the older one was dropped");
   // Confirmed blobs are not written again; the same state needs nothing new.
   writer.send([toCheckpointMessage(turnState({ steps: [...steps, step("two")] }))]);
   assert.deepEqual(out(), ["checkpoint(ids)"]);
@@ -192,6 +196,97 @@ test("the timeout runs only while someone reads the stream; a new reader gets it
     assert.deepEqual(out(), []);
     mock.timers.tick(1);
     assert.deepEqual(out(), ["checkpoint(inline)"]);
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("steps faster than the acks: the newest confirmed checkpoint goes out on each answer, and answers keep the timeout away", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const { writer, out, writes, lines } = setup();
+    const steps = [step("s0")];
+    let answered = 0;
+    const released: string[][] = [];
+    // Each round: a new checkpoint (one new step, so new blobs), then, a quarter of the timeout
+    // later, the answers to the writes of the round before: the newest checkpoint never has all
+    // its blobs confirmed. 20 rounds are five timeouts.
+    for (let round = 0; round < 20; round++) {
+      const previous = writes().length;
+      steps.push(step(`s${round + 1}`));
+      writer.send([toCheckpointMessage(turnState({ steps: [...steps] }))]);
+      out();
+      mock.timers.tick(TIMEOUT_MS / 4);
+      for (const id of writes().slice(answered, previous)) writer.result(id, ok);
+      answered = previous;
+      released.push(out());
+    }
+    // From round 1 on, each round's answers confirm the previous round's checkpoint, which goes
+    // out in the blob form (the older ones dropped) while this round's still waits.
+    assert.deepEqual(released, [[], ...Array.from({ length: 19 }, () => ["checkpoint(ids)"])]);
+    assert.deepEqual(
+      lines.filter((line) => line.level === "warn"),
+      [],
+    );
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("a refused write that no waiting checkpoint requires any more: no fallback; the blob is written again when needed", () => {
+  const { writer, out, writes, lines } = setup();
+  const steps = [step("one")];
+  writer.send([toCheckpointMessage(turnState({ steps }))]);
+  writer.send([toCheckpointMessage(turnState({ steps: [...steps, step("two")] }))]);
+  out();
+  // The older checkpoint's turn blob (the third write) is answered last, with an error, after
+  // the newer checkpoint went out: nothing needs it any more.
+  const [userMessage, step1, turn1, ...newer] = writes();
+  for (const id of [userMessage, step1, ...newer]) writer.result(id ?? 0, ok);
+  assert.deepEqual(out(), ["checkpoint(ids)"]);
+  writer.result(turn1 ?? 0, refused("late and refused"));
+  assert.deepEqual(out(), []);
+  // Blob checkpoints go on; the same state as the first one again needs its turn blob anew.
+  writer.send([toCheckpointMessage(turnState({ steps }))]);
+  assert.deepEqual(out(), ["set_blob"]);
+  writer.result(writes().at(-1) ?? 0, ok);
+  assert.deepEqual(out(), ["checkpoint(ids)"]);
+  assert.deepEqual(
+    lines.filter((line) => line.level === "warn"),
+    [],
+  );
+});
+
+test("the end waits for writes no checkpoint needs any more: until answered, or the timeout (no fallback)", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    for (const answer of ["answered", "never"] as const) {
+      const { writer, out, writes, lines } = setup();
+      const steps = [step("one")];
+      const last = turnState({ steps: [...steps, step("two")] });
+      writer.send([toCheckpointMessage(turnState({ steps })), toCheckpointMessage(last)]);
+      writer.send([toTurnEnded(last)]);
+      const ends: string[] = [];
+      writer.whenSent(() => ends.push("end"));
+      out();
+      // The newer checkpoint goes out; the older one's turn blob is still unanswered.
+      const [userMessage, step1, turn1, ...newer] = writes();
+      for (const id of [userMessage, step1, ...newer]) writer.result(id ?? 0, ok);
+      assert.deepEqual(out(), ["checkpoint(ids)", "turnEnded"]);
+      assert.deepEqual(ends, [], `${answer}: not while a write is unanswered`);
+      if (answer === "answered") {
+        writer.result(turn1 ?? 0, ok);
+      } else {
+        mock.timers.tick(TIMEOUT_MS - 1);
+        assert.deepEqual(ends, []);
+        mock.timers.tick(1);
+      }
+      assert.deepEqual(ends, ["end"], answer);
+      assert.deepEqual(
+        lines.filter((line) => line.level === "warn"),
+        [],
+      );
+    }
   } finally {
     mock.timers.reset();
   }

@@ -5,18 +5,23 @@
  * (`kv_server_message.set_blob_args`, each blob once per stream); the checkpoint, with the blob
  * ids, goes out once the client confirmed every one (`kv_client_message.set_blob_result`).
  *
- * - Only checkpoints wait: text, tool calls, execs and queries go out at once. A checkpoint
- *   queued while an earlier one waits replaces it (a checkpoint is the whole state; peers do the
- *   same), so checkpoints keep their order. `turn_ended`, and whatever follows it, waits behind a
- *   waiting checkpoint, and so does the stream's end (`whenSent`).
- * - A client that does not confirm within `timeoutMs` (counted while a reader is attached), or
- *   answers a write with an error: the waiting checkpoint goes out in the inline form
- *   (checkpoint.ts), and so does every later one of the stream, logged once at warn.
+ * - Only checkpoints wait: text, tool calls, execs and queries go out at once. Checkpoints that
+ *   wait are kept in order; on each confirmation the NEWEST one whose blobs are all confirmed goes
+ *   out and the older ones are dropped (a checkpoint is the whole state), so a turn whose steps
+ *   grow faster than one ack round trip still gets its checkpoints out, in order. `turn_ended`,
+ *   and whatever follows it, waits until no checkpoint waits; the stream's end (`whenSent`)
+ *   also waits for the answers to every write (bounded by the timeout).
+ * - A client that answers nothing for `timeoutMs` (counted while a reader is attached, restarted
+ *   by every confirmation) while a checkpoint waits, or answers with an error a write that a
+ *   waiting checkpoint requires (other errors are ignored, as by SAK): the newest
+ *   waiting checkpoint goes out in the inline form (checkpoint.ts), and so does every later one of
+ *   the stream, logged once at warn.
  * - `flush` (the stream ends now: shutdown, takeover, the client gone or reset): a waiting
  *   checkpoint goes out inline at once, then what waited behind it.
  *
  * Blob bytes are held only by the `set_blob_args` messages in the outbound backlog (released once
- * written) and the waiting checkpoint; this keeps the confirmed blob ids (hex) per stream.
+ * written) and the waiting checkpoints (bounded by the timeout: each confirmation drops all but the
+ * ones newer than what went out); this keeps the confirmed blob ids (hex) per stream.
  */
 import type { AgentServerMessage } from "../cursor/index.ts";
 import {
@@ -38,9 +43,12 @@ export interface CheckpointWriter {
   send(messages: readonly AgentServerMessage[]): void;
   /** A `kv_client_message` of the client (`id` and its result). */
   result(id: number, result: KvClientMessage["message"]): void;
-  /** Runs `then` once no checkpoint waits: at once, or when it went out (in either form). */
+  /**
+   * Runs `then` once no checkpoint waits and every blob write is answered: at once, or when that
+   * comes; unanswered writes that no checkpoint needs are waited for up to the timeout.
+   */
   whenSent(then: () => void): void;
-  /** No more waiting: a waiting checkpoint goes out inline now, then what waited behind it. */
+  /** No more waiting: the newest waiting checkpoint goes out inline now, then what waited behind. */
   flush(): void;
   /**
    * Numbers later blob writes from `firstID`: a stream picked up after a restart, whose client
@@ -82,18 +90,47 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
   const written = new Map<number, string>();
   const writing = new Set<string>();
   let nextID = 1;
-  let waiting: Waiting | null = null;
+  /** Checkpoints that wait for confirmations, oldest first. */
+  let waiting: Waiting[] = [];
   /** Messages that wait behind `waiting` (turn_ended and what follows it). */
   let behind: AgentServerMessage[] = [];
   const then: (() => void)[] = [];
   const timer = createOneShotTimer();
   let paused = false;
-  const arm = (): void => timer.arm(timeoutMs, () => fallBack("timeout"));
+  /**
+   * The timeout runs while a checkpoint waits, or while an end waits for writes still unanswered;
+   * it expires with no answer for `timeoutMs`.
+   */
+  const arm = (): void => timer.arm(timeoutMs, expire);
+  const timed = (): boolean => waiting.length > 0 || (then.length > 0 && writing.size > 0);
+  /** After an answer or a release: the timeout anew while something waits, else off. */
+  const rearm = (): void => {
+    if (!timed()) timer.clear();
+    else if (!paused) arm();
+  };
+  const expire = (): void => {
+    if (waiting.length > 0) fallBack("timeout");
+    else runThen(true);
+  };
+  /**
+   * Runs what waits for the end once no checkpoint waits and no write is unanswered (the client
+   * answers into a closed stream otherwise: "WritableIterable already closed"); `force`: the
+   * timeout expired with writes no checkpoint needs still unanswered.
+   */
+  const runThen = (force = false): void => {
+    if (waiting.length > 0 || then.length === 0) return;
+    if (writing.size > 0 && !force) {
+      if (!timer.armed && !paused) arm();
+      return;
+    }
+    timer.clear();
+    for (const run of then.splice(0)) run();
+  };
 
   const send = (messages: readonly AgentServerMessage[]): void => {
     for (const message of messages) {
       if (outbound.ended) return;
-      if (behind.length > 0 || (waiting !== null && isTurnEnded(message))) {
+      if (behind.length > 0 || (waiting.length > 0 && isTurnEnded(message))) {
         behind.push(message);
       } else if (message.message.case === "conversationCheckpointUpdate") {
         checkpoint(message);
@@ -107,9 +144,8 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     const state = blobs ? toCheckpointSource(message) : undefined;
     if (state === undefined) {
       // Inline (after a fallback, or a checkpoint not made from a turn state): out at once,
-      // replacing one that waits.
-      if (waiting !== null) release(message);
-      else outbound.push(message);
+      // replacing those that wait.
+      release(message, waiting.length);
       return;
     }
     const blobCheckpoint = toBlobCheckpoint(state);
@@ -125,23 +161,34 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     }
     const blobForm = toCheckpointUpdate(blobCheckpoint.checkpoint);
     if (required.length === 0) {
-      if (waiting !== null) release(blobForm);
-      else outbound.push(blobForm);
+      release(blobForm, waiting.length);
       return;
     }
-    if (waiting === null && !paused) arm();
-    waiting = { blobForm, inline: message, required };
+    if (waiting.length === 0 && !paused) arm();
+    waiting.push({ blobForm, inline: message, required });
   };
 
-  /** `message` goes out in place of the waiting checkpoint; then what waited behind it. */
-  const release = (message: AgentServerMessage): void => {
-    waiting = null;
-    timer.clear();
+  /**
+   * `message` goes out in place of the first `count` waiting checkpoints (dropped: it is newer);
+   * once none waits, what waited behind them.
+   */
+  const release = (message: AgentServerMessage, count: number): void => {
+    waiting = waiting.slice(count);
     outbound.push(message);
+    if (waiting.length > 0) return;
+    timer.clear();
     const held = behind;
     behind = [];
     send(held);
-    if (waiting === null) for (const run of then.splice(0)) run();
+    runThen();
+  };
+
+  /** The index of the newest waiting checkpoint whose blobs are all confirmed, or -1. */
+  const newestReady = (): number => {
+    for (let index = waiting.length - 1; index >= 0; index--) {
+      if (waiting[index]?.required.every((key) => confirmed.has(key)) === true) return index;
+    }
+    return -1;
   };
 
   const fallBack = (reason: "timeout" | "error", detail?: string): void => {
@@ -161,7 +208,8 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     );
     written.clear();
     writing.clear();
-    if (waiting !== null) release(waiting.inline);
+    const newest = waiting.at(-1);
+    if (newest !== undefined) release(newest.inline, waiting.length);
   };
 
   return {
@@ -175,7 +223,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     },
     resume() {
       paused = false;
-      if (waiting !== null && !timer.armed) arm();
+      if (timed() && !timer.armed) arm();
     },
     result(id, result) {
       const key = written.get(id);
@@ -184,8 +232,19 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
       writing.delete(key);
       if (result.case === "setBlobResult" && result.value.error === undefined) {
         confirmed.add(key);
-        const ready = waiting?.required.every((required) => confirmed.has(required)) === true;
-        if (ready && waiting !== null) release(waiting.blobForm);
+        // An answer: the client is alive, the timeout starts anew.
+        rearm();
+        const ready = newestReady();
+        const released = waiting[ready];
+        if (released !== undefined) release(released.blobForm, ready + 1);
+        else runThen();
+        return;
+      }
+      // A refused write that no waiting checkpoint requires (one that replaced it went out)
+      // changes nothing, as with SAK; a later checkpoint that needs the blob writes it again.
+      if (!waiting.some((checkpoint) => checkpoint.required.includes(key))) {
+        rearm();
+        runThen();
         return;
       }
       const error =
@@ -193,17 +252,15 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
       fallBack("error", error ?? "");
     },
     whenSent(next) {
-      if (waiting === null) next();
-      else then.push(next);
+      then.push(next);
+      runThen();
     },
     flush() {
       blobs = false;
-      if (waiting !== null) {
-        const { inline } = waiting;
-        waiting = null;
-        timer.clear();
-        outbound.push(inline);
-      }
+      const newest = waiting.at(-1);
+      waiting = [];
+      timer.clear();
+      if (newest !== undefined) outbound.push(newest.inline);
       const held = behind;
       behind = [];
       for (const message of held) outbound.push(message);

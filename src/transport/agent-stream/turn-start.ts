@@ -61,6 +61,27 @@ export function createTurnStart(
   const { requestID, deps, outbound } = stream;
   const { runner, log, now } = deps;
 
+  /**
+   * The request id of the last turn of `request`'s checkpoint (checkpoint-origin.ts). A blob-form
+   * last turn that neither the request carried nor this process wrote is logged at info once per
+   * stream: what real clients send back is unverified (docs/protocol.md "Rewinds").
+   */
+  let unresolvedLogged = false;
+  const lastTurnOrigin = (request: AgentRunRequest): string | null =>
+    toLastTurnOrigin(request.conversationState, request.preFetchedBlobs, (blob) => {
+      if (unresolvedLogged) return;
+      unresolvedLogged = true;
+      log.info(
+        {
+          conversation: request.conversationId,
+          request: requestID,
+          blob,
+          prefetched: request.preFetchedBlobs.length,
+        },
+        "the checkpoint's last turn is a blob neither sent back nor written here; no rewind detection for this start",
+      );
+    });
+
   /** The model the client asked for, or the first configured one. */
   const resolveModel = (request: AgentRunRequest) => chooseModel(request).model;
 
@@ -226,10 +247,7 @@ export function createTurnStart(
             requestID,
             clientState: toSavedRunRequest(event.request),
             route: {
-              lastTurnOrigin: toLastTurnOrigin(
-                event.request.conversationState,
-                event.request.preFetchedBlobs,
-              ),
+              lastTurnOrigin: lastTurnOrigin(event.request),
               messageID: started.value.messageID,
               imported: () => {
                 imported = toImportedHistory(
@@ -292,7 +310,7 @@ export function createTurnStart(
           clientState: toSavedRunRequest(request),
           // A client on a branch (a rewind) summarizes the branch.
           route: {
-            lastTurnOrigin: toLastTurnOrigin(request.conversationState, request.preFetchedBlobs),
+            lastTurnOrigin: lastTurnOrigin(request),
             messageID: "",
           },
         },
@@ -340,7 +358,7 @@ export function createTurnStart(
         stream.conversationID ??= await runner.follow(
           resumed.value.conversationID,
           {
-            lastTurnOrigin: toLastTurnOrigin(request.conversationState, request.preFetchedBlobs),
+            lastTurnOrigin: lastTurnOrigin(request),
             messageID: "",
           },
           requestID,

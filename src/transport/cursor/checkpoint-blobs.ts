@@ -11,7 +11,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import {
   toCheckpointWith,
   toStepBytes,
@@ -23,6 +23,9 @@ import {
   AgentServerMessageSchema,
 } from "./gen/agent/v1/agent_stream_pb.js";
 import type { ConversationStateStructure } from "./gen/agent/v1/conversation_state_pb.js";
+import { UserMessageSchema } from "./gen/agent/v1/user_message_pb.js";
+import { PREFETCHED_BLOB_OVERHEAD } from "./referenced-bytes.ts";
+import { rememberTurnBlob } from "./turn-blob-origins.ts";
 import type { TurnState } from "./turn-state.ts";
 
 export interface CheckpointBlob {
@@ -44,9 +47,9 @@ export interface BlobCheckpoint {
 }
 
 export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
-  // Always a user message blob, even an empty one (a resumed turn has no message of its own):
-  // the IDE's clone throws on a turn without a user message id ("Missing user message blob id").
-  const user = toCachedBlob(toUserMessageBytes(state));
+  // Always a user message blob (a resumed or summarize turn has no message of its own): the
+  // IDE's clone throws on a turn without a user message id ("Missing user message blob id").
+  const user = toUserMessageBlob(state);
   const steps = toStepBytes(state).map(toCachedBlob);
   const turn = toBlob(
     toTurnStructure(
@@ -55,11 +58,19 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
       state.requestID,
     ),
   );
+  // The client may not send this blob back with its next run request (checkpoint-origin.ts).
+  rememberTurnBlob(turn.key, state.requestID);
   const blobs = new Map<string, CheckpointBlob>();
   for (const blob of [user, ...steps, turn]) {
     if (!blobs.has(blob.key)) blobs.set(blob.key, blob);
   }
-  return { checkpoint: toCheckpointWith(state, turn.id), blobs: [...blobs.values()] };
+  // What the client sends back for this turn: its blobs, in `pre_fetched_blobs`.
+  let referenced = 0;
+  for (const blob of blobs.values()) referenced += blob.data.length + PREFETCHED_BLOB_OVERHEAD;
+  return {
+    checkpoint: toCheckpointWith(state, turn.id, referenced),
+    blobs: [...blobs.values()],
+  };
 }
 
 /** `conversation_checkpoint_update` with `checkpoint`. */
@@ -92,6 +103,26 @@ export function toBlob(data: Uint8Array): CheckpointBlob {
  * turn (checkpoint.ts) and referenced by every later checkpoint of the turn.
  */
 const hashed = new WeakMap<Uint8Array, CheckpointBlob>();
+
+/**
+ * The turn's user message blob. One without a message of its own (a resumed or summarize turn)
+ * would encode to nothing, and `blob_data` would be absent on the wire; whether the IDE's store
+ * keeps an empty value is unknown, so it carries `message_id` = the request id (the IDE's clone
+ * maps only the message ids of its bubbles; our import reads only the text).
+ */
+const placeholders = new WeakMap<object, { readonly requestID: string; blob: CheckpointBlob }>();
+
+function toUserMessageBlob(state: TurnState): CheckpointBlob {
+  const bytes = toUserMessageBytes(state);
+  if (bytes.length > 0) return toCachedBlob(bytes);
+  const known = placeholders.get(state.userMessage);
+  if (known !== undefined && known.requestID === state.requestID) return known.blob;
+  const blob = toBlob(
+    toBinary(UserMessageSchema, create(UserMessageSchema, { messageId: state.requestID })),
+  );
+  placeholders.set(state.userMessage, { requestID: state.requestID, blob });
+  return blob;
+}
 
 function toCachedBlob(data: Uint8Array): CheckpointBlob {
   let blob = hashed.get(data);

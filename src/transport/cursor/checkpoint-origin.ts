@@ -4,6 +4,8 @@
  * sends, with an edited earlier message, the checkpoint it had when that message was first sent
  * (docs/protocol.md "Rewinds"). Our checkpoints keep the client's turns and, when too large, drop
  * the oldest (checkpoint.ts `fitCheckpoint`), so the last turn is reliable; turn counts are not.
+ * A last turn in the blob form (a 32-byte id) is read from the request's `pre_fetched_blobs`, else
+ * from the turn blobs this process wrote (turn-blob-origins.ts).
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { toBlobID } from "./blobs.ts";
@@ -12,23 +14,35 @@ import {
   ConversationTurnStructureSchema,
 } from "./gen/agent/v1/conversation_state_pb.js";
 import type { PreFetchedBlob } from "./gen/agent/v1/run_request_pb.js";
+import { findTurnBlobOrigin } from "./turn-blob-origins.ts";
 
 /** A blob id (SHA-256) in `turns`: the blob form of a turn. Inline turns are longer. */
 const BLOB_ID_BYTES = 32;
 
 /**
  * null: the checkpoint has no turns (or there is none). "": it has turns but the last one's id
- * cannot be read (a blob the request did not carry, a turn that is not an agent turn, bytes that
- * do not decode); such a start is never taken for a rewind.
+ * cannot be read (a blob neither the request carried nor this process wrote, a turn that is not an
+ * agent turn, bytes that do not decode); such a start is never taken for a rewind.
+ * `onUnresolved` is told the hex id of a blob-form last turn found neither way (for a log line).
  */
 export function toLastTurnOrigin(
   state: ConversationStateStructure | undefined,
   blobs: readonly PreFetchedBlob[],
+  onUnresolved?: (id: string) => void,
 ): string | null {
   const last = state?.turns.at(-1);
   if (last === undefined) return null;
-  const bytes = last.length === BLOB_ID_BYTES ? findPrefetched(blobs, last) : last;
-  if (bytes === null) return "";
+  let bytes = last;
+  if (last.length === BLOB_ID_BYTES) {
+    const prefetched = findPrefetched(blobs, last);
+    if (prefetched === null) {
+      const hex = Buffer.from(last).toString("hex");
+      const written = findTurnBlobOrigin(hex);
+      if (written === undefined) onUnresolved?.(hex);
+      return written ?? "";
+    }
+    bytes = prefetched;
+  }
   try {
     const turn = fromBinary(ConversationTurnStructureSchema, bytes).turn;
     return turn.case === "agentConversationTurn" ? (turn.value.requestId ?? "") : "";

@@ -36,9 +36,15 @@ export function toCheckpoint(state: TurnState): ConversationStateStructure {
 
 /**
  * The checkpoint with `turn` as this turn's entry in `turns` (inline bytes, or the 32-byte id
- * of the turn's blob), fitted to `MAX_CHECKPOINT_BYTES` in that form.
+ * of the turn's blob), fitted to `MAX_CHECKPOINT_BYTES` in that form, counting with each turn the
+ * blobs the client sends back for it (`pre_fetched_blobs`: `state.previousReferenced`, and
+ * `referenced` for this turn's own blobs).
  */
-export function toCheckpointWith(state: TurnState, turn: Uint8Array): ConversationStateStructure {
+export function toCheckpointWith(
+  state: TurnState,
+  turn: Uint8Array,
+  referenced = 0,
+): ConversationStateStructure {
   const { previous } = state;
   // The fields a checkpoint sets, on a message of their own to measure them.
   const set = create(ConversationStateStructureSchema);
@@ -58,7 +64,10 @@ export function toCheckpointWith(state: TurnState, turn: Uint8Array): Conversati
   checkpoint.tokenDetails = set.tokenDetails;
   checkpoint.mode = set.mode;
   checkpoint.todos = set.todos;
-  return fitCheckpoint(checkpoint, keptSize(previous) + encodedSize(set));
+  const extra = state.previousReferenced ?? [];
+  const referencedOf = (index: number): number =>
+    index === previous.turns.length ? referenced : (extra[index] ?? 0);
+  return fitCheckpoint(checkpoint, keptSize(previous) + encodedSize(set), referencedOf);
 }
 
 /** The turn state each checkpoint message was built from (for its blob form). */
@@ -158,15 +167,20 @@ function toPendingToolCall(open: TurnState["open"][number]): string {
 /**
  * Drops what the client can do without, oldest first, until the checkpoint fits: replay JSON,
  * file snapshots, read paths, then earlier turns. The current turn is always kept.
- * `size`: the encoded size of `checkpoint` without its turns. Sizes are added up rather than
+ * `size`: the encoded size of `checkpoint` without its turns; `referenced(i)`: the bytes turn i
+ * brings back besides its entry (its blobs in `pre_fetched_blobs`). Sizes are added up rather than
  * encoded for each try: an encoding's length is the sum of its fields' (issue #19: a 500 KiB
  * checkpoint took ≈0.3 ms to encode, twice per tool call, and once more per turn dropped).
  */
 function fitCheckpoint(
   checkpoint: ConversationStateStructure,
   size: number,
+  referenced: (index: number) => number,
 ): ConversationStateStructure {
-  let turns = checkpoint.turns.reduce((sum, turn) => sum + turnSize(turn), 0);
+  const cost = (index: number): number =>
+    turnSize(checkpoint.turns[index] ?? new Uint8Array(0)) + referenced(index);
+  let turns = 0;
+  for (let index = 0; index < checkpoint.turns.length; index++) turns += cost(index);
   if (size + turns <= MAX_CHECKPOINT_BYTES) return checkpoint;
   checkpoint.rootPromptMessagesJson = [];
   checkpoint.fileStates = {};
@@ -175,7 +189,7 @@ function fitCheckpoint(
   const rest = encodedSize(withoutTurns(checkpoint));
   let dropped = 0;
   while (rest + turns > MAX_CHECKPOINT_BYTES && checkpoint.turns.length - dropped > 1) {
-    turns -= turnSize(checkpoint.turns[dropped] ?? new Uint8Array(0));
+    turns -= cost(dropped);
     dropped += 1;
   }
   if (dropped > 0) checkpoint.turns = checkpoint.turns.slice(dropped);

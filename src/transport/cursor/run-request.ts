@@ -27,6 +27,7 @@ import {
 } from "./gen/agent/v1/user_message_pb.js";
 import { fromAgentMode, MODES, type Mode } from "./mode.ts";
 import { toSystemPrompt } from "./prompt/index.ts";
+import { toReferencedBytes } from "./referenced-bytes.ts";
 import { toConcurrentToolNames, toMcpToolRefs, toToolDefinitions } from "./tools/catalogue.ts";
 import type { McpToolRef } from "./tools/mcp.ts";
 import { NO_WEB, type WebOffer } from "./tools/server-work.ts";
@@ -249,6 +250,7 @@ function toTurnState(
     userMessage,
     steps: [],
     previous,
+    ...withReferenced(toReferencedBytes(request.conversationState, request.preFetchedBlobs)),
     todos: toTodos(previous.todos),
     subagentContext:
       subagentContext ??
@@ -321,6 +323,10 @@ function toTurnAction(request: AgentRunRequest, action: RunAction): TurnAction |
     };
   }
   return null;
+}
+
+function withReferenced(referenced: number[] | undefined): { previousReferenced?: number[] } {
+  return referenced === undefined ? {} : { previousReferenced: referenced };
 }
 
 /** The todo list of the previous checkpoint; entries that do not decode are dropped. */

@@ -132,6 +132,11 @@ export interface TurnState {
   readonly steps: readonly ConversationStep[];
   /** The checkpoint the client sent with the run request (earlier turns, fields we keep as is). */
   readonly previous: ConversationStateStructure;
+  /**
+   * Per turn of `previous`, the bytes the client sent back for it in `pre_fetched_blobs`
+   * (referenced-bytes.ts), counted against the checkpoint cap; absent: none.
+   */
+  readonly previousReferenced?: readonly number[];
   /** The server-kept todo list. */
   readonly todos: readonly TodoItem[];
   /** The client's custom subagents (request context `custom_subagents`); absent: none. */

@@ -136,8 +136,16 @@ for (const httpVersion of TRANSPORTS) {
       // Each clone at the moment its checkpoint arrived: nothing missing, nothing refused.
       for (const clone of clones) assert.ok(!(clone instanceof Error), String(clone));
       const last = clones.at(-1) as ClonedTurn[];
+      // The request id the server gave the turn (HTTP/2's Run has none of the client's).
+      const requestOf = (text: string) => {
+        const started = harness.logs.filter(
+          (line) => line.message === "turn started" && line.fields.conversation === id,
+        );
+        return started[text === "read both" ? 0 : 1]?.fields.request;
+      };
+      assert.equal(typeof requestOf("read both"), "string");
       assert.deepEqual(last, [
-        { requestID: last[0]?.requestID, userText: "read both", steps: last[0]?.steps ?? -1 },
+        { requestID: requestOf("read both"), userText: "read both", steps: last[0]?.steps ?? -1 },
       ]);
       assert.ok((last[0]?.steps ?? 0) >= 4, "both tool calls and the texts are steps");
       // Mid-turn checkpoints are blob-backed too: the one while a tool call runs has fewer steps.
@@ -185,8 +193,8 @@ for (const httpVersion of TRANSPORTS) {
       assert.deepEqual(
         cloned.map((turn) => [turn.requestID, turn.userText]),
         [
-          [last[0]?.requestID, "read both"],
-          [cloned[1]?.requestID, "again?"],
+          [requestOf("read both"), "read both"],
+          [requestOf("again?"), "again?"],
         ],
       );
       // The earlier turn's blobs are the client's already: not written again.

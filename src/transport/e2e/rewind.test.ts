@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
+import { ConversationStateStructureSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import type { CursorClient } from "../testing/index.ts";
 import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
 
@@ -111,6 +112,66 @@ describe("an edited earlier message sent again (in-process)", () => {
     const source = await harness.store.load(id);
     assert.equal(source?.state.turnCount, 3);
     assert.equal(source?.state.messages.length, 6);
+  });
+
+  test("a client that sends back no blobs (no pre_fetched_blobs): the rewind is still detected", async () => {
+    const id = "rewind-0005";
+    const client = harness.client();
+    // Every run request of this client without pre_fetched_blobs: the last turn of its
+    // checkpoint is only a blob id, read from the turn blobs this process wrote.
+    const bare = async (init: Parameters<CursorClient["runRequest"]>[0], answer: string) => {
+      harness.reply({ text: answer });
+      const before = harness.provider.requests.length;
+      const request = client.runRequest(init);
+      assert.ok(
+        request.conversationState === undefined ||
+          request.conversationState.turns.every((entry) => entry.length === 32),
+      );
+      const result = await client.startTurn({ ...request, preFetchedBlobs: [] }).done;
+      assert.equal(result.error, undefined);
+      return harness.provider.requests[before]?.body ?? "";
+    };
+    await bare(turn(id, "A", "mA"), "answer A");
+    const beforeB = client.checkpoint(id);
+    await bare(turn(id, "B", "mB"), "answer B");
+    await bare(turn(id, "C", "mC"), "answer C");
+    const edited = await bare(
+      { ...turn(id, "B2", "mB"), checkpoint: beforeB ?? null },
+      "answer B2",
+    );
+    assert.deepEqual(textsOf(edited, "user"), ["A", "B2"]);
+    const applied = harness.logs.find(
+      (line) => line.message === "rewind applied" && line.fields.from === id,
+    );
+    assert.deepEqual(
+      { fromTurn: applied?.fields.fromTurn, toTurn: applied?.fields.toTurn },
+      { fromTurn: 3, toTurn: 1 },
+    );
+    assert.equal(
+      harness.logs.filter((line) => line.message.startsWith("the checkpoint's last turn is a blob"))
+        .length,
+      0,
+    );
+  });
+
+  test("a blob-form last turn known neither way: no rewind, said once at info", async () => {
+    const id = "rewind-0006";
+    const client = harness.client();
+    const stranger = create(ConversationStateStructureSchema, {
+      turns: [new Uint8Array(32).fill(0xab)],
+    });
+    harness.reply({ text: "answer A" });
+    const result = await client.startTurn({ ...turn(id, "A", "mA"), checkpoint: stranger }).done;
+    assert.equal(result.error, undefined);
+    const said = harness.logs.filter(
+      (line) =>
+        line.message.startsWith("the checkpoint's last turn is a blob") &&
+        line.fields.conversation === id,
+    );
+    assert.deepEqual(
+      said.map((line) => [line.level, line.fields.blob]),
+      [["info", "ab".repeat(32)]],
+    );
   });
 
   test("an edit of an earlier message on a branch branches again from the right turn", async () => {
