@@ -28,15 +28,31 @@ export interface LogLine {
 }
 
 /** A log that keeps every line in `lines` (for tests and diagnostics). */
-export function createRecordingLog(): { readonly log: Log; readonly lines: LogLine[] } {
+export function createRecordingLog(): {
+  readonly log: Log;
+  readonly lines: LogLine[];
+  /** Resolves once a line with `message` has been recorded (at once if one was). */
+  until(message: string): Promise<void>;
+} {
   const lines: LogLine[] = [];
+  const waiters: { readonly message: string; readonly resolve: () => void }[] = [];
   const record =
     (level: string) =>
     (fields: Record<string, unknown>, message: string): void => {
       lines.push({ level, message, fields });
+      for (let i = waiters.length - 1; i >= 0; i -= 1) {
+        const waiter = waiters[i];
+        if (waiter?.message !== message) continue;
+        waiters.splice(i, 1);
+        waiter.resolve();
+      }
     };
   return {
     lines,
+    until(message) {
+      if (lines.some((line) => line.message === message)) return Promise.resolve();
+      return new Promise((resolve) => waiters.push({ message, resolve }));
+    },
     log: {
       debug: record("debug"),
       info: record("info"),

@@ -10,58 +10,9 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type CursorClient, toReferencedBlobs } from "../testing/index.ts";
-import { createGate, type Harness, MODEL, startHarness } from "./test-harness.ts";
-
-interface WireMessage {
-  readonly role: string;
-  readonly content: string | readonly { readonly type: string; readonly text?: string }[] | null;
-}
-
-function messagesOf(body: string): WireMessage[] {
-  return (JSON.parse(body) as { messages: WireMessage[] }).messages;
-}
-
-/** The last text of each message of `role` (a user message's context comes before its text). */
-function textsOf(body: string, role: "user" | "assistant"): string[] {
-  return messagesOf(body)
-    .filter((message) => message.role === role)
-    .map((message) =>
-      typeof message.content === "string"
-        ? message.content
-        : ((message.content ?? []).filter((part) => part.type === "text").at(-1)?.text ?? ""),
-    );
-}
-
-/** The request's messages as bytes: a request that extends another starts with its bytes. */
-function messagesBytes(body: string): string {
-  return messagesOf(body)
-    .map((message) => JSON.stringify(message))
-    .join("\n");
-}
-
-async function runTurn(
-  harness: Harness,
-  client: CursorClient,
-  init: Parameters<CursorClient["startTurn"]>[0],
-  answer: string,
-  requestId?: string,
-): Promise<string> {
-  harness.reply({ text: answer });
-  const before = harness.provider.requests.length;
-  const result = await client.startTurn(init, requestId === undefined ? {} : { requestId }).done;
-  assert.equal(result.error, undefined, `turn "${answer}" ended with an error`);
-  assert.equal(result.view.text, answer);
-  assert.equal(harness.provider.requests.length, before + 1, "one model call per turn");
-  return harness.provider.requests[before]?.body ?? "";
-}
-
-const turn = (conversationId: string, text: string, messageId: string) => ({
-  conversationId,
-  text,
-  messageId,
-  modelId: MODEL,
-});
+import { toReferencedBlobs } from "../testing/index.ts";
+import { messagesBytes, runTurn, textsOf, turn } from "./provider-turns.ts";
+import { createGate, type Harness, startHarness } from "./test-harness.ts";
 
 describe("a chat forked in the IDE (in-process)", () => {
   let harness: Harness;

@@ -11,23 +11,16 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, test } from "node:test";
-import { setTimeout as delay } from "node:timers/promises";
 import { create } from "@bufbuild/protobuf";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
 import type { ConversationStateStructure } from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import { toLastTurnOrigin } from "../cursor/index.ts";
 import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
 import { type CursorClient, toReferencedBlobs } from "../testing/index.ts";
+import { runTurn, textsOf, turn } from "./provider-turns.ts";
 import { createGate, type Harness, MODEL, readRunSse, startHarness } from "./test-harness.ts";
 
 const GRACE_MS = 300;
-
-const turn = (conversationId: string, text: string, messageId: string) => ({
-  conversationId,
-  text,
-  messageId,
-  modelId: MODEL,
-});
 
 const resumeRequest = (client: CursorClient, conversationId: string) =>
   client.runRequest({
@@ -40,35 +33,6 @@ const resumeRequest = (client: CursorClient, conversationId: string) =>
       });
     },
   });
-
-/** The last text of each user message of the request the provider received (context first). */
-function userTexts(body: string): string[] {
-  const { messages } = JSON.parse(body) as {
-    messages: { role: string; content: string | { type: string; text?: string }[] | null }[];
-  };
-  return messages
-    .filter((message) => message.role === "user")
-    .map((message) =>
-      typeof message.content === "string"
-        ? message.content
-        : ((message.content ?? []).filter((part) => part.type === "text").at(-1)?.text ?? ""),
-    );
-}
-
-/** One turn answered with `answer`; the body the provider received for it. */
-async function runTurn(
-  harness: Harness,
-  client: CursorClient,
-  init: Parameters<CursorClient["startTurn"]>[0],
-  answer: string,
-): Promise<string> {
-  harness.reply({ text: answer });
-  const before = harness.provider.requests.length;
-  const result = await client.startTurn(init).done;
-  assert.equal(result.error, undefined, `turn "${answer}" ended with an error`);
-  assert.equal(result.view.text, answer);
-  return harness.provider.requests[before]?.body ?? "";
-}
 
 /**
  * After turn B (started by `started`, finished on a resume stream): the client's checkpoint ends
@@ -98,7 +62,11 @@ async function editAfterResumedTurn(
     { ...turn(id, "C2", "mC"), checkpoint: beforeC ?? null },
     "answer C2",
   );
-  assert.deepEqual(userTexts(edited), ["A", "B", "C2"], "the edit of C is a rewind to B's end");
+  assert.deepEqual(
+    textsOf(edited, "user"),
+    ["A", "B", "C2"],
+    "the edit of C is a rewind to B's end",
+  );
 }
 
 describe("a turn finished on a resume stream, then an edit of the next message", () => {
@@ -189,7 +157,7 @@ describe("a turn finished on a resume stream, then an edit of the next message",
       await original.waitFor((m) => m.message.case === "execServerMessage");
       // The RunSSE drops (a window reload) and does not come back; a resume takes the turn over.
       await original.dropRunSse();
-      await waitForLog(harness, "nobody reads the stream; waiting for a reconnect");
+      await harness.untilLog("nobody reads the stream; waiting for a reconnect");
       const resumed = client.startTurn(resumeRequest(client, id), { timeoutMs: 30_000 });
       await resumed.waitFor((m) => m.message.case === "execServerMessage");
       gate.open();
@@ -206,12 +174,3 @@ describe("a turn finished on a resume stream, then an edit of the next message",
     }
   });
 });
-
-/** Waits (bounded) until the server logged `message`. */
-async function waitForLog(harness: Harness, message: string): Promise<void> {
-  for (let i = 0; i < 1_000; i += 1) {
-    if (harness.logs.some((line) => line.message === message)) return;
-    await delay(5);
-  }
-  throw new Error(`no log line "${message}"`);
-}

@@ -84,7 +84,7 @@ describe("a resume stream while the turn's first stream is still in memory", () 
     await original.waitFor((m) => m.message.case === "execServerMessage");
     // The RunSSE drops (a window reload) and does not come back: the stream waits out its grace.
     await original.dropRunSse();
-    await waitForLog(harness, "nobody reads the stream; waiting for a reconnect");
+    await harness.untilLog("nobody reads the stream; waiting for a reconnect");
 
     const resumed = client.startTurn(resumeRequest(client), { timeoutMs: 30_000 });
     // Refused, the resume stream would be told the turn ended and end.
@@ -211,7 +211,7 @@ describe("a resume stream takes over a turn whose subagent runs", () => {
       });
       await held.promise;
       await original.dropRunSse();
-      await waitForLog(harness, "nobody reads the stream; waiting for a reconnect");
+      await harness.untilLog("nobody reads the stream; waiting for a reconnect");
 
       const resumed = client.startTurn(
         client.runRequest({
@@ -278,13 +278,4 @@ function answerWithSubagent(request: RecordedRequest) {
         }
       : { text: "The subagent read it." };
   return { type: "sse", body: toChatCompletionSse(reply) } as const;
-}
-
-/** Waits (bounded) until the server logged `message`. */
-async function waitForLog(harness: Harness, message: string): Promise<void> {
-  for (let i = 0; i < 1_000; i += 1) {
-    if (harness.logs.some((line) => line.message === message)) return;
-    await delay(5);
-  }
-  throw new Error(`no log line "${message}"`);
 }

@@ -37,6 +37,8 @@ export interface Harness {
   readonly store: Store;
   readonly workspace: string;
   readonly logs: LogLine[];
+  /** Resolves once the in-process server has logged `message` (at once if it has). */
+  untilLog(message: string): Promise<void>;
   server: Server;
   /** Queues scripted model replies (an SSE transcript each). */
   reply(...replies: ScriptedReply[]): void;
@@ -87,7 +89,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const dbPath = join(workspace, "..", `${workspace.split("/").at(-1)}.db`);
   const inChild = options.mode === "process";
   const store: Store = inChild ? openSqliteStore({ path: dbPath }) : createMemoryStore();
-  const { log, lines: logs } = createRecordingLog();
+  const { log, lines: logs, until: untilLog } = createRecordingLog();
   const llm = createLLM({
     models: createModelConfigs(
       options.models?.(provider.url) ?? [
@@ -157,6 +159,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     store,
     workspace,
     logs,
+    untilLog,
     server: await start(serverOptions.port, true),
     reply(...replies) {
       provider.reply(
