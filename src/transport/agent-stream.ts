@@ -194,7 +194,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
       endStream(error, "now");
     },
     hold() {
-      checkpoints.flush();
+      checkpoints.hold();
       outbound.hold();
     },
     close(reason) {

@@ -169,6 +169,26 @@ test("flush: a waiting checkpoint goes out inline now, then what waited behind i
   assert.deepEqual(ends, ["end"]);
 });
 
+test("hold: a running turn's waiting checkpoint is dropped, not sent inline", () => {
+  const { writer, out } = setup();
+  writer.send([toCheckpointMessage(turnState({ steps: [step("one")] }))]);
+  assert.deepEqual(out(), ["set_blob", "set_blob", "set_blob"]);
+  writer.hold();
+  assert.deepEqual(out(), []);
+});
+
+test("hold: a turn that is over still gets its checkpoint (inline) and its end", () => {
+  const { writer, out } = setup();
+  const state = turnState({ steps: [step("one")] });
+  writer.send([toCheckpointMessage(state), toTurnEnded(state)]);
+  const ends: string[] = [];
+  writer.whenSent(() => ends.push("end"));
+  out();
+  writer.hold();
+  assert.deepEqual(out(), ["checkpoint(inline)", "turnEnded"]);
+  assert.deepEqual(ends, ["end"]);
+});
+
 test("blobs off: every checkpoint inline, no KV traffic", () => {
   const { writer, out } = setup(false);
   const state = turnState({ steps: [step("one")] });

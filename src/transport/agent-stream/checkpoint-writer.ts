@@ -16,8 +16,10 @@
  *   waiting checkpoint requires (other errors are ignored, as by SAK): the newest
  *   waiting checkpoint goes out in the inline form (checkpoint.ts), and so does every later one of
  *   the stream, logged once at warn.
- * - `flush` (the stream ends now: shutdown, takeover, the client gone or reset): a waiting
- *   checkpoint goes out inline at once, then what waited behind it.
+ * - `flush` (the stream ends now: takeover, the client gone or reset): a waiting checkpoint goes
+ *   out inline at once, then what waited behind it. `hold` (shutdown) does the same for a turn
+ *   that is over; a running turn's waiting checkpoint is dropped instead (the restart writes it
+ *   again as blobs; an inline turn would stay in the client's checkpoints for good).
  *
  * Blob bytes are held only by the `set_blob_args` messages in the outbound backlog (released once
  * written) and the waiting checkpoints (bounded by the timeout: each confirmation drops all but the
@@ -50,6 +52,14 @@ export interface CheckpointWriter {
   whenSent(then: () => void): void;
   /** No more waiting: the newest waiting checkpoint goes out inline now, then what waited behind. */
   flush(): void;
+  /**
+   * The stream is held (shutdown, docs/protocol.md §2.10): a turn that is over (something waits
+   * behind its checkpoint, or the stream's end does) is flushed, so its end goes out; a running
+   * turn's waiting checkpoint is dropped instead, since the client keeps one inline turn for good
+   * (its fork then fails), and the turn goes on after the restart, whose checkpoints are written
+   * as blobs again.
+   */
+  hold(): void;
   /**
    * Numbers later blob writes from `firstID`: a stream picked up after a restart, whose client
    * may still remember the kv ids the earlier process sent (as its exec ids, agent-stream.ts).
@@ -212,6 +222,18 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     if (newest !== undefined) release(newest.inline, waiting.length);
   };
 
+  const flush = (): void => {
+    blobs = false;
+    const newest = waiting.at(-1);
+    waiting = [];
+    timer.clear();
+    if (newest !== undefined) outbound.push(newest.inline);
+    const held = behind;
+    behind = [];
+    for (const message of held) outbound.push(message);
+    for (const run of then.splice(0)) run();
+  };
+
   return {
     send,
     renumber(firstID) {
@@ -255,17 +277,15 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
       then.push(next);
       runThen();
     },
-    flush() {
-      blobs = false;
-      const newest = waiting.at(-1);
+    hold() {
+      if (behind.length > 0 || then.length > 0) {
+        flush();
+        return;
+      }
       waiting = [];
       timer.clear();
-      if (newest !== undefined) outbound.push(newest.inline);
-      const held = behind;
-      behind = [];
-      for (const message of held) outbound.push(message);
-      for (const run of then.splice(0)) run();
     },
+    flush,
   };
 }
 
