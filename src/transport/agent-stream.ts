@@ -21,7 +21,7 @@ import type { ConnectError } from "@connectrpc/connect";
 import { withGetters } from "../llm/index.ts";
 import type { TurnOutput } from "../runner/types.ts";
 import {
-  createLazyCheckpointWriter,
+  createCheckpointWriter,
   DEFAULT_BLOB_WRITE_TIMEOUT_MS,
 } from "./agent-stream/checkpoint-writer.ts";
 import { createClientMessages } from "./agent-stream/client-messages.ts";
@@ -54,7 +54,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     gapTimeoutMs: options.appendGapTimeoutMs,
     maxAhead: options.maxAppendsAhead,
   });
-  const checkpoints = createLazyCheckpointWriter({
+  const checkpoints = createCheckpointWriter({
     outbound,
     blobs: options.blobCheckpoints ?? true,
     timeoutMs: options.blobWriteTimeoutMs ?? DEFAULT_BLOB_WRITE_TIMEOUT_MS,

@@ -13,17 +13,17 @@ import { turnState } from "../cursor/testing.ts";
 import { toTurnEnded } from "../cursor/turn-end.ts";
 import { createRecordingLog } from "../log.ts";
 import { createOutboundStream } from "../outbound-stream.ts";
-import { createCheckpointWriter, createLazyCheckpointWriter } from "./checkpoint-writer.ts";
+import { createCheckpointWriter } from "./checkpoint-writer.ts";
 
 const TIMEOUT_MS = 1_000;
 
-function setup(blobs = true, lazy = false) {
+function setup(blobs = true) {
   const outbound = createOutboundStream<AgentServerMessage>({
     heartbeatMs: 60_000,
     heartbeat: toHeartbeatMessage,
   });
   const { log, lines } = createRecordingLog();
-  const writer = (lazy ? createLazyCheckpointWriter : createCheckpointWriter)({
+  const writer = createCheckpointWriter({
     outbound,
     blobs,
     timeoutMs: TIMEOUT_MS,
@@ -310,37 +310,4 @@ test("the end waits for writes no checkpoint needs any more: until answered, or 
   } finally {
     mock.timers.reset();
   }
-});
-
-test("lazy: nothing is made before the first send; what came before is given to the writer", () => {
-  mock.timers.enable({ apis: ["setTimeout"] });
-  try {
-    const { writer, out, writes } = setup(true, true);
-    let ended = false;
-    writer.whenSent(() => {
-      ended = true;
-    });
-    assert.equal(ended, true, "nothing waits: at once");
-    writer.result(1, ok);
-    writer.hold();
-    writer.renumber(500);
-    writer.pause();
-    writer.send([toCheckpointMessage(turnState({ steps: [step("one")] }))]);
-    assert.deepEqual(out(), ["set_blob", "set_blob", "set_blob"]);
-    assert.deepEqual(writes(), [500, 501, 502], "numbered from renumber's id");
-    mock.timers.tick(TIMEOUT_MS * 2);
-    assert.deepEqual(out(), [], "paused before it was made: no timeout");
-    writer.resume();
-    mock.timers.tick(TIMEOUT_MS);
-    assert.deepEqual(out(), ["checkpoint(inline)"], "resumed: the timeout runs");
-  } finally {
-    mock.timers.reset();
-  }
-});
-
-test("lazy: a flush before any send makes later checkpoints inline, as the writer's does", () => {
-  const { writer, out } = setup(true, true);
-  writer.flush();
-  writer.send([toCheckpointMessage(turnState({ steps: [step("one")] }))]);
-  assert.deepEqual(out(), ["checkpoint(inline)"]);
 });

@@ -91,45 +91,6 @@ interface Waiting {
   readonly required: readonly string[];
 }
 
-/**
- * A writer whose state is made when the stream first sends, or must flush, something (issue
- * #19: about 2 KiB that an open stream waiting for its model, which sends nothing, does not
- * need). Until then nothing waits, and each call does what the writer does with nothing pending;
- * `pause`, `resume` and `renumber` are remembered and given to the writer when it is made.
- */
-export function createLazyCheckpointWriter(options: CheckpointWriterOptions): CheckpointWriter {
-  let writer: CheckpointWriter | undefined;
-  let paused = false;
-  let firstID: number | undefined;
-  const active = (): CheckpointWriter => {
-    if (writer !== undefined) return writer;
-    writer = createCheckpointWriter(options);
-    if (firstID !== undefined) writer.renumber(firstID);
-    if (paused) writer.pause();
-    return writer;
-  };
-  return {
-    send: (messages) => active().send(messages),
-    // No writer: no write was sent, so no answer is awaited.
-    result: (id, result) => writer?.result(id, result),
-    whenSent: (then) => (writer === undefined ? then() : writer.whenSent(then)),
-    flush: () => active().flush(),
-    hold: () => writer?.hold(),
-    renumber: (id) => {
-      firstID = id;
-      writer?.renumber(id);
-    },
-    pause: () => {
-      paused = true;
-      writer?.pause();
-    },
-    resume: () => {
-      paused = false;
-      writer?.resume();
-    },
-  };
-}
-
 export function createCheckpointWriter(options: CheckpointWriterOptions): CheckpointWriter {
   const { outbound, timeoutMs, log } = options;
   let blobs = options.blobs;
