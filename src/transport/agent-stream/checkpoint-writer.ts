@@ -35,7 +35,6 @@ import {
 } from "../cursor/index.ts";
 import type { Log } from "../log.ts";
 import type { OutboundStream } from "../outbound-stream.ts";
-import { createOneShotTimer } from "./one-shot-timer.ts";
 
 /** How long a checkpoint waits for the client's confirmations by default (SAK's 10 s). */
 export const DEFAULT_BLOB_WRITE_TIMEOUT_MS = 10_000;
@@ -94,31 +93,44 @@ interface Waiting {
 export function createCheckpointWriter(options: CheckpointWriterOptions): CheckpointWriter {
   const { outbound, timeoutMs, log } = options;
   let blobs = options.blobs;
-  /** Blobs the client confirmed on this stream. */
-  const confirmed = new Set<string>();
-  /** Writes sent and not answered: kv id → blob key; and the keys. */
-  const written = new Map<number, string>();
-  const writing = new Set<string>();
+  /**
+   * The stream's blob writes, made at its first (issue #19: most of the writer's memory, which a
+   * stream that has sent no blob-backed checkpoint does not need).
+   */
+  let writes: Writes | undefined;
+  const toWrites = (): Writes =>
+    (writes ??= { confirmed: new Set(), written: new Map(), writing: new Set() });
+  const unanswered = (): number => writes?.writing.size ?? 0;
   let nextID = 1;
   /** Checkpoints that wait for confirmations, oldest first. */
   let waiting: Waiting[] = [];
   /** Messages that wait behind `waiting` (turn_ended and what follows it). */
   let behind: AgentServerMessage[] = [];
   const then: (() => void)[] = [];
-  const timer = createOneShotTimer();
+  /** The timeout's handle while it runs (a plain timer: one object less per stream). */
+  let timer: NodeJS.Timeout | undefined;
+  const clearTimer = (): void => {
+    clearTimeout(timer);
+    timer = undefined;
+  };
   let paused = false;
   /**
    * The timeout runs while a checkpoint waits, or while an end waits for writes still unanswered;
    * it expires with no answer for `timeoutMs`.
    */
-  const arm = (): void => timer.arm(timeoutMs, expire);
-  const timed = (): boolean => waiting.length > 0 || (then.length > 0 && writing.size > 0);
+  const arm = (): void => {
+    clearTimeout(timer);
+    timer = setTimeout(expire, timeoutMs);
+    timer.unref();
+  };
+  const timed = (): boolean => waiting.length > 0 || (then.length > 0 && unanswered() > 0);
   /** After an answer or a release: the timeout anew while something waits, else off. */
   const rearm = (): void => {
-    if (!timed()) timer.clear();
+    if (!timed()) clearTimer();
     else if (!paused) arm();
   };
   const expire = (): void => {
+    timer = undefined;
     if (waiting.length > 0) fallBack("timeout");
     else runThen(true);
   };
@@ -129,11 +141,11 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
    */
   const runThen = (force = false): void => {
     if (waiting.length > 0 || then.length === 0) return;
-    if (writing.size > 0 && !force) {
-      if (!timer.armed && !paused) arm();
+    if (unanswered() > 0 && !force) {
+      if (timer === undefined && !paused) arm();
       return;
     }
-    timer.clear();
+    clearTimer();
     for (const run of then.splice(0)) run();
   };
 
@@ -160,6 +172,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     }
     const blobCheckpoint = toBlobCheckpoint(state);
     const required: string[] = [];
+    const { confirmed, written, writing } = toWrites();
     for (const blob of blobCheckpoint.blobs) {
       if (confirmed.has(blob.key)) continue;
       required.push(blob.key);
@@ -186,7 +199,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     waiting = waiting.slice(count);
     outbound.push(message);
     if (waiting.length > 0) return;
-    timer.clear();
+    clearTimer();
     const held = behind;
     behind = [];
     send(held);
@@ -196,7 +209,9 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
   /** The index of the newest waiting checkpoint whose blobs are all confirmed, or -1. */
   const newestReady = (): number => {
     for (let index = waiting.length - 1; index >= 0; index--) {
-      if (waiting[index]?.required.every((key) => confirmed.has(key)) === true) return index;
+      if (waiting[index]?.required.every((key) => writes?.confirmed.has(key) === true) === true) {
+        return index;
+      }
     }
     return -1;
   };
@@ -208,7 +223,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
       {
         ...options.describe(),
         reason,
-        unconfirmed: writing.size,
+        unconfirmed: unanswered(),
         ...(detail === undefined ? {} : { detail: detail.slice(0, 200) }),
         ...(reason === "timeout" ? { timeoutMs } : {}),
       },
@@ -216,8 +231,8 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
         ? "the client did not confirm checkpoint blob writes in time; checkpoints go inline for the rest of the stream"
         : "the client refused a checkpoint blob write; checkpoints go inline for the rest of the stream",
     );
-    written.clear();
-    writing.clear();
+    writes?.written.clear();
+    writes?.writing.clear();
     const newest = waiting.at(-1);
     if (newest !== undefined) release(newest.inline, waiting.length);
   };
@@ -226,7 +241,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     blobs = false;
     const newest = waiting.at(-1);
     waiting = [];
-    timer.clear();
+    clearTimer();
     if (newest !== undefined) outbound.push(newest.inline);
     const held = behind;
     behind = [];
@@ -241,19 +256,19 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     },
     pause() {
       paused = true;
-      timer.clear();
+      clearTimer();
     },
     resume() {
       paused = false;
-      if (timed() && !timer.armed) arm();
+      if (timed() && timer === undefined) arm();
     },
     result(id, result) {
-      const key = written.get(id);
-      if (key === undefined) return;
-      written.delete(id);
-      writing.delete(key);
+      const key = writes?.written.get(id);
+      if (writes === undefined || key === undefined) return;
+      writes.written.delete(id);
+      writes.writing.delete(key);
       if (result.case === "setBlobResult" && result.value.error === undefined) {
-        confirmed.add(key);
+        writes.confirmed.add(key);
         // An answer: the client is alive, the timeout starts anew.
         rearm();
         const ready = newestReady();
@@ -283,10 +298,18 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
         return;
       }
       waiting = [];
-      timer.clear();
+      clearTimer();
     },
     flush,
   };
+}
+
+interface Writes {
+  /** Blobs the client confirmed on this stream. */
+  readonly confirmed: Set<string>;
+  /** Writes sent and not answered: kv id → blob key; and the keys. */
+  readonly written: Map<number, string>;
+  readonly writing: Set<string>;
 }
 
 function isTurnEnded(message: AgentServerMessage): boolean {
