@@ -17,78 +17,107 @@ import {
 import { type StreamState, send } from "./stream-state.ts";
 import type { ToolCalls } from "./tool-calls.ts";
 
-export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOutput {
-  const { requestID, deps } = stream;
-  const { log, now } = deps;
-  // What the client has been shown of compactions (cursor/summary-updates.ts).
-  let summaries: SummaryView | null = null;
+/**
+ * One stream's output: a plain record, whose prototype is `outputMethods`, shared by every stream
+ * (issue #19: no closures per open stream).
+ */
+interface Output {
+  readonly stream: StreamState;
+  readonly tools: ToolCalls;
+  /** What the client has been shown of compactions (cursor/summary-updates.ts). */
+  summaries: SummaryView | null;
   /** The committed state `summaries` was brought up to: a delta leaves it as it was. */
-  let summarized: ConversationState | null = null;
-  return {
-    publish(events, state) {
-      if (stream.turn === null) return;
-      // The updates are a function of the committed state, nothing new for the same one (#19).
-      if (state.committed !== summarized) {
-        const view = summaries ?? toSummaryView(state.committed);
-        const shown = toSummaryUpdates(view, state.committed);
-        summaries = shown.view;
-        summarized = state.committed;
-        send(stream, shown.messages);
-      }
-      const callID = state.committed.call?.callID ?? "";
-      for (const event of events) {
-        const next = fromResponseEvent(stream.turn, event, { at: now(), callID });
-        stream.turn = next.state;
-        send(stream, next.messages);
-      }
-    },
-    countUsage(usage) {
-      // A summary call's tokens count for the turn (turn_ended, the log) like any call's.
-      if (stream.turn !== null)
-        stream.turn = { ...stream.turn, usage: addUsage(stream.turn.usage, usage) };
-    },
-    resumed(state) {
-      // A stream that picks a turn up (a resume request, a reconnect after a restart) names it in
-      // its checkpoints as the client knows it: by the request id that started it (loop/rewind.ts
-      // routes by that id), not by this stream's.
-      const origin = toTurnRecord(state)?.origin;
-      if (stream.turn !== null && origin !== undefined) {
-        stream.turn = { ...stream.turn, requestID: origin };
-      }
-    },
-    runTool: tools.run,
-    settingsAfterTool: tools.settingsAfterTool,
-    end(outcome, state: ConversationState) {
-      tools.closeSubagentCalls(`the turn ended (${outcome.type})`);
-      if (stream.turn !== null) {
-        const ended = toTurnEnd(stream.turn, outcome, { at: now() });
-        stream.turn = ended.state;
-        send(stream, ended.messages);
-        stream.end(ended.error ?? undefined);
-      } else {
-        stream.end();
-      }
-      tools.rejectOpen(`the turn ended (${outcome.type})`);
-      const usage = stream.turn?.usage;
-      log.info(
-        {
-          conversation: state.conversationID,
-          request: requestID,
-          model: state.settings?.model,
-          // The model the turn's last call went to, when routing moved it (loop/model-route.ts).
-          ...(state.call?.model === undefined ? {} : { calledModel: state.call.model }),
-          outcome: outcome.type,
-          inputTokens: usage?.input ?? 0,
-          outputTokens: usage?.output ?? 0,
-          cacheReadTokens: usage?.cacheRead ?? 0,
-          cacheWriteTokens: usage?.cacheWrite ?? 0,
-          durationMs: stream.startedAt === null ? undefined : now() - stream.startedAt,
-          ...(outcome.type === "failed"
-            ? { error: redactSecrets(outcome.message.errorMessage ?? "unknown") }
-            : {}),
-        },
-        "turn ended",
-      );
-    },
-  };
+  summarized: ConversationState | null;
 }
+
+export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOutput {
+  const output = {
+    __proto__: outputMethods,
+    stream,
+    tools,
+    summaries: null,
+    summarized: null,
+  } satisfies Output & { readonly __proto__: TurnOutput };
+  // The literal names its prototype, which TypeScript does not model.
+  return output as unknown as TurnOutput;
+}
+
+/** The runner's calls, shared by every stream's output (`this` is the stream's record). */
+const outputMethods: TurnOutput & ThisType<Output> = {
+  publish(events, state) {
+    const stream = this.stream;
+    if (stream.turn === null) return;
+    // The updates are a function of the committed state, nothing new for the same one (#19).
+    if (state.committed !== this.summarized) {
+      const view = this.summaries ?? toSummaryView(state.committed);
+      const shown = toSummaryUpdates(view, state.committed);
+      this.summaries = shown.view;
+      this.summarized = state.committed;
+      send(stream, shown.messages);
+    }
+    const callID = state.committed.call?.callID ?? "";
+    const now = stream.deps.now;
+    for (const event of events) {
+      const next = fromResponseEvent(stream.turn, event, { at: now(), callID });
+      stream.turn = next.state;
+      send(stream, next.messages);
+    }
+  },
+  countUsage(usage) {
+    const stream = this.stream;
+    // A summary call's tokens count for the turn (turn_ended, the log) like any call's.
+    if (stream.turn !== null)
+      stream.turn = { ...stream.turn, usage: addUsage(stream.turn.usage, usage) };
+  },
+  resumed(state) {
+    const stream = this.stream;
+    // A stream that picks a turn up (a resume request, a reconnect after a restart) names it in
+    // its checkpoints as the client knows it: by the request id that started it (loop/rewind.ts
+    // routes by that id), not by this stream's.
+    const origin = toTurnRecord(state)?.origin;
+    if (stream.turn !== null && origin !== undefined) {
+      stream.turn = { ...stream.turn, requestID: origin };
+    }
+  },
+  runTool(command, state, attempt) {
+    return this.tools.run(command, state, attempt);
+  },
+  settingsAfterTool(settings) {
+    return this.tools.settingsAfterTool(settings);
+  },
+  end(outcome, state: ConversationState) {
+    const { stream, tools } = this;
+    const { requestID, deps } = stream;
+    const { log, now } = deps;
+    tools.closeSubagentCalls(`the turn ended (${outcome.type})`);
+    if (stream.turn !== null) {
+      const ended = toTurnEnd(stream.turn, outcome, { at: now() });
+      stream.turn = ended.state;
+      send(stream, ended.messages);
+      stream.end(ended.error ?? undefined);
+    } else {
+      stream.end();
+    }
+    tools.rejectOpen(`the turn ended (${outcome.type})`);
+    const usage = stream.turn?.usage;
+    log.info(
+      {
+        conversation: state.conversationID,
+        request: requestID,
+        model: state.settings?.model,
+        // The model the turn's last call went to, when routing moved it (loop/model-route.ts).
+        ...(state.call?.model === undefined ? {} : { calledModel: state.call.model }),
+        outcome: outcome.type,
+        inputTokens: usage?.input ?? 0,
+        outputTokens: usage?.output ?? 0,
+        cacheReadTokens: usage?.cacheRead ?? 0,
+        cacheWriteTokens: usage?.cacheWrite ?? 0,
+        durationMs: stream.startedAt === null ? undefined : now() - stream.startedAt,
+        ...(outcome.type === "failed"
+          ? { error: redactSecrets(outcome.message.errorMessage ?? "unknown") }
+          : {}),
+      },
+      "turn ended",
+    );
+  },
+};
