@@ -85,6 +85,12 @@ const outputMethods: TurnOutput & ThisType<Output> = {
   settingsAfterTool(settings) {
     return this.tools.settingsAfterTool(settings);
   },
+  isDetached() {
+    // Nobody reads the stream (its RunSSE dropped and it waits out its grace, or none came yet):
+    // a resume on another stream takes the turn over (loop/turn-ownership.ts).
+    const outbound = this.stream.outbound;
+    return !outbound.subscribed && !outbound.held && !outbound.ended;
+  },
   end(outcome, state: ConversationState) {
     const { stream, tools } = this;
     const { requestID, deps } = stream;
