@@ -164,14 +164,39 @@ describe("response stream", () => {
     assert.deepEqual(stream.attempts, [{ attempt: 1, status: 200 }]);
     assert.ok(Object.isFrozen(stream.attempts));
     assert.notEqual(stream.attempts, attempts);
-    // Own enumerable accessors without a setter, as `get` in a literal makes them.
+    // Accessors without a setter, shared by every stream (its prototype's), not data copied in.
     for (const name of ["exactRequest", "attempts"]) {
-      const descriptor = Object.getOwnPropertyDescriptor(stream, name);
+      const descriptor = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(stream), name);
       assert.equal(typeof descriptor?.get, "function");
       assert.equal(descriptor?.set, undefined);
-      assert.equal(descriptor?.enumerable, true);
     }
     assert.equal(hasFastProperties(stream), true);
     await collect(stream);
+  });
+  test("streams share their methods, not their state: two read at once each get their own events (issue #19)", async () => {
+    const controller = new AbortController();
+    const one = streamOf(
+      from(START, { type: "done", reason: "stop", message: message("stop", "one") }),
+    );
+    const other = streamOf(
+      from(START, { type: "done", reason: "stop", message: message("stop", "other") }),
+      controller,
+    );
+    assert.equal(one.recv, other.recv);
+    assert.equal("then" in one, false);
+    // Waiting on both before either source is read: each waiter gets its own stream's event.
+    const [first, second] = await Promise.all([one.recv(), other.recv()]);
+    assert.deepEqual([first?.type, second?.type], ["start", "start"]);
+    other.abort("enough");
+    assert.equal(controller.signal.aborted, true);
+    assert.equal(one.signal.aborted, false);
+    const ends = [await one.recv(), await other.recv()];
+    const texts = ends.map((event) =>
+      event?.type === "done"
+        ? event.message.content.map((block) => block.type === "text" && block.text)
+        : event?.type,
+    );
+    assert.deepEqual(texts, [["one"], ["other"]]);
+    assert.deepEqual([await one.recv(), await other.recv()], [undefined, undefined]);
   });
 });

@@ -9,9 +9,8 @@
  */
 import type { AssistantMessage, AssistantMessageEvent } from "@earendil-works/pi-ai";
 import { errorMessage } from "../errors/error-message.ts";
-import { createSnapshotter } from "./snapshot.ts";
+import { createSnapshotter, type Snapshotter } from "./snapshot.ts";
 import type { LLMStream, RequestAttempt, ResponseEvent, SentRequest } from "./types.ts";
-import { withGetters } from "./with-getters.ts";
 
 export interface ResponseStreamOptions {
   readonly callID: string;
@@ -33,99 +32,148 @@ export interface ResponseStreamOptions {
   readonly gate?: () => Promise<() => void>;
   /** Sees every event as it is handed out (terminal errors after `finishError`). */
   readonly observe?: (event: ResponseEvent) => void;
+  /**
+   * `toolCallArgumentsText` asked here first (a stream over another call's events, whose raw
+   * argument text only that call has); the stream's own snapshots answer when it has none.
+   */
+  readonly argumentsText?: (contentIndex: number) => string | undefined;
+}
+
+/**
+ * One call's stream: a plain record of its state, whose prototype is `streamMethods`, shared by
+ * every stream (issue #19: a factory of closures made ≈ 12 closures and their context per call
+ * in flight). `callID` and `signal` are its own data members; the rest of `LLMStream` is on the
+ * prototype (`exactRequest` and `attempts` as accessors that read the call's state when asked).
+ */
+interface Stream {
+  readonly callID: string;
+  readonly signal: AbortSignal;
+  readonly options: ResponseStreamOptions;
+  readonly snapshotter: Snapshotter;
+  /** Events not handed out yet, from `head` on (slots before it are emptied). */
+  queue: ResponseEvent[];
+  head: number;
+  /** `recv` calls waiting for an event, oldest first. */
+  waiters: ((event: ResponseEvent | undefined) => void)[];
+  ended: boolean;
 }
 
 export function createResponseStream(options: ResponseStreamOptions): LLMStream {
-  const { controller } = options;
-  const snapshotter = createSnapshotter();
-  const queue: ResponseEvent[] = [];
-  let head = 0;
-  const waiters: ((event: ResponseEvent | undefined) => void)[] = [];
-  let ended = false;
-
-  const deliver = (event: ResponseEvent) => {
-    const waiter = waiters.shift();
-    if (waiter === undefined) queue.push(event);
-    else waiter(event);
-  };
-
-  const failure = (message: string): ResponseEvent => {
-    const reason = controller.signal.aborted ? "aborted" : "error";
-    return finish({ type: "error", reason, error: options.toFailure(reason, message) });
-  };
-
-  const finish = (event: ResponseEvent): ResponseEvent => {
-    if (event.type !== "error" || options.finishError === undefined) return event;
-    return { ...event, error: options.finishError(event.error) };
-  };
-
-  const deliverFailure = (message: string): void => {
-    const event = failure(message);
-    options.observe?.(event);
-    deliver(event);
-  };
-
-  const pump = async () => {
-    let terminated = false;
-    let release: (() => void) | undefined;
-    try {
-      release = await options.gate?.();
-      for await (const event of options.events) {
-        const snapshot = finish(snapshotter.toSnapshot(event));
-        options.observe?.(snapshot);
-        deliver(snapshot);
-        if (snapshot.type === "done" || snapshot.type === "error") {
-          terminated = true;
-          break;
-        }
-      }
-      if (!terminated) deliverFailure("the provider stream ended without a terminal event");
-    } catch (error) {
-      if (!terminated) deliverFailure(errorMessage(error));
-    } finally {
-      release?.();
-      ended = true;
-      for (const waiter of waiters.splice(0)) waiter(undefined);
-      options.onEnd?.();
-    }
-  };
-  void pump();
-
-  const poll = (): ResponseEvent | undefined => {
-    if (head >= queue.length) return undefined;
-    const event = queue[head] as ResponseEvent;
-    queue[head] = undefined as unknown as ResponseEvent;
-    head++;
-    if (head > 1024 && head * 2 > queue.length) {
-      queue.splice(0, head);
-      head = 0;
-    }
-    return event;
-  };
-
-  const recv = (): Promise<ResponseEvent | undefined> => {
-    if (head < queue.length) return Promise.resolve(poll());
-    if (ended) return Promise.resolve(undefined);
-    return new Promise((resolve) => waiters.push(resolve));
-  };
-
-  const stream: Omit<LLMStream, "exactRequest" | "attempts"> = {
+  const stream = {
+    __proto__: streamMethods,
     callID: options.callID,
-    signal: controller.signal,
-    recv,
-    poll,
-    abort: (reason?: string) => controller.abort(reason ?? "aborted by the caller"),
-    toolCallArgumentsText: (contentIndex) => snapshotter.toolCallArgumentsText(contentIndex),
-    async *[Symbol.asyncIterator]() {
-      for (;;) {
-        const event = await recv();
-        if (event === undefined) return;
-        yield event;
-      }
-    },
-  };
-  return withGetters(stream, {
-    exactRequest: () => options.exactRequest?.(),
-    attempts: (): readonly RequestAttempt[] => Object.freeze([...(options.attempts?.() ?? [])]),
+    signal: options.controller.signal,
+    options,
+    snapshotter: createSnapshotter(),
+    queue: [],
+    head: 0,
+    waiters: [],
+    ended: false,
+  } satisfies Stream & { readonly __proto__: unknown };
+  // The literal names its prototype, which TypeScript does not model.
+  const record = stream as unknown as Stream & LLMStream;
+  void pump(record);
+  return record;
+}
+
+/** The members of `LLMStream`, shared by every stream (`this` is the stream's record). */
+const streamMethods: Omit<LLMStream, "callID" | "signal"> & ThisType<Stream & LLMStream> = {
+  recv() {
+    if (this.head < this.queue.length) return Promise.resolve(poll(this));
+    if (this.ended) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  },
+  poll() {
+    return poll(this);
+  },
+  abort(reason?: string) {
+    this.options.controller.abort(reason ?? "aborted by the caller");
+  },
+  toolCallArgumentsText(contentIndex) {
+    return (
+      this.options.argumentsText?.(contentIndex) ??
+      this.snapshotter.toolCallArgumentsText(contentIndex)
+    );
+  },
+  async *[Symbol.asyncIterator]() {
+    for (;;) {
+      const event = await this.recv();
+      if (event === undefined) return;
+      yield event;
+    }
+  },
+  get exactRequest() {
+    return this.options.exactRequest?.();
+  },
+  get attempts(): readonly RequestAttempt[] {
+    return Object.freeze([...(this.options.attempts?.() ?? [])]);
+  },
+};
+
+function deliver(stream: Stream, event: ResponseEvent): void {
+  const waiter = stream.waiters.shift();
+  if (waiter === undefined) stream.queue.push(event);
+  else waiter(event);
+}
+
+function failure(stream: Stream, message: string): ResponseEvent {
+  const reason = stream.signal.aborted ? "aborted" : "error";
+  return finish(stream, {
+    type: "error",
+    reason,
+    error: stream.options.toFailure(reason, message),
   });
+}
+
+function finish(stream: Stream, event: ResponseEvent): ResponseEvent {
+  const finishError = stream.options.finishError;
+  if (event.type !== "error" || finishError === undefined) return event;
+  return { ...event, error: finishError(event.error) };
+}
+
+function deliverFailure(stream: Stream, message: string): void {
+  const event = failure(stream, message);
+  stream.options.observe?.(event);
+  deliver(stream, event);
+}
+
+/** Reads the source into the queue, from when the gate opens to the terminal event. */
+async function pump(stream: Stream): Promise<void> {
+  const { options, snapshotter } = stream;
+  let terminated = false;
+  let release: (() => void) | undefined;
+  try {
+    release = await options.gate?.();
+    for await (const event of options.events) {
+      const snapshot = finish(stream, snapshotter.toSnapshot(event));
+      options.observe?.(snapshot);
+      deliver(stream, snapshot);
+      if (snapshot.type === "done" || snapshot.type === "error") {
+        terminated = true;
+        break;
+      }
+    }
+    if (!terminated) deliverFailure(stream, "the provider stream ended without a terminal event");
+  } catch (error) {
+    if (!terminated) deliverFailure(stream, errorMessage(error));
+  } finally {
+    release?.();
+    stream.ended = true;
+    for (const waiter of stream.waiters.splice(0)) waiter(undefined);
+    options.onEnd?.();
+  }
+}
+
+function poll(stream: Stream): ResponseEvent | undefined {
+  const queue = stream.queue;
+  const head = stream.head;
+  if (head >= queue.length) return undefined;
+  const event = queue[head] as ResponseEvent;
+  queue[head] = undefined as unknown as ResponseEvent;
+  stream.head = head + 1;
+  if (stream.head > 1024 && stream.head * 2 > queue.length) {
+    queue.splice(0, stream.head);
+    stream.head = 0;
+  }
+  return event;
 }
