@@ -199,4 +199,27 @@ describe("response stream", () => {
     assert.deepEqual(texts, [["one"], ["other"]]);
     assert.deepEqual([await one.recv(), await other.recv()], [undefined, undefined]);
   });
+  test("several recv calls waiting at once get the events in order, then undefined", async () => {
+    let push!: (event: ResponseEvent | null) => void;
+    async function* source(): AsyncIterable<ResponseEvent> {
+      for (;;) {
+        const event = await new Promise<ResponseEvent | null>((resolve) => {
+          push = resolve;
+        });
+        if (event === null) return;
+        yield event;
+      }
+    }
+    const stream = streamOf(source());
+    const waiting = [stream.recv(), stream.recv(), stream.recv(), stream.recv()];
+    await new Promise((resolve) => setImmediate(resolve));
+    push(START);
+    await new Promise((resolve) => setImmediate(resolve));
+    push({ type: "done", reason: "stop", message: message("stop") });
+    const events = await Promise.all(waiting);
+    assert.deepEqual(
+      events.map((event) => event?.type),
+      ["start", "done", undefined, undefined],
+    );
+  });
 });

@@ -53,10 +53,16 @@ interface Stream {
   /** Events not handed out yet, from `head` on (slots before it are emptied). */
   queue: ResponseEvent[];
   head: number;
-  /** `recv` calls waiting for an event, oldest first. */
-  waiters: ((event: ResponseEvent | undefined) => void)[];
+  /**
+   * The oldest `recv` waiting for an event, then any others, oldest first (made when a second
+   * waits: an array grown by `push` reserves room for 17, kept for the call's life; issue #19).
+   */
+  waiter: Waiter | undefined;
+  moreWaiters: Waiter[] | undefined;
   ended: boolean;
 }
+
+type Waiter = (event: ResponseEvent | undefined) => void;
 
 export function createResponseStream(options: ResponseStreamOptions): LLMStream {
   const stream = {
@@ -67,7 +73,8 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
     snapshotter: createSnapshotter(),
     queue: [],
     head: 0,
-    waiters: [],
+    waiter: undefined,
+    moreWaiters: undefined,
     ended: false,
   } satisfies Stream & { readonly __proto__: unknown };
   // The literal names its prototype, which TypeScript does not model.
@@ -81,7 +88,13 @@ const streamMethods: Omit<LLMStream, "callID" | "signal"> & ThisType<Stream & LL
   recv() {
     if (this.head < this.queue.length) return Promise.resolve(poll(this));
     if (this.ended) return Promise.resolve(undefined);
-    return new Promise((resolve) => this.waiters.push(resolve));
+    return new Promise((resolve) => {
+      if (this.waiter === undefined) this.waiter = resolve;
+      else {
+        this.moreWaiters ??= [];
+        this.moreWaiters.push(resolve);
+      }
+    });
   },
   poll() {
     return poll(this);
@@ -111,9 +124,13 @@ const streamMethods: Omit<LLMStream, "callID" | "signal"> & ThisType<Stream & LL
 };
 
 function deliver(stream: Stream, event: ResponseEvent): void {
-  const waiter = stream.waiters.shift();
-  if (waiter === undefined) stream.queue.push(event);
-  else waiter(event);
+  const waiter = stream.waiter;
+  if (waiter === undefined) {
+    stream.queue.push(event);
+    return;
+  }
+  stream.waiter = stream.moreWaiters?.shift();
+  waiter(event);
 }
 
 function failure(stream: Stream, message: string): ResponseEvent {
@@ -126,9 +143,9 @@ function failure(stream: Stream, message: string): ResponseEvent {
 }
 
 function finish(stream: Stream, event: ResponseEvent): ResponseEvent {
-  const finishError = stream.options.finishError;
-  if (event.type !== "error" || finishError === undefined) return event;
-  return { ...event, error: finishError(event.error) };
+  const options = stream.options;
+  if (event.type !== "error" || options.finishError === undefined) return event;
+  return { ...event, error: options.finishError(event.error) };
 }
 
 function deliverFailure(stream: Stream, message: string): void {
@@ -159,7 +176,10 @@ async function pump(stream: Stream): Promise<void> {
   } finally {
     release?.();
     stream.ended = true;
-    for (const waiter of stream.waiters.splice(0)) waiter(undefined);
+    const waiters = [stream.waiter, ...(stream.moreWaiters ?? [])];
+    stream.waiter = undefined;
+    stream.moreWaiters = undefined;
+    for (const waiter of waiters) waiter?.(undefined);
     options.onEnd?.();
   }
 }

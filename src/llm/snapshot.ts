@@ -55,14 +55,16 @@ export function createSnapshotter(): Snapshotter {
   let lastUsage: Usage | undefined;
 
   const setBlock = (index: number, block: Block, live: AssistantMessage) => {
-    // Copied by hand: `slice()` of a frozen array takes V8's slow path.
-    const next: Block[] = [];
-    for (let i = 0; i < content.length; i++) next.push(content[i] as Block);
+    // Copied by hand: `slice()` of a frozen array takes V8's slow path. Made to size: an array
+    // grown by `push` reserves room for 17 blocks, for every delta and for the call's life
+    // (issue #19).
+    const next: Block[] = new Array(Math.max(content.length, index + 1));
+    for (let i = 0; i < content.length; i++) next[i] = content[i] as Block;
     // A block announced out of order: fill the gap from the live message so indexes line up.
-    for (let i = next.length; i < index; i++) {
+    for (let i = content.length; i < index; i++) {
       const gap = live.content[i];
-      next.push(
-        Object.freeze(gap === undefined ? { type: "text", text: "" } : structuredClone(gap)),
+      next[i] = Object.freeze(
+        gap === undefined ? { type: "text", text: "" } : structuredClone(gap),
       );
     }
     next[index] = Object.freeze(block);
