@@ -12,6 +12,10 @@ import { errorMessage } from "../errors/error-message.ts";
 import { createSnapshotter, type Snapshotter } from "./snapshot.ts";
 import type { LLMStream, RequestAttempt, ResponseEvent, SentRequest } from "./types.ts";
 
+/**
+ * The stream's source and hooks. Its functions are always called as its methods (`this` is the
+ * options object), so a caller may pass a record whose functions are shared (llm.ts).
+ */
 export interface ResponseStreamOptions {
   readonly callID: string;
   readonly controller: AbortController;
