@@ -8,6 +8,8 @@
  * its result, and stay a byte prefix of the next one.
  */
 import assert from "node:assert/strict";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, test } from "node:test";
 import { createModelConfig } from "./config.ts";
 import { createLLM } from "./llm.ts";
@@ -255,6 +257,7 @@ describe("history from other models and from the client's checkpoint, sent to ea
     test(`${spec.id}: accepted, every call paired with its result, a prefix of the next request`, async () => {
       const [first, second] = await sendTwice(spec, mixedHistory());
       assert.ok(first !== undefined && second !== undefined);
+      assertGolden(spec, first);
       const before = messageBytes(spec, first);
       const after = messageBytes(spec, second);
       assert.deepEqual(after.slice(0, before.length), before, "request 1 is a prefix of request 2");
@@ -295,6 +298,19 @@ describe("history from other models and from the client's checkpoint, sent to ea
     });
   }
 });
+
+/**
+ * The message part of the first request, pinned in `fixtures/<provider>/model-switch.request.json`
+ * so that a change in what a switched history is sent as (ours or pi-ai's) shows in review.
+ * Regenerate deliberately with `UPDATE_GOLDEN=1 node --test src/llm/model-switch.test.ts`.
+ */
+function assertGolden(spec: ProviderSpec, body: string): void {
+  const path = join(import.meta.dirname, "fixtures", spec.id, "model-switch.request.json");
+  const actual = `${JSON.stringify(spec.messagesOf(JSON.parse(body) as JsonRecord), null, 2)}\n`;
+  if (process.env.UPDATE_GOLDEN === "1") writeFileSync(path, actual);
+  assert.ok(existsSync(path), `missing ${path} (run with UPDATE_GOLDEN=1 to create it)`);
+  assert.equal(actual, readFileSync(path, "utf8"), `${spec.id}: the request differs from ${path}`);
+}
 
 /** The call ids a body sends, and the ids its results answer, in order. */
 function sentCallIds(spec: ProviderSpec, body: JsonRecord): { calls: string[]; results: string[] } {

@@ -85,12 +85,15 @@ function isOwn(
 }
 
 /**
- * `id` when it is safe and unused; else its safe form, and when that is taken or too long, a
- * prefix of it with a hash of `id` and, for a repeated id, how many times it came before.
+ * `id` when it is safe and unused; else its safe form (of the call id alone for a Responses
+ * `call_id|item_id`: `[^a-zA-Z0-9_-]` → `_`, no trailing `_`), and when that is taken or too
+ * long, a prefix of it with a hash of `id` and, when that is taken too, the next free count.
  */
 function toWireId(id: string, used: ReadonlySet<string>, repeats: Map<string, number>): string {
   if (id.length <= MAX_TOOL_CALL_ID && SAFE.test(id) && !used.has(id)) return id;
-  const safe = id.replace(/[^a-zA-Z0-9_-]/g, "_").replace(/_+$/, "");
+  // OpenAI Responses ids are `call_id|item_id` (pi-ai): the call id is the call's name.
+  const pipe = id.indexOf("|");
+  const safe = toSafe(pipe > 0 ? id.slice(0, pipe) : id);
   if (safe !== "" && safe.length <= MAX_TOOL_CALL_ID && !used.has(safe)) return safe;
   const hash = fnv1a(id);
   // 24 + "_" + 8 leaves room for "_" and a count of up to six digits.
@@ -104,6 +107,10 @@ function toWireId(id: string, used: ReadonlySet<string>, repeats: Map<string, nu
       return candidate;
     }
   }
+}
+
+function toSafe(id: string): string {
+  return id.replace(/[^a-zA-Z0-9_-]/g, "_").replace(/_+$/, "");
 }
 
 /**
