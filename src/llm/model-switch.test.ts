@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
+import { withThinkingAllowed } from "./anthropic-thinking.ts";
 import { createModelConfig } from "./config.ts";
 import { createLLM } from "./llm.ts";
 import { readFixture, startFakeProvider } from "./testing/fake-provider.ts";
@@ -31,7 +32,7 @@ import type {
   ToolCall,
   ToolResultMessage,
 } from "./types.ts";
-import { SKIP_SIGNATURE } from "./unsigned-calls.ts";
+import { SKIP_SIGNATURE, withSignedCalls } from "./unsigned-calls.ts";
 
 const T0 = 1_767_225_600_000;
 const TOOLS: Tool[] = ["read_file", "grep", "mcp_github_create_pull_request_review"].map(
@@ -393,6 +394,71 @@ describe("what is sent for a call another model made", () => {
       id: "claude-sonnet-4-5",
     } as const;
     assert.equal(withWireToolCallIds(model, own), own);
+  });
+});
+
+describe("what is added for another model's calls, and only then", () => {
+  const use = { type: "tool_use", id: "a", name: "read_file", input: {} };
+  const results = {
+    role: "user",
+    content: [{ type: "tool_result", tool_use_id: "a", content: "ok" }],
+  };
+  const anthropic = (thinking: string, final: unknown[], last: unknown = results) => ({
+    thinking: { type: thinking, budget_tokens: 1024 },
+    messages: [{ role: "user", content: "hi" }, { role: "assistant", content: final }, last],
+  });
+
+  test("Anthropic: thinking off only for budget thinking ending with results of a message without thinking", () => {
+    const foreign = anthropic("enabled", [use]);
+    assert.deepEqual((withThinkingAllowed("anthropic-messages", foreign) as JsonRecord).thinking, {
+      type: "disabled",
+    });
+    for (const unchanged of [
+      anthropic("enabled", [{ type: "thinking", thinking: "t", signature: "s" }, use]),
+      anthropic("enabled", [{ type: "redacted_thinking", data: "d" }, use]),
+      anthropic("adaptive", [use]),
+      anthropic("enabled", [use], { role: "user", content: "a new turn" }),
+    ]) {
+      assert.equal(withThinkingAllowed("anthropic-messages", unchanged), unchanged);
+    }
+    assert.equal(withThinkingAllowed("openai-completions", foreign), foreign);
+  });
+
+  test("Gemini: the placeholder only on Gemini 3, only on a model turn's first unsigned call", () => {
+    const payload = {
+      contents: [
+        { role: "user", parts: [{ text: "hi" }] },
+        {
+          role: "model",
+          parts: [
+            { text: "two calls" },
+            { functionCall: { name: "read_file", args: {} } },
+            { functionCall: { name: "grep", args: {} } },
+          ],
+        },
+        {
+          role: "model",
+          parts: [{ functionCall: { name: "grep", args: {} }, thoughtSignature: "c2ln" }],
+        },
+      ],
+    };
+    const gemini3 = { api: "google-generative-ai", id: "gemini-3-flash-preview" } as const;
+    const signed = withSignedCalls(gemini3, payload) as typeof payload;
+    assert.deepEqual(
+      signed.contents.map((c) =>
+        c.parts.map((p) => ("thoughtSignature" in p ? p.thoughtSignature : null)),
+      ),
+      [[null], [null, SKIP_SIGNATURE, null], ["c2ln"]],
+    );
+    assert.equal(withSignedCalls(gemini3, signed), signed, "nothing left to add: the same payload");
+    assert.equal(
+      withSignedCalls({ api: "google-generative-ai", id: "gemini-2.5-flash" }, payload),
+      payload,
+    );
+    assert.equal(
+      withSignedCalls({ api: "openai-completions", id: "gemini-3-pro" }, payload),
+      payload,
+    );
   });
 });
 
