@@ -14,6 +14,7 @@ import {
   toSummaryView,
   toTurnEnd,
 } from "../cursor/index.ts";
+import { carryTurn } from "./carry-turn.ts";
 import { type StreamState, send } from "./stream-state.ts";
 import type { ToolCalls } from "./tool-calls.ts";
 
@@ -51,10 +52,10 @@ export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOut
       // A stream that picks a turn up (a resume request, a reconnect after a restart) names it in
       // its checkpoints as the client knows it: by the request id that started it (loop/rewind.ts
       // routes by that id), not by this stream's.
+      // Its checkpoints then hold the turn once: the client's checkpoint has its start
+      // (carry-turn.ts).
       const origin = toTurnRecord(state)?.origin;
-      if (stream.turn !== null && origin !== undefined) {
-        stream.turn = { ...stream.turn, requestID: origin };
-      }
+      if (origin !== undefined) carryTurn(stream, origin);
     },
     runTool: tools.run,
     settingsAfterTool: tools.settingsAfterTool,

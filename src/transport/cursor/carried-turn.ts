@@ -1,0 +1,112 @@
+/**
+ * A turn carried on by a stream that did not start it (a resume request after a restart or a
+ * reconnect, a takeover, a stream picked up after a restart) is already in the client's
+ * checkpoint: the resume request's `conversation_state` is the client's last checkpoint, whose
+ * last turn is this turn as it was (its user message and the steps so far). The stream's own
+ * checkpoints must hold the turn once, with that user message and all its steps in order: the
+ * earlier ones as the client has them, then the stream's (docs/protocol.md "Resuming a turn").
+ *
+ * So the last turn of the request's checkpoint is read when the turn state is built (`toLastClientTurn`,
+ * kept as `TurnState.lastClientTurn`), and once the runner names the turn the stream carries
+ * (its record's `origin`, loop/turn-record.ts), `withCarriedTurn` takes it out of `previous`
+ * and makes it the start of this turn (`TurnState.carried`) when it is that turn.
+ *
+ * Both forms of a client turn are read: inline (the turn's bytes, with its serialized user
+ * message and steps) and blob (a 32-byte id; the turn blob found in `pre_fetched_blobs`, its user
+ * message and steps ids reused as they are: the client has those blobs, so they are not written
+ * again). A blob turn whose blob did not come back cannot be read: the turn then stays in
+ * `previous` and the stream's checkpoints list it twice, as before (logged by the caller).
+ */
+import { fromBinary } from "@bufbuild/protobuf";
+import { type BlobStore, toBlobStore } from "./blobs.ts";
+import { detachBytes } from "./detach-bytes.ts";
+import {
+  type ConversationStateStructure,
+  ConversationTurnStructureSchema,
+} from "./gen/agent/v1/conversation_state_pb.js";
+import type { PreFetchedBlob } from "./gen/agent/v1/run_request_pb.js";
+import { findTurnBlobOrigin } from "./turn-blob-origins.ts";
+import type { CarriedTurn, LastClientTurn, TurnParts, TurnState } from "./turn-state.ts";
+
+const BLOB_ID_BYTES = 32;
+
+/**
+ * The last turn of `state` (a run request's `conversation_state`), its bytes copied out of the
+ * request (detach-bytes.ts): the stream keeps them for the rest of the turn.
+ */
+export function toLastClientTurn(
+  state: ConversationStateStructure | undefined,
+  blobs: readonly PreFetchedBlob[],
+): LastClientTurn {
+  const entry = state?.turns.at(-1);
+  if (entry === undefined) return { type: "none" };
+  const store = blobs.length === 0 ? null : toBlobStore(blobs);
+  const isBlob = entry.length === BLOB_ID_BYTES;
+  const turnBytes = isBlob ? lookUp(store, entry) : entry;
+  if (turnBytes === undefined) {
+    const blob = Buffer.from(entry).toString("hex");
+    const requestID = findTurnBlobOrigin(blob);
+    return { type: "unresolved", blob, ...(requestID === undefined ? {} : { requestID }) };
+  }
+  let decoded: ReturnType<typeof fromBinary<typeof ConversationTurnStructureSchema>>["turn"];
+  try {
+    decoded = fromBinary(ConversationTurnStructureSchema, turnBytes).turn;
+  } catch {
+    return { type: "none" };
+  }
+  if (decoded.case !== "agentConversationTurn") return { type: "none" };
+  const { userMessage, steps, requestId } = decoded.value;
+  const parts: TurnParts = { userMessage, steps };
+  let ids: TurnParts | null = null;
+  let bytes: TurnParts | null = parts;
+  if (isBlob) {
+    // A turn blob names its parts by id; an id that is not 32 bytes is no blob form we know.
+    if (![userMessage, ...steps].every((id) => id.length === BLOB_ID_BYTES)) {
+      return { type: "none" };
+    }
+    ids = parts;
+    const user = lookUp(store, userMessage);
+    const stepBytes = steps.map((id) => lookUp(store, id));
+    bytes =
+      user === undefined || stepBytes.some((step) => step === undefined)
+        ? null
+        : { userMessage: user, steps: stepBytes as Uint8Array[] };
+  }
+  const turn: CarriedTurn = { requestID: requestId ?? "", entry, ids, bytes };
+  return { type: "read", turn: detachBytes(turn) };
+}
+
+/**
+ * `state` carrying on the turn the client knows as `origin`: when its `lastClientTurn` is that
+ * turn, the turn leaves `previous` (and its share of `previousReferenced`) and becomes
+ * `carried`, the start of this turn's entry. `lastClientTurn` is cleared either way.
+ */
+export function withCarriedTurn(state: TurnState, origin: string): TurnState {
+  const last = state.lastClientTurn;
+  if (last === undefined) return state;
+  const { lastClientTurn: _read, ...rest } = state;
+  if (last.type !== "read" || last.turn.requestID !== origin || origin === "") return rest;
+  const { previous, previousReferenced } = state;
+  return {
+    ...rest,
+    previous: withoutLastTurn(previous),
+    ...(previousReferenced === undefined
+      ? {}
+      : { previousReferenced: previousReferenced.slice(0, previous.turns.length - 1) }),
+    carried: last.turn,
+  };
+}
+
+/** A shallow copy (its prototype kept, as checkpoint.ts copies) without the last turn. */
+function withoutLastTurn(previous: ConversationStateStructure): ConversationStateStructure {
+  const copy = Object.assign(
+    Object.create(Object.getPrototypeOf(previous)) as ConversationStateStructure,
+    previous,
+  );
+  copy.turns = previous.turns.slice(0, -1);
+  return copy;
+}
+
+function lookUp(store: BlobStore | null, id: Uint8Array): Uint8Array | undefined {
+  return store?.get(Buffer.from(id).toString("hex"));
+}
