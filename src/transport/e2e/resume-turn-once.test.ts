@@ -88,7 +88,8 @@ function cloningClient(
   return { client, clones, messages };
 }
 
-const resumeRequest = (client: CursorClient, conversationId: string) =>
+/** `withBlobs: false`: the checkpoint's blobs are not sent back (`pre_fetched_blobs` empty). */
+const resumeRequest = (client: CursorClient, conversationId: string, withBlobs = true) =>
   client.runRequest({
     conversationId,
     text: "",
@@ -97,6 +98,7 @@ const resumeRequest = (client: CursorClient, conversationId: string) =>
       request.action = create(ConversationActionSchema, {
         action: { case: "resumeAction", value: {} },
       });
+      if (!withBlobs) request.preFetchedBlobs = [];
     },
   });
 
@@ -221,6 +223,55 @@ describe("a turn carried on by a resume stream is listed once in the client's ch
       }
     });
   }
+
+  test("takeover, the resume request without the checkpoint's blobs: the turn cannot be read, so it is listed twice as before, logged; every checkpoint still clones", {
+    timeout: 60_000,
+  }, async () => {
+    harness = await startHarness({
+      server: {
+        runSseContentType: "connect",
+        stream: { ...DEFAULT_SERVER_OPTIONS.stream, reconnectGraceMs: GRACE_MS },
+      },
+    });
+    writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
+    const id = "turn-once-unread";
+    const gate = createGate();
+    let asked = 0;
+    const { client, clones } = cloningClient(harness, {
+      onExec: async () => {
+        asked += 1;
+        if (asked === 1) await gate.promise;
+        return undefined;
+      },
+    });
+    try {
+      const { original, a, b } = await startB(harness, client, id);
+      await original.dropRunSse();
+      await harness.untilLog("nobody reads the stream; waiting for a reconnect");
+      const resumed = client.startTurn(resumeRequest(client, id, false), { timeoutMs: 30_000 });
+      await resumed.waitFor((m) => m.message.case === "execServerMessage");
+      gate.open();
+      await original.close("the client moved to a resume stream").catch(() => {});
+      assert.equal((await resumed.done).error, undefined);
+      assert.deepEqual(clones, []);
+      assert.deepEqual(
+        readTurns(client.checkpoint(id), client.blobs).map((t) => [t.requestID, t.steps]),
+        [
+          [a, ["text:answer A"]],
+          [b, ["text:Reading."]],
+          [b, ["tool:readToolCall", "text:Your notes: water the plants."]],
+        ],
+      );
+      const logged = harness.logs.find((line) =>
+        line.message.startsWith(
+          "the client's checkpoint ends with a turn blob it did not send back",
+        ),
+      );
+      assert.equal(logged?.fields.origin, b);
+    } finally {
+      gate.open();
+    }
+  });
 
   for (const way of [
     { name: "RunSSE + BidiAppend (HTTP/1.1)", client: { httpVersion: "1.1" as const } },
