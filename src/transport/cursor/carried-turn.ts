@@ -14,8 +14,10 @@
  * Both forms of a client turn are read: inline (the turn's bytes, with its serialized user
  * message and steps) and blob (a 32-byte id; the turn blob found in `pre_fetched_blobs`, its user
  * message and steps ids reused as they are: the client has those blobs, so they are not written
- * again). A blob turn whose blob did not come back cannot be read: the turn then stays in
- * `previous` and the stream's checkpoints list it twice, as before (logged by the caller).
+ * again). A turn blob that did not come back is read from this process's memory of the ones it
+ * wrote lately (recent-turn-blobs.ts: a takeover); one found neither way cannot be read: the turn
+ * then stays in `previous` and the stream's checkpoints list it twice, as before (logged by the
+ * caller).
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { type BlobStore, toBlobStore } from "./blobs.ts";
@@ -25,6 +27,7 @@ import {
   ConversationTurnStructureSchema,
 } from "./gen/agent/v1/conversation_state_pb.js";
 import type { PreFetchedBlob } from "./gen/agent/v1/run_request_pb.js";
+import { findTurnBlobBytes } from "./recent-turn-blobs.ts";
 import { findTurnBlobOrigin } from "./turn-blob-origins.ts";
 import type { CarriedTurn, LastClientTurn, TurnParts, TurnState } from "./turn-state.ts";
 
@@ -42,7 +45,9 @@ export function toLastClientTurn(
   if (entry === undefined) return { type: "none" };
   const store = blobs.length === 0 ? null : toBlobStore(blobs);
   const isBlob = entry.length === BLOB_ID_BYTES;
-  const turnBytes = isBlob ? lookUp(store, entry) : entry;
+  const turnBytes = isBlob
+    ? (lookUp(store, entry) ?? findTurnBlobBytes(Buffer.from(entry).toString("hex")))
+    : entry;
   if (turnBytes === undefined) {
     const blob = Buffer.from(entry).toString("hex");
     const requestID = findTurnBlobOrigin(blob);

@@ -24,6 +24,7 @@ import {
 } from "./gen/agent/v1/agent_stream_pb.js";
 import type { ConversationStateStructure } from "./gen/agent/v1/conversation_state_pb.js";
 import { UserMessageSchema } from "./gen/agent/v1/user_message_pb.js";
+import { rememberTurnBlobBytes } from "./recent-turn-blobs.ts";
 import { PREFETCHED_BLOB_OVERHEAD } from "./referenced-bytes.ts";
 import { rememberTurnBlob } from "./turn-blob-origins.ts";
 import type { TurnParts, TurnState } from "./turn-state.ts";
@@ -67,8 +68,10 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
       state.requestID,
     ),
   );
-  // The client may not send this blob back with its next run request (checkpoint-origin.ts).
+  // The client may not send this blob back with its next run request (checkpoint-origin.ts,
+  // carried-turn.ts).
   rememberTurnBlob(turn.key, state.requestID);
+  rememberTurnBlobBytes(turn.key, turn.data);
   const blobs = new Map<string, CheckpointBlob>();
   for (const blob of [parts.user, ...parts.steps, turn]) {
     if (isWritten(blob) && !blobs.has(blob.key)) blobs.set(blob.key, blob);
