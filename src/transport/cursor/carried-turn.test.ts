@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { toBlobStore } from "./blobs.ts";
 import { toLastClientTurn, withCarriedTurn } from "./carried-turn.ts";
 import { toCheckpoint } from "./checkpoint.ts";
@@ -11,7 +11,11 @@ import {
   ConversationStepSchema,
   ConversationTurnStructureSchema,
 } from "./gen/agent/v1/conversation_state_pb.js";
-import { type PreFetchedBlob, PreFetchedBlobSchema } from "./gen/agent/v1/run_request_pb.js";
+import {
+  AgentRunRequestSchema,
+  type PreFetchedBlob,
+  PreFetchedBlobSchema,
+} from "./gen/agent/v1/run_request_pb.js";
 import { UserMessageSchema } from "./gen/agent/v1/user_message_pb.js";
 import { REQUEST_ID, turnState } from "./testing.ts";
 import { rememberTurnBlob } from "./turn-blob-origins.ts";
@@ -223,4 +227,37 @@ test("an inline carried turn: the blob form writes its user message and steps as
     user: first.userMessage.text,
     steps: ["one", "two"],
   });
+});
+
+test("what is kept of the client's turn is copied out of the run request's body", () => {
+  const { checkpoint, blobs } = clientTurn();
+  const body = toBinary(
+    AgentRunRequestSchema,
+    create(AgentRunRequestSchema, { conversationState: checkpoint, preFetchedBlobs: blobs }),
+  );
+  const request = fromBinary(AgentRunRequestSchema, body);
+  const last = toLastClientTurn(request.conversationState, request.preFetchedBlobs);
+  assert.ok(last.type === "read" && last.turn.ids !== null && last.turn.bytes !== null);
+  const { entry, ids, bytes } = last.turn;
+  for (const kept of [entry, ids.userMessage, ...ids.steps, bytes.userMessage, ...bytes.steps]) {
+    assert.notEqual(kept.buffer, body.buffer);
+  }
+  // Inline: the parts are views into the copied turn, held once.
+  const inline = toCheckpoint(
+    turnState({
+      previous: create(ConversationStateStructureSchema, { turns: [EARLIER] }),
+      steps: [step("one")],
+    }),
+  );
+  const inlineBody = toBinary(
+    AgentRunRequestSchema,
+    create(AgentRunRequestSchema, { conversationState: inline }),
+  );
+  const read = toLastClientTurn(
+    fromBinary(AgentRunRequestSchema, inlineBody).conversationState,
+    [],
+  );
+  assert.ok(read.type === "read" && read.turn.bytes !== null);
+  assert.notEqual(read.turn.entry.buffer, inlineBody.buffer);
+  assert.equal(read.turn.bytes.steps[0]?.buffer, read.turn.entry.buffer);
 });

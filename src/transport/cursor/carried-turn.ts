@@ -29,30 +29,32 @@ import {
 import type { PreFetchedBlob } from "./gen/agent/v1/run_request_pb.js";
 import { findTurnBlobBytes } from "./recent-turn-blobs.ts";
 import { findTurnBlobOrigin } from "./turn-blob-origins.ts";
-import type { CarriedTurn, LastClientTurn, TurnParts, TurnState } from "./turn-state.ts";
+import type { LastClientTurn, TurnParts, TurnState } from "./turn-state.ts";
 
 const BLOB_ID_BYTES = 32;
 
 /**
  * The last turn of `state` (a run request's `conversation_state`), its bytes copied out of the
- * request (detach-bytes.ts): the stream keeps them for the rest of the turn.
+ * request (detach-bytes.ts): the stream keeps them for the rest of the turn. The parts decoded
+ * from a turn are views into its (copied) bytes, so an inline turn is held once.
  */
 export function toLastClientTurn(
   state: ConversationStateStructure | undefined,
   blobs: readonly PreFetchedBlob[],
 ): LastClientTurn {
-  const entry = state?.turns.at(-1);
-  if (entry === undefined) return { type: "none" };
+  const last = state?.turns.at(-1);
+  if (last === undefined) return { type: "none" };
   const store = blobs.length === 0 ? null : toBlobStore(blobs);
-  const isBlob = entry.length === BLOB_ID_BYTES;
-  const turnBytes = isBlob
-    ? (lookUp(store, entry) ?? findTurnBlobBytes(Buffer.from(entry).toString("hex")))
-    : entry;
-  if (turnBytes === undefined) {
-    const blob = Buffer.from(entry).toString("hex");
+  const isBlob = last.length === BLOB_ID_BYTES;
+  const found = isBlob
+    ? (lookUp(store, last) ?? findTurnBlobBytes(Buffer.from(last).toString("hex")))
+    : last;
+  if (found === undefined) {
+    const blob = Buffer.from(last).toString("hex");
     const requestID = findTurnBlobOrigin(blob);
     return { type: "unresolved", blob, ...(requestID === undefined ? {} : { requestID }) };
   }
+  const turnBytes = detachBytes(found);
   let decoded: ReturnType<typeof fromBinary<typeof ConversationTurnStructureSchema>>["turn"];
   try {
     decoded = fromBinary(ConversationTurnStructureSchema, turnBytes).turn;
@@ -62,23 +64,19 @@ export function toLastClientTurn(
   if (decoded.case !== "agentConversationTurn") return { type: "none" };
   const { userMessage, steps, requestId } = decoded.value;
   const parts: TurnParts = { userMessage, steps };
-  let ids: TurnParts | null = null;
-  let bytes: TurnParts | null = parts;
-  if (isBlob) {
-    // A turn blob names its parts by id; an id that is not 32 bytes is no blob form we know.
-    if (![userMessage, ...steps].every((id) => id.length === BLOB_ID_BYTES)) {
-      return { type: "none" };
-    }
-    ids = parts;
-    const user = lookUp(store, userMessage);
-    const stepBytes = steps.map((id) => lookUp(store, id));
-    bytes =
-      user === undefined || stepBytes.some((step) => step === undefined)
-        ? null
-        : { userMessage: user, steps: stepBytes as Uint8Array[] };
+  const requestID = requestId ?? "";
+  if (!isBlob) {
+    return { type: "read", turn: { requestID, entry: turnBytes, ids: null, bytes: parts } };
   }
-  const turn: CarriedTurn = { requestID: requestId ?? "", entry, ids, bytes };
-  return { type: "read", turn: detachBytes(turn) };
+  // A turn blob names its parts by id; an id that is not 32 bytes is no blob form we know.
+  if (![userMessage, ...steps].every((id) => id.length === BLOB_ID_BYTES)) return { type: "none" };
+  const user = lookUp(store, userMessage);
+  const stepBytes = steps.map((id) => lookUp(store, id));
+  const bytes =
+    user === undefined || stepBytes.some((step) => step === undefined)
+      ? null
+      : detachBytes({ userMessage: user, steps: stepBytes as Uint8Array[] });
+  return { type: "read", turn: { requestID, entry: detachBytes(last), ids: parts, bytes } };
 }
 
 /**
