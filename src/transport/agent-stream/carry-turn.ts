@@ -4,14 +4,24 @@
  * with the user message and the steps the client's checkpoint already held for it before this
  * stream's own (cursor/carried-turn.ts; docs/protocol.md "Resuming a turn").
  */
-import { withCarriedTurn } from "../cursor/index.ts";
+import { type TurnState, withCarriedTurn, withHandedTurn } from "../cursor/index.ts";
 import type { StreamState } from "./stream-state.ts";
 
-/** Makes `stream`'s turn the one the client knows as `origin` (no turn: nothing to do). */
-export function carryTurn(stream: StreamState, origin: string): void {
+/**
+ * Makes `stream`'s turn the one the client knows as `origin` (no turn: nothing to do). `from`:
+ * on a takeover, the turn state of the stream the turn is taken from (its steps since the
+ * client's last checkpoint are carried on too: cursor/carried-turn.ts `withHandedTurn`).
+ */
+export function carryTurn(stream: StreamState, origin: string, from?: TurnState | null): void {
   const turn = stream.turn;
   if (turn === null) return;
   const last = turn.lastClientTurn;
+  const carried: TurnState = { ...withCarriedTurn(turn, origin), requestID: origin };
+  const handed = from === undefined || from === null ? null : withHandedTurn(carried, from, last);
+  if (handed !== null) {
+    stream.turn = handed;
+    return;
+  }
   if (last?.type === "unresolved") {
     // Unread, the client's entry for the turn stays in `previous`: the checkpoints then list the
     // turn twice (its steps so far, then this stream's), as before this was read. Whether the
@@ -28,5 +38,5 @@ export function carryTurn(stream: StreamState, origin: string): void {
       );
     }
   }
-  stream.turn = { ...withCarriedTurn(turn, origin), requestID: origin };
+  stream.turn = carried;
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { toBlobStore } from "./blobs.ts";
-import { toLastClientTurn, withCarriedTurn } from "./carried-turn.ts";
+import { toLastClientTurn, withCarriedTurn, withHandedTurn } from "./carried-turn.ts";
 import { toCheckpoint } from "./checkpoint.ts";
 import { toBlobCheckpoint } from "./checkpoint-blobs.ts";
 import {
@@ -260,4 +260,78 @@ test("what is kept of the client's turn is copied out of the run request's body"
   assert.ok(read.type === "read" && read.turn.bytes !== null);
   assert.notEqual(read.turn.entry.buffer, inlineBody.buffer);
   assert.equal(read.turn.bytes.steps[0]?.buffer, read.turn.entry.buffer);
+});
+
+/** The turn as the stream taken over holds it: steps one to `count`, under REQUEST_ID. */
+const takenFrom = (count: number): TurnState =>
+  turnState({
+    previous: create(ConversationStateStructureSchema, { turns: [EARLIER] }),
+    steps: ["one", "two", "three", "four"].slice(0, count).map(step),
+  });
+
+/** Step texts of `state`'s turn: carried, then its own (inline form). */
+const stepsOf = (state: TurnState) => readTurn(toCheckpoint(state).turns.at(-1), new Map()).steps;
+
+test("a takeover: the steps the stream taken over made after the client's checkpoint follow the client's part; the client's blobs are not written again", () => {
+  const { checkpoint, blobs } = clientTurn(); // the client has "one", "two"
+  const from = takenFrom(4);
+  const state = {
+    ...withCarriedTurn(resumeState(checkpoint, blobs), REQUEST_ID),
+    requestID: REQUEST_ID,
+  };
+  const handed = withHandedTurn(state, from, undefined);
+  assert.ok(handed !== null);
+  assert.deepEqual(stepsOf(handed), ["one", "two", "three", "four"]);
+  assert.equal(handed.steps.length, 2, "only the steps the client has not seen are this stream's");
+  const written = toBlobCheckpoint(handed).blobs.map((blob) => blob.key);
+  assert.deepEqual(
+    written.filter((key) => storeOf(blobs).has(key)),
+    [],
+  );
+});
+
+test("a takeover: the client's turn unread but written here, or not in its checkpoint yet: the whole turn of the stream taken over", () => {
+  const { checkpoint } = clientTurn();
+  const from = takenFrom(3);
+  // Its turn blob not sent back, but this process wrote it (the client's entry is dropped). (The
+  // memory of recent turn blobs would read it here; a state as if it had been forgotten.)
+  const unread: TurnState = { ...resumeState(checkpoint, []), lastClientTurn: undefined };
+  const last = {
+    type: "unresolved",
+    blob: hex(checkpoint.turns[1]),
+    requestID: REQUEST_ID,
+  } as const;
+  const handed = withHandedTurn({ ...unread, requestID: REQUEST_ID }, from, last);
+  assert.ok(handed !== null);
+  assert.deepEqual(handed.previous.turns, [EARLIER]);
+  assert.deepEqual(stepsOf(handed), ["one", "two", "three"]);
+  assert.equal(readTurn(toCheckpoint(handed).turns[1], new Map()).user, from.userMessage.text);
+  // The client's checkpoint ends with an earlier turn: the turn is not in it yet.
+  const before = create(ConversationStateStructureSchema, { turns: [EARLIER] });
+  const fresh = { ...withCarriedTurn(resumeState(before, []), REQUEST_ID), requestID: REQUEST_ID };
+  const whole = withHandedTurn(fresh, from, { type: "none" });
+  assert.ok(whole !== null);
+  assert.deepEqual(whole.previous.turns, [EARLIER]);
+  assert.deepEqual(stepsOf(whole), ["one", "two", "three"]);
+});
+
+test("a takeover: another turn, a client turn that is not a prefix, or an unread blob of unknown origin: the client's view is kept", () => {
+  const { checkpoint, blobs } = clientTurn();
+  const state = {
+    ...withCarriedTurn(resumeState(checkpoint, blobs), REQUEST_ID),
+    requestID: REQUEST_ID,
+  };
+  assert.equal(withHandedTurn(state, { ...takenFrom(4), requestID: "other" }, undefined), null);
+  const differs = turnState({ steps: [step("one"), step("deux"), step("three")] });
+  assert.equal(withHandedTurn(state, differs, undefined), null);
+  assert.equal(withHandedTurn(state, takenFrom(1), undefined), null, "the client has more");
+  const unread: TurnState = {
+    ...resumeState(checkpoint, []),
+    lastClientTurn: undefined,
+    requestID: REQUEST_ID,
+  };
+  assert.equal(
+    withHandedTurn(unread, takenFrom(3), { type: "unresolved", blob: hex(checkpoint.turns[1]) }),
+    null,
+  );
 });

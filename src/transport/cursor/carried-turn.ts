@@ -21,6 +21,7 @@
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { type BlobStore, toBlobStore } from "./blobs.ts";
+import { toStepKeys } from "./checkpoint-blobs.ts";
 import { detachBytes } from "./detach-bytes.ts";
 import {
   type ConversationStateStructure,
@@ -101,6 +102,58 @@ export function withCarriedTurn(state: TurnState, origin: string): TurnState {
 }
 
 /** A shallow copy (its prototype kept, as checkpoint.ts copies) without the last turn. */
+/**
+ * On a takeover (the IDE re-attaching to a turn whose stream nobody reads, in this process):
+ * `state` (after `withCarriedTurn`) continued from the stream it takes the turn over from,
+ * `from`, whose memory holds the turn whole — also the steps it made after the client's last
+ * checkpoint reached the client (its RunSSE had dropped). The client's checkpoint is kept for the
+ * part it has (its blobs are not written again) when it is a prefix of `from`'s turn; `from`'s
+ * whole turn replaces it when the client shows less than `from` carried itself, or could not be
+ * read but names this turn (`last`, a turn blob this process wrote). Null: `from` is not the same
+ * turn, or the client's turn is not a prefix of it (then the client's view is kept).
+ */
+export function withHandedTurn(
+  state: TurnState,
+  from: TurnState,
+  last: LastClientTurn | undefined,
+): TurnState | null {
+  if (from.requestID !== state.requestID) return null;
+  const handed = toStepKeys(from);
+  const fromCarried = handed.length - from.steps.length;
+  const { carried } = state;
+  if (carried !== undefined) {
+    const client = toStepKeys({ ...state, steps: [] });
+    if (client.length > handed.length || client.some((key, index) => key !== handed[index])) {
+      return null;
+    }
+    if (client.length >= fromCarried) {
+      return { ...state, steps: from.steps.slice(client.length - fromCarried) };
+    }
+    // The client shows less of the turn than `from` had from the client before it.
+    return withTurnOf(state, from);
+  }
+  if (last?.type === "unresolved" && last.requestID === state.requestID) {
+    // The client's entry is an earlier checkpoint of this turn (written here): `from` has it all.
+    return withTurnOf({ ...state, previous: withoutLastTurn(state.previous) }, from);
+  }
+  // The client's checkpoint does not hold the turn yet (none of it reached the client).
+  if (last?.type === "read" || last?.type === "none" || last === undefined) {
+    return withTurnOf(state, from);
+  }
+  return null;
+}
+
+/** `state` with `from`'s turn: its carried part, user message and steps. */
+function withTurnOf(state: TurnState, from: TurnState): TurnState {
+  const { carried: _client, ...rest } = state;
+  return {
+    ...rest,
+    userMessage: from.userMessage,
+    steps: from.steps,
+    ...(from.carried === undefined ? {} : { carried: from.carried }),
+  };
+}
+
 function withoutLastTurn(previous: ConversationStateStructure): ConversationStateStructure {
   const copy = Object.assign(
     Object.create(Object.getPrototypeOf(previous)) as ConversationStateStructure,

@@ -86,6 +86,19 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
   };
 }
 
+/**
+ * The blob ids (hex) of the turn's steps in order: a carried turn's (carried-turn.ts), then this
+ * stream's; null when a carried turn's steps are not known by id (inline parts are hashed).
+ */
+export function toStepKeys(state: TurnState): string[] {
+  const { carried } = state;
+  const own = toStepBytes(state).map((bytes) => toCachedBlob(bytes).key);
+  if (carried === undefined) return own;
+  const ids = carried.ids?.steps.map((id) => Buffer.from(id).toString("hex"));
+  const carriedKeys = ids ?? carried.bytes?.steps.map((bytes) => toCachedBlob(bytes).key) ?? [];
+  return [...carriedKeys, ...own];
+}
+
 /** A part of the turn: a blob this turn writes, or the id of one the client's store has. */
 type Part = CheckpointBlob | { readonly id: Uint8Array };
 

@@ -224,6 +224,65 @@ describe("a turn carried on by a resume stream is listed once in the client's ch
     });
   }
 
+  test("takeover after steps the client never read (its RunSSE dropped mid-turn): the stream taken over hands its steps on; B once, whole, in order", {
+    timeout: 60_000,
+  }, async () => {
+    harness = await startHarness({
+      server: {
+        runSseContentType: "connect",
+        stream: { ...DEFAULT_SERVER_OPTIONS.stream, reconnectGraceMs: GRACE_MS },
+      },
+    });
+    writeFileSync(join(harness.workspace, "a.txt"), "alpha\n");
+    writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
+    const id = "turn-once-handed";
+    // The client stops reading the first stream right after the first read completed (the
+    // window reloads): the completion's checkpoint and all after it never reach it.
+    const { client: reading, clones } = cloningClient(harness, {});
+    const isCompleted = (m: AgentServerMessage) =>
+      m.message.case === "interactionUpdate" &&
+      m.message.value.message.case === "toolCallCompleted";
+    await runTurn(harness, reading, turn(id, "A", "mA"), "answer A");
+    const [first] = readTurns(reading.checkpoint(id), reading.blobs);
+    harness.reply(
+      {
+        text: "Reading a.",
+        toolCalls: [{ id: "call_a", name: "read_file", arguments: { path: "a.txt" } }],
+      },
+      {
+        text: "Reading notes.",
+        toolCalls: [{ id: "call_n", name: "read_file", arguments: { path: "notes.txt" } }],
+      },
+      { text: "Your notes: water the plants." },
+    );
+    const original = reading.startTurn(turn(id, "B", "mB"));
+    await original.dropRunSse(isCompleted);
+    await harness.untilLog("nobody reads the stream; waiting for a reconnect");
+    const [, b] = readTurns(reading.checkpoint(id), reading.blobs);
+    assert.deepEqual(b?.steps, ["text:Reading a."], "the client has the first checkpoint only");
+    // The same IDE resumes: its store and its last checkpoint.
+    const resumed = reading.startTurn(resumeRequest(reading, id), { timeoutMs: 30_000 });
+    const result = await resumed.done;
+    await original.close("the client moved to a resume stream").catch(() => {});
+    assert.equal(result.error, undefined);
+    assert.match(result.view.text, /Your notes: water the plants\.$/);
+    assert.deepEqual(clones, []);
+    assert.deepEqual(readTurns(reading.checkpoint(id), reading.blobs), [
+      { requestID: first?.requestID, userText: "A", steps: ["text:answer A"] },
+      {
+        requestID: b?.requestID,
+        userText: "B",
+        steps: [
+          "text:Reading a.",
+          "tool:readToolCall",
+          "text:Reading notes.",
+          "tool:readToolCall",
+          "text:Your notes: water the plants.",
+        ],
+      },
+    ]);
+  });
+
   test("takeover, the resume request without the checkpoint's blobs: the turn blob is read from what this process wrote; B once", {
     timeout: 60_000,
   }, async () => {
