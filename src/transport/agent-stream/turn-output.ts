@@ -14,6 +14,7 @@ import {
   toSummaryView,
   toTurnEnd,
 } from "../cursor/index.ts";
+import { carryTurn } from "./carry-turn.ts";
 import { type StreamState, send } from "./stream-state.ts";
 import type { ToolCalls } from "./tool-calls.ts";
 
@@ -69,15 +70,16 @@ const outputMethods: TurnOutput & ThisType<Output> = {
     if (stream.turn !== null)
       stream.turn = { ...stream.turn, usage: addUsage(stream.turn.usage, usage) };
   },
-  resumed(state) {
-    const stream = this.stream;
+  resumed(state, from) {
     // A stream that picks a turn up (a resume request, a reconnect after a restart) names it in
     // its checkpoints as the client knows it: by the request id that started it (loop/rewind.ts
     // routes by that id), not by this stream's.
+    // Its checkpoints then hold the turn once: the client's checkpoint has its start
+    // (carry-turn.ts).
     const origin = toTurnRecord(state)?.origin;
-    if (stream.turn !== null && origin !== undefined) {
-      stream.turn = { ...stream.turn, requestID: origin };
-    }
+    // On a takeover, the stream it takes the turn from (in this process) has the turn whole.
+    const handing = from === undefined ? undefined : streamOf(from);
+    if (origin !== undefined) carryTurn(this.stream, origin, handing?.turn);
   },
   runTool(command, state, attempt) {
     return this.tools.run(command, state, attempt);
@@ -127,3 +129,10 @@ const outputMethods: TurnOutput & ThisType<Output> = {
     );
   },
 };
+
+/** The stream of an output made here (a takeover's new output reads the old one's turn state). */
+function streamOf(output: TurnOutput): StreamState | undefined {
+  return Object.getPrototypeOf(output) === outputMethods
+    ? (output as unknown as Output).stream
+    : undefined;
+}
