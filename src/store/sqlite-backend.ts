@@ -113,6 +113,16 @@ export function createSqliteBackend(
       "update request_streams set client_state = null " +
         "where conversation_id = ? and request_id <> ? and client_state is not null",
     ),
+    insertTurnBlob: sql(
+      "insert into turn_blobs (blob_id, conversation_id, request_id) values (?, ?, ?) " +
+        "on conflict do nothing",
+    ),
+    readTurnBlob: sql("select conversation_id, request_id from turn_blobs where blob_id = ?"),
+    // By `turn_blobs_by_request`: the rows of one request older than its `keep`-th newest.
+    trimTurnBlobs: sql(
+      "delete from turn_blobs where request_id = ? and seq < (select seq from turn_blobs " +
+        "where request_id = ? order by seq desc limit 1 offset ?)",
+    ),
     ...prepareDashboardStatements(sql),
   };
 
@@ -297,6 +307,26 @@ export function createSqliteBackend(
     },
     releaseRequestStreams(conversationID, keepRequestID) {
       statements.releaseRequestStreams.run(conversationID, keepRequestID);
+    },
+    insertTurnBlob(row) {
+      statements.insertTurnBlob.run(
+        Buffer.from(row.blobID, "hex"),
+        row.conversationID,
+        row.requestID,
+      );
+    },
+    readTurnBlob(blobID) {
+      const row = statements.readTurnBlob.get(Buffer.from(blobID, "hex"));
+      return row === undefined
+        ? null
+        : {
+            blobID,
+            conversationID: text(row, "conversation_id"),
+            requestID: text(row, "request_id"),
+          };
+    },
+    trimTurnBlobs(requestID, keep) {
+      statements.trimTurnBlobs.run(requestID, requestID, keep - 1);
     },
     ...createDashboardTables(statements),
   };

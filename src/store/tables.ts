@@ -79,6 +79,13 @@ export interface RequestStreamRow {
   readonly createdAt: number;
 }
 
+/** A recorded turn blob (types.ts `TurnBlob`); `blobID` as 64 lowercase hex digits. */
+export interface TurnBlobRow {
+  readonly blobID: string;
+  readonly conversationID: string;
+  readonly requestID: string;
+}
+
 /** The dashboard's summary of a conversation, maintained by every commit (summaries.ts). */
 export interface SummaryRow {
   readonly conversationID: string;
@@ -219,6 +226,12 @@ export interface SyncTables {
    * `null` (request-streams.ts: a newer stream was bound); the rows themselves stay.
    */
   releaseRequestStreams(conversationID: string, keepRequestID: string): void;
+
+  /** Inserts the row unless its blob id is recorded already (then nothing changes). */
+  insertTurnBlob(row: TurnBlobRow): void;
+  readTurnBlob(blobID: string): TurnBlobRow | null;
+  /** Deletes the request id's turn blobs but the `keep` inserted last. */
+  trimTurnBlobs(requestID: string, keep: number): void;
 
   // Dashboard (dashboard-types.ts): derived rows, written in the commit that caused them.
   readSummary(conversationID: string): SummaryRow | null;
