@@ -62,14 +62,24 @@ export function createTurnStart(
   const { runner, log, now } = deps;
 
   /**
-   * The request id of the last turn of `request`'s checkpoint (checkpoint-origin.ts). A blob-form
-   * last turn that neither the request carried nor this process wrote is logged at info once per
-   * stream: what real clients send back is unverified (docs/protocol.md "Rewinds").
+   * The request id of the last turn of `request`'s checkpoint (checkpoint-origin.ts); a blob-form
+   * last turn the request did not carry is looked up in the turn blobs this server wrote
+   * (turn-blob-origins.ts: memory, else one store read). One found neither way is logged at info
+   * once per stream: a blob this server did not write (or no longer keeps), or one the request
+   * may not see.
    */
   let unresolvedLogged = false;
-  const lastTurnOrigin = (request: AgentRunRequest): string | null =>
-    toLastTurnOrigin(request.conversationState, request.preFetchedBlobs, (blob) => {
-      if (unresolvedLogged) return;
+  const lastTurnOrigin = async (request: AgentRunRequest): Promise<string | null> => {
+    const missing: { blob?: string } = {};
+    const origin = toLastTurnOrigin(request.conversationState, request.preFetchedBlobs, (blob) => {
+      missing.blob = blob;
+    });
+    const blob = missing.blob;
+    if (blob === undefined) return origin;
+    const conversationID = request.conversationId ?? "";
+    const found = (await deps.turnBlobs?.find(blob, conversationID)) ?? null;
+    if (found !== null) return found;
+    if (!unresolvedLogged) {
       unresolvedLogged = true;
       log.info(
         {
@@ -78,9 +88,11 @@ export function createTurnStart(
           blob,
           prefetched: request.preFetchedBlobs.length,
         },
-        "the checkpoint's last turn is a blob neither sent back nor written here; no rewind detection for this start",
+        "the checkpoint's last turn is a blob neither sent back nor recorded here; no rewind detection for this start",
       );
-    });
+    }
+    return origin;
+  };
 
   /** The model the client asked for, or the first configured one. */
   const resolveModel = (request: AgentRunRequest) => chooseModel(request).model;
@@ -247,7 +259,7 @@ export function createTurnStart(
             requestID,
             clientState: toSavedRunRequest(event.request),
             route: {
-              lastTurnOrigin: lastTurnOrigin(event.request),
+              lastTurnOrigin: await lastTurnOrigin(event.request),
               messageID: started.value.messageID,
               imported: () => {
                 imported = toImportedHistory(
@@ -310,7 +322,7 @@ export function createTurnStart(
           clientState: toSavedRunRequest(request),
           // A client on a branch (a rewind) summarizes the branch.
           route: {
-            lastTurnOrigin: lastTurnOrigin(request),
+            lastTurnOrigin: await lastTurnOrigin(request),
             messageID: "",
           },
         },
@@ -358,7 +370,7 @@ export function createTurnStart(
         stream.conversationID ??= await runner.follow(
           resumed.value.conversationID,
           {
-            lastTurnOrigin: lastTurnOrigin(request),
+            lastTurnOrigin: await lastTurnOrigin(request),
             messageID: "",
           },
           requestID,

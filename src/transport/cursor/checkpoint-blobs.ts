@@ -25,7 +25,6 @@ import {
 import type { ConversationStateStructure } from "./gen/agent/v1/conversation_state_pb.js";
 import { UserMessageSchema } from "./gen/agent/v1/user_message_pb.js";
 import { PREFETCHED_BLOB_OVERHEAD } from "./referenced-bytes.ts";
-import { rememberTurnBlob } from "./turn-blob-origins.ts";
 import type { TurnState } from "./turn-state.ts";
 
 export interface CheckpointBlob {
@@ -44,6 +43,11 @@ export interface BlobCheckpoint {
    * the checkpoint is sent.
    */
   readonly blobs: readonly CheckpointBlob[];
+  /**
+   * The turn blob, also in `blobs`: the checkpoint's last turn. The client may not send it back
+   * with its next run request (checkpoint-origin.ts), so the writer has it recorded.
+   */
+  readonly turn: CheckpointBlob;
 }
 
 export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
@@ -58,8 +62,6 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
       state.requestID,
     ),
   );
-  // The client may not send this blob back with its next run request (checkpoint-origin.ts).
-  rememberTurnBlob(turn.key, state.requestID);
   const blobs = new Map<string, CheckpointBlob>();
   for (const blob of [user, ...steps, turn]) {
     if (!blobs.has(blob.key)) blobs.set(blob.key, blob);
@@ -70,6 +72,7 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
   return {
     checkpoint: toCheckpointWith(state, turn.id, referenced),
     blobs: [...blobs.values()],
+    turn,
   };
 }
 
