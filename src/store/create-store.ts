@@ -211,7 +211,11 @@ export function createStore(tablesBackend: Backend, options: StoreOptions = {}):
         );
       }
       if (blobs.length === 0) return;
-      await open().write((tables) => recordTurnBlobRows(tables, blobs, location));
+      // Relaxed (tables.ts `WriteOptions`): an fsync per checkpoint on the event loop (≈4 ms
+      // on a disk) would cost every stream of the process more than these rows are worth.
+      await open().write((tables) => recordTurnBlobRows(tables, blobs, location), {
+        relaxed: true,
+      });
     },
 
     async findTurnBlob(blobID) {

@@ -352,9 +352,15 @@ export function createSqliteBackend(
     begin: string,
     work: (tables: Tables) => Promise<T>,
     afterCommit?: () => void,
+    relaxed = false,
   ): Promise<T> =>
     serial(async () => {
+      // WriteOptions `relaxed` (tables.ts): committed without an fsync (`synchronous = NORMAL`
+      // in WAL mode), the connection's own setting back right after. Nothing else runs on the
+      // connection meanwhile (the serial queue).
+      const synchronous = relaxed ? readSynchronous() : null;
       try {
+        if (synchronous !== null) db.exec("pragma synchronous = normal");
         db.exec(begin);
         const result = await work(lifted);
         db.exec("commit");
@@ -363,14 +369,26 @@ export function createSqliteBackend(
       } catch (error) {
         if (db.isOpen && db.isTransaction) db.exec("rollback");
         throw fromSQLiteError(error, location);
+      } finally {
+        if (synchronous !== null && db.isOpen) db.exec(`pragma synchronous = ${synchronous}`);
       }
     });
+  const readSynchronous = (): number =>
+    Number(db.prepare("pragma synchronous").get()?.synchronous ?? 2);
 
   return {
     location,
-    write: async (work) => {
+    write: async (work, options) => {
       checkStillOpen();
-      return inTransaction("begin immediate", work, hooks.afterWrite);
+      // A relaxed write does not wake the WAL checkpointer: its fsyncs would compete with the
+      // next commit's for rows that do not need one; the next ordinary commit wakes it.
+      const relaxed = options?.relaxed === true;
+      return inTransaction(
+        "begin immediate",
+        work,
+        relaxed ? undefined : hooks.afterWrite,
+        relaxed,
+      );
     },
     read: (work) => inTransaction("begin", work),
     // The checkpoint worker's connection closes first, so that this one is the file's last and

@@ -279,6 +279,18 @@ export interface WriteContext {
   readonly conversationID: string | null;
 }
 
+export interface WriteOptions {
+  /**
+   * The transaction need not survive a crash of the machine (power loss, a kernel panic, the
+   * database server's crash) that comes right after it returned; a crash of this process it
+   * survives. Atomicity and consistency are unchanged. For rows that are worth less than an
+   * fsync on the event loop (turn-blobs.ts): SQLite commits it with `synchronous = NORMAL` (into
+   * the WAL without an fsync; the next fsynced commit makes it durable), PostgreSQL with
+   * `synchronous_commit = off`.
+   */
+  readonly relaxed?: boolean;
+}
+
 /** A database the store logic runs on. */
 export interface Backend {
   /** File path, or a label; named in every error. */
@@ -289,7 +301,7 @@ export interface Backend {
    * may run `work` again from the start when the database asks for a retry (PostgreSQL
    * serialization failures), so `work` must not act outside the tables.
    */
-  write<T>(work: (tables: Tables) => Promise<T>): Promise<T>;
+  write<T>(work: (tables: Tables) => Promise<T>, options?: WriteOptions): Promise<T>;
   /** Runs `work` on one consistent snapshot. */
   read<T>(work: (tables: Tables) => Promise<T>): Promise<T>;
   close(): Promise<void>;
