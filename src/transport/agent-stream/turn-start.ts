@@ -66,16 +66,24 @@ export function createTurnStart(
    * last turn the request did not carry is looked up in the turn blobs this server wrote
    * (turn-blob-origins.ts: memory, else one store read). One found neither way is logged at info
    * once per stream: a blob this server did not write (or no longer keeps), or one the request
-   * may not see.
+   * may not see. Synchronous (the turn is submitted without a pause, as before) unless the store
+   * is asked.
    */
   let unresolvedLogged = false;
-  const lastTurnOrigin = async (request: AgentRunRequest): Promise<string | null> => {
+  const lastTurnOrigin = (request: AgentRunRequest): string | null | Promise<string | null> => {
     const missing: { blob?: string } = {};
     const origin = toLastTurnOrigin(request.conversationState, request.preFetchedBlobs, (blob) => {
       missing.blob = blob;
     });
     const blob = missing.blob;
     if (blob === undefined) return origin;
+    return findLastTurnOrigin(request, blob, origin);
+  };
+  const findLastTurnOrigin = async (
+    request: AgentRunRequest,
+    blob: string,
+    origin: string | null,
+  ): Promise<string | null> => {
     const conversationID = request.conversationId ?? "";
     const found = (await deps.turnBlobs?.find(blob, conversationID)) ?? null;
     if (found !== null) return found;
@@ -240,6 +248,8 @@ export function createTurnStart(
       // The checkpoint's turns as history, read only when the runner asks (loop/fork.ts).
       let imported: ImportedHistory | null = null;
       try {
+        const found = lastTurnOrigin(event.request);
+        const lastTurn = found instanceof Promise ? await found : found;
         const commands = deps.userCommands?.take(state.conversationID) ?? [];
         result = await runner.submit(
           state.conversationID,
@@ -259,7 +269,7 @@ export function createTurnStart(
             requestID,
             clientState: toSavedRunRequest(event.request),
             route: {
-              lastTurnOrigin: await lastTurnOrigin(event.request),
+              lastTurnOrigin: lastTurn,
               messageID: started.value.messageID,
               imported: () => {
                 imported = toImportedHistory(
@@ -311,6 +321,8 @@ export function createTurnStart(
       stream.startedAt = now();
       stream.conversationID = resumed.value.conversationID;
       log.info({ conversation: stream.conversationID, request: requestID }, "summarize requested");
+      const found = lastTurnOrigin(request);
+      const lastTurn = found instanceof Promise ? await found : found;
       const result = await runner.submit(
         stream.conversationID,
         // The summarize is a turn of its own, with this request's id in the client's checkpoint.
@@ -322,7 +334,7 @@ export function createTurnStart(
           clientState: toSavedRunRequest(request),
           // A client on a branch (a rewind) summarizes the branch.
           route: {
-            lastTurnOrigin: await lastTurnOrigin(request),
+            lastTurnOrigin: lastTurn,
             messageID: "",
           },
         },
