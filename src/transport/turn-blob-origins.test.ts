@@ -33,6 +33,7 @@ test("remembered blobs are written later, together, in one call; nothing waits f
   origins.remember(blob("a"), "conv-1", "req-1");
   origins.remember(blob("b"), "conv-1", "req-1");
   origins.remember(blob("b"), "conv-1", "req-1"); // again: already remembered
+  origins.remember(blob("c"), "", "req-1"); // no conversation: not kept (it would fail the batch)
   assert.deepEqual(calls.record, [], "not written within the call");
   await origins.flush();
   assert.deepEqual(calls.record, [

@@ -107,6 +107,8 @@ export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlob
 
   return {
     remember(blobID, conversationID, requestID) {
+      // The store refuses a batch with such a row whole: it would take the others with it.
+      if (conversationID === "" || requestID === "") return;
       const known = origins.get(blobID);
       if (known?.requestID === requestID && known.conversationID === conversationID) return;
       const origin = { conversationID, requestID };
