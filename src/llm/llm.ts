@@ -18,6 +18,7 @@ import {
   type ProviderStreams,
   type SimpleStreamOptions,
 } from "@earendil-works/pi-ai";
+import { withThinkingAllowed } from "./anthropic-thinking.ts";
 import { toCallModel } from "./call-model.ts";
 import { type ModelCompaction, toModelCompaction } from "./compaction-config.ts";
 import type {
@@ -46,7 +47,9 @@ import { redactSecret } from "./secret.ts";
 import { createSentPayload } from "./sent-payload.ts";
 import { shareTools } from "./shared-tools.ts";
 import { toStablePayload } from "./stable-payload.ts";
+import { withWireToolCallIds } from "./tool-call-ids.ts";
 import type { LLMCall, LLMStream, RequestAttempt } from "./types.ts";
+import { withSignedCalls } from "./unsigned-calls.ts";
 
 /** What Cursor's model picker needs to know about a model. */
 export interface ModelInfo {
@@ -261,13 +264,24 @@ function streamProvider(
         payload,
         withParallelToolCalls(
           config.api,
-          shareTools(toStablePayload(model.api, payload) ?? payload),
+          shareTools(
+            // Another model's calls: what Gemini 3 and Anthropic's thinking need for them.
+            withSignedCalls(
+              model,
+              withThinkingAllowed(model.api, toStablePayload(model.api, payload) ?? payload),
+            ),
+          ),
         ),
       ),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   };
   const events = startEvents(() =>
-    loadedApi(config.api).streamSimple(model, normalizeContext(call.request), streamOptions),
+    loadedApi(config.api).streamSimple(
+      model,
+      // Another model's tool calls get ids this one accepts (tool-call-ids.ts).
+      normalizeContext(withWireToolCallIds(model, call.request)),
+      streamOptions,
+    ),
   );
   return createResponseStream({
     callID: call.callID,

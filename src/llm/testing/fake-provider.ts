@@ -6,11 +6,15 @@
  * connection reset before or dropped after some events, a stream that stalls after some events or never sends
  * headers (for abort tests). SSE events are written one `write()` each, so the client sees them
  * arrive separately, in the fixture's order. No timers: a stalled reply waits for the client.
+ *
+ * Strict by default: a request whose history the real provider would refuse (a tool call without
+ * its result, an id it does not accept, …: `provider-rules.ts`) gets that provider's 400.
  */
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { findRuleBreak } from "./provider-rules.ts";
 
 export type FakeReply =
   /** A 200 SSE response with the whole transcript. */
@@ -79,7 +83,17 @@ export function splitSseEvents(body: string): string[] {
   return events;
 }
 
-export async function startFakeProvider(): Promise<FakeProvider> {
+export interface FakeProviderOptions {
+  /**
+   * Whether a request whose history the real provider refuses gets that provider's 400 instead of
+   * its scripted reply (`provider-rules.ts`). Default true: a fake that accepts anything proves
+   * nothing. The queued reply is then left for the next request.
+   */
+  readonly strict?: boolean;
+}
+
+export async function startFakeProvider(options: FakeProviderOptions = {}): Promise<FakeProvider> {
+  const strict = options.strict ?? true;
   const replies: FakeReply[] = [];
   const requests: RecordedRequest[] = [];
   const arrivals: ((request: RecordedRequest) => void)[][] = [];
@@ -102,7 +116,8 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     };
     const index = requests.push(request) - 1;
     arrived(index, request);
-    const reply = replies.shift() ?? answer?.(request);
+    const refused = strict ? findRuleBreak(request.url, request.body) : null;
+    const reply = refused ?? replies.shift() ?? answer?.(request);
     await respond(reply, response, closed);
   };
 

@@ -191,11 +191,24 @@ function toJsonOf(call: UiToolCall, field: "args" | "result"): JsonObject {
   const value =
     typeof kind === "object" && kind !== null && !Array.isArray(kind) ? kind[field] : undefined;
   if (value === undefined || value === null) return {};
-  const text = JSON.stringify(value);
-  if (text.length > MAX_RESULT_CHARS) return { cut: cut(text) };
-  return typeof value === "object" && !Array.isArray(value)
-    ? (value as JsonObject)
-    : { value: value as JsonObject[string] };
+  const object =
+    typeof value === "object" && !Array.isArray(value)
+      ? withoutClientIds(value as JsonObject)
+      : { value: value as JsonObject[string] };
+  const text = JSON.stringify(object);
+  return text.length > MAX_RESULT_CHARS ? { cut: cut(text) } : object;
+}
+
+/**
+ * The arguments without the client's own id of the call (`tool_call_id` of e.g. ShellArgs): it
+ * is Cursor's bookkeeping, no argument of our tool, and the imported call has its own id
+ * (`imported_<turn>_<step>`), so no provider sees an id it did not make (docs/protocol.md
+ * "Rewinds").
+ */
+function withoutClientIds(value: JsonObject): JsonObject {
+  if (!Object.hasOwn(value, "toolCallId")) return value;
+  const { toolCallId: _, ...rest } = value;
+  return rest;
 }
 
 function isErrorResult(result: JsonObject): boolean {

@@ -7,6 +7,8 @@
  * 429s cool a model down, so later conversations skip it without a request.
  */
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { toChatCompletionSse } from "../../llm/testing/chat-completions-sse.ts";
 import { type FakeReply, readFixture } from "../../llm/testing/fake-provider.ts";
@@ -183,6 +185,55 @@ describe("model routing end to end", () => {
       "spare-up",
       "claude-opus-4-1",
     ]);
+  });
+
+  test("a fallback of another API kind mid-turn gets the turn's tool calls in a form it accepts", async () => {
+    // Kimi-style ids (`name:position`, restarting every message) from the OpenAI-compatible
+    // model, then both compatible models fail before their first token and Claude (budget
+    // thinking) takes the turn over: the fake refuses what Anthropic refuses (repeated or
+    // invalid tool_use ids, a final assistant message without thinking), so the request must
+    // carry unique valid ids and go without thinking (src/llm/README.md "Tool calls another
+    // model made").
+    const conversationId = "70000000-0000-4000-8000-000000000000";
+    writeFileSync(join(harness.workspace, "kimi.txt"), "k\n");
+    const read = { name: "read_file", arguments: { path: "kimi.txt" } };
+    const first = harness.provider.requests.length;
+    harness.provider.reply(
+      {
+        type: "sse",
+        body: toChatCompletionSse({
+          toolCalls: [
+            { id: "read_file:0", ...read },
+            { id: "list_dir:1", name: "list_dir", arguments: { path: "." } },
+          ],
+        }),
+      },
+      { type: "sse", body: toChatCompletionSse({ toolCalls: [{ id: "read_file:0", ...read }] }) },
+      ...times(QUICK * 2, { type: "status", status: 500 }),
+      { type: "sse", body: readFixture("anthropic", "text") },
+    );
+    const turn = await harness.client().startTurn({ conversationId, text: "read", modelId: "main" })
+      .done;
+    assert.equal(turn.error, undefined);
+    assert.equal(turn.view.text, "Hello there! How can I help today?");
+    assert.deepEqual(upstreamModels(harness, first), [
+      "main-up",
+      "main-up",
+      ...times(QUICK, "main-up"),
+      ...times(QUICK, "spare-up"),
+      "claude-sonnet-4-5",
+    ]);
+    const body = JSON.parse(harness.provider.requests.at(-1)?.body ?? "") as {
+      thinking?: { type?: string };
+      messages: { content: string | { type: string; id?: string; tool_use_id?: string }[] }[];
+    };
+    const blocks = body.messages.flatMap((m) => (typeof m.content === "string" ? [] : m.content));
+    const uses = blocks.filter((b) => b.type === "tool_use").map((b) => b.id);
+    const results = blocks.filter((b) => b.type === "tool_result").map((b) => b.tool_use_id);
+    assert.deepEqual(uses, ["read_file_0", "list_dir_1", uses[2]]);
+    assert.notEqual(uses[2], "read_file_0");
+    assert.deepEqual(results, uses);
+    assert.equal(body.thinking?.type, "disabled");
   });
 
   test("a bad request (400) is not a reason to switch", async () => {
