@@ -174,7 +174,7 @@ export interface ServerDeps {
   /**
    * Team users: whether the request being handled may see a conversation (user-access.ts
    * `createReadCheck`), asked before a turn blob of another conversation is used
-   * (turn-blob-origins.ts). Absent: every conversation (no users).
+   * (turn-blob-origins.ts). Absent: every conversation without users, none with them.
    */
   readonly mayRead?: (conversationID: string) => Promise<boolean>;
   /**
@@ -255,10 +255,13 @@ interface Response {
 export async function startServer(deps: ServerDeps, options: ServerOptions): Promise<LocalServer> {
   const { store, llm, log, runner } = deps;
   const now = deps.now ?? Date.now;
+  // With users but no read check, a turn blob of another conversation resolves for nobody (fail
+  // closed); without users, for everyone.
+  const mayRead = deps.mayRead ?? (deps.authenticate === undefined ? undefined : async () => false);
   const turnBlobs = createTurnBlobOrigins({
     store,
     log,
-    ...(deps.mayRead === undefined ? {} : { mayRead: deps.mayRead }),
+    ...(mayRead === undefined ? {} : { mayRead }),
   });
   const streams = createStreamRegistry(
     {
