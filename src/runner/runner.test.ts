@@ -49,8 +49,15 @@ interface RecordingOutput extends TurnOutput {
   detached: boolean;
   /** The reasons `release` was called with (it fails the tool waits, as the transport does). */
   readonly released: string[];
-  /** Each `resumed`: the turn's client id (its record's origin) and how many tools were asked by then. */
-  readonly resumedAs: { origin: string | undefined; toolsAsked: number }[];
+  /**
+   * Each `resumed`: the turn's client id (its record's origin), how many tools were asked by
+   * then, and the output it was taken over from (a takeover).
+   */
+  readonly resumedAs: {
+    origin: string | undefined;
+    toolsAsked: number;
+    from?: TurnOutput;
+  }[];
   nextTool(): Promise<RecordingOutput["tools"][number]>;
 }
 
@@ -70,8 +77,12 @@ function createOutput(): RecordingOutput {
     detached: false,
     released: [],
     resumedAs: [],
-    resumed(state) {
-      output.resumedAs.push({ origin: toTurnRecord(state)?.origin, toolsAsked: tools.length });
+    resumed(state, from) {
+      output.resumedAs.push({
+        origin: toTurnRecord(state)?.origin,
+        toolsAsked: tools.length,
+        ...(from === undefined ? {} : { from }),
+      });
     },
     publish(events) {
       output.events.push(...events);
@@ -429,6 +440,8 @@ describe("createRunner()", () => {
     const outputB = createOutput();
     assert.equal(await runner.resume(CONV, outputB), true);
     assert.deepEqual(outputA.released, ["another stream resumed the turn"]);
+    // B is told which output it took the turn from (its turn state is handed on, transport).
+    assert.equal(outputB.resumedAs[0]?.from, outputA);
     const again = await outputB.nextTool();
     assert.equal(again.command.operationID, lost.command.operationID);
     assert.equal(again.attempt.outcomeUnknown, true, "it was sent through A and may have run");

@@ -305,7 +305,7 @@ export function createRunner(options: RunnerOptions): Runner {
         }
         entry.output = output;
         // The output learns which turn it carries (the client's id for it) before any of it.
-        output.resumed?.(state);
+        output.resumed?.(state, access.type === "take_over" ? (carrier ?? undefined) : undefined);
         // The carrier nobody read ends without ending the turn; its tool calls' waits fail, and
         // the calls are asked again below on `output` (tool-call.ts waits for the old attempt).
         if (access.type === "take_over") carrier?.release?.("another stream resumed the turn");

@@ -66,9 +66,10 @@ export interface TurnOutput {
    * `Runner.resume` attached this output to the conversation's running turn, which it did not
    * start: `state` is the committed state, whose last turn record names the turn the way the
    * client does (loop/turn-record.ts `toTurnRecord`). Called before anything of the turn is
-   * published or asked on this output. Optional.
+   * published or asked on this output. `from`: on a takeover, the output the turn is taken from
+   * (released right after), whose own record of the turn this output may carry on. Optional.
    */
-  resumed?(state: ConversationState): void;
+  resumed?(state: ConversationState, from?: TurnOutput): void;
   /**
    * Whether nobody reads this output now (its client went away and it waits for a reconnect, or
    * nobody ever came). A resume from another output takes over a turn whose output is detached

@@ -14,8 +14,12 @@ import {
   toSummaryView,
   toTurnEnd,
 } from "../cursor/index.ts";
+import { carryTurn } from "./carry-turn.ts";
 import { type StreamState, send } from "./stream-state.ts";
 import type { ToolCalls } from "./tool-calls.ts";
+
+/** The stream of each output (a takeover's new output reads the old one's turn state). */
+const streamsOf = new WeakMap<TurnOutput, StreamState>();
 
 export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOutput {
   const { requestID, deps } = stream;
@@ -24,7 +28,7 @@ export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOut
   let summaries: SummaryView | null = null;
   /** The committed state `summaries` was brought up to: a delta leaves it as it was. */
   let summarized: ConversationState | null = null;
-  return {
+  const output: TurnOutput = {
     publish(events, state) {
       if (stream.turn === null) return;
       // The updates are a function of the committed state, nothing new for the same one (#19).
@@ -47,14 +51,16 @@ export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOut
       if (stream.turn !== null)
         stream.turn = { ...stream.turn, usage: addUsage(stream.turn.usage, usage) };
     },
-    resumed(state) {
+    resumed(state, from) {
       // A stream that picks a turn up (a resume request, a reconnect after a restart) names it in
       // its checkpoints as the client knows it: by the request id that started it (loop/rewind.ts
       // routes by that id), not by this stream's.
+      // Its checkpoints then hold the turn once: the client's checkpoint has its start
+      // (carry-turn.ts).
       const origin = toTurnRecord(state)?.origin;
-      if (stream.turn !== null && origin !== undefined) {
-        stream.turn = { ...stream.turn, requestID: origin };
-      }
+      // On a takeover, the stream it takes the turn from (in this process) has the turn whole.
+      const handing = from === undefined ? undefined : streamsOf.get(from);
+      if (origin !== undefined) carryTurn(stream, origin, handing?.turn);
     },
     runTool: tools.run,
     settingsAfterTool: tools.settingsAfterTool,
@@ -91,4 +97,6 @@ export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOut
       );
     },
   };
+  streamsOf.set(output, stream);
+  return output;
 }

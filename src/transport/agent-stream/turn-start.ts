@@ -17,6 +17,7 @@ import {
   toConnectError,
   toEndedTurnError,
   toImportedHistory,
+  toLastClientTurn,
   toLastTurnOrigin,
   toModelSelection,
   toProtocolError,
@@ -26,6 +27,7 @@ import {
 } from "../cursor/index.ts";
 import { toImageNotice } from "../image-notice.ts";
 import { toWebOffer } from "../web-work.ts";
+import { carryTurn } from "./carry-turn.ts";
 import { toSavedRunRequest } from "./saved-run-request.ts";
 import { type StreamState, send } from "./stream-state.ts";
 import { withBatches } from "./tool-calls.ts";
@@ -375,7 +377,13 @@ export function createTurnStart(
           web: toWebOffer(deps.web),
         });
         if (!resumed.ok) throw toConnectError({ kind: "bad_input", detail: resumed.error.message });
-        stream.turn = { ...resumed.value, nextID: restored?.firstID ?? 1 };
+        stream.turn = {
+          ...resumed.value,
+          nextID: restored?.firstID ?? 1,
+          // The turn as the client's checkpoint has it, if it is the one this stream carries on
+          // (carry-turn.ts, once the runner says which).
+          lastClientTurn: toLastClientTurn(request.conversationState, request.preFetchedBlobs),
+        };
         // A stream picked up after a restart already knows its conversation from its binding (a
         // branch, after a rewind); a resume request names the client's: its turn may run on a
         // branch of it (loop/rewind.ts).
@@ -404,13 +412,14 @@ export function createTurnStart(
         // Nothing to continue: the turn is over, or another stream carries it. Close the stream
         // the way the turn ended (the same error its own stream got: its record keeps how,
         // loop/turn-record.ts), or normally when it has not ended. A stream picked up after a
-        // restart is one of the turn's own: it gets a checkpoint (the turn without its steps:
-        // they are not kept) naming the turn by the client's id for it. A resume request's stream
-        // gets none: its turn state has no user message, and the client keeps the checkpoint it
-        // has.
+        // restart is one of the turn's own: it gets a checkpoint naming the turn by the client's
+        // id for it, with the steps its saved request's checkpoint held (a resume stream's: the
+        // turn up to the resume, carry-turn.ts; the turn's first stream's holds none, and its
+        // steps are not kept here). A resume request's stream gets none: the client keeps the
+        // checkpoint it has.
         const ended = await endedTurn(stream.conversationID, restored?.turnID);
         const origin = ended?.record?.origin;
-        if (origin !== undefined) stream.turn = { ...stream.turn, requestID: origin };
+        if (origin !== undefined) carryTurn(stream, origin);
         send(
           stream,
           restored === undefined

@@ -24,8 +24,10 @@ import {
 } from "./gen/agent/v1/agent_stream_pb.js";
 import type { ConversationStateStructure } from "./gen/agent/v1/conversation_state_pb.js";
 import { UserMessageSchema } from "./gen/agent/v1/user_message_pb.js";
+import { rememberTurnBlobBytes } from "./recent-turn-blobs.ts";
 import { PREFETCHED_BLOB_OVERHEAD } from "./referenced-bytes.ts";
-import type { TurnState } from "./turn-state.ts";
+import { rememberTurnBlob } from "./turn-blob-origins.ts";
+import type { TurnParts, TurnState } from "./turn-state.ts";
 
 export interface CheckpointBlob {
   /** SHA-256 of `data`, 32 raw bytes: what the checkpoint references. */
@@ -44,30 +46,45 @@ export interface BlobCheckpoint {
    */
   readonly blobs: readonly CheckpointBlob[];
   /**
-   * The turn blob, also in `blobs`: the checkpoint's last turn. The client may not send it back
-   * with its next run request (checkpoint-origin.ts), so the writer has it recorded.
+   * The turn blob written, also in `blobs`: the checkpoint's last turn. The client may not send
+   * it back with its next run request (checkpoint-origin.ts), so the writer has it recorded
+   * (transport/turn-blob-origins.ts). Absent: a carried turn's own entry, written before.
    */
-  readonly turn: CheckpointBlob;
+  readonly turn?: CheckpointBlob;
 }
 
 export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
-  // Always a user message blob (a resumed or summarize turn has no message of its own): the
-  // IDE's clone throws on a turn without a user message id ("Missing user message blob id").
-  const user = toUserMessageBlob(state);
-  const steps = toStepBytes(state).map(toCachedBlob);
+  const { carried } = state;
+  if (carried?.ids != null && state.steps.length === 0) {
+    // A carried turn this stream has added nothing to yet (a late stream of a turn that is over,
+    // a resume before its first step): the client's own entry, in its store already; nothing to
+    // write, so nothing to wait for (docs/protocol.md "Resuming a turn").
+    rememberTurnBlob(Buffer.from(carried.entry).toString("hex"), state.requestID);
+    // Its turn blob comes back too: the ids and the request id (as encoded here, near enough).
+    const turnBlob =
+      (carried.ids.steps.length + 1) * (BLOB_ID_BYTES + 2) + state.requestID.length + 4;
+    const referenced = sizeOf(carried.bytes) + turnBlob + PREFETCHED_BLOB_OVERHEAD;
+    return { checkpoint: toCheckpointWith(state, carried.entry, referenced), blobs: [] };
+  }
+  const parts = toTurnParts(state);
   const turn = toBlob(
     toTurnStructure(
-      user.id,
-      steps.map((step) => step.id),
+      parts.user.id,
+      parts.steps.map((step) => step.id),
       state.requestID,
     ),
   );
+  // The client may not send this blob back with its next run request (checkpoint-origin.ts,
+  // carried-turn.ts).
+  rememberTurnBlob(turn.key, state.requestID);
+  rememberTurnBlobBytes(turn.key, turn.data);
   const blobs = new Map<string, CheckpointBlob>();
-  for (const blob of [user, ...steps, turn]) {
-    if (!blobs.has(blob.key)) blobs.set(blob.key, blob);
+  for (const blob of [parts.user, ...parts.steps, turn]) {
+    if (isWritten(blob) && !blobs.has(blob.key)) blobs.set(blob.key, blob);
   }
-  // What the client sends back for this turn: its blobs, in `pre_fetched_blobs`.
-  let referenced = 0;
+  // What the client sends back for this turn: its blobs, in `pre_fetched_blobs` (those it had
+  // already count with the sizes it sent them with, when it did).
+  let referenced = parts.known;
   for (const blob of blobs.values()) referenced += blob.data.length + PREFETCHED_BLOB_OVERHEAD;
   return {
     checkpoint: toCheckpointWith(state, turn.id, referenced),
@@ -75,6 +92,67 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
     turn,
   };
 }
+
+/**
+ * The blob ids (hex) of the turn's steps in order: a carried turn's (carried-turn.ts), then this
+ * stream's; null when a carried turn's steps are not known by id (inline parts are hashed).
+ */
+export function toStepKeys(state: TurnState): string[] {
+  const { carried } = state;
+  const own = toStepBytes(state).map((bytes) => toCachedBlob(bytes).key);
+  if (carried === undefined) return own;
+  const ids = carried.ids?.steps.map((id) => Buffer.from(id).toString("hex"));
+  const carriedKeys = ids ?? carried.bytes?.steps.map((bytes) => toCachedBlob(bytes).key) ?? [];
+  return [...carriedKeys, ...own];
+}
+
+/** A part of the turn: a blob this turn writes, or the id of one the client's store has. */
+type Part = CheckpointBlob | { readonly id: Uint8Array };
+
+function isWritten(part: Part): part is CheckpointBlob {
+  return "data" in part;
+}
+
+/**
+ * The turn's user message and steps. A carried turn's (carried-turn.ts) come first: the ids of a
+ * blob-form turn as they are (the client has those blobs), an inline turn's parts as blobs.
+ * `known`: the bytes the client sends back for the parts it had (as far as known).
+ */
+function toTurnParts(state: TurnState): {
+  readonly user: Part;
+  readonly steps: readonly Part[];
+  readonly known: number;
+} {
+  const own = toStepBytes(state).map(toCachedBlob);
+  const { carried } = state;
+  if (carried === undefined) return { user: toUserMessageBlob(state), steps: own, known: 0 };
+  if (carried.ids !== null) {
+    return {
+      user: { id: carried.ids.userMessage },
+      steps: [...carried.ids.steps.map((id) => ({ id })), ...own],
+      known: sizeOf(carried.bytes),
+    };
+  }
+  const inline = carried.bytes;
+  if (inline === null) return { user: toUserMessageBlob(state), steps: own, known: 0 };
+  return {
+    user: toCachedBlob(inline.userMessage),
+    steps: [...inline.steps.map(toCachedBlob), ...own],
+    known: 0,
+  };
+}
+
+/** What the client sends back for a carried turn's parts, when their bytes are known. */
+function sizeOf(parts: TurnParts | null): number {
+  if (parts === null) return 0;
+  let size = 0;
+  for (const part of [parts.userMessage, ...parts.steps]) {
+    size += part.length + PREFETCHED_BLOB_OVERHEAD;
+  }
+  return size;
+}
+
+const BLOB_ID_BYTES = 32;
 
 /** `conversation_checkpoint_update` with `checkpoint`. */
 export function toCheckpointUpdate(checkpoint: ConversationStateStructure): AgentServerMessage {

@@ -31,7 +31,26 @@ export const MAX_CHECKPOINT_BYTES = 512 * 1024;
 const UINT32_MAX = 0xffff_ffff;
 
 export function toCheckpoint(state: TurnState): ConversationStateStructure {
+  if (state.carried !== undefined && state.carried.bytes === null) {
+    // A carried turn the client has only as blobs that did not come back (carried-turn.ts): its
+    // entry stays as the client sent it, and this stream's part follows as a turn of its own.
+    return toCheckpointWith({ ...state, previous: withClientEntry(state) }, toTurnBytes(state));
+  }
   return toCheckpointWith(state, toTurnBytes(state));
+}
+
+/** `previous` with the carried turn's entry put back last (once per stream). */
+const withEntries = new WeakMap<ConversationStateStructure, ConversationStateStructure>();
+
+function withClientEntry(state: TurnState): ConversationStateStructure {
+  const { previous, carried } = state;
+  let restored = withEntries.get(previous);
+  if (restored === undefined) {
+    restored = copyMessage(previous);
+    restored.turns = carried === undefined ? previous.turns : [...previous.turns, carried.entry];
+    withEntries.set(previous, restored);
+  }
+  return restored;
 }
 
 /**
@@ -97,9 +116,20 @@ export function toCheckpointSource(message: AgentServerMessage): TurnState | und
   return sources.get(message);
 }
 
-/** This turn as inline bytes: ConversationTurnStructure{agent_conversation_turn{…}}. */
+/**
+ * This turn as inline bytes: ConversationTurnStructure{agent_conversation_turn{…}}. A carried
+ * turn's user message and earlier steps come from the client's checkpoint (carried-turn.ts).
+ */
 export function toTurnBytes(state: TurnState): Uint8Array {
-  return toTurnStructure(toUserMessageBytes(state), toStepBytes(state), state.requestID);
+  const carried = state.carried?.bytes ?? null;
+  if (carried === null) {
+    return toTurnStructure(toUserMessageBytes(state), toStepBytes(state), state.requestID);
+  }
+  return toTurnStructure(
+    carried.userMessage,
+    [...carried.steps, ...toStepBytes(state)],
+    state.requestID,
+  );
 }
 
 /**

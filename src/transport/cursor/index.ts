@@ -6,6 +6,7 @@
 
 export { toForceBackground } from "./background-shell.ts";
 export { type BidiAppend, fromBidiAppendRequest } from "./bidi-append.ts";
+export { toLastClientTurn, withCarriedTurn, withHandedTurn } from "./carried-turn.ts";
 export { toCheckpointMessage, toCheckpointSource } from "./checkpoint.ts";
 export { toBlobCheckpoint, toCheckpointUpdate, toSetBlobMessage } from "./checkpoint-blobs.ts";
 export { type ImportedHistory, toImportedHistory } from "./checkpoint-import.ts";

@@ -89,6 +89,41 @@ export interface StreamingToolCall {
   readonly preview: ToolCall;
 }
 
+/** A turn's user message and steps: serialized messages, or their 32-byte blob ids. */
+export interface TurnParts {
+  readonly userMessage: Uint8Array;
+  readonly steps: readonly Uint8Array[];
+}
+
+/** The last turn of a client's checkpoint, read (carried-turn.ts). */
+export interface CarriedTurn {
+  /** The turn's `request_id`. */
+  readonly requestID: string;
+  /** The turn's entry in the client's `turns`, as sent (inline bytes or a blob id). */
+  readonly entry: Uint8Array;
+  /**
+   * Blob form: the ids of its user message and step blobs, which the client's store holds; null
+   * for an inline turn (its parts are then written as blobs when the stream sends the blob form).
+   */
+  readonly ids: TurnParts | null;
+  /**
+   * The serialized user message and steps: an inline turn's own, or a blob turn's blobs when the
+   * client sent every one back; null otherwise (the inline form of the checkpoint, a fallback,
+   * then keeps the client's entry as it is and adds the stream's part after it).
+   */
+  readonly bytes: TurnParts | null;
+}
+
+export type LastClientTurn =
+  | { readonly type: "read"; readonly turn: CarriedTurn }
+  /**
+   * A blob-form last turn whose blob the request did not carry (hex id), with its request id
+   * when this process wrote that blob (turn-blob-origins.ts).
+   */
+  | { readonly type: "unresolved"; readonly blob: string; readonly requestID?: string }
+  /** No turns, or a last turn that is not an agent turn or does not decode. */
+  | { readonly type: "none" };
+
 export interface TurnState {
   readonly conversationID: string;
   /**
@@ -130,6 +165,17 @@ export interface TurnState {
   readonly userMessage: CursorUserMessage;
   /** The steps of this turn so far, in order. */
   readonly steps: readonly ConversationStep[];
+  /**
+   * The part of this turn the client's checkpoint held when this stream took the turn on (a
+   * resume, carried-turn.ts): its user message and first steps, which come before `steps` in
+   * this stream's checkpoints; absent for a turn the stream started.
+   */
+  readonly carried?: CarriedTurn;
+  /**
+   * The last turn of the client's checkpoint, read when a resume built this state, until the
+   * runner says which turn the stream carries (`withCarriedTurn`); absent otherwise.
+   */
+  readonly lastClientTurn?: LastClientTurn;
   /** The checkpoint the client sent with the run request (earlier turns, fields we keep as is). */
   readonly previous: ConversationStateStructure;
   /**

@@ -9,11 +9,19 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, test } from "node:test";
-import { create } from "@bufbuild/protobuf";
-import { Code, type ConnectError } from "@connectrpc/connect";
-import type { AgentServerMessage } from "../cursor/gen/agent/v1/agent_stream_pb.js";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import {
+  AgentClientMessageSchema,
+  type AgentServerMessage,
+  AgentService,
+} from "../cursor/gen/agent/v1/agent_stream_pb.js";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
+import type { ConversationStateStructure } from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import { BidiAppendRequestSchema, BidiService } from "../cursor/gen/aiserver/v1/bidi_pb.js";
 import { ErrorDetailsSchema } from "../cursor/gen/aiserver/v1/error_details_pb.js";
+import { cloneCheckpoint } from "../testing/index.ts";
 import { createGate, type Harness, MODEL, readRunSse, startHarness } from "./test-harness.ts";
 
 /** What the client sees of an error: code, message and the ErrorDetails it renders. */
@@ -128,6 +136,97 @@ describe("a late stream of a turn that ended badly, after a restart", () => {
     } finally {
       gate.open();
     }
+  });
+});
+
+/**
+ * Reads a RunSSE for `requestId` to its end as the IDE does after a restart: every blob write is
+ * stored in `store` and confirmed with a BidiAppend (`set_blob_result{}`), from seqno 1 (the
+ * server takes a picked-up stream's next seqno as it comes).
+ */
+async function readRunSseAnsweringBlobs(
+  harness: Harness,
+  requestId: string,
+  store: Map<string, Uint8Array>,
+): Promise<{ kinds: string[]; messages: AgentServerMessage[]; error: ConnectError | undefined }> {
+  const transport = createConnectTransport({ baseUrl: harness.server.url, httpVersion: "1.1" });
+  const bidi = createClient(BidiService, transport);
+  const kinds: string[] = [];
+  const messages: AgentServerMessage[] = [];
+  const answers: Promise<unknown>[] = [];
+  let seqno = 1;
+  try {
+    for await (const message of createClient(AgentService, transport).runSSE(
+      { requestId },
+      { timeoutMs: 20_000 },
+    )) {
+      kinds.push(message.message.case ?? "");
+      messages.push(message);
+      const kv = message.message.case === "kvServerMessage" ? message.message.value : undefined;
+      if (kv?.message.case !== "setBlobArgs") continue;
+      const { blobId, blobData } = kv.message.value;
+      store.set(Buffer.from(blobId).toString("hex"), blobData);
+      const answer = create(AgentClientMessageSchema, {
+        message: {
+          case: "kvClientMessage",
+          value: { id: kv.id, message: { case: "setBlobResult", value: {} } },
+        },
+      });
+      answers.push(
+        bidi.bidiAppend(
+          create(BidiAppendRequestSchema, {
+            requestId: { requestId },
+            appendSeqno: BigInt(seqno++),
+            data: Buffer.from(toBinary(AgentClientMessageSchema, answer)).toString("hex"),
+          }),
+        ),
+      );
+    }
+    await Promise.all(answers);
+    return { kinds, messages, error: undefined };
+  } catch (error) {
+    return { kinds, messages, error: ConnectError.from(error) };
+  }
+}
+
+describe("a late stream of a failed turn after a restart, blob-backed checkpoints", () => {
+  let harness: Harness;
+  afterEach(async () => harness.close());
+
+  test("a reader that answers the blob writes gets the checkpoint in one round trip, then the turn's error; the checkpoint clones", {
+    timeout: 60_000,
+  }, async () => {
+    harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
+    harness.provider.reply(REFUSED);
+    const client = harness.client();
+    const first = client.startTurn({
+      conversationId: "late-end-failed-blobs",
+      text: "Hello",
+      modelId: MODEL,
+    });
+    const result = await first.done;
+    assert.equal(result.error?.code, Code.Unavailable, String(result.error));
+
+    await harness.restart(); // SIGKILL
+    const store = new Map(client.blobs);
+    const startedAt = Date.now();
+    const late = await readRunSseAnsweringBlobs(harness, first.requestId, store);
+    // Far below the 10 s a write nobody answers waits.
+    assert.ok(Date.now() - startedAt < 5_000, `${Date.now() - startedAt} ms`);
+    assert.deepEqual(shown(late.error), shown(result.error));
+    // The turn's first stream saved a request whose checkpoint does not hold the turn: its user
+    // message and turn blobs are written (the client may have no checkpoint with this turn).
+    assert.deepEqual(late.kinds, [
+      "kvServerMessage",
+      "kvServerMessage",
+      "conversationCheckpointUpdate",
+      "interactionUpdate",
+    ]);
+    const checkpoint = late.messages[2]?.message.value as ConversationStateStructure;
+    assert.deepEqual(
+      cloneCheckpoint(checkpoint, store).map((turn) => [turn.requestID, turn.userText]),
+      [[first.requestId, "Hello"]],
+    );
   });
 });
 

@@ -1,0 +1,100 @@
+/**
+ * carry-turn.ts on its own: the stream's turn is named by the turn's origin, holds the client's
+ * entry for it once it is read, and a client entry that cannot be read is logged (the turn is
+ * then listed twice, as before).
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { createLLM } from "../../llm/index.ts";
+import { createRunner } from "../../runner/runner.ts";
+import { createMemoryStore } from "../../store/index.ts";
+import { ConversationStateStructureSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import { type AgentServerMessage, toHeartbeatMessage } from "../cursor/index.ts";
+import { turnState } from "../cursor/testing.ts";
+import type { LastClientTurn } from "../cursor/turn-state.ts";
+import { createRecordingLog } from "../log.ts";
+import { createOutboundStream } from "../outbound-stream.ts";
+import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
+import { carryTurn } from "./carry-turn.ts";
+import { createCheckpointWriter } from "./checkpoint-writer.ts";
+import type { StreamState } from "./stream-state.ts";
+
+const EARLIER = new Uint8Array(32).fill(1);
+const LAST = new Uint8Array(32).fill(2);
+const UNREAD =
+  "the client's checkpoint ends with a turn blob it did not send back; a resumed turn is listed twice in this stream's checkpoints";
+
+function setUp(lastClientTurn: LastClientTurn) {
+  const llm = createLLM({ models: [] });
+  const recording = createRecordingLog();
+  const outbound = createOutboundStream<AgentServerMessage>({
+    heartbeatMs: 60_000,
+    heartbeat: toHeartbeatMessage,
+  });
+  const state: StreamState = {
+    requestID: "resume-request",
+    deps: {
+      runner: createRunner({ store: createMemoryStore(), llm }),
+      models: llm,
+      now: () => 0,
+      log: recording.log,
+      options: DEFAULT_SERVER_OPTIONS.stream,
+    },
+    outbound,
+    checkpoints: createCheckpointWriter({
+      outbound,
+      blobs: false,
+      timeoutMs: 1_000,
+      log: recording.log,
+      describe: () => ({}),
+    }),
+    turn: {
+      ...turnState({
+        requestID: "resume-request",
+        previous: create(ConversationStateStructureSchema, { turns: [EARLIER, LAST] }),
+      }),
+      lastClientTurn,
+    },
+    conversationID: "c1",
+    startedAt: null,
+    end: () => {},
+  };
+  return { state, lines: recording.lines };
+}
+
+test("the client's last turn is the one carried on: it leaves the earlier turns; the turn is named by its origin", () => {
+  const { state, lines } = setUp({
+    type: "read",
+    turn: { requestID: "origin", entry: LAST, ids: null, bytes: null },
+  });
+  carryTurn(state, "origin");
+  assert.equal(state.turn?.requestID, "origin");
+  assert.deepEqual(state.turn?.previous.turns, [EARLIER]);
+  assert.equal(state.turn?.carried?.entry, LAST);
+  assert.equal(state.turn?.lastClientTurn, undefined);
+  assert.deepEqual(lines, []);
+});
+
+test("a last turn blob that cannot be read: logged when it may be the turn carried on, and left in the earlier turns", () => {
+  for (const [requestID, logged] of [
+    [undefined, true],
+    ["origin", true],
+    ["another-turn", false],
+  ] as const) {
+    const { state, lines } = setUp({
+      type: "unresolved",
+      blob: "02".repeat(32),
+      ...(requestID === undefined ? {} : { requestID }),
+    });
+    carryTurn(state, "origin");
+    assert.equal(state.turn?.requestID, "origin");
+    assert.deepEqual(state.turn?.previous.turns, [EARLIER, LAST]);
+    assert.equal(state.turn?.carried, undefined);
+    assert.deepEqual(
+      lines.filter((line) => line.message === UNREAD).map((line) => line.fields.blob),
+      logged ? ["02".repeat(32)] : [],
+      String(requestID),
+    );
+  }
+});
