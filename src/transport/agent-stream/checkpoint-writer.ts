@@ -81,6 +81,11 @@ export interface CheckpointWriterOptions {
   readonly log: Log;
   /** Fields for the log line (request, conversation). */
   readonly describe: () => Record<string, unknown>;
+  /**
+   * Told each turn blob (hex id) written, with its turn's conversation (the client's) and
+   * request id, before its write goes out (transport/turn-blob-origins.ts records it).
+   */
+  readonly onTurnBlob?: (key: string, conversationID: string, requestID: string) => void;
 }
 
 interface Waiting {
@@ -180,6 +185,9 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
       const id = nextID++;
       written.set(id, blob.key);
       writing.add(blob.key);
+      if (blob === blobCheckpoint.turn) {
+        options.onTurnBlob?.(blob.key, state.conversationID, state.requestID);
+      }
       outbound.push(toSetBlobMessage(id, blob));
     }
     const blobForm = toCheckpointUpdate(blobCheckpoint.checkpoint);
