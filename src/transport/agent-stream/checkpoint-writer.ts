@@ -81,6 +81,11 @@ export interface CheckpointWriterOptions {
   readonly log: Log;
   /** Fields for the log line (request, conversation). */
   readonly describe: () => Record<string, unknown>;
+  /**
+   * Told each turn blob (hex id) written, with its turn's conversation (the client's) and
+   * request id, before its write goes out (transport/turn-blob-origins.ts records it).
+   */
+  readonly onTurnBlob?: (key: string, conversationID: string, requestID: string) => void;
 }
 
 interface Waiting {
@@ -101,6 +106,7 @@ interface Writer {
   readonly timeoutMs: number;
   readonly log: Log;
   readonly describe: () => Record<string, unknown>;
+  readonly onTurnBlob: CheckpointWriterOptions["onTurnBlob"];
   blobs: boolean;
   /**
    * The stream's blob writes, made at its first (issue #19: most of the writer's memory, which a
@@ -126,6 +132,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     timeoutMs: options.timeoutMs,
     log: options.log,
     describe: options.describe,
+    onTurnBlob: options.onTurnBlob,
     blobs: options.blobs,
     writes: undefined,
     nextID: 1,
@@ -287,6 +294,10 @@ function checkpoint(writer: Writer, message: AgentServerMessage): void {
     const id = writer.nextID++;
     written.set(id, blob.key);
     writing.add(blob.key);
+    if (blob === blobCheckpoint.turn) {
+      const onTurnBlob = writer.onTurnBlob;
+      onTurnBlob?.(blob.key, state.conversationID, state.requestID);
+    }
     writer.outbound.push(toSetBlobMessage(id, blob));
   }
   const blobForm = toCheckpointUpdate(blobCheckpoint.checkpoint);

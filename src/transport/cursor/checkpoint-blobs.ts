@@ -45,6 +45,12 @@ export interface BlobCheckpoint {
    * the checkpoint is sent.
    */
   readonly blobs: readonly CheckpointBlob[];
+  /**
+   * The turn blob written, also in `blobs`: the checkpoint's last turn. The client may not send
+   * it back with its next run request (checkpoint-origin.ts), so the writer has it recorded
+   * (transport/turn-blob-origins.ts). Absent: a carried turn's own entry, written before.
+   */
+  readonly turn?: CheckpointBlob;
 }
 
 export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
@@ -83,6 +89,7 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
   return {
     checkpoint: toCheckpointWith(state, turn.id, referenced),
     blobs: [...blobs.values()],
+    turn,
   };
 }
 
