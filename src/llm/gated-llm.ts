@@ -174,11 +174,13 @@ function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall, holdEveryMs: num
     callID: call.callID,
     controller,
     events: events(),
-    toFailure: failure,
-    exactRequest: () => inner?.exactRequest,
-    attempts: () => inner?.attempts ?? [],
-    // The inner call's raw argument text (the outer snapshot sees only the parsed events).
-    argumentsText: (contentIndex) => inner?.toolCallArgumentsText(contentIndex),
-    onEnd: release,
+    hooks: {
+      toFailure: failure,
+      exactRequest: () => inner?.exactRequest,
+      attempts: () => inner?.attempts ?? [],
+      // The inner call's raw argument text (the outer snapshot sees only the parsed events).
+      argumentsText: (contentIndex) => inner?.toolCallArgumentsText(contentIndex),
+      onEnd: release,
+    },
   });
 }

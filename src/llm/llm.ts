@@ -43,7 +43,7 @@ import {
 } from "./model-health.ts";
 import { type ModelOptionSupport, toModelOptionSupport } from "./model-options.ts";
 import { toPiModel } from "./pi-model.ts";
-import { createResponseStream, type ResponseStreamOptions } from "./response-stream.ts";
+import { createResponseStream, type ResponseStreamHooks } from "./response-stream.ts";
 import { createRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { redactSecret } from "./secret.ts";
 import { createSentPayload } from "./sent-payload.ts";
@@ -285,11 +285,9 @@ function streamProvider(
       streamOptions,
     ),
   );
-  const options = {
+  const hooks = {
     __proto__: providerCallMethods,
-    callID: call.callID,
     controller,
-    events,
     model,
     configured,
     api: config.api,
@@ -303,15 +301,21 @@ function streamProvider(
     readonly __proto__: unknown;
   };
   // The literal names its prototype, which TypeScript does not model.
-  return createResponseStream(options as unknown as ProviderCall);
+  return createResponseStream({
+    callID: call.callID,
+    controller,
+    events,
+    hooks: hooks as unknown as ProviderCall,
+  });
 }
 
 /**
- * A provider call's side of its response stream (`ResponseStreamOptions`, whose functions the
- * stream calls as its methods): a plain record, whose prototype `providerCallMethods` is shared
+ * A provider call's side of its response stream (its `ResponseStreamHooks`, which the stream
+ * calls as methods): a plain record, whose prototype `providerCallMethods` is shared
  * by every call (issue #19: seven closures per call in flight otherwise).
  */
-interface ProviderCall extends ResponseStreamOptions {
+interface ProviderCall extends ResponseStreamHooks {
+  readonly controller: AbortController;
   readonly model: Model<Api>;
   readonly configured: ModelConfig;
   readonly api: ModelConfig["api"];
@@ -326,8 +330,7 @@ interface ProviderCall extends ResponseStreamOptions {
   succeeded: boolean;
 }
 
-const providerCallMethods: Omit<ResponseStreamOptions, "callID" | "controller" | "events"> &
-  ThisType<ProviderCall> = {
+const providerCallMethods: ResponseStreamHooks & ThisType<ProviderCall> = {
   toFailure(reason, message) {
     const model = this.model;
     return toErrorMessage({
@@ -406,19 +409,21 @@ function streamDemo(
     callID: call.callID,
     controller,
     events: demo.events(call, controller.signal, state),
-    toFailure: (reason, message) =>
-      toErrorMessage({
-        api: DEMO_API,
-        provider: demo.provider,
-        model: demo.name,
-        reason,
-        errorMessage: message,
-        timestamp: Date.now(),
-      }),
-    finishError: (error) => finishError(error, state, []),
-    exactRequest: () => state.exact,
-    attempts: () => state.attempts,
-    onEnd: release,
+    hooks: {
+      toFailure: (reason, message) =>
+        toErrorMessage({
+          api: DEMO_API,
+          provider: demo.provider,
+          model: demo.name,
+          reason,
+          errorMessage: message,
+          timestamp: Date.now(),
+        }),
+      finishError: (error) => finishError(error, state, []),
+      exactRequest: () => state.exact,
+      attempts: () => state.attempts,
+      onEnd: release,
+    },
   });
 }
 
@@ -445,8 +450,10 @@ function failedStream(
     callID: call.callID,
     controller,
     events: events(),
-    toFailure: (reason, text) => ({ ...error, stopReason: reason, errorMessage: text }),
-    onEnd: release,
+    hooks: {
+      toFailure: (reason, text) => ({ ...error, stopReason: reason, errorMessage: text }),
+      onEnd: release,
+    },
   });
 }
 

@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { createResponseStream } from "./response-stream.ts";
+import {
+  createResponseStream,
+  type ResponseStreamHooks,
+  type ResponseStreamOptions,
+} from "./response-stream.ts";
 import { hasFastProperties } from "./testing/fast-properties.ts";
 import { collect } from "./testing/streams.ts";
 import type { AssistantMessage, RequestAttempt, ResponseEvent, SentRequest } from "./types.ts";
@@ -30,7 +34,9 @@ function streamOf(events: AsyncIterable<ResponseEvent>, controller = new AbortCo
     callID: "call-1",
     controller,
     events,
-    toFailure: (reason, errorMessage) => ({ ...message(reason), errorMessage }),
+    hooks: {
+      toFailure: (reason, errorMessage) => ({ ...message(reason), errorMessage }),
+    },
   });
 }
 
@@ -123,8 +129,10 @@ describe("response stream", () => {
         reason: "error",
         error: { ...message("error"), errorMessage: "raw" },
       }),
-      toFailure: (reason) => message(reason),
-      finishError: (error) => ({ ...error, errorMessage: `finished: ${error.errorMessage}` }),
+      hooks: {
+        toFailure: (reason) => message(reason),
+        finishError: (error) => ({ ...error, errorMessage: `finished: ${error.errorMessage}` }),
+      },
     });
     const types: string[] = [];
     for await (const event of stream) {
@@ -144,9 +152,11 @@ describe("response stream", () => {
       callID: "call-3",
       controller: new AbortController(),
       events: from(START, { type: "done", reason: "stop", message: message("stop") }),
-      toFailure: (reason) => message(reason),
-      exactRequest: () => sent,
-      attempts: () => attempts,
+      hooks: {
+        toFailure: (reason) => message(reason),
+        exactRequest: () => sent,
+        attempts: () => attempts,
+      },
     });
     // An object literal with a `get` member would be in dictionary mode (≈ 4x the memory).
     assert.equal(hasFastProperties(stream), true);
@@ -220,6 +230,55 @@ describe("response stream", () => {
     assert.deepEqual(
       events.map((event) => event?.type),
       ["start", "done", undefined, undefined],
+    );
+  });
+
+  test("a copy of the options keeps hooks shared through a prototype: the failure ends the stream redacted, and onEnd runs (issue #19)", async () => {
+    // Shaped like llm.ts's provider call: the hooks are methods of a record's prototype.
+    interface Call extends ResponseStreamHooks {
+      readonly secret: string;
+      ended: number;
+    }
+    const callMethods: ResponseStreamHooks & ThisType<Call> = {
+      toFailure(reason, errorMessage) {
+        return { ...message(reason), errorMessage };
+      },
+      finishError(error) {
+        const text = error.errorMessage ?? "";
+        return { ...error, errorMessage: text.replaceAll(this.secret, "[redacted]") };
+      },
+      onEnd() {
+        this.ended += 1;
+      },
+    };
+    const call: Call = Object.setPrototypeOf({ secret: "sk-SECRET", ended: 0 }, callMethods);
+    async function* failing(): AsyncIterable<ResponseEvent> {
+      yield START;
+      throw new Error("401 for key sk-SECRET");
+    }
+    const options: ResponseStreamOptions = {
+      callID: "call-4",
+      controller: new AbortController(),
+      events: failing(),
+      hooks: call,
+    };
+    // A wrapper decorating the options by spreading them.
+    const stream = createResponseStream({ ...options, callID: "call-5" });
+    assert.equal(stream.callID, "call-5");
+    assert.equal((await stream.recv())?.type, "start");
+    const terminal = await stream.recv();
+    assert.equal(terminal?.type, "error");
+    assert.equal(
+      terminal?.type === "error" && terminal.error.errorMessage,
+      "401 for key [redacted]",
+    );
+    assert.equal(await stream.recv(), undefined);
+    assert.equal(call.ended, 1);
+    // Spreading the hooks record itself would lose them: that fails where the stream is made.
+    assert.throws(
+      () =>
+        createResponseStream({ ...options, hooks: { ...call } as unknown as ResponseStreamHooks }),
+      { name: "TypeError", message: /hooks\.toFailure must be a function/ },
     );
   });
 });

@@ -12,35 +12,46 @@ import { errorMessage } from "../errors/error-message.ts";
 import { createSnapshotter, type Snapshotter } from "./snapshot.ts";
 import type { LLMStream, RequestAttempt, ResponseEvent, SentRequest } from "./types.ts";
 
-/**
- * The stream's source and hooks. Its functions are always called as its methods (`this` is the
- * options object), so a caller may pass a record whose functions are shared (llm.ts).
- */
+/** The stream's source (data), and its hooks. */
 export interface ResponseStreamOptions {
   readonly callID: string;
   readonly controller: AbortController;
   readonly events: AsyncIterable<AssistantMessageEvent>;
+  /**
+   * Kept apart from the data, so a copy of these options (`{ ...options, callID }`) keeps every
+   * hook even when they live on a record's prototype (llm.ts).
+   */
+  readonly hooks: ResponseStreamHooks;
+}
+
+/**
+ * What the stream asks its caller. Always called as methods of this object (`this` is `hooks`),
+ * so a caller may pass a record whose functions are shared by every call (llm.ts, issue #19).
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
+export interface ResponseStreamHooks {
   /** The error message of a failure the source did not report itself. */
-  readonly toFailure: (reason: "error" | "aborted", errorMessage: string) => AssistantMessage;
+  toFailure(reason: "error" | "aborted", errorMessage: string): AssistantMessage;
   /** Last say on the terminal error message (e.g. a clearer cause, redaction). */
-  readonly finishError?: (error: AssistantMessage) => AssistantMessage;
-  readonly exactRequest?: () => SentRequest | undefined;
-  readonly attempts?: () => readonly RequestAttempt[];
+  finishError?(error: AssistantMessage): AssistantMessage;
+  exactRequest?(): SentRequest | undefined;
+  attempts?(): readonly RequestAttempt[];
   /** Called once, after the terminal event was queued (e.g. to drop listeners). */
-  readonly onEnd?: () => void;
+  onEnd?(): void;
   /**
    * Awaited before the source is read (e.g. a free call slot, model-health.ts); the function it
    * resolves with is called once the stream has ended. An abort while waiting ends the stream
    * with `error(aborted)`.
    */
-  readonly gate?: () => Promise<() => void>;
+  gate?(): Promise<() => void>;
   /** Sees every event as it is handed out (terminal errors after `finishError`). */
-  readonly observe?: (event: ResponseEvent) => void;
+  observe?(event: ResponseEvent): void;
   /**
    * `toolCallArgumentsText` asked here first (a stream over another call's events, whose raw
    * argument text only that call has); the stream's own snapshots answer when it has none.
    */
-  readonly argumentsText?: (contentIndex: number) => string | undefined;
+  argumentsText?(contentIndex: number): string | undefined;
 }
 
 /**
@@ -52,7 +63,8 @@ export interface ResponseStreamOptions {
 interface Stream {
   readonly callID: string;
   readonly signal: AbortSignal;
-  readonly options: ResponseStreamOptions;
+  readonly controller: AbortController;
+  readonly hooks: ResponseStreamHooks;
   readonly snapshotter: Snapshotter;
   /** Events not handed out yet, from `head` on (slots before it are emptied). */
   queue: ResponseEvent[];
@@ -69,11 +81,18 @@ interface Stream {
 type Waiter = (event: ResponseEvent | undefined) => void;
 
 export function createResponseStream(options: ResponseStreamOptions): LLMStream {
+  const hooks = options.hooks;
+  // Fails where the stream is made, not at the first provider failure (which must end it with
+  // one terminal event, its message redacted by `finishError`).
+  if (typeof hooks?.toFailure !== "function") {
+    throw new TypeError("createResponseStream: options.hooks.toFailure must be a function");
+  }
   const stream = {
     __proto__: streamMethods,
     callID: options.callID,
     signal: options.controller.signal,
-    options,
+    controller: options.controller,
+    hooks,
     snapshotter: createSnapshotter(),
     queue: [],
     head: 0,
@@ -83,7 +102,7 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
   } satisfies Stream & { readonly __proto__: unknown };
   // The literal names its prototype, which TypeScript does not model.
   const record = stream as unknown as Stream & LLMStream;
-  void pump(record);
+  void pump(record, options.events);
   return record;
 }
 
@@ -104,11 +123,11 @@ const streamMethods: Omit<LLMStream, "callID" | "signal"> & ThisType<Stream & LL
     return poll(this);
   },
   abort(reason?: string) {
-    this.options.controller.abort(reason ?? "aborted by the caller");
+    this.controller.abort(reason ?? "aborted by the caller");
   },
   toolCallArgumentsText(contentIndex) {
     return (
-      this.options.argumentsText?.(contentIndex) ??
+      this.hooks.argumentsText?.(contentIndex) ??
       this.snapshotter.toolCallArgumentsText(contentIndex)
     );
   },
@@ -120,10 +139,10 @@ const streamMethods: Omit<LLMStream, "callID" | "signal"> & ThisType<Stream & LL
     }
   },
   get exactRequest() {
-    return this.options.exactRequest?.();
+    return this.hooks.exactRequest?.();
   },
   get attempts(): readonly RequestAttempt[] {
-    return Object.freeze([...(this.options.attempts?.() ?? [])]);
+    return Object.freeze([...(this.hooks.attempts?.() ?? [])]);
   },
 };
 
@@ -142,32 +161,32 @@ function failure(stream: Stream, message: string): ResponseEvent {
   return finish(stream, {
     type: "error",
     reason,
-    error: stream.options.toFailure(reason, message),
+    error: stream.hooks.toFailure(reason, message),
   });
 }
 
 function finish(stream: Stream, event: ResponseEvent): ResponseEvent {
-  const options = stream.options;
-  if (event.type !== "error" || options.finishError === undefined) return event;
-  return { ...event, error: options.finishError(event.error) };
+  const hooks = stream.hooks;
+  if (event.type !== "error" || hooks.finishError === undefined) return event;
+  return { ...event, error: hooks.finishError(event.error) };
 }
 
 function deliverFailure(stream: Stream, message: string): void {
   const event = failure(stream, message);
-  stream.options.observe?.(event);
+  stream.hooks.observe?.(event);
   deliver(stream, event);
 }
 
 /** Reads the source into the queue, from when the gate opens to the terminal event. */
-async function pump(stream: Stream): Promise<void> {
-  const { options, snapshotter } = stream;
+async function pump(stream: Stream, events: AsyncIterable<AssistantMessageEvent>): Promise<void> {
+  const { hooks, snapshotter } = stream;
   let terminated = false;
   let release: (() => void) | undefined;
   try {
-    release = await options.gate?.();
-    for await (const event of options.events) {
+    release = await hooks.gate?.();
+    for await (const event of events) {
       const snapshot = finish(stream, snapshotter.toSnapshot(event));
-      options.observe?.(snapshot);
+      hooks.observe?.(snapshot);
       deliver(stream, snapshot);
       if (snapshot.type === "done" || snapshot.type === "error") {
         terminated = true;
@@ -184,7 +203,7 @@ async function pump(stream: Stream): Promise<void> {
     stream.waiter = undefined;
     stream.moreWaiters = undefined;
     for (const waiter of waiters) waiter?.(undefined);
-    options.onEnd?.();
+    hooks.onEnd?.();
   }
 }
 
