@@ -52,6 +52,7 @@ import { toStablePayload } from "./stable-payload.ts";
 import { withWireToolCallIds } from "./tool-call-ids.ts";
 import type { LLMCall, LLMStream } from "./types.ts";
 import { withSignedCalls } from "./unsigned-calls.ts";
+import { withMethods } from "./with-methods.ts";
 
 /** What Cursor's model picker needs to know about a model. */
 export interface ModelInfo {
@@ -285,8 +286,7 @@ function streamProvider(
       streamOptions,
     ),
   );
-  const hooks = {
-    __proto__: providerCallMethods,
+  const hooks: ProviderCallState = {
     controller,
     model,
     configured,
@@ -297,24 +297,21 @@ function streamProvider(
     onQueued: call.onQueued,
     release,
     succeeded: false,
-  } satisfies Omit<ProviderCall, keyof typeof providerCallMethods> & {
-    readonly __proto__: unknown;
   };
-  // The literal names its prototype, which TypeScript does not model.
   return createResponseStream({
     callID: call.callID,
     controller,
     events,
-    hooks: hooks as unknown as ProviderCall,
+    hooks: withMethods(hooks, providerCallMethods),
   });
 }
 
 /**
  * A provider call's side of its response stream (its `ResponseStreamHooks`, which the stream
- * calls as methods): a plain record, whose prototype `providerCallMethods` is shared
+ * calls as methods): a plain record of its state, whose prototype `providerCallMethods` is shared
  * by every call (issue #19: seven closures per call in flight otherwise).
  */
-interface ProviderCall extends ResponseStreamHooks {
+interface ProviderCallState {
   readonly controller: AbortController;
   readonly model: Model<Api>;
   readonly configured: ModelConfig;
@@ -330,7 +327,7 @@ interface ProviderCall extends ResponseStreamHooks {
   succeeded: boolean;
 }
 
-const providerCallMethods: ResponseStreamHooks & ThisType<ProviderCall> = {
+const providerCallMethods: ResponseStreamHooks & ThisType<ProviderCallState> = {
   toFailure(reason, message) {
     const model = this.model;
     return toErrorMessage({

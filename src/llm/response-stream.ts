@@ -11,6 +11,7 @@ import type { AssistantMessage, AssistantMessageEvent } from "@earendil-works/pi
 import { errorMessage } from "../errors/error-message.ts";
 import { createSnapshotter, type Snapshotter } from "./snapshot.ts";
 import type { LLMStream, RequestAttempt, ResponseEvent, SentRequest } from "./types.ts";
+import { withMethods } from "./with-methods.ts";
 
 /** The stream's source (data), and its hooks. */
 export interface ResponseStreamOptions {
@@ -87,8 +88,7 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
   if (typeof hooks?.toFailure !== "function") {
     throw new TypeError("createResponseStream: options.hooks.toFailure must be a function");
   }
-  const stream = {
-    __proto__: streamMethods,
+  const stream: Stream = {
     callID: options.callID,
     signal: options.controller.signal,
     controller: options.controller,
@@ -99,9 +99,8 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
     waiter: undefined,
     moreWaiters: undefined,
     ended: false,
-  } satisfies Stream & { readonly __proto__: unknown };
-  // The literal names its prototype, which TypeScript does not model.
-  const record = stream as unknown as Stream & LLMStream;
+  };
+  const record = withMethods(stream, streamMethods);
   void pump(record, options.events);
   return record;
 }
@@ -122,7 +121,7 @@ const streamMethods: Omit<LLMStream, "callID" | "signal"> & ThisType<Stream & LL
   poll() {
     return poll(this);
   },
-  abort(reason?: string) {
+  abort(this: Stream & LLMStream, reason?: string) {
     this.controller.abort(reason ?? "aborted by the caller");
   },
   toolCallArgumentsText(contentIndex) {

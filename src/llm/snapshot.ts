@@ -18,6 +18,7 @@ import {
   type AssistantMessageEvent,
   ToolCallArgumentsStream,
 } from "@earendil-works/pi-ai";
+import { withMethods } from "./with-methods.ts";
 
 type Block = AssistantMessage["content"][number];
 type Usage = AssistantMessage["usage"];
@@ -39,6 +40,10 @@ function sameShallow(a: object, b: object, except?: string): boolean {
   return count === 0;
 }
 
+/**
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
 export interface Snapshotter {
   /** The snapshot form of `event`. Events must be given in stream order. */
   toSnapshot(event: AssistantMessageEvent): AssistantMessageEvent;
@@ -62,14 +67,12 @@ interface State {
 const NO_BLOCKS: readonly Block[] = Object.freeze([]);
 
 export function createSnapshotter(): Snapshotter {
-  const snapshotter = {
-    __proto__: snapshotterMethods,
+  const state: State = {
     content: NO_BLOCKS,
     argumentStreams: undefined,
     lastUsage: undefined,
-  } satisfies State & { readonly __proto__: Snapshotter };
-  // The literal names its prototype, which TypeScript does not model.
-  return snapshotter as unknown as Snapshotter;
+  };
+  return withMethods(state, snapshotterMethods);
 }
 
 const snapshotterMethods: Snapshotter & ThisType<State> = {

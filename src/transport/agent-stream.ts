@@ -16,8 +16,10 @@
  * that drops does not cancel the turn at once: docs/design.md §10). This file assembles them and
  * holds the stream's own lifecycle (end, settle, restore, abandon, close).
  */
+
 import { randomInt } from "node:crypto";
 import type { ConnectError } from "@connectrpc/connect";
+import { withMethods } from "../llm/index.ts";
 import type { TurnOutput } from "../runner/types.ts";
 import {
   type CheckpointWriter,
@@ -103,8 +105,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
   });
   const grace = createReconnectGrace(state, (reason) => cancelTurn(stream, reason));
   const turns = createTurnStart(state, output, grace.start);
-  const record = {
-    __proto__: streamMethods,
+  const record: Stream = {
     requestID,
     outbound,
     state,
@@ -116,9 +117,8 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     turns,
     applyClientMessage: createClientMessages(state, { turns, tools, output }),
     detached: () => detached(stream),
-  } satisfies Stream & { readonly __proto__: unknown };
-  // The literal names its prototype, which TypeScript does not model.
-  const stream = record as unknown as Stream & AgentStream;
+  };
+  const stream = withMethods(record, streamMethods);
   return stream;
 }
 
@@ -168,7 +168,7 @@ const streamMethods: Omit<AgentStream, "requestID" | "outbound"> & ThisType<Stre
       this.checkpoints.hold();
       this.outbound.hold();
     },
-    close(reason) {
+    close(this: Stream & AgentStream, reason: string) {
       this.tools.rejectOpen(reason);
       endStream(this, toProtocolError({ type: "stream_closed", reason }), "now");
     },

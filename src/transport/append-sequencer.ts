@@ -8,6 +8,12 @@
  * - One whose seqno was already applied, is being applied, or is already waiting is a repeat
  *   (`stale`): the caller acknowledges it without applying it again.
  */
+import { withMethods } from "../llm/index.ts";
+
+/**
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
 export interface AppendSequencer {
   /**
    * Resolves `apply` when it is this append's turn (the caller must then call `leave(seqno)`,
@@ -79,8 +85,7 @@ interface Waiter {
 }
 
 export function createAppendSequencer(options: AppendSequencerOptions): AppendSequencer {
-  const sequencer = {
-    __proto__: sequencerMethods,
+  const sequencer: Sequencer = {
     next: 0,
     synced: true,
     inFlight: null,
@@ -89,9 +94,8 @@ export function createAppendSequencer(options: AppendSequencerOptions): AppendSe
     remembered: options.remembered ?? 64,
     gapTimeoutMs: options.gapTimeoutMs,
     maxAhead: options.maxAhead,
-  } satisfies Sequencer & { readonly __proto__: unknown };
-  // The literal names its prototype, which TypeScript does not model.
-  return sequencer as unknown as AppendSequencer;
+  };
+  return withMethods(sequencer, sequencerMethods);
 }
 
 /** The public methods, shared by every sequencer (`this` is the sequencer's record). */

@@ -26,6 +26,12 @@
  *   connection without an end of stream, so the client reconnects (docs/architecture.md
  *   "Shutdown"). A stream that has ended is not held: its subscriber still gets its end.
  */
+import { withMethods } from "../llm/index.ts";
+
+/**
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
 export interface OutboundStream<T> {
   push(message: T): void;
   end(error?: unknown): void;
@@ -78,6 +84,9 @@ export interface OutboundStream<T> {
  * }
  * reader.close();
  * ```
+ *
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
  */
 export interface OutboundReader<T> {
   /**
@@ -168,8 +177,7 @@ interface Reader<T> {
 }
 
 export function createOutboundStream<T>(options: OutboundStreamOptions<T>): OutboundStream<T> {
-  const stream = {
-    __proto__: streamMethods,
+  const stream: Stream<T> = {
     options,
     backlog: [],
     base: 0,
@@ -181,9 +189,9 @@ export function createOutboundStream<T>(options: OutboundStreamOptions<T>): Outb
     generation: 0,
     active: 0,
     waiters: undefined,
-  } satisfies Stream<T> & { readonly __proto__: unknown };
-  // The literal names its prototype, which TypeScript does not model.
-  return stream as unknown as OutboundStream<T>;
+  };
+  // The shared methods are typed for `unknown` messages: `T` is erased there.
+  return withMethods(stream, streamMethods) as OutboundStream<T>;
 }
 
 /** The public members, shared by every stream (`this` is the stream's record). */
@@ -263,8 +271,7 @@ function attach<T>(
   onDetach: (() => void) | undefined,
 ): OutboundReader<T> {
   stream.active += 1;
-  const reader = {
-    __proto__: readerMethods,
+  const record: Reader<T> = {
     done: false,
     error: undefined,
     held: false,
@@ -277,10 +284,12 @@ function attach<T>(
     closed: false,
     resume: null,
     timer: undefined,
-  } satisfies Reader<T> & { readonly __proto__: unknown };
+  };
+  const reader = withMethods(record, readerMethods);
   // The reader is its own abort listener (`handleEvent`): no closure per subscriber.
   signal?.addEventListener("abort", reader as unknown as AbortListener, { once: true });
-  return reader as unknown as OutboundReader<T>;
+  // The shared methods are typed for `unknown` messages: `T` is erased there.
+  return reader as OutboundReader<T>;
 }
 
 /** What `addEventListener` takes besides a function: the reader itself listens. */

@@ -25,6 +25,7 @@
  * written) and the waiting checkpoints (bounded by the timeout: each confirmation drops all but the
  * ones newer than what went out); this keeps the confirmed blob ids (hex) per stream.
  */
+import { withMethods } from "../../llm/index.ts";
 import type { AgentServerMessage } from "../cursor/index.ts";
 import {
   type KvClientMessage,
@@ -39,6 +40,10 @@ import type { OutboundStream } from "../outbound-stream.ts";
 /** How long a checkpoint waits for the client's confirmations by default (SAK's 10 s). */
 export const DEFAULT_BLOB_WRITE_TIMEOUT_MS = 10_000;
 
+/**
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
 export interface CheckpointWriter {
   /** Sends `messages` in order; checkpoints as described above. */
   send(messages: readonly AgentServerMessage[]): void;
@@ -126,8 +131,7 @@ interface Writer {
 }
 
 export function createCheckpointWriter(options: CheckpointWriterOptions): CheckpointWriter {
-  const writer = {
-    __proto__: writerMethods,
+  const writer: Writer = {
     outbound: options.outbound,
     timeoutMs: options.timeoutMs,
     log: options.log,
@@ -141,9 +145,8 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     atEnd: undefined,
     timer: undefined,
     paused: false,
-  } satisfies Writer & { readonly __proto__: CheckpointWriter };
-  // The literal names its prototype, which TypeScript does not model.
-  return writer as unknown as CheckpointWriter;
+  };
+  return withMethods(writer, writerMethods);
 }
 
 /** The public methods, shared by every writer (`this` is the writer's record). */

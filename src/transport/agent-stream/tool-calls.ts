@@ -12,6 +12,8 @@
  * `lates` the late-result timers; `modeAtStart` the mode when the last call started (a
  * switch_mode call may change it, and runs alone; read once by `settingsAfterTool`).
  */
+
+import { withMethods } from "../../llm/index.ts";
 import type {
   ConversationState,
   ResponseEvent,
@@ -50,9 +52,13 @@ import {
 } from "./subagents.ts";
 import type { AgentStreamOptions } from "./types.ts";
 
+/**
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
 export interface ToolCalls {
   /** `TurnOutput.runTool`: starts the call on the client (or the server) and waits for its result. */
-  run: TurnOutput["runTool"];
+  run(...args: Parameters<TurnOutput["runTool"]>): ReturnType<TurnOutput["runTool"]>;
   /** A client reply to the open call (exec results, heartbeats, interaction responses). */
   applyClientEvent(seqno: number, event: ClientEvent): void;
   /** `TurnOutput.settingsAfterTool`: the mode the call switched to, if it did. */
@@ -113,8 +119,7 @@ interface Calls extends ToolCalls {
 }
 
 export function createToolCalls(stream: StreamState): ToolCalls {
-  const calls = {
-    __proto__: toolCallsMethods,
+  const calls: Omit<Calls, keyof ToolCalls> = {
     stream,
     open: undefined,
     works: undefined,
@@ -123,9 +128,8 @@ export function createToolCalls(stream: StreamState): ToolCalls {
     taskCalls: undefined,
     childCalls: undefined,
     subagents: undefined,
-  } satisfies Omit<Calls, keyof ToolCalls> & { readonly __proto__: ToolCalls };
-  // The literal names its prototype, which TypeScript does not model.
-  return calls as unknown as ToolCalls;
+  };
+  return withMethods(calls, toolCallsMethods);
 }
 
 /** The public methods, shared by every stream's tool calls (`this` is the stream's record). */

@@ -3,6 +3,8 @@
  * through the dialect, tool calls go to tool-calls.ts, and the turn's end closes the stream and
  * logs the turn's usage.
  */
+
+import { withMethods } from "../../llm/index.ts";
 import { type ConversationState, toTurnRecord } from "../../loop/index.ts";
 import type { TurnOutput } from "../../runner/types.ts";
 import {
@@ -32,15 +34,13 @@ interface Output {
 }
 
 export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOutput {
-  const output = {
-    __proto__: outputMethods,
+  const output: Output = {
     stream,
     tools,
     summaries: null,
     summarized: null,
-  } satisfies Output & { readonly __proto__: TurnOutput };
-  // The literal names its prototype, which TypeScript does not model.
-  return output as unknown as TurnOutput;
+  };
+  return withMethods(output, outputMethods);
 }
 
 /** The runner's calls, shared by every stream's output (`this` is the stream's record). */
