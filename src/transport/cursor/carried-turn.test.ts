@@ -335,3 +335,25 @@ test("a takeover: another turn, a client turn that is not a prefix, or an unread
     null,
   );
 });
+
+test("a takeover: the client's checkpoint ends with another turn's blob, unread but known to be that turn's: the whole turn of the stream taken over", () => {
+  // The previous turn's blob, written here (its origin known) but neither sent back nor
+  // remembered by its bytes; the first checkpoint of the turn taken over never reached the client.
+  const another = new Uint8Array(32).fill(9);
+  rememberTurnBlob(hex(another), "the-previous-request");
+  const checkpoint = create(ConversationStateStructureSchema, { turns: [EARLIER, another] });
+  const resume = resumeState(checkpoint, []);
+  const last = resume.lastClientTurn;
+  assert.deepEqual(last, {
+    type: "unresolved",
+    blob: hex(another),
+    requestID: "the-previous-request",
+  });
+  const state = { ...withCarriedTurn(resume, REQUEST_ID), requestID: REQUEST_ID };
+  const from = turnState({ previous: checkpoint, steps: [step("one"), step("two")] });
+  const handed = withHandedTurn(state, from, last);
+  assert.ok(handed !== null, "the same as when that blob is read and is another turn's");
+  assert.deepEqual(handed.previous.turns, [EARLIER, another], "the previous turn stays");
+  assert.deepEqual(stepsOf(handed), ["one", "two"]);
+  assert.equal(readTurn(toCheckpoint(handed).turns.at(-1), new Map()).user, from.userMessage.text);
+});

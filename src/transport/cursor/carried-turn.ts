@@ -109,8 +109,10 @@ export function withCarriedTurn(state: TurnState, origin: string): TurnState {
  * checkpoint reached the client (its RunSSE had dropped). The client's checkpoint is kept for the
  * part it has (its blobs are not written again) when it is a prefix of `from`'s turn; `from`'s
  * whole turn replaces it when the client shows less than `from` carried itself, or could not be
- * read but names this turn (`last`, a turn blob this process wrote). Null: `from` is not the same
- * turn, or the client's turn is not a prefix of it (then the client's view is kept).
+ * read but names this turn (`last`, a turn blob this process wrote), or does not hold the turn
+ * yet (its last turn is another one, read or known by its origin). Null: `from` is not the same
+ * turn, the client's turn is not a prefix of it, or its last turn blob is unread and of unknown
+ * origin (then the client's view is kept).
  */
 export function withHandedTurn(
   state: TurnState,
@@ -136,8 +138,14 @@ export function withHandedTurn(
     // The client's entry is an earlier checkpoint of this turn (written here): `from` has it all.
     return withTurnOf({ ...state, previous: withoutLastTurn(state.previous) }, from);
   }
-  // The client's checkpoint does not hold the turn yet (none of it reached the client).
-  if (last?.type === "read" || last?.type === "none" || last === undefined) {
+  // The client's checkpoint does not hold the turn yet (none of it reached the client): its
+  // last turn is another one, read or known by its blob's origin (turn-blob-origins.ts).
+  if (
+    last?.type === "read" ||
+    last?.type === "none" ||
+    last === undefined ||
+    (last.requestID !== undefined && last.requestID !== state.requestID)
+  ) {
     return withTurnOf(state, from);
   }
   return null;
