@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
+import { toBlobCheckpoint } from "../cursor/checkpoint-blobs.ts";
 import { ConversationStepSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import {
   type AgentServerMessage,
@@ -13,7 +14,7 @@ import { turnState } from "../cursor/testing.ts";
 import { toTurnEnded } from "../cursor/turn-end.ts";
 import { createRecordingLog } from "../log.ts";
 import { createOutboundStream } from "../outbound-stream.ts";
-import { createCheckpointWriter } from "./checkpoint-writer.ts";
+import { createCheckpointWriter, SENT_TURN_BLOBS } from "./checkpoint-writer.ts";
 
 const TIMEOUT_MS = 1_000;
 
@@ -310,4 +311,43 @@ test("the end waits for writes no checkpoint needs any more: until answered, or 
   } finally {
     mock.timers.reset();
   }
+});
+
+test("the turn blobs of the blob-form checkpoints that went out are kept with their step counts, the last SENT_TURN_BLOBS of them", () => {
+  const { writer, out, writes } = setup();
+  const stateOf = (count: number) =>
+    turnState({ steps: Array.from({ length: count }, (_, index) => step(`step ${index}`)) });
+  const turnKey = (count: number) => toBlobCheckpoint(stateOf(count)).turn.key;
+  let answered = 0;
+  const answer = () => {
+    for (const id of writes().slice(answered)) writer.result(id, ok);
+    answered = writes().length;
+  };
+  writer.send([toCheckpointMessage(stateOf(1))]);
+  out();
+  assert.equal(writer.sentTurnSteps(turnKey(1)), undefined, "not while it waits");
+  answer();
+  assert.deepEqual(out(), ["checkpoint(ids)"]);
+  assert.equal(writer.sentTurnSteps(turnKey(1)), 1);
+  // One whose writes are never confirmed goes out inline: its turn blob is not the client's.
+  writer.send([toCheckpointMessage(stateOf(2))]);
+  out();
+  writer.flush();
+  assert.deepEqual(out(), ["checkpoint(inline)"]);
+  assert.equal(writer.sentTurnSteps(turnKey(2)), undefined);
+
+  const { writer: bounded, out: boundedOut, writes: boundedWrites } = setup();
+  let confirmed = 0;
+  let wentOut = 0;
+  for (let count = 1; count <= SENT_TURN_BLOBS + 1; count++) {
+    bounded.send([toCheckpointMessage(stateOf(count))]);
+    boundedOut();
+    for (const id of boundedWrites().slice(confirmed)) bounded.result(id, ok);
+    confirmed = boundedWrites().length;
+    wentOut += boundedOut().filter((kind) => kind === "checkpoint(ids)").length;
+  }
+  assert.equal(wentOut, SENT_TURN_BLOBS + 1);
+  assert.equal(bounded.sentTurnSteps(turnKey(1)), undefined, "the oldest is dropped");
+  assert.equal(bounded.sentTurnSteps(turnKey(2)), 2);
+  assert.equal(bounded.sentTurnSteps(turnKey(SENT_TURN_BLOBS + 1)), SENT_TURN_BLOBS + 1);
 });

@@ -23,11 +23,13 @@
  *
  * Blob bytes are held only by the `set_blob_args` messages in the outbound backlog (released once
  * written) and the waiting checkpoints (bounded by the timeout: each confirmation drops all but the
- * ones newer than what went out); this keeps the confirmed blob ids (hex) per stream.
+ * ones newer than what went out); this keeps the confirmed blob ids (hex) per stream, and the turn
+ * blobs of the last `SENT_TURN_BLOBS` blob-form checkpoints that went out (`sentTurnSteps`).
  */
 import type { AgentServerMessage } from "../cursor/index.ts";
 import {
   type KvClientMessage,
+  type SentTurnBlob,
   toBlobCheckpoint,
   toCheckpointSource,
   toCheckpointUpdate,
@@ -38,6 +40,13 @@ import type { OutboundStream } from "../outbound-stream.ts";
 
 /** How long a checkpoint waits for the client's confirmations by default (SAK's 10 s). */
 export const DEFAULT_BLOB_WRITE_TIMEOUT_MS = 10_000;
+
+/**
+ * How many of the last blob-form checkpoints that went out keep their turn blob (`sentTurnSteps`):
+ * the client's last checkpoint is one of the last few (those still in flight when its RunSSE
+ * dropped); once nobody reads the stream, a checkpoint that writes blobs waits unconfirmed.
+ */
+export const SENT_TURN_BLOBS = 16;
 
 export interface CheckpointWriter {
   /** Sends `messages` in order; checkpoints as described above. */
@@ -71,6 +80,13 @@ export interface CheckpointWriter {
    */
   pause(): void;
   resume(): void;
+  /**
+   * How many steps the turn blob `key` (hex) lists, when one of the last `SENT_TURN_BLOBS`
+   * blob-form checkpoints that went out named it (every blob of it confirmed on this stream);
+   * else undefined. A takeover reads the client's turn blob from it (carried-turn.ts
+   * `toSentClientTurn`).
+   */
+  sentTurnSteps(key: string): number | undefined;
 }
 
 export interface CheckpointWriterOptions {
@@ -85,6 +101,8 @@ export interface CheckpointWriterOptions {
 
 interface Waiting {
   readonly blobForm: AgentServerMessage;
+  /** The turn blob `blobForm` names. */
+  readonly turn: SentTurnBlob;
   readonly inline: AgentServerMessage;
   /** Keys of the blobs not confirmed when it was queued. */
   readonly required: readonly string[];
@@ -99,7 +117,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
    */
   let writes: Writes | undefined;
   const toWrites = (): Writes =>
-    (writes ??= { confirmed: new Set(), written: new Map(), writing: new Set() });
+    (writes ??= { confirmed: new Set(), written: new Map(), writing: new Set(), sent: new Map() });
   const unanswered = (): number => writes?.writing.size ?? 0;
   let nextID = 1;
   /** Checkpoints that wait for confirmations, oldest first. */
@@ -184,11 +202,23 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     }
     const blobForm = toCheckpointUpdate(blobCheckpoint.checkpoint);
     if (required.length === 0) {
+      sent(blobCheckpoint.turn);
       release(blobForm, waiting.length);
       return;
     }
     if (waiting.length === 0 && !paused) arm();
-    waiting.push({ blobForm, inline: message, required });
+    waiting.push({ blobForm, turn: blobCheckpoint.turn, inline: message, required });
+  };
+
+  /** A blob-form checkpoint naming `turn` goes out: the last `SENT_TURN_BLOBS` are kept. */
+  const sent = (turn: SentTurnBlob): void => {
+    const turns = toWrites().sent;
+    turns.delete(turn.key);
+    turns.set(turn.key, turn.steps);
+    if (turns.size > SENT_TURN_BLOBS) {
+      const oldest = turns.keys().next().value;
+      if (oldest !== undefined) turns.delete(oldest);
+    }
   };
 
   /**
@@ -273,8 +303,10 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
         rearm();
         const ready = newestReady();
         const released = waiting[ready];
-        if (released !== undefined) release(released.blobForm, ready + 1);
-        else runThen();
+        if (released !== undefined) {
+          sent(released.turn);
+          release(released.blobForm, ready + 1);
+        } else runThen();
         return;
       }
       // A refused write that no waiting checkpoint requires (one that replaced it went out)
@@ -291,6 +323,9 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     whenSent(next) {
       then.push(next);
       runThen();
+    },
+    sentTurnSteps(key) {
+      return writes?.sent.get(key);
     },
     hold() {
       if (behind.length > 0 || then.length > 0) {
@@ -310,6 +345,8 @@ interface Writes {
   /** Writes sent and not answered: kv id → blob key; and the keys. */
   readonly written: Map<number, string>;
   readonly writing: Set<string>;
+  /** The turn blobs of the last blob-form checkpoints that went out: id (hex) → steps listed. */
+  readonly sent: Map<string, number>;
 }
 
 function isTurnEnded(message: AgentServerMessage): boolean {

@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { toBlobStore } from "./blobs.ts";
-import { toLastClientTurn, withCarriedTurn, withHandedTurn } from "./carried-turn.ts";
+import {
+  toLastClientTurn,
+  toSentClientTurn,
+  withCarriedTurn,
+  withHandedTurn,
+} from "./carried-turn.ts";
 import { toCheckpoint } from "./checkpoint.ts";
 import { toBlobCheckpoint } from "./checkpoint-blobs.ts";
 import {
@@ -293,8 +298,8 @@ test("a takeover: the steps the stream taken over made after the client's checkp
 test("a takeover: the client's turn unread but written here, or not in its checkpoint yet: the whole turn of the stream taken over", () => {
   const { checkpoint } = clientTurn();
   const from = takenFrom(3);
-  // Its turn blob not sent back, but this process wrote it (the client's entry is dropped). (The
-  // memory of recent turn blobs would read it here; a state as if it had been forgotten.)
+  // Its turn blob not sent back, but this process wrote it (the client's entry is dropped); the
+  // stream taken over no longer knows it (toSentClientTurn, below, reads it when it does).
   const unread: TurnState = { ...resumeState(checkpoint, []), lastClientTurn: undefined };
   const last = {
     type: "unresolved",
@@ -356,4 +361,38 @@ test("a takeover: the client's checkpoint ends with another turn's blob, unread 
   assert.deepEqual(handed.previous.turns, [EARLIER, another], "the previous turn stays");
   assert.deepEqual(stepsOf(handed), ["one", "two"]);
   assert.equal(readTurn(toCheckpoint(handed).turns.at(-1), new Map()).user, from.userMessage.text);
+});
+
+test("a takeover: a client turn blob not sent back that the stream taken over sent is read from its turn; the client's blobs are not written again", () => {
+  const from = takenFrom(4);
+  // The client's last checkpoint: the one the stream taken over sent after two steps.
+  const { checkpoint, blobs, turn } = toBlobCheckpoint(takenFrom(2));
+  assert.deepEqual(turn.steps, 2);
+  const resume = resumeState(checkpoint, []);
+  assert.equal(resume.lastClientTurn?.type, "unresolved");
+  const sent = toSentClientTurn(from, turn.key, turn.steps);
+  assert.ok(sent?.type === "read");
+  assert.equal(sent.turn.requestID, REQUEST_ID);
+  assert.equal(hex(sent.turn.entry), turn.key);
+  assert.equal(sent.turn.ids?.steps.length, 2);
+  // The ids must give that very turn blob.
+  assert.equal(toSentClientTurn(from, turn.key, 3), null);
+  assert.equal(toSentClientTurn(takenFrom(1), turn.key, 2), null, "fewer steps");
+  const state = {
+    ...withCarriedTurn({ ...resume, lastClientTurn: sent }, REQUEST_ID),
+    requestID: REQUEST_ID,
+  };
+  assert.deepEqual(state.previous.turns, [EARLIER], "the client's entry is carried");
+  const handed = withHandedTurn(state, from, sent);
+  assert.ok(handed !== null);
+  assert.equal(handed.steps.length, 2, "only the steps the client has not seen are this stream's");
+  const written = toBlobCheckpoint(handed);
+  const had = new Map(blobs.map((blob) => [blob.key, blob.data] as const));
+  assert.deepEqual(
+    written.blobs.map((blob) => blob.key).filter((key) => had.has(key)),
+    [],
+  );
+  const store = new Map([...had, ...written.blobs.map((blob) => [blob.key, blob.data] as const)]);
+  const read = readTurn(written.checkpoint.turns.at(-1), store);
+  assert.deepEqual([read.requestID, read.steps], [REQUEST_ID, ["one", "two", "three", "four"]]);
 });

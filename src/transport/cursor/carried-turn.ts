@@ -14,21 +14,20 @@
  * Both forms of a client turn are read: inline (the turn's bytes, with its serialized user
  * message and steps) and blob (a 32-byte id; the turn blob found in `pre_fetched_blobs`, its user
  * message and steps ids reused as they are: the client has those blobs, so they are not written
- * again). A turn blob that did not come back is read from this process's memory of the ones it
- * wrote lately (recent-turn-blobs.ts: a takeover); one found neither way cannot be read: the turn
- * then stays in `previous` and the stream's checkpoints list it twice, as before (logged by the
- * caller).
+ * again). A turn blob that did not come back cannot be read (`unresolved`): the turn then stays
+ * in `previous` and the stream's checkpoints list it twice, as before (logged by the caller),
+ * except on a takeover, where the stream taken over knows the turn blobs of the checkpoints it
+ * sent (`toSentClientTurn`).
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { type BlobStore, toBlobStore } from "./blobs.ts";
-import { toStepKeys } from "./checkpoint-blobs.ts";
+import { toStepKeys, toTurnIds } from "./checkpoint-blobs.ts";
 import { detachBytes } from "./detach-bytes.ts";
 import {
   type ConversationStateStructure,
   ConversationTurnStructureSchema,
 } from "./gen/agent/v1/conversation_state_pb.js";
 import type { PreFetchedBlob } from "./gen/agent/v1/run_request_pb.js";
-import { findTurnBlobBytes } from "./recent-turn-blobs.ts";
 import { findTurnBlobOrigin } from "./turn-blob-origins.ts";
 import type { LastClientTurn, TurnParts, TurnState } from "./turn-state.ts";
 
@@ -47,9 +46,7 @@ export function toLastClientTurn(
   if (last === undefined) return { type: "none" };
   const store = blobs.length === 0 ? null : toBlobStore(blobs);
   const isBlob = last.length === BLOB_ID_BYTES;
-  const found = isBlob
-    ? (lookUp(store, last) ?? findTurnBlobBytes(Buffer.from(last).toString("hex")))
-    : last;
+  const found = isBlob ? lookUp(store, last) : last;
   if (found === undefined) {
     const blob = Buffer.from(last).toString("hex");
     const requestID = findTurnBlobOrigin(blob);
@@ -81,6 +78,33 @@ export function toLastClientTurn(
 }
 
 /**
+ * On a takeover, an `unresolved` client turn blob `blob` that a checkpoint of the stream taken
+ * over named (`steps`: how many steps it listed; agent-stream/checkpoint-writer.ts keeps them for
+ * the checkpoints that went out): it is that stream's turn, `from`, with its user message and
+ * first `steps` steps, all confirmed by the client on that stream. Its ids are `from`'s, checked
+ * by rebuilding the turn blob (its id must be `blob`); null when they do not give `blob`. The
+ * parts' bytes are not taken (as for a turn blob whose parts did not come back: the inline form
+ * keeps the client's entry).
+ */
+export function toSentClientTurn(
+  from: TurnState,
+  blob: string,
+  steps: number,
+): LastClientTurn | null {
+  const turn = toTurnIds(from, steps);
+  if (turn === null || turn.key !== blob) return null;
+  return {
+    type: "read",
+    turn: {
+      requestID: from.requestID,
+      entry: Uint8Array.from(Buffer.from(blob, "hex")),
+      ids: turn.ids,
+      bytes: null,
+    },
+  };
+}
+
+/**
  * `state` carrying on the turn the client knows as `origin`: when its `lastClientTurn` is that
  * turn, the turn leaves `previous` (and its share of `previousReferenced`) and becomes
  * `carried`, the start of this turn's entry. `lastClientTurn` is cleared either way.
@@ -101,7 +125,6 @@ export function withCarriedTurn(state: TurnState, origin: string): TurnState {
   };
 }
 
-/** A shallow copy (its prototype kept, as checkpoint.ts copies) without the last turn. */
 /**
  * On a takeover (the IDE re-attaching to a turn whose stream nobody reads, in this process):
  * `state` (after `withCarriedTurn`) continued from the stream it takes the turn over from,
@@ -162,6 +185,7 @@ function withTurnOf(state: TurnState, from: TurnState): TurnState {
   };
 }
 
+/** A shallow copy (its prototype kept, as checkpoint.ts copies) without the last turn. */
 function withoutLastTurn(previous: ConversationStateStructure): ConversationStateStructure {
   const copy = Object.assign(
     Object.create(Object.getPrototypeOf(previous)) as ConversationStateStructure,

@@ -24,7 +24,6 @@ import {
 } from "./gen/agent/v1/agent_stream_pb.js";
 import type { ConversationStateStructure } from "./gen/agent/v1/conversation_state_pb.js";
 import { UserMessageSchema } from "./gen/agent/v1/user_message_pb.js";
-import { rememberTurnBlobBytes } from "./recent-turn-blobs.ts";
 import { PREFETCHED_BLOB_OVERHEAD } from "./referenced-bytes.ts";
 import { rememberTurnBlob } from "./turn-blob-origins.ts";
 import type { TurnParts, TurnState } from "./turn-state.ts";
@@ -45,6 +44,19 @@ export interface BlobCheckpoint {
    * the checkpoint is sent.
    */
   readonly blobs: readonly CheckpointBlob[];
+  /**
+   * The checkpoint's entry for this turn: its turn blob's id (hex) and how many steps that blob
+   * lists (the first of the turn's steps, `toTurnIds`). The stream keeps it for the checkpoints
+   * that went out (agent-stream/checkpoint-writer.ts): a takeover reads the client's turn blob
+   * from it when the client does not send it back (carried-turn.ts `toSentClientTurn`).
+   */
+  readonly turn: SentTurnBlob;
+}
+
+/** A turn blob of a checkpoint: its id (hex) and how many steps it lists. */
+export interface SentTurnBlob {
+  readonly key: string;
+  readonly steps: number;
 }
 
 export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
@@ -53,12 +65,17 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
     // A carried turn this stream has added nothing to yet (a late stream of a turn that is over,
     // a resume before its first step): the client's own entry, in its store already; nothing to
     // write, so nothing to wait for (docs/protocol.md "Resuming a turn").
-    rememberTurnBlob(Buffer.from(carried.entry).toString("hex"), state.requestID);
+    const key = Buffer.from(carried.entry).toString("hex");
+    rememberTurnBlob(key, state.requestID);
     // Its turn blob comes back too: the ids and the request id (as encoded here, near enough).
     const turnBlob =
       (carried.ids.steps.length + 1) * (BLOB_ID_BYTES + 2) + state.requestID.length + 4;
     const referenced = sizeOf(carried.bytes) + turnBlob + PREFETCHED_BLOB_OVERHEAD;
-    return { checkpoint: toCheckpointWith(state, carried.entry, referenced), blobs: [] };
+    return {
+      checkpoint: toCheckpointWith(state, carried.entry, referenced),
+      blobs: [],
+      turn: { key, steps: carried.ids.steps.length },
+    };
   }
   const parts = toTurnParts(state);
   const turn = toBlob(
@@ -71,7 +88,6 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
   // The client may not send this blob back with its next run request (checkpoint-origin.ts,
   // carried-turn.ts).
   rememberTurnBlob(turn.key, state.requestID);
-  rememberTurnBlobBytes(turn.key, turn.data);
   const blobs = new Map<string, CheckpointBlob>();
   for (const blob of [parts.user, ...parts.steps, turn]) {
     if (isWritten(blob) && !blobs.has(blob.key)) blobs.set(blob.key, blob);
@@ -83,7 +99,26 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
   return {
     checkpoint: toCheckpointWith(state, turn.id, referenced),
     blobs: [...blobs.values()],
+    turn: { key: turn.key, steps: parts.steps.length },
   };
+}
+
+/**
+ * The ids of the turn's user message and steps in order, as its turn blob lists them (a carried
+ * turn's first, carried-turn.ts), and the id (hex) of the turn blob that lists the user message
+ * and the first `steps` of them; null when the turn has fewer steps.
+ */
+export function toTurnIds(
+  state: TurnState,
+  steps: number,
+): { readonly ids: TurnParts; readonly key: string } | null {
+  const parts = toTurnParts(state);
+  if (steps > parts.steps.length) return null;
+  const ids = {
+    userMessage: parts.user.id,
+    steps: parts.steps.slice(0, steps).map((step) => step.id),
+  };
+  return { ids, key: toBlob(toTurnStructure(ids.userMessage, ids.steps, state.requestID)).key };
 }
 
 /**

@@ -6,9 +6,19 @@
 
 export { toForceBackground } from "./background-shell.ts";
 export { type BidiAppend, fromBidiAppendRequest } from "./bidi-append.ts";
-export { toLastClientTurn, withCarriedTurn, withHandedTurn } from "./carried-turn.ts";
+export {
+  toLastClientTurn,
+  toSentClientTurn,
+  withCarriedTurn,
+  withHandedTurn,
+} from "./carried-turn.ts";
 export { toCheckpointMessage, toCheckpointSource } from "./checkpoint.ts";
-export { toBlobCheckpoint, toCheckpointUpdate, toSetBlobMessage } from "./checkpoint-blobs.ts";
+export {
+  type SentTurnBlob,
+  toBlobCheckpoint,
+  toCheckpointUpdate,
+  toSetBlobMessage,
+} from "./checkpoint-blobs.ts";
 export { type ImportedHistory, toImportedHistory } from "./checkpoint-import.ts";
 export { toLastTurnOrigin } from "./checkpoint-origin.ts";
 export { type ClientEvent, fromClientMessage } from "./client-message.ts";
@@ -69,6 +79,7 @@ export { toEndedTurnError, toTurnEnd, toTurnEnded } from "./turn-end.ts";
 export {
   addUsage,
   type CustomSubagentDefinition,
+  type LastClientTurn,
   type TurnState,
 } from "./turn-state.ts";
 export {

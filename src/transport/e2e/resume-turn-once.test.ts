@@ -283,7 +283,7 @@ describe("a turn carried on by a resume stream is listed once in the client's ch
     ]);
   });
 
-  test("takeover, the resume request without the checkpoint's blobs: the turn blob is read from what this process wrote; B once", {
+  test("takeover, the resume request without the checkpoint's blobs: the turn blob is read from the checkpoints the stream taken over sent; B once", {
     timeout: 60_000,
   }, async () => {
     harness = await startHarness({
