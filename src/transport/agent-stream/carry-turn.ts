@@ -66,7 +66,6 @@ function sentBy(
   from: HandingStream | undefined,
   handing: TurnState,
 ): LastClientTurn | undefined {
-  if (last?.type !== "unresolved") return last;
-  const steps = from?.checkpoints.sentTurnSteps(last.blob);
-  return (steps === undefined ? null : toSentClientTurn(handing, last.blob, steps)) ?? last;
+  if (last?.type !== "unresolved" || from === undefined) return last;
+  return toSentClientTurn(handing, last.blob, from.checkpoints.sentTurnSteps()) ?? last;
 }

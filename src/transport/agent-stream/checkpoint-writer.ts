@@ -23,8 +23,8 @@
  *
  * Blob bytes are held only by the `set_blob_args` messages in the outbound backlog (released once
  * written) and the waiting checkpoints (bounded by the timeout: each confirmation drops all but the
- * ones newer than what went out); this keeps the confirmed blob ids (hex) per stream, and the turn
- * blobs of the last `SENT_TURN_BLOBS` blob-form checkpoints that went out (`sentTurnSteps`).
+ * ones newer than what went out); this keeps the confirmed blob ids (hex) per stream, and how many
+ * steps the turn blobs of its last blob-form checkpoints that went out list (`sentTurnSteps`).
  */
 import type { AgentServerMessage } from "../cursor/index.ts";
 import {
@@ -42,8 +42,8 @@ import type { OutboundStream } from "../outbound-stream.ts";
 export const DEFAULT_BLOB_WRITE_TIMEOUT_MS = 10_000;
 
 /**
- * How many of the last blob-form checkpoints that went out keep their turn blob (`sentTurnSteps`):
- * the client's last checkpoint is one of the last few (those still in flight when its RunSSE
+ * How many of the last blob-form checkpoints that went out are kept (`sentTurnSteps`): the
+ * client's last checkpoint is one of the last few (those still in flight when its RunSSE
  * dropped); once nobody reads the stream, a checkpoint that writes blobs waits unconfirmed.
  */
 export const SENT_TURN_BLOBS = 16;
@@ -81,12 +81,12 @@ export interface CheckpointWriter {
   pause(): void;
   resume(): void;
   /**
-   * How many steps the turn blob `key` (hex) lists, when one of the last `SENT_TURN_BLOBS`
-   * blob-form checkpoints that went out named it (every blob of it confirmed on this stream);
-   * else undefined. A takeover reads the client's turn blob from it (carried-turn.ts
-   * `toSentClientTurn`).
+   * How many steps the turn blobs of the last `SENT_TURN_BLOBS` blob-form checkpoints that went
+   * out list (every blob of them confirmed; distinct counts, newest last). A turn blob is a
+   * function of the turn state and this count, so a takeover reads the client's turn blob from
+   * it (carried-turn.ts `toSentClientTurn`) with no blob id kept (issue #19: per-stream heap).
    */
-  sentTurnSteps(key: string): number | undefined;
+  sentTurnSteps(): readonly number[];
 }
 
 export interface CheckpointWriterOptions {
@@ -117,7 +117,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
    */
   let writes: Writes | undefined;
   const toWrites = (): Writes =>
-    (writes ??= { confirmed: new Set(), written: new Map(), writing: new Set(), sent: new Map() });
+    (writes ??= { confirmed: new Set(), written: new Map(), writing: new Set(), sent: [] });
   const unanswered = (): number => writes?.writing.size ?? 0;
   let nextID = 1;
   /** Checkpoints that wait for confirmations, oldest first. */
@@ -212,13 +212,10 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
 
   /** A blob-form checkpoint naming `turn` goes out: the last `SENT_TURN_BLOBS` are kept. */
   const sent = (turn: SentTurnBlob): void => {
-    const turns = toWrites().sent;
-    turns.delete(turn.key);
-    turns.set(turn.key, turn.steps);
-    if (turns.size > SENT_TURN_BLOBS) {
-      const oldest = turns.keys().next().value;
-      if (oldest !== undefined) turns.delete(oldest);
-    }
+    const counts = toWrites().sent;
+    if (counts.at(-1) === turn.steps) return;
+    counts.push(turn.steps);
+    if (counts.length > SENT_TURN_BLOBS) counts.shift();
   };
 
   /**
@@ -324,8 +321,8 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
       then.push(next);
       runThen();
     },
-    sentTurnSteps(key) {
-      return writes?.sent.get(key);
+    sentTurnSteps() {
+      return writes?.sent ?? [];
     },
     hold() {
       if (behind.length > 0 || then.length > 0) {
@@ -345,8 +342,8 @@ interface Writes {
   /** Writes sent and not answered: kv id → blob key; and the keys. */
   readonly written: Map<number, string>;
   readonly writing: Set<string>;
-  /** The turn blobs of the last blob-form checkpoints that went out: id (hex) → steps listed. */
-  readonly sent: Map<string, number>;
+  /** How many steps the turn blobs of the last blob-form checkpoints that went out list. */
+  readonly sent: number[];
 }
 
 function isTurnEnded(message: AgentServerMessage): boolean {

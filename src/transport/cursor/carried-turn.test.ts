@@ -370,14 +370,14 @@ test("a takeover: a client turn blob not sent back that the stream taken over se
   assert.deepEqual(turn.steps, 2);
   const resume = resumeState(checkpoint, []);
   assert.equal(resume.lastClientTurn?.type, "unresolved");
-  const sent = toSentClientTurn(from, turn.key, turn.steps);
+  const sent = toSentClientTurn(from, turn.key, [1, turn.steps, 3]);
   assert.ok(sent?.type === "read");
   assert.equal(sent.turn.requestID, REQUEST_ID);
   assert.equal(hex(sent.turn.entry), turn.key);
   assert.equal(sent.turn.ids?.steps.length, 2);
   // The ids must give that very turn blob.
-  assert.equal(toSentClientTurn(from, turn.key, 3), null);
-  assert.equal(toSentClientTurn(takenFrom(1), turn.key, 2), null, "fewer steps");
+  assert.equal(toSentClientTurn(from, turn.key, [1, 3, 4]), null);
+  assert.equal(toSentClientTurn(takenFrom(1), turn.key, [2]), null, "fewer steps");
   const state = {
     ...withCarriedTurn({ ...resume, lastClientTurn: sent }, REQUEST_ID),
     requestID: REQUEST_ID,

@@ -21,7 +21,7 @@
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { type BlobStore, toBlobStore } from "./blobs.ts";
-import { toStepKeys, toTurnIds } from "./checkpoint-blobs.ts";
+import { toStepKeys, toTurnBlobKey, toTurnIds } from "./checkpoint-blobs.ts";
 import { detachBytes } from "./detach-bytes.ts";
 import {
   type ConversationStateStructure,
@@ -78,30 +78,37 @@ export function toLastClientTurn(
 }
 
 /**
- * On a takeover, an `unresolved` client turn blob `blob` that a checkpoint of the stream taken
- * over named (`steps`: how many steps it listed; agent-stream/checkpoint-writer.ts keeps them for
- * the checkpoints that went out): it is that stream's turn, `from`, with its user message and
- * first `steps` steps, all confirmed by the client on that stream. Its ids are `from`'s, checked
- * by rebuilding the turn blob (its id must be `blob`); null when they do not give `blob`. The
- * parts' bytes are not taken (as for a turn blob whose parts did not come back: the inline form
- * keeps the client's entry).
+ * On a takeover, an `unresolved` client turn blob `blob`, read as the turn of the stream taken
+ * over, `from`, with its user message and first n steps for one n of `counts` (tried last first;
+ * agent-stream/checkpoint-writer.ts keeps how many steps the turn blobs of its last checkpoints
+ * sent list): the turn blob those ids make must be `blob`, else null. The client holds a
+ * checkpoint naming it, so it holds those blobs (a blob-form checkpoint goes out once its blobs
+ * are confirmed). The parts' bytes are not taken (as for a turn blob whose parts did not come
+ * back: the inline form keeps the client's entry).
  */
 export function toSentClientTurn(
   from: TurnState,
   blob: string,
-  steps: number,
+  counts: readonly number[],
 ): LastClientTurn | null {
-  const turn = toTurnIds(from, steps);
-  if (turn === null || turn.key !== blob) return null;
-  return {
-    type: "read",
-    turn: {
-      requestID: from.requestID,
-      entry: Uint8Array.from(Buffer.from(blob, "hex")),
-      ids: turn.ids,
-      bytes: null,
-    },
-  };
+  if (counts.length === 0) return null;
+  const all = toTurnIds(from);
+  for (let index = counts.length - 1; index >= 0; index--) {
+    const count = counts[index] ?? 0;
+    if (count > all.steps.length) continue;
+    const ids = { userMessage: all.userMessage, steps: all.steps.slice(0, count) };
+    if (toTurnBlobKey(ids, from.requestID) !== blob) continue;
+    return {
+      type: "read",
+      turn: {
+        requestID: from.requestID,
+        entry: Uint8Array.from(Buffer.from(blob, "hex")),
+        ids,
+        bytes: null,
+      },
+    };
+  }
+  return null;
 }
 
 /**

@@ -46,9 +46,9 @@ export interface BlobCheckpoint {
   readonly blobs: readonly CheckpointBlob[];
   /**
    * The checkpoint's entry for this turn: its turn blob's id (hex) and how many steps that blob
-   * lists (the first of the turn's steps, `toTurnIds`). The stream keeps it for the checkpoints
-   * that went out (agent-stream/checkpoint-writer.ts): a takeover reads the client's turn blob
-   * from it when the client does not send it back (carried-turn.ts `toSentClientTurn`).
+   * lists (the first of the turn's steps, `toTurnIds`). The stream keeps the count for the
+   * checkpoints that went out (agent-stream/checkpoint-writer.ts): a takeover reads the client's
+   * turn blob from it when the client does not send it back (carried-turn.ts `toSentClientTurn`).
    */
   readonly turn: SentTurnBlob;
 }
@@ -105,20 +105,16 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
 
 /**
  * The ids of the turn's user message and steps in order, as its turn blob lists them (a carried
- * turn's first, carried-turn.ts), and the id (hex) of the turn blob that lists the user message
- * and the first `steps` of them; null when the turn has fewer steps.
+ * turn's first, carried-turn.ts).
  */
-export function toTurnIds(
-  state: TurnState,
-  steps: number,
-): { readonly ids: TurnParts; readonly key: string } | null {
+export function toTurnIds(state: TurnState): TurnParts {
   const parts = toTurnParts(state);
-  if (steps > parts.steps.length) return null;
-  const ids = {
-    userMessage: parts.user.id,
-    steps: parts.steps.slice(0, steps).map((step) => step.id),
-  };
-  return { ids, key: toBlob(toTurnStructure(ids.userMessage, ids.steps, state.requestID)).key };
+  return { userMessage: parts.user.id, steps: parts.steps.map((step) => step.id) };
+}
+
+/** The id (hex) of the turn blob of `ids` under `requestID`. */
+export function toTurnBlobKey(ids: TurnParts, requestID: string): string {
+  return toBlob(toTurnStructure(ids.userMessage, ids.steps, requestID)).key;
 }
 
 /**
