@@ -16,8 +16,8 @@
  * message and steps ids reused as they are: the client has those blobs, so they are not written
  * again). A turn blob that did not come back cannot be read (`unresolved`): the turn then stays
  * in `previous` and the stream's checkpoints list it twice, as before (logged by the caller),
- * except on a takeover, where the stream taken over knows the turn blobs of the checkpoints it
- * sent (`toSentClientTurn`).
+ * except on a takeover, where it is rebuilt from the turn of the stream taken over and the step
+ * counts of the checkpoints that stream sent (`toSentClientTurn`).
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { type BlobStore, toBlobStore } from "./blobs.ts";
