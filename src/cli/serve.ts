@@ -171,7 +171,9 @@ export const SERVE_COMMAND: Command = {
             ide.type === "ok" ? `proxy on ${ide.journal.proxyUrl}` : "not set up",
           ),
           web: toWebTools(config.web),
-          ...(team === undefined ? {} : { authenticate: team.authenticate, access: team.access }),
+          ...(team === undefined
+            ? {}
+            : { authenticate: team.authenticate, access: team.access, mayRead: team.mayCopy }),
           ...(cluster === undefined ? {} : { cluster }),
         },
         {

@@ -156,6 +156,8 @@ if (postgres.type === "unavailable") {
               log: recorded.log,
               authenticate: team.authenticate,
               access: team.access,
+              // As serve.ts: a turn blob of another conversation resolves only when visible.
+              mayRead: team.mayCopy,
             },
             // Connect's own content type on RunSSE, so the raw clients below read it as is.
             {
@@ -419,6 +421,76 @@ if (postgres.type === "unavailable") {
       } finally {
         await ann.close();
       }
+    });
+
+    test("a checkpoint of ann's chat sent without its blobs: its turn blob resolves for ann and the admin on either instance, never for bob", async () => {
+      const ann = clientOf(tokens.ann as string);
+      const source = "ann-blob-src";
+      try {
+        const first = ann.startTurn({
+          conversationId: source,
+          text: "my blob plan",
+          modelId: "scripted",
+        });
+        assert.equal((await first.done).error, undefined);
+      } finally {
+        await ann.close();
+      }
+      const checkpoint = ann.checkpoint(source);
+      assert.ok(checkpoint?.turns.every((id) => id.length === 32));
+      const fork = async (who: string, conversationId: string, instance: number) => {
+        const client = createCursorClient({
+          baseUrl: (servers[instance] as LocalServer).url,
+          httpVersion: "1.1",
+          workspace,
+          headers: { authorization: `Bearer ${tokens[who] ?? ADMIN}` },
+          prefetchBlobs: false,
+        });
+        const before = provider.seen.length;
+        try {
+          const result = await client.startTurn({
+            conversationId,
+            text: `${who}'s fork`,
+            modelId: "scripted",
+            checkpoint,
+          }).done;
+          assert.equal(result.error, undefined);
+          assert.deepEqual(
+            client.runRequest({ conversationId, text: "", modelId: "scripted", checkpoint })
+              .preFetchedBlobs,
+            [],
+          );
+        } finally {
+          await client.close();
+        }
+        assert.equal(provider.seen.length, before + 1);
+        return provider.seen.at(-1)?.body ?? "";
+      };
+      // Instance 0 wrote the blob (it knows it in memory); instance 1 reads it from the store.
+      for (const instance of [0, 1]) {
+        const conversation = `bob-blob-fork-${instance}`;
+        const bob = await fork("bob", conversation, instance);
+        assert.doesNotMatch(bob, /my blob plan/, "nothing of ann's conversation reaches bob");
+        assert.ok(
+          recorded.lines.some(
+            (line) =>
+              line.message ===
+                "the checkpoint's last turn is a turn of a conversation this request may not see; not used" &&
+              line.fields.conversation === conversation,
+          ),
+          "the blob did not resolve for bob",
+        );
+        assert.ok(
+          recorded.lines.some(
+            (line) =>
+              line.message === "fork not applied" &&
+              line.fields.conversation === conversation &&
+              line.fields.reason === "unreadable_turn",
+          ),
+        );
+      }
+      assert.match(await fork("ann", "ann-blob-fork-1", 1), /my blob plan/);
+      assert.match(await fork("admin", "admin-blob-fork-1", 1), /my blob plan/);
     });
 
     test("helper calls count for whoever asked; summary calls for the conversation's user", async () => {

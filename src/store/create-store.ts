@@ -26,6 +26,7 @@ import {
 import { bindRequestStreamRow, toRequestStream } from "./request-streams.ts";
 import { summarizeCommit } from "./summaries.ts";
 import type { Backend, InputCommitRow, Tables, WriteContext } from "./tables.ts";
+import { checkBlobID, recordTurnBlobRows } from "./turn-blobs.ts";
 import type {
   ClientOperationRecord,
   CommitResult,
@@ -198,6 +199,32 @@ export function createStore(tablesBackend: Backend, options: StoreOptions = {}):
         const row = await tables.readRequestStream(requestID);
         if (row === null) throw new Error(`request ${requestID} vanished inside its transaction`);
         return { type: "bound", stream: toRequestStream(row) };
+      });
+    },
+
+    async recordTurnBlobs(blobs) {
+      if (!Array.isArray(blobs)) {
+        throw new StoreError(
+          "invalid_argument",
+          location,
+          `Cannot record turn blobs in ${location}: expected a list. Nothing was written.`,
+        );
+      }
+      if (blobs.length === 0) return;
+      // Relaxed (tables.ts `WriteOptions`): an fsync per checkpoint on the event loop (≈4 ms
+      // on a disk) would cost every stream of the process more than these rows are worth.
+      await open().write((tables) => recordTurnBlobRows(tables, blobs, location), {
+        relaxed: true,
+      });
+    },
+
+    async findTurnBlob(blobID) {
+      checkBlobID(blobID, location);
+      return open().read(async (tables) => {
+        const row = await tables.readTurnBlob(blobID);
+        return row === null
+          ? null
+          : { blobID: row.blobID, conversationID: row.conversationID, requestID: row.requestID };
       });
     },
 

@@ -145,7 +145,8 @@ export function withImagesByHash(backend: Backend): Backend {
   return {
     location,
     read: (work) => backend.read((tables) => work(imageTables(tables, location))),
-    write: (work) => backend.write((tables) => work(imageTables(tables, location))),
+    write: (work, options) =>
+      backend.write((tables) => work(imageTables(tables, location)), options),
     close: () => backend.close(),
   };
 }

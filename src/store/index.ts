@@ -35,5 +35,6 @@ export {
 export { SCHEMA_VERSION } from "./schema.ts";
 export { type CompactResult, compactSqliteDatabase } from "./sqlite-compact.ts";
 export { openSqliteStore, type SqliteStoreOptions } from "./sqlite-store.ts";
+export { TURN_BLOBS_PER_REQUEST } from "./turn-blobs.ts";
 export type * from "./types.ts";
 export type * from "./users.ts";

@@ -17,6 +17,7 @@ import type {
   RequestStreamRow,
   SummaryRow,
   SyncTables,
+  TurnBlobRow,
 } from "./tables.ts";
 import type { Store } from "./types.ts";
 
@@ -40,6 +41,9 @@ export function createMemoryBackend(): Backend {
   const dailyUsage = new Map<string, DailyUsageRow>();
   const firstEvents = new Map<string, number>();
   const images = new Map<string, string>();
+  const turnBlobs = new Map<string, TurnBlobRow>();
+  /** Per request id, its turn blob ids in the order recorded (immutable lists). */
+  const turnBlobsOf = new Map<string, readonly string[]>();
   let undo: (() => void)[] | null = null;
 
   /** Sets `key` in `map`, remembering how to restore the previous value. */
@@ -171,6 +175,27 @@ export function createMemoryBackend(): Backend {
     readImage: (hash) => images.get(hash) ?? null,
     insertImage(hash, data) {
       if (!images.has(hash)) put(images, hash, data);
+    },
+
+    insertTurnBlob(row) {
+      if (turnBlobs.has(row.blobID)) return;
+      put(turnBlobs, row.blobID, { ...row });
+      put(turnBlobsOf, row.requestID, [...(turnBlobsOf.get(row.requestID) ?? []), row.blobID]);
+    },
+    readTurnBlob: (blobID) => {
+      const row = turnBlobs.get(blobID);
+      return row === undefined ? null : { ...row };
+    },
+    trimTurnBlobs(requestID, keep) {
+      const ids = turnBlobsOf.get(requestID) ?? [];
+      if (ids.length <= keep) return;
+      for (const blobID of ids.slice(0, ids.length - keep)) {
+        const row = turnBlobs.get(blobID);
+        if (row === undefined) continue;
+        undo?.push(() => turnBlobs.set(blobID, row));
+        turnBlobs.delete(blobID);
+      }
+      put(turnBlobsOf, requestID, ids.slice(-keep));
     },
 
     readRequestStream: (requestID) => requestStreams.get(requestID) ?? null,

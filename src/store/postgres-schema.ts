@@ -431,6 +431,20 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         where client_state is not null;
     `,
   },
+  {
+    version: 12,
+    name: "turn blobs: the turn each checkpoint turn blob written to a client names (SQLite's 8)",
+    sql: `
+      create table turn_blobs (
+        seq bigint generated always as identity primary key,
+        blob_id bytea not null unique check (octet_length(blob_id) = 32),
+        conversation_id text collate "C" not null,
+        request_id text collate "C" not null
+      );
+
+      create index turn_blobs_by_request on turn_blobs (request_id, seq);
+    `,
+  },
 ];
 
 /** Moves version-4 bindings (JSON text with a base64 client state) over, as SQLite's 5 does. */

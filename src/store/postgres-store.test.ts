@@ -12,7 +12,7 @@ import { hashHistory } from "../loop/history-hash.ts";
 import { createConversation } from "../loop/state.ts";
 import { userMessage } from "../loop/testing.ts";
 import type { Message } from "../loop/types.ts";
-import { migratePostgres } from "./postgres-schema.ts";
+import { migratePostgres, POSTGRES_SCHEMA_VERSION } from "./postgres-schema.ts";
 import { openPostgresStore } from "./postgres-store.ts";
 import { REFUSED_BINDING_UPDATES } from "./testing/binding-updates.ts";
 import { imageMessage, runStoreContract, testImage } from "./testing/contract.ts";
@@ -345,7 +345,7 @@ if (postgres.type === "ready") {
         await refused(
           "update request_streams set client_state = null where request_id = 'r-current'",
         );
-        assert.deepEqual(await migratePostgres(client), [11]);
+        assert.deepEqual(await migratePostgres(client, 11), [11]);
         const rows = async () =>
           (
             await client.query(
@@ -397,6 +397,45 @@ if (postgres.type === "ready") {
     }
   });
 
+  test("migration 12 adds the turn blobs to a database at version 11, which keeps its data", async () => {
+    const schema = await postgres.server.createSchema();
+    const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
+    try {
+      const client = await pool.connect();
+      try {
+        assert.deepEqual(await migratePostgres(client, 11), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+        await client.query(
+          `insert into conversations values ('c1', 1, 0, '', '', '{"turnID":"t1"}', 1, 1)`,
+        );
+        assert.deepEqual(await migratePostgres(client), [12]);
+        const kept = await client.query(
+          "select version from conversations where conversation_id = 'c1'",
+        );
+        assert.equal(Number(kept.rows[0]?.version), 1);
+        await assert.rejects(
+          client.query(
+            "insert into turn_blobs (blob_id, conversation_id, request_id) values ($1, 'c1', 'r')",
+            [Buffer.alloc(31)],
+          ),
+          /turn_blobs_blob_id_check/,
+        );
+      } finally {
+        client.release();
+      }
+      const store = await openPostgresStore({ url: schema.url, poolSize: 1 });
+      try {
+        const blob = { blobID: "cd".repeat(32), conversationID: "c1", requestID: "r1" };
+        await store.recordTurnBlobs([blob]);
+        assert.deepEqual(await store.findTurnBlob(blob.blobID), blob);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await pool.end();
+      await schema.drop();
+    }
+  });
+
   test("every migration runs for a role without the TEMP privilege (hardened databases take it from application roles)", async (t) => {
     const suffix = randomBytes(4).toString("hex");
     const database = `notemp_${suffix}`;
@@ -429,7 +468,7 @@ if (postgres.type === "ready") {
       try {
         await assert.rejects(client.query("create temporary table t (x int)"), /permission denied/);
         const all = await migratePostgres(client as unknown as pg.PoolClient);
-        assert.deepEqual(all.at(-1), 11);
+        assert.deepEqual(all.at(-1), POSTGRES_SCHEMA_VERSION);
       } finally {
         await client.end();
       }

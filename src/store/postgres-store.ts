@@ -143,6 +143,7 @@ export function createPostgresBackend(pool: pg.Pool, location: string): Backend 
   const transaction = async <T>(
     begin: string,
     work: (tables: Tables) => Promise<T>,
+    relaxed = false,
   ): Promise<T> => {
     for (let attempt = 0; ; attempt++) {
       let client: pg.PoolClient;
@@ -154,6 +155,8 @@ export function createPostgresBackend(pool: pg.Pool, location: string): Backend 
       let broken: Error | undefined;
       try {
         await client.query(begin);
+        // WriteOptions `relaxed` (tables.ts): this transaction only.
+        if (relaxed) await client.query("set local synchronous_commit = off");
         const result = await work(createPostgresTables(client));
         await client.query("commit");
         return result;
@@ -172,7 +175,7 @@ export function createPostgresBackend(pool: pg.Pool, location: string): Backend 
   };
   return {
     location,
-    write: (work) => transaction("begin", work),
+    write: (work, options) => transaction("begin", work, options?.relaxed === true),
     read: (work) => transaction("begin isolation level repeatable read read only", work),
     close: () => pool.end(),
   };

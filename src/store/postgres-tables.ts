@@ -344,6 +344,38 @@ export function createPostgresTables(client: pg.PoolClient): Tables {
       );
     },
 
+    async insertTurnBlob(row) {
+      await query(
+        "insertTurnBlob",
+        "insert into turn_blobs (blob_id, conversation_id, request_id) values ($1, $2, $3) " +
+          "on conflict (blob_id) do nothing",
+        [Buffer.from(row.blobID, "hex"), row.conversationID, row.requestID],
+      );
+    },
+    async readTurnBlob(blobID) {
+      const row = await one(
+        "readTurnBlob",
+        "select conversation_id, request_id from turn_blobs where blob_id = $1",
+        [Buffer.from(blobID, "hex")],
+      );
+      return row === null
+        ? null
+        : {
+            blobID,
+            conversationID: text(row, "conversation_id"),
+            requestID: text(row, "request_id"),
+          };
+    },
+    async trimTurnBlobs(requestID, keep) {
+      // By `turn_blobs_by_request`: the rows of one request older than its `keep`-th newest.
+      await query(
+        "trimTurnBlobs",
+        "delete from turn_blobs where request_id = $1 and seq < (select seq from turn_blobs " +
+          "where request_id = $1 order by seq desc limit 1 offset $2)",
+        [requestID, keep - 1],
+      );
+    },
+
     async readSummary(conversationID) {
       const row = await one(
         "readSummary",

@@ -143,7 +143,8 @@ function seedVersion3(db: DatabaseSync, version: number): void {
     // Typed columns since migration 5: the bindings as that migration leaves them.
     const insert = db.prepare("insert into request_streams values (?, ?, ?, ?, 12)");
     insert.run("req-saved", CONVERSATION, "t1", SAVED_BYTES);
-    insert.run("req-earlier", CONVERSATION, "t0", SAVED_BYTES);
+    // Migration 7 released the state of a stream bound to an earlier turn.
+    insert.run("req-earlier", CONVERSATION, "t0", version >= 7 ? null : SAVED_BYTES);
     insert.run("req-no-client", CONVERSATION, "turn-b", null);
     insert.run("req-nothing", CONVERSATION, null, null);
     insert.run("req-other-text", CONVERSATION, null, null);
@@ -509,6 +510,14 @@ describe("schema migrations", () => {
             (await store.findRequestStream("req-upgraded"))?.conversationID,
             CONVERSATION,
           );
+          // Migration 8's turn blobs: recorded and found on every upgraded file.
+          const turnBlob = {
+            blobID: "ab".repeat(32),
+            conversationID: CONVERSATION,
+            requestID: "r",
+          };
+          await store.recordTurnBlobs([turnBlob]);
+          assert.deepEqual(await store.findTurnBlob(turnBlob.blobID), turnBlob);
           // Dashboard figures backfilled by migration 4 and kept since equal those of a store
           // that saw every commit.
           assert.deepEqual(await toFigures(store), await toFigures(await commitToMemory(commits)));

@@ -306,6 +306,24 @@ export const MIGRATIONS: readonly Migration[] = [
         where client_state is not null;
     `,
   },
+  {
+    version: 8,
+    name: "turn blobs: the turn each checkpoint turn blob written to a client names",
+    // turn-blobs.ts: written outside commits, in batches; the newest few per request id are kept
+    // (`trimTurnBlobs` deletes by `turn_blobs_by_request`). `seq` (the rowid) is the write order;
+    // the largest is never deleted, so it never goes back. No foreign key: a row may be written
+    // before the commit that creates its conversation, and rows are never read by conversation.
+    sql: `
+      create table turn_blobs (
+        seq integer primary key,
+        blob_id blob not null unique check (length(blob_id) = 32),
+        conversation_id text not null,
+        request_id text not null
+      ) strict;
+
+      create index turn_blobs_by_request on turn_blobs (request_id, seq);
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

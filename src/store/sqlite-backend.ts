@@ -113,6 +113,16 @@ export function createSqliteBackend(
       "update request_streams set client_state = null " +
         "where conversation_id = ? and request_id <> ? and client_state is not null",
     ),
+    insertTurnBlob: sql(
+      "insert into turn_blobs (blob_id, conversation_id, request_id) values (?, ?, ?) " +
+        "on conflict do nothing",
+    ),
+    readTurnBlob: sql("select conversation_id, request_id from turn_blobs where blob_id = ?"),
+    // By `turn_blobs_by_request`: the rows of one request older than its `keep`-th newest.
+    trimTurnBlobs: sql(
+      "delete from turn_blobs where request_id = ? and seq < (select seq from turn_blobs " +
+        "where request_id = ? order by seq desc limit 1 offset ?)",
+    ),
     ...prepareDashboardStatements(sql),
   };
 
@@ -298,6 +308,26 @@ export function createSqliteBackend(
     releaseRequestStreams(conversationID, keepRequestID) {
       statements.releaseRequestStreams.run(conversationID, keepRequestID);
     },
+    insertTurnBlob(row) {
+      statements.insertTurnBlob.run(
+        Buffer.from(row.blobID, "hex"),
+        row.conversationID,
+        row.requestID,
+      );
+    },
+    readTurnBlob(blobID) {
+      const row = statements.readTurnBlob.get(Buffer.from(blobID, "hex"));
+      return row === undefined
+        ? null
+        : {
+            blobID,
+            conversationID: text(row, "conversation_id"),
+            requestID: text(row, "request_id"),
+          };
+    },
+    trimTurnBlobs(requestID, keep) {
+      statements.trimTurnBlobs.run(requestID, requestID, keep - 1);
+    },
     ...createDashboardTables(statements),
   };
 
@@ -322,9 +352,15 @@ export function createSqliteBackend(
     begin: string,
     work: (tables: Tables) => Promise<T>,
     afterCommit?: () => void,
+    relaxed = false,
   ): Promise<T> =>
     serial(async () => {
+      // WriteOptions `relaxed` (tables.ts): committed without an fsync (`synchronous = NORMAL`
+      // in WAL mode), the connection's own setting back right after. Nothing else runs on the
+      // connection meanwhile (the serial queue).
+      const synchronous = relaxed ? readSynchronous() : null;
       try {
+        if (synchronous !== null) db.exec("pragma synchronous = normal");
         db.exec(begin);
         const result = await work(lifted);
         db.exec("commit");
@@ -333,14 +369,26 @@ export function createSqliteBackend(
       } catch (error) {
         if (db.isOpen && db.isTransaction) db.exec("rollback");
         throw fromSQLiteError(error, location);
+      } finally {
+        if (synchronous !== null && db.isOpen) db.exec(`pragma synchronous = ${synchronous}`);
       }
     });
+  const readSynchronous = (): number =>
+    Number(db.prepare("pragma synchronous").get()?.synchronous ?? 2);
 
   return {
     location,
-    write: async (work) => {
+    write: async (work, options) => {
       checkStillOpen();
-      return inTransaction("begin immediate", work, hooks.afterWrite);
+      // A relaxed write does not wake the WAL checkpointer: its fsyncs would compete with the
+      // next commit's for rows that do not need one; the next ordinary commit wakes it.
+      const relaxed = options?.relaxed === true;
+      return inTransaction(
+        "begin immediate",
+        work,
+        relaxed ? undefined : hooks.afterWrite,
+        relaxed,
+      );
     },
     read: (work) => inTransaction("begin", work),
     // The checkpoint worker's connection closes first, so that this one is the file's last and

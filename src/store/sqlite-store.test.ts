@@ -7,7 +7,7 @@ import { toCanonicalJSON } from "../loop/canonical-json.ts";
 import { hashHistory, toMessageBytes } from "../loop/history-hash.ts";
 import { isStoreError } from "./errors.ts";
 import { migrate } from "./schema.ts";
-import { NEWEST_CONVERSATION_SQL } from "./sqlite-backend.ts";
+import { createSqliteBackend, NEWEST_CONVERSATION_SQL } from "./sqlite-backend.ts";
 import { openSqliteStore } from "./sqlite-store.ts";
 import { runStoreContract, toLLMCall } from "./testing/contract.ts";
 import { runDashboardContract } from "./testing/dashboard-contract.ts";
@@ -303,5 +303,44 @@ test("the newest conversation by id prefix is a SEARCH of the primary key's rang
     );
   } finally {
     db.close();
+  }
+});
+
+test("a relaxed write commits without an fsync (synchronous = NORMAL) and puts the connection's setting back, also when it fails", async () => {
+  const directory = createTempDirectory();
+  const path = join(directory.path, "relaxed.db");
+  const db = new DatabaseSync(path);
+  try {
+    db.exec("pragma journal_mode = wal");
+    db.exec("pragma synchronous = full");
+    migrate(db);
+    const backend = createSqliteBackend(db, path);
+    const synchronous = () => Number(db.prepare("pragma synchronous").get()?.synchronous);
+    const seen: number[] = [];
+    await backend.write(
+      async () => {
+        seen.push(synchronous());
+      },
+      { relaxed: true },
+    );
+    await backend.write(async () => {
+      seen.push(synchronous());
+    });
+    await assert.rejects(
+      backend.write(
+        async () => {
+          seen.push(synchronous());
+          throw new Error("refused");
+        },
+        { relaxed: true },
+      ),
+      /refused/,
+    );
+    // NORMAL is 1, FULL 2.
+    assert.deepEqual(seen, [1, 2, 1]);
+    assert.equal(synchronous(), 2);
+  } finally {
+    db.close();
+    directory.remove();
   }
 });

@@ -79,6 +79,13 @@ export interface RequestStreamRow {
   readonly createdAt: number;
 }
 
+/** A recorded turn blob (types.ts `TurnBlob`); `blobID` as 64 lowercase hex digits. */
+export interface TurnBlobRow {
+  readonly blobID: string;
+  readonly conversationID: string;
+  readonly requestID: string;
+}
+
 /** The dashboard's summary of a conversation, maintained by every commit (summaries.ts). */
 export interface SummaryRow {
   readonly conversationID: string;
@@ -220,6 +227,12 @@ export interface SyncTables {
    */
   releaseRequestStreams(conversationID: string, keepRequestID: string): void;
 
+  /** Inserts the row unless its blob id is recorded already (then nothing changes). */
+  insertTurnBlob(row: TurnBlobRow): void;
+  readTurnBlob(blobID: string): TurnBlobRow | null;
+  /** Deletes the request id's turn blobs but the `keep` inserted last. */
+  trimTurnBlobs(requestID: string, keep: number): void;
+
   // Dashboard (dashboard-types.ts): derived rows, written in the commit that caused them.
   readSummary(conversationID: string): SummaryRow | null;
   /** Inserts or replaces the conversation's summary. */
@@ -266,6 +279,18 @@ export interface WriteContext {
   readonly conversationID: string | null;
 }
 
+export interface WriteOptions {
+  /**
+   * The transaction need not survive a crash of the machine (power loss, a kernel panic, the
+   * database server's crash) that comes right after it returned; a crash of this process it
+   * survives. Atomicity and consistency are unchanged. For rows that are worth less than an
+   * fsync on the event loop (turn-blobs.ts): SQLite commits it with `synchronous = NORMAL` (into
+   * the WAL without an fsync; the next fsynced commit makes it durable), PostgreSQL with
+   * `synchronous_commit = off`.
+   */
+  readonly relaxed?: boolean;
+}
+
 /** A database the store logic runs on. */
 export interface Backend {
   /** File path, or a label; named in every error. */
@@ -276,7 +301,7 @@ export interface Backend {
    * may run `work` again from the start when the database asks for a retry (PostgreSQL
    * serialization failures), so `work` must not act outside the tables.
    */
-  write<T>(work: (tables: Tables) => Promise<T>): Promise<T>;
+  write<T>(work: (tables: Tables) => Promise<T>, options?: WriteOptions): Promise<T>;
   /** Runs `work` on one consistent snapshot. */
   read<T>(work: (tables: Tables) => Promise<T>): Promise<T>;
   close(): Promise<void>;

@@ -98,6 +98,25 @@ export interface RequestStream {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Turn blobs
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A turn blob a client protocol wrote to its client (the Cursor transport: the SHA-256 of a
+ * checkpoint's `ConversationTurnStructure`, docs/protocol.md "Rewinds"), so that the turn a
+ * client's checkpoint ends with can be told from that id alone, after a restart or on another
+ * instance. Written outside commits, in batches (`recordTurnBlobs`).
+ */
+export interface TurnBlob {
+  /** The blob's id: 64 lowercase hex digits (32 bytes, stored as bytes). */
+  readonly blobID: string;
+  /** The conversation the client named (for access checks: whose blob it is). */
+  readonly conversationID: string;
+  /** The client's id of the turn (its request id). */
+  readonly requestID: string;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Commits
 // ---------------------------------------------------------------------------------------------
 
@@ -304,6 +323,16 @@ export interface Store extends DashboardReads {
    * other than expected → `conflict`, nothing written. The conversation's version is unchanged.
    */
   bindRequestStream(binding: RequestStreamBinding): Promise<BindResult>;
+
+  /**
+   * Records turn blobs (`TurnBlob`), in one transaction: a blob id recorded before keeps its
+   * first record; then, of each request id named, only the newest `TURN_BLOBS_PER_REQUEST` (turn-blobs.ts) are
+   * kept (by the order they were first recorded). Not a commit: it does not move any version.
+   */
+  recordTurnBlobs(blobs: readonly TurnBlob[]): Promise<void>;
+
+  /** The record of a turn blob id (64 hex digits), or `null` (never recorded, or trimmed). */
+  findTurnBlob(blobID: string): Promise<TurnBlob | null>;
 
   /** Releases the database. Any later call fails with `StoreError("closed")`. */
   close(): Promise<void>;

@@ -60,6 +60,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     timeoutMs: options.blobWriteTimeoutMs ?? DEFAULT_BLOB_WRITE_TIMEOUT_MS,
     log: deps.log,
     describe: () => ({ request: requestID, conversation: state.conversationID }),
+    ...(deps.turnBlobs === undefined ? {} : { onTurnBlob: deps.turnBlobs.remember }),
   });
   const state: StreamState = {
     requestID,

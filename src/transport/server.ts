@@ -77,6 +77,7 @@ import {
 } from "./startup-procedures.ts";
 import { createStreamRegistry } from "./stream-registry.ts";
 import { createStreamResponses } from "./stream-responses.ts";
+import { createTurnBlobOrigins } from "./turn-blob-origins.ts";
 import type { CheckAccess } from "./user-access.ts";
 import { createUserCommands } from "./user-commands.ts";
 import type { WebTools } from "./web-work.ts";
@@ -171,6 +172,12 @@ export interface ServerDeps {
   /** Team users: who may use which stream and conversation (user-access.ts). */
   readonly access?: CheckAccess;
   /**
+   * Team users: whether the request being handled may see a conversation (user-access.ts
+   * `createReadCheck`), asked before a turn blob of another conversation is used
+   * (turn-blob-origins.ts). Absent: every conversation without users, none with them.
+   */
+  readonly mayRead?: (conversationID: string) => Promise<boolean>;
+  /**
    * Several instances on one database (docs/team.md): each agent stream's owner instance, so a
    * RunSSE or BidiAppend that lands here for a stream held elsewhere is forwarded (cluster.ts).
    */
@@ -248,6 +255,14 @@ interface Response {
 export async function startServer(deps: ServerDeps, options: ServerOptions): Promise<LocalServer> {
   const { store, llm, log, runner } = deps;
   const now = deps.now ?? Date.now;
+  // With users but no read check, a turn blob of another conversation resolves for nobody (fail
+  // closed); without users, for everyone.
+  const mayRead = deps.mayRead ?? (deps.authenticate === undefined ? undefined : async () => false);
+  const turnBlobs = createTurnBlobOrigins({
+    store,
+    log,
+    ...(mayRead === undefined ? {} : { mayRead }),
+  });
   const streams = createStreamRegistry(
     {
       runner,
@@ -256,6 +271,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       log,
       options: options.stream,
       userCommands: createUserCommands(),
+      turnBlobs,
       ...(deps.web === undefined ? {} : { web: deps.web }),
     },
     {
@@ -501,6 +517,8 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
       listener.destroy();
       streams.closeAll("the server is shutting down");
       await closed;
+      // The turn blobs written so far reach the store before the caller closes it.
+      await turnBlobs.flush();
     },
   };
 }

@@ -19,6 +19,7 @@ import { readStoredRowsForTesting, type StoreOptions } from "../create-store.ts"
 import { isStoreError, type StoreErrorCode } from "../errors.ts";
 import { imageHash } from "../image-refs.ts";
 import { createOperationRunner } from "../run-once.ts";
+import { TURN_BLOBS_PER_REQUEST } from "../turn-blobs.ts";
 import type {
   ClientOperationInput,
   CommitResult,
@@ -765,6 +766,84 @@ export function runStoreContract(name: string, open: OpenStore): void {
           store.findNewestConversation("x~edit~", ""),
           "invalid_argument",
         );
+      });
+    });
+
+    describe("turn blobs", () => {
+      /** A blob id (64 hex digits) made from `seed`. */
+      const blob = (seed: string): string => createHash("sha256").update(seed).digest("hex");
+      const record = (seed: string, requestID = "req-1", conversationID = CONVERSATION) => ({
+        blobID: blob(seed),
+        conversationID,
+        requestID,
+      });
+
+      it("a recorded turn blob is found with its conversation and request; an unknown one is null", async (store) => {
+        assert.equal(await store.findTurnBlob(blob("a")), null);
+        await store.recordTurnBlobs([record("a"), record("b", "req-2", "conv-other")]);
+        assert.deepEqual(await store.findTurnBlob(blob("a")), record("a"));
+        assert.deepEqual(await store.findTurnBlob(blob("b")), record("b", "req-2", "conv-other"));
+        assert.equal(await store.findTurnBlob(blob("c")), null);
+        // No conversation needs to exist, and no version moves.
+        assert.equal(await store.load(CONVERSATION), null);
+        await store.recordTurnBlobs([]);
+      });
+
+      it("a blob id recorded again keeps its first record", async (store) => {
+        await store.recordTurnBlobs([record("a")]);
+        await store.recordTurnBlobs([record("a", "req-2", "conv-other"), record("a", "req-3")]);
+        assert.deepEqual(await store.findTurnBlob(blob("a")), record("a"));
+      });
+
+      it(`only the newest ${TURN_BLOBS_PER_REQUEST} turn blobs of a request are kept, in one batch or several`, async (store) => {
+        const many = TURN_BLOBS_PER_REQUEST + 3;
+        for (let index = 0; index < many; index += 1) {
+          await store.recordTurnBlobs([record(`one-${index}`, "req-one")]);
+        }
+        await store.recordTurnBlobs(
+          Array.from({ length: many }, (_, index) => record(`batch-${index}`, "req-batch")),
+        );
+        await store.recordTurnBlobs([
+          record("other-0", "req-other"),
+          record("other-1", "req-other"),
+        ]);
+        for (const prefix of ["one", "batch"]) {
+          const kept: boolean[] = [];
+          for (let index = 0; index < many; index += 1) {
+            kept.push((await store.findTurnBlob(blob(`${prefix}-${index}`))) !== null);
+          }
+          assert.deepEqual(
+            kept,
+            Array.from({ length: many }, (_, index) => index >= many - TURN_BLOBS_PER_REQUEST),
+            prefix,
+          );
+        }
+        // Other requests keep theirs; a blob recorded again does not count as new.
+        assert.notEqual(await store.findTurnBlob(blob("other-0")), null);
+        await store.recordTurnBlobs([record(`one-${many - TURN_BLOBS_PER_REQUEST}`, "req-one")]);
+        assert.notEqual(
+          await store.findTurnBlob(blob(`one-${many - TURN_BLOBS_PER_REQUEST}`)),
+          null,
+        );
+      });
+
+      it("a batch with an invalid turn blob is refused whole; an invalid id is refused on look-up", async (store) => {
+        const invalid = [
+          { ...record("x"), blobID: "AB".repeat(32) },
+          { ...record("x"), blobID: "ab".repeat(31) },
+          { ...record("x"), blobID: 7 as unknown as string },
+          { ...record("x"), requestID: "" },
+          { ...record("x"), conversationID: "" },
+        ];
+        for (const bad of invalid) {
+          await assertStoreError(
+            store,
+            store.recordTurnBlobs([record("good"), bad]),
+            "invalid_argument",
+          );
+        }
+        assert.equal(await store.findTurnBlob(blob("good")), null);
+        await assertStoreError(store, store.findTurnBlob("xyz"), "invalid_argument");
       });
     });
 

@@ -109,7 +109,9 @@ test("a takeover: a client turn blob not sent back is read from the checkpoints 
   const previous = create(ConversationStateStructureSchema, { turns: [EARLIER] });
   const handing = turnState({ previous, steps: [step("one"), step("two"), step("three")] });
   // The client's last checkpoint: the one that stream sent after two steps.
-  const { turn } = toBlobCheckpoint(turnState({ previous, steps: [step("one"), step("two")] }));
+  const sentAt2 = toBlobCheckpoint(turnState({ previous, steps: [step("one"), step("two")] }));
+  assert.ok(sentAt2.turn !== undefined);
+  const turn = { key: sentAt2.turn.key, steps: sentAt2.turnSteps };
   for (const known of [true, false]) {
     const { state, lines } = setUp({ type: "unresolved", blob: turn.key, requestID: REQUEST_ID }, [
       EARLIER,

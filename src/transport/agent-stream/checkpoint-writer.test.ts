@@ -312,6 +312,59 @@ test("the end waits for writes no checkpoint needs any more: until answered, or 
   }
 });
 
+test("each turn blob written is told to onTurnBlob (once per stream), before its write goes out", () => {
+  const outbound = createOutboundStream<AgentServerMessage>({
+    heartbeatMs: 60_000,
+    heartbeat: toHeartbeatMessage,
+  });
+  const told: { key: string; conversationID: string; requestID: string; written: number }[] = [];
+  const reader = outbound.read();
+  const sent: AgentServerMessage[] = [];
+  const drain = () => {
+    for (let message = reader.next(); message !== undefined; message = reader.next()) {
+      sent.push(message);
+    }
+  };
+  const writer = createCheckpointWriter({
+    outbound,
+    blobs: true,
+    timeoutMs: TIMEOUT_MS,
+    log: createRecordingLog().log,
+    describe: () => ({}),
+    onTurnBlob: (key, conversationID, requestID) => {
+      drain();
+      told.push({ key, conversationID, requestID, written: sent.length });
+    },
+  });
+  const first = turnState({ requestID: "req-7", steps: [step("one")] });
+  writer.send([toCheckpointMessage(first)]);
+  writer.send([toCheckpointMessage(first)]); // the same turn blob: written once
+  writer.send([
+    toCheckpointMessage(turnState({ requestID: "req-7", steps: [step("one"), step("two")] })),
+  ]);
+  drain();
+  const turnWrites = sent.flatMap((message) =>
+    message.message.case === "kvServerMessage" &&
+    message.message.value.message.case === "setBlobArgs"
+      ? [Buffer.from(message.message.value.message.value.blobId).toString("hex")]
+      : [],
+  );
+  // Per checkpoint: user message (first only), step(s), then the turn blob.
+  assert.deepEqual(
+    told.map(({ key, conversationID, requestID }) => ({ key, conversationID, requestID })),
+    [turnWrites[2], turnWrites[4]].map((key) => ({
+      key,
+      conversationID: first.conversationID,
+      requestID: "req-7",
+    })),
+  );
+  assert.deepEqual(
+    told.map((turn) => turn.written),
+    [2, 4],
+    "told before the turn blob's write was pushed",
+  );
+});
+
 test("the step counts of the turn blobs of the blob-form checkpoints that went out are kept, the last SENT_TURN_BLOBS of them", () => {
   const { writer, out, writes } = setup();
   const stateOf = (count: number) =>

@@ -29,7 +29,6 @@
 import type { AgentServerMessage } from "../cursor/index.ts";
 import {
   type KvClientMessage,
-  type SentTurnBlob,
   toBlobCheckpoint,
   toCheckpointSource,
   toCheckpointUpdate,
@@ -97,12 +96,17 @@ export interface CheckpointWriterOptions {
   readonly log: Log;
   /** Fields for the log line (request, conversation). */
   readonly describe: () => Record<string, unknown>;
+  /**
+   * Told each turn blob (hex id) written, with its turn's conversation (the client's) and
+   * request id, before its write goes out (transport/turn-blob-origins.ts records it).
+   */
+  readonly onTurnBlob?: (key: string, conversationID: string, requestID: string) => void;
 }
 
 interface Waiting {
   readonly blobForm: AgentServerMessage;
-  /** The turn blob `blobForm` names. */
-  readonly turn: SentTurnBlob;
+  /** How many steps the turn blob `blobForm` names lists. */
+  readonly turnSteps: number;
   readonly inline: AgentServerMessage;
   /** Keys of the blobs not confirmed when it was queued. */
   readonly required: readonly string[];
@@ -198,23 +202,26 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
       const id = nextID++;
       written.set(id, blob.key);
       writing.add(blob.key);
+      if (blob === blobCheckpoint.turn) {
+        options.onTurnBlob?.(blob.key, state.conversationID, state.requestID);
+      }
       outbound.push(toSetBlobMessage(id, blob));
     }
     const blobForm = toCheckpointUpdate(blobCheckpoint.checkpoint);
     if (required.length === 0) {
-      sent(blobCheckpoint.turn);
+      sent(blobCheckpoint.turnSteps);
       release(blobForm, waiting.length);
       return;
     }
     if (waiting.length === 0 && !paused) arm();
-    waiting.push({ blobForm, turn: blobCheckpoint.turn, inline: message, required });
+    waiting.push({ blobForm, turnSteps: blobCheckpoint.turnSteps, inline: message, required });
   };
 
-  /** A blob-form checkpoint naming `turn` goes out: the last `SENT_TURN_BLOBS` are kept. */
-  const sent = (turn: SentTurnBlob): void => {
+  /** A blob-form checkpoint whose turn blob lists `steps` went out: the last ones are kept. */
+  const sent = (steps: number): void => {
     const counts = toWrites().sent;
-    if (counts.at(-1) === turn.steps) return;
-    counts.push(turn.steps);
+    if (counts.at(-1) === steps) return;
+    counts.push(steps);
     if (counts.length > SENT_TURN_BLOBS) counts.shift();
   };
 
@@ -301,7 +308,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
         const ready = newestReady();
         const released = waiting[ready];
         if (released !== undefined) {
-          sent(released.turn);
+          sent(released.turnSteps);
           release(released.blobForm, ready + 1);
         } else runThen();
         return;

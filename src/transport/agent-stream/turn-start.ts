@@ -64,14 +64,32 @@ export function createTurnStart(
   const { runner, log, now } = deps;
 
   /**
-   * The request id of the last turn of `request`'s checkpoint (checkpoint-origin.ts). A blob-form
-   * last turn that neither the request carried nor this process wrote is logged at info once per
-   * stream: what real clients send back is unverified (docs/protocol.md "Rewinds").
+   * The request id of the last turn of `request`'s checkpoint (checkpoint-origin.ts); a blob-form
+   * last turn the request did not carry is looked up in the turn blobs this server wrote
+   * (turn-blob-origins.ts: memory, else one store read). One found neither way is logged at info
+   * once per stream: a blob this server did not write (or no longer keeps), or one the request
+   * may not see. Synchronous (the turn is submitted without a pause, as before) unless the store
+   * is asked.
    */
   let unresolvedLogged = false;
-  const lastTurnOrigin = (request: AgentRunRequest): string | null =>
-    toLastTurnOrigin(request.conversationState, request.preFetchedBlobs, (blob) => {
-      if (unresolvedLogged) return;
+  const lastTurnOrigin = (request: AgentRunRequest): string | null | Promise<string | null> => {
+    const missing: { blob?: string } = {};
+    const origin = toLastTurnOrigin(request.conversationState, request.preFetchedBlobs, (blob) => {
+      missing.blob = blob;
+    });
+    const blob = missing.blob;
+    if (blob === undefined) return origin;
+    return findLastTurnOrigin(request, blob, origin);
+  };
+  const findLastTurnOrigin = async (
+    request: AgentRunRequest,
+    blob: string,
+    origin: string | null,
+  ): Promise<string | null> => {
+    const conversationID = request.conversationId ?? "";
+    const found = (await deps.turnBlobs?.find(blob, conversationID)) ?? null;
+    if (found !== null) return found;
+    if (!unresolvedLogged) {
       unresolvedLogged = true;
       log.info(
         {
@@ -80,9 +98,11 @@ export function createTurnStart(
           blob,
           prefetched: request.preFetchedBlobs.length,
         },
-        "the checkpoint's last turn is a blob neither sent back nor written here; no rewind detection for this start",
+        "the checkpoint's last turn is a blob neither sent back nor recorded here; no rewind detection for this start",
       );
-    });
+    }
+    return origin;
+  };
 
   /** The model the client asked for, or the first configured one. */
   const resolveModel = (request: AgentRunRequest) => chooseModel(request).model;
@@ -230,6 +250,8 @@ export function createTurnStart(
       // The checkpoint's turns as history, read only when the runner asks (loop/fork.ts).
       let imported: ImportedHistory | null = null;
       try {
+        const found = lastTurnOrigin(event.request);
+        const lastTurn = found instanceof Promise ? await found : found;
         const commands = deps.userCommands?.take(state.conversationID) ?? [];
         result = await runner.submit(
           state.conversationID,
@@ -249,7 +271,7 @@ export function createTurnStart(
             requestID,
             clientState: toSavedRunRequest(event.request),
             route: {
-              lastTurnOrigin: lastTurnOrigin(event.request),
+              lastTurnOrigin: lastTurn,
               messageID: started.value.messageID,
               imported: () => {
                 imported = toImportedHistory(
@@ -301,6 +323,8 @@ export function createTurnStart(
       stream.startedAt = now();
       stream.conversationID = resumed.value.conversationID;
       log.info({ conversation: stream.conversationID, request: requestID }, "summarize requested");
+      const found = lastTurnOrigin(request);
+      const lastTurn = found instanceof Promise ? await found : found;
       const result = await runner.submit(
         stream.conversationID,
         // The summarize is a turn of its own, with this request's id in the client's checkpoint.
@@ -312,7 +336,7 @@ export function createTurnStart(
           clientState: toSavedRunRequest(request),
           // A client on a branch (a rewind) summarizes the branch.
           route: {
-            lastTurnOrigin: lastTurnOrigin(request),
+            lastTurnOrigin: lastTurn,
             messageID: "",
           },
         },
@@ -366,7 +390,7 @@ export function createTurnStart(
         stream.conversationID ??= await runner.follow(
           resumed.value.conversationID,
           {
-            lastTurnOrigin: lastTurnOrigin(request),
+            lastTurnOrigin: await lastTurnOrigin(request),
             messageID: "",
           },
           requestID,

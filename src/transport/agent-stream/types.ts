@@ -7,6 +7,7 @@ import type { Runner } from "../../runner/types.ts";
 import type { AgentClientMessage, AgentServerMessage } from "../cursor/index.ts";
 import type { Log } from "../log.ts";
 import type { OutboundReader, OutboundStream } from "../outbound-stream.ts";
+import type { TurnBlobOrigins } from "../turn-blob-origins.ts";
 import type { UserCommands } from "../user-commands.ts";
 import type { WebTools } from "../web-work.ts";
 
@@ -71,6 +72,12 @@ export interface AgentStreamDeps {
   readonly onSettled?: (stream: AgentStream) => void;
   /** Shell commands users ran themselves, handed to the conversation's next turn. */
   readonly userCommands?: UserCommands;
+  /**
+   * The turn blobs the server wrote to clients, recorded in the store (turn-blob-origins.ts):
+   * the last turn of a checkpoint the client sends without its blob. Absent: only blobs the
+   * client sends back are read.
+   */
+  readonly turnBlobs?: TurnBlobOrigins;
 }
 
 export interface AgentStream {

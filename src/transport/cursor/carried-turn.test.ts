@@ -366,7 +366,9 @@ test("a takeover: the client's checkpoint ends with another turn's blob, unread 
 test("a takeover: a client turn blob not sent back that the stream taken over sent is read from its turn; the client's blobs are not written again", () => {
   const from = takenFrom(4);
   // The client's last checkpoint: the one the stream taken over sent after two steps.
-  const { checkpoint, blobs, turn } = toBlobCheckpoint(takenFrom(2));
+  const { checkpoint, blobs, turn: sentBlob, turnSteps } = toBlobCheckpoint(takenFrom(2));
+  assert.ok(sentBlob !== undefined);
+  const turn = { key: sentBlob.key, steps: turnSteps };
   assert.deepEqual(turn.steps, 2);
   const resume = resumeState(checkpoint, []);
   assert.equal(resume.lastClientTurn?.type, "unresolved");

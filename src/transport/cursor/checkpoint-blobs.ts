@@ -45,18 +45,18 @@ export interface BlobCheckpoint {
    */
   readonly blobs: readonly CheckpointBlob[];
   /**
-   * The checkpoint's entry for this turn: its turn blob's id (hex) and how many steps that blob
-   * lists (the first of the turn's steps, `toTurnIds`). The stream keeps the count for the
-   * checkpoints that went out (agent-stream/checkpoint-writer.ts): a takeover reads the client's
-   * turn blob from it when the client does not send it back (carried-turn.ts `toSentClientTurn`).
+   * The turn blob written, also in `blobs`: the checkpoint's last turn. The client may not send
+   * it back with its next run request (checkpoint-origin.ts), so the writer has it recorded
+   * (transport/turn-blob-origins.ts). Absent: a carried turn's own entry, written before.
    */
-  readonly turn: SentTurnBlob;
-}
-
-/** A turn blob of a checkpoint: its id (hex) and how many steps it lists. */
-export interface SentTurnBlob {
-  readonly key: string;
-  readonly steps: number;
+  readonly turn?: CheckpointBlob;
+  /**
+   * How many steps the checkpoint's turn blob lists (the first of the turn's steps, `toTurnIds`).
+   * The stream keeps it for the checkpoints that went out (agent-stream/checkpoint-writer.ts): a
+   * takeover rebuilds the client's turn blob from it when the client does not send it back
+   * (carried-turn.ts `toSentClientTurn`).
+   */
+  readonly turnSteps: number;
 }
 
 export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
@@ -74,7 +74,7 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
     return {
       checkpoint: toCheckpointWith(state, carried.entry, referenced),
       blobs: [],
-      turn: { key, steps: carried.ids.steps.length },
+      turnSteps: carried.ids.steps.length,
     };
   }
   const parts = toTurnParts(state);
@@ -99,7 +99,8 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
   return {
     checkpoint: toCheckpointWith(state, turn.id, referenced),
     blobs: [...blobs.values()],
-    turn: { key: turn.key, steps: parts.steps.length },
+    turn,
+    turnSteps: parts.steps.length,
   };
 }
 

@@ -10,7 +10,6 @@ import {
 } from "./gen/agent/v1/conversation_state_pb.js";
 import { PreFetchedBlobSchema } from "./gen/agent/v1/run_request_pb.js";
 import { turnState } from "./testing.ts";
-import { findTurnBlobOrigin, rememberTurnBlob, TURN_BLOB_ORIGINS } from "./turn-blob-origins.ts";
 
 const agentTurn = (requestId: string) =>
   toBinary(
@@ -56,31 +55,16 @@ test("a turn that is not an agent turn, or does not decode: unknown", () => {
   assert.equal(toLastTurnOrigin(checkpoint(new Uint8Array([0xff, 0xff, 0xff])), NO_BLOBS), "");
 });
 
-test("a turn blob this process wrote: its request id without the blob; else unknown, said to onUnresolved", () => {
+test("a blob-form last turn the request did not carry: unknown, its id said to onUnresolved", () => {
   const written = toBlobCheckpoint(turnState({ requestID: "r-written" })).checkpoint.turns.at(-1);
   assert.equal(written?.length, 32);
   const unresolved: string[] = [];
   const note = (id: string) => unresolved.push(id);
+  assert.equal(toLastTurnOrigin(checkpoint(agentTurn("r1")), NO_BLOBS, note), "r1");
+  assert.deepEqual(unresolved, []);
   assert.equal(
     toLastTurnOrigin(checkpoint(agentTurn("r1"), written ?? agentTurn("")), NO_BLOBS, note),
-    "r-written",
+    "",
   );
-  assert.deepEqual(unresolved, []);
-  const stranger = Buffer.from(toBlobID(agentTurn("r-elsewhere")), "hex");
-  assert.equal(toLastTurnOrigin(checkpoint(stranger), NO_BLOBS, note), "");
-  assert.deepEqual(unresolved, [stranger.toString("hex")]);
-});
-
-test("the written turn blobs are remembered in a bounded LRU", () => {
-  rememberTurnBlob("first", "r-first");
-  rememberTurnBlob("kept", "r-kept");
-  for (let index = 0; index < TURN_BLOB_ORIGINS - 2; index++) {
-    rememberTurnBlob(`filler-${index}`, "r");
-    // Reading "kept" now and then makes it recent.
-    if (index % 1000 === 0) assert.equal(findTurnBlobOrigin("kept"), "r-kept");
-  }
-  rememberTurnBlob("last", "r-last");
-  assert.equal(findTurnBlobOrigin("first"), undefined, "the least recent one went");
-  assert.equal(findTurnBlobOrigin("kept"), "r-kept");
-  assert.equal(findTurnBlobOrigin("last"), "r-last");
+  assert.deepEqual(unresolved, [Buffer.from(written ?? []).toString("hex")]);
 });

@@ -4,8 +4,9 @@
  * sends, with an edited earlier message, the checkpoint it had when that message was first sent
  * (docs/protocol.md "Rewinds"). Our checkpoints keep the client's turns and, when too large, drop
  * the oldest (checkpoint.ts `fitCheckpoint`), so the last turn is reliable; turn counts are not.
- * A last turn in the blob form (a 32-byte id) is read from the request's `pre_fetched_blobs`, else
- * from the turn blobs this process wrote (turn-blob-origins.ts).
+ * A last turn in the blob form (a 32-byte id) is read from the request's `pre_fetched_blobs`; one
+ * the request did not carry is handed to `onUnresolved`, for the turn blobs the server recorded
+ * (transport/turn-blob-origins.ts).
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { toBlobID } from "./blobs.ts";
@@ -14,16 +15,15 @@ import {
   ConversationTurnStructureSchema,
 } from "./gen/agent/v1/conversation_state_pb.js";
 import type { PreFetchedBlob } from "./gen/agent/v1/run_request_pb.js";
-import { findTurnBlobOrigin } from "./turn-blob-origins.ts";
 
 /** A blob id (SHA-256) in `turns`: the blob form of a turn. Inline turns are longer. */
 const BLOB_ID_BYTES = 32;
 
 /**
  * null: the checkpoint has no turns (or there is none). "": it has turns but the last one's id
- * cannot be read (a blob neither the request carried nor this process wrote, a turn that is not an
- * agent turn, bytes that do not decode); such a start is never taken for a rewind.
- * `onUnresolved` is told the hex id of a blob-form last turn found neither way (for a log line).
+ * cannot be read from the request (a blob it did not carry, a turn that is not an agent turn,
+ * bytes that do not decode); such a start is never taken for a rewind, unless the caller finds
+ * the blob: `onUnresolved` is told the hex id of a blob-form last turn the request did not carry.
  */
 export function toLastTurnOrigin(
   state: ConversationStateStructure | undefined,
@@ -36,10 +36,8 @@ export function toLastTurnOrigin(
   if (last.length === BLOB_ID_BYTES) {
     const prefetched = findPrefetched(blobs, last);
     if (prefetched === null) {
-      const hex = Buffer.from(last).toString("hex");
-      const written = findTurnBlobOrigin(hex);
-      if (written === undefined) onUnresolved?.(hex);
-      return written ?? "";
+      onUnresolved?.(Buffer.from(last).toString("hex"));
+      return "";
     }
     bytes = prefetched;
   }

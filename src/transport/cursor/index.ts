@@ -13,12 +13,7 @@ export {
   withHandedTurn,
 } from "./carried-turn.ts";
 export { toCheckpointMessage, toCheckpointSource } from "./checkpoint.ts";
-export {
-  type SentTurnBlob,
-  toBlobCheckpoint,
-  toCheckpointUpdate,
-  toSetBlobMessage,
-} from "./checkpoint-blobs.ts";
+export { toBlobCheckpoint, toCheckpointUpdate, toSetBlobMessage } from "./checkpoint-blobs.ts";
 export { type ImportedHistory, toImportedHistory } from "./checkpoint-import.ts";
 export { toLastTurnOrigin } from "./checkpoint-origin.ts";
 export { type ClientEvent, fromClientMessage } from "./client-message.ts";

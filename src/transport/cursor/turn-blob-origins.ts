@@ -1,15 +1,15 @@
 /**
- * The request id of every turn blob this process wrote to a client (checkpoint-blobs.ts), so the
- * last turn of a run request's checkpoint can be read when the client does not send that blob
- * back in `pre_fetched_blobs` (checkpoint-origin.ts): whether the IDE does is unverified
- * (docs/protocol.md "Rewinds"), and a rewind or a fork's lineage needs that request id.
- *
- * Process-wide and bounded: the most recently written or read `TURN_BLOB_ORIGINS` ids (an LRU;
- * about 200 bytes each). A restart forgets them; the client's prefetched blob still works then.
+ * The request id of the turn blobs this process wrote to a client most recently
+ * (checkpoint-blobs.ts), for a turn carried on by a takeover in this process (carried-turn.ts:
+ * the client's checkpoint may end with an earlier checkpoint of the same turn, not sent back in
+ * `pre_fetched_blobs`: the stream taken over then rebuilds it, agent-stream/carry-turn.ts).
+ * Process-wide, bounded by count. Rewinds and forks do not read it: they read the turn blobs the
+ * server recorded in the store, which survive a restart and are shared by the instances of a
+ * team (transport/turn-blob-origins.ts).
  */
 
 /** How many turn blob ids are remembered (each checkpoint of a turn writes one). */
-export const TURN_BLOB_ORIGINS = 20_000;
+export const TURN_BLOB_ORIGINS = 1024;
 
 /** Hex blob id → request id, oldest first (a Map keeps insertion order). */
 const origins = new Map<string, string>();

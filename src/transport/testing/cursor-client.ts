@@ -80,6 +80,11 @@ export interface CursorClientOptions {
   readonly onMessage?: (message: AgentServerMessage) => Promise<void> | void;
   /** How blob writes are answered; default: stored and confirmed (turn.ts `BlobWriteAnswer`). */
   readonly answerBlobWrite?: BlobWriteAnswerer;
+  /**
+   * Whether `runRequest` sends the blobs its checkpoint references as `pre_fetched_blobs`
+   * (whether the real IDE does is unverified, docs/protocol.md "Rewinds"). Default true.
+   */
+  readonly prefetchBlobs?: boolean;
 }
 
 /** `RunRequestInit` with the client's defaults: its workspace, and its last checkpoint. */
@@ -112,6 +117,8 @@ export interface CursorClient {
   /** Closes every open turn (their `done` rejects), kills shells, closes connections. */
   close(): Promise<void>;
 }
+
+const NO_BLOBS: ReadonlyMap<string, Uint8Array> = new Map();
 
 export function createCursorClient(options: CursorClientOptions): CursorClient {
   const headers = options.headers ?? {};
@@ -149,7 +156,7 @@ export function createCursorClient(options: CursorClientOptions): CursorClient {
       ...init,
       workspace: init.workspace ?? options.workspace,
       checkpoint,
-      blobs,
+      blobs: options.prefetchBlobs === false ? NO_BLOBS : blobs,
     });
   };
 

@@ -1,0 +1,154 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { test } from "node:test";
+import { createMemoryStore, type Store, type TurnBlob } from "../store/index.ts";
+import { createRecordingLog } from "./log.ts";
+import { createTurnBlobOrigins } from "./turn-blob-origins.ts";
+
+const blob = (seed: string): string => createHash("sha256").update(seed).digest("hex");
+
+/** A memory store that counts its turn blob calls, and fails them when told to. */
+function countingStore() {
+  const store = createMemoryStore();
+  const calls = { record: [] as (readonly TurnBlob[])[], find: 0, fail: false };
+  const counted: Pick<Store, "recordTurnBlobs" | "findTurnBlob"> = {
+    async recordTurnBlobs(blobs) {
+      calls.record.push(blobs);
+      if (calls.fail) throw new Error("disk on fire");
+      await store.recordTurnBlobs(blobs);
+    },
+    async findTurnBlob(blobID) {
+      calls.find += 1;
+      if (calls.fail) throw new Error("disk on fire");
+      return store.findTurnBlob(blobID);
+    },
+  };
+  return { store, counted, calls };
+}
+
+test("remembered blobs are written later, together, in one call; nothing waits for the write", async () => {
+  const { store, counted, calls } = countingStore();
+  const { log } = createRecordingLog();
+  const origins = createTurnBlobOrigins({ store: counted, log });
+  origins.remember(blob("a"), "conv-1", "req-1");
+  origins.remember(blob("b"), "conv-1", "req-1");
+  origins.remember(blob("b"), "conv-1", "req-1"); // again: already remembered
+  origins.remember(blob("c"), "", "req-1"); // no conversation: not kept (it would fail the batch)
+  assert.deepEqual(calls.record, [], "not written within the call");
+  await origins.flush();
+  assert.deepEqual(calls.record, [
+    [
+      { blobID: blob("a"), conversationID: "conv-1", requestID: "req-1" },
+      { blobID: blob("b"), conversationID: "conv-1", requestID: "req-1" },
+    ],
+  ]);
+  assert.deepEqual(await store.findTurnBlob(blob("a")), {
+    blobID: blob("a"),
+    conversationID: "conv-1",
+    requestID: "req-1",
+  });
+  // Found in memory: no store read.
+  assert.equal(await origins.find(blob("b"), "conv-1"), "req-1");
+  assert.equal(calls.find, 0);
+});
+
+test("blobs remembered while a write is under way go in the next write", async () => {
+  const { counted, calls } = countingStore();
+  const { log } = createRecordingLog();
+  const origins = createTurnBlobOrigins({ store: counted, log });
+  origins.remember(blob("a"), "conv-1", "req-1");
+  // Wait until the first write began (it is begun on the next turn of the event loop).
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  assert.equal(calls.record.length, 1);
+  origins.remember(blob("b"), "conv-1", "req-1");
+  origins.remember(blob("c"), "conv-1", "req-2");
+  await origins.flush();
+  assert.deepEqual(
+    calls.record.map((batch) => batch.map((row) => row.blobID)),
+    [[blob("a")], [blob("b"), blob("c")]],
+  );
+});
+
+test("a blob not in memory is read from the store once (another instance or process wrote it)", async () => {
+  const { store, counted, calls } = countingStore();
+  await store.recordTurnBlobs([
+    { blobID: blob("x"), conversationID: "conv-1", requestID: "req-x" },
+  ]);
+  const { log, lines } = createRecordingLog();
+  const origins = createTurnBlobOrigins({ store: counted, log });
+  assert.equal(await origins.find(blob("x"), "conv-1"), "req-x");
+  assert.equal(await origins.find(blob("x"), "conv-1"), "req-x");
+  assert.equal(calls.find, 1, "then kept in memory");
+  assert.equal(await origins.find(blob("unknown"), "conv-1"), null);
+  assert.deepEqual(lines, []);
+});
+
+test("a failed write is said at warn; the blob stays known in memory", async () => {
+  const { counted, calls } = countingStore();
+  const { log, lines } = createRecordingLog();
+  const origins = createTurnBlobOrigins({ store: counted, log });
+  calls.fail = true;
+  origins.remember(blob("a"), "conv-1", "req-1");
+  await origins.flush();
+  assert.deepEqual(
+    lines.map((line) => [line.level, line.fields.rows, line.fields.error]),
+    [["warn", 1, "disk on fire"]],
+  );
+  assert.equal(await origins.find(blob("a"), "conv-1"), "req-1");
+  // A failed read: not resolved, said at warn.
+  assert.equal(await origins.find(blob("b"), "conv-1"), null);
+  assert.equal(lines.at(-1)?.level, "warn");
+});
+
+test("a blob of another conversation resolves only when the request may see it; fails closed", async () => {
+  const { store, counted } = countingStore();
+  await store.recordTurnBlobs([
+    { blobID: blob("ann"), conversationID: "ann-chat", requestID: "req-ann" },
+  ]);
+  const asked: string[] = [];
+  let answer: boolean | Error = false;
+  const { log, lines } = createRecordingLog();
+  const origins = createTurnBlobOrigins({
+    store: counted,
+    log,
+    mayRead: async (conversationID) => {
+      asked.push(conversationID);
+      if (answer instanceof Error) throw answer;
+      return answer;
+    },
+  });
+  origins.remember(blob("bob"), "bob-chat", "req-bob");
+  // The request's own conversation (or a subagent's of it): no check.
+  assert.equal(await origins.find(blob("bob"), "bob-chat"), "req-bob");
+  assert.equal(await origins.find(blob("bob"), "bob-chat~task~abc"), "req-bob");
+  assert.deepEqual(asked, []);
+  // Another conversation: asked, each time (memory holds no answer).
+  assert.equal(await origins.find(blob("ann"), "bob-fork"), null);
+  assert.equal(await origins.find(blob("ann"), "bob-fork"), null);
+  assert.deepEqual(asked, ["ann-chat", "ann-chat"]);
+  assert.match(lines.at(-1)?.message ?? "", /may not see/);
+  answer = new Error("users table gone");
+  assert.equal(await origins.find(blob("ann"), "bob-fork"), null);
+  assert.equal(lines.at(-1)?.level, "warn");
+  answer = true;
+  assert.equal(await origins.find(blob("ann"), "ann-fork"), "req-ann");
+});
+
+test("memory holds the most recently written or read blobs, up to its capacity", async () => {
+  const { counted, calls } = countingStore();
+  const { log } = createRecordingLog();
+  const origins = createTurnBlobOrigins({ store: counted, log, capacity: 3 });
+  origins.remember(blob("1"), "c", "r1");
+  origins.remember(blob("2"), "c", "r2");
+  origins.remember(blob("3"), "c", "r3");
+  await origins.flush();
+  assert.equal(await origins.find(blob("1"), "c"), "r1"); // now the most recent
+  origins.remember(blob("4"), "c", "r4"); // evicts 2
+  await origins.flush();
+  const reads = calls.find;
+  assert.equal(await origins.find(blob("1"), "c"), "r1");
+  assert.equal(await origins.find(blob("3"), "c"), "r3");
+  assert.equal(calls.find, reads, "1 and 3 from memory");
+  assert.equal(await origins.find(blob("2"), "c"), "r2");
+  assert.equal(calls.find, reads + 1, "2 from the store");
+});

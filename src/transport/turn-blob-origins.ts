@@ -1,0 +1,160 @@
+/**
+ * Which turn a checkpoint's turn blob names, when the client does not send the blob back
+ * (docs/protocol.md "Rewinds"): every turn blob this server writes to a client (each checkpoint
+ * of a turn writes a new one, agent-stream/checkpoint-writer.ts) is remembered here and
+ * recorded in the store (store/turn-blobs.ts), so the request id of the last turn of a run
+ * request's checkpoint is known after a restart and on every instance of a team (rewind
+ * detection, a fork's lineage: cursor/checkpoint-origin.ts, runner/route-start.ts).
+ *
+ * - Memory first: the most recently written or read `TURN_BLOB_ORIGINS` ids (an LRU, ≈250 bytes
+ *   each), so a start on the instance that ran the conversation's last turn reads nothing, as
+ *   before; a miss is one indexed store read.
+ * - Writes are not awaited by anyone: `remember` queues the row; one write at a time takes
+ *   everything queued (one transaction), begun on the next turn of the event loop, so rows that
+ *   come while one is written go together in the next. The checkpoint that names the blob waits
+ *   for the client's confirmation of its `set_blob_args` anyway (a network round trip), during
+ *   which the row is written; so a client rarely holds a blob id the store does not know. What a
+ *   crash loses: the rows queued or being written at that moment (a blob id written in the last
+ *   milliseconds; normally the client has not received its checkpoint yet either). A write that
+ *   fails is logged at warn and not retried (the ids stay known in memory).
+ * - Team mode: a blob of another conversation than the request's resolves only when the request
+ *   may see that conversation (`mayRead`, the fork's read check: user-access.ts
+ *   `createReadCheck`); otherwise, and when the store cannot be read, it does not resolve (the
+ *   start is then no rewind and no fork: fail closed).
+ */
+import { errorMessage } from "../errors/error-message.ts";
+import { toRootConversationID } from "../loop/index.ts";
+import type { Store, TurnBlob } from "../store/index.ts";
+import type { Log } from "./log.ts";
+
+/** How many turn blob ids are kept in memory. */
+export const TURN_BLOB_ORIGINS = 20_000;
+
+export interface TurnBlobOrigins {
+  /**
+   * A turn blob (hex id) about to be written to the client of `conversationID` (the client's
+   * conversation id), for its turn `requestID`: remembered, and recorded in the store soon.
+   */
+  remember(blobID: string, conversationID: string, requestID: string): void;
+  /**
+   * The request id of the turn blob `blobID` (hex) for a run request naming `conversationID`,
+   * from memory or the store; null when unknown or not visible to the request (above).
+   */
+  find(blobID: string, conversationID: string): Promise<string | null>;
+  /** Resolves once every row remembered so far is written (or its write failed). */
+  flush(): Promise<void>;
+}
+
+export interface TurnBlobOriginsOptions {
+  readonly store: Pick<Store, "recordTurnBlobs" | "findTurnBlob">;
+  readonly log: Log;
+  /** Whether the request being handled may see a conversation; absent: every one (no users). */
+  readonly mayRead?: (conversationID: string) => Promise<boolean>;
+  /** Default `TURN_BLOB_ORIGINS`. */
+  readonly capacity?: number;
+}
+
+interface Origin {
+  readonly conversationID: string;
+  readonly requestID: string;
+}
+
+export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlobOrigins {
+  const { store, log, mayRead } = options;
+  const capacity = options.capacity ?? TURN_BLOB_ORIGINS;
+  /** Hex blob id → its turn, least recently used first (a Map keeps insertion order). */
+  const origins = new Map<string, Origin>();
+  let queued: TurnBlob[] = [];
+  /** The write under way (or about to begin), or null. */
+  let writing: Promise<void> | null = null;
+
+  const keep = (blobID: string, origin: Origin): void => {
+    origins.delete(blobID);
+    origins.set(blobID, origin);
+    if (origins.size > capacity) {
+      const oldest = origins.keys().next().value;
+      if (oldest !== undefined) origins.delete(oldest);
+    }
+  };
+
+  /** Writes what is queued, then what came meanwhile, one transaction at a time. */
+  const write = async (): Promise<void> => {
+    // Begun on the next turn of the event loop: the checkpoint that queued the row goes out
+    // first, and rows of the same moment go together.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    while (queued.length > 0) {
+      const batch = queued;
+      queued = [];
+      try {
+        await store.recordTurnBlobs(batch);
+      } catch (error) {
+        log.warn(
+          { rows: batch.length, error: errorMessage(error) },
+          "turn blobs could not be recorded; an edit of an earlier message in those turns is not detected after a restart or on another instance",
+        );
+      }
+    }
+    writing = null;
+  };
+
+  const visible = async (origin: Origin, conversationID: string): Promise<boolean> => {
+    if (toRootConversationID(origin.conversationID) === toRootConversationID(conversationID)) {
+      // The request's own conversation: its access was checked with the run request.
+      return true;
+    }
+    return mayRead === undefined ? true : await mayRead(origin.conversationID);
+  };
+
+  return {
+    remember(blobID, conversationID, requestID) {
+      // The store refuses a batch with such a row whole: it would take the others with it.
+      if (conversationID === "" || requestID === "") return;
+      const known = origins.get(blobID);
+      if (known?.requestID === requestID && known.conversationID === conversationID) return;
+      const origin = { conversationID, requestID };
+      keep(blobID, origin);
+      queued.push({ blobID, ...origin });
+      writing ??= write();
+    },
+
+    async find(blobID, conversationID) {
+      let origin = origins.get(blobID);
+      if (origin !== undefined) {
+        keep(blobID, origin);
+      } else {
+        try {
+          const recorded = await store.findTurnBlob(blobID);
+          if (recorded === null) return null;
+          origin = { conversationID: recorded.conversationID, requestID: recorded.requestID };
+        } catch (error) {
+          log.warn(
+            { blob: blobID, error: errorMessage(error) },
+            "the turn blob could not be looked up in the store; no rewind detection for this start",
+          );
+          return null;
+        }
+        keep(blobID, origin);
+      }
+      let may: boolean;
+      try {
+        may = await visible(origin, conversationID);
+      } catch (error) {
+        log.warn(
+          { blob: blobID, error: errorMessage(error) },
+          "whether the request may see the turn blob's conversation could not be checked; not used",
+        );
+        return null;
+      }
+      if (may) return origin.requestID;
+      log.info(
+        { conversation: conversationID, blob: blobID },
+        "the checkpoint's last turn is a turn of a conversation this request may not see; not used",
+      );
+      return null;
+    },
+
+    async flush() {
+      while (writing !== null) await writing;
+    },
+  };
+}
