@@ -23,7 +23,8 @@
  *
  * Blob bytes are held only by the `set_blob_args` messages in the outbound backlog (released once
  * written) and the waiting checkpoints (bounded by the timeout: each confirmation drops all but the
- * ones newer than what went out); this keeps the confirmed blob ids (hex) per stream.
+ * ones newer than what went out); this keeps the confirmed blob ids (hex) per stream, and how many
+ * steps the turn blobs of its last blob-form checkpoints that went out list (`sentTurnSteps`).
  */
 import { withMethods } from "../../llm/index.ts";
 import type { AgentServerMessage } from "../cursor/index.ts";
@@ -39,6 +40,13 @@ import type { OutboundStream } from "../outbound-stream.ts";
 
 /** How long a checkpoint waits for the client's confirmations by default (SAK's 10 s). */
 export const DEFAULT_BLOB_WRITE_TIMEOUT_MS = 10_000;
+
+/**
+ * How many of the last blob-form checkpoints that went out are kept (`sentTurnSteps`): the
+ * client's last checkpoint is one of the last few (those still in flight when its RunSSE
+ * dropped); once nobody reads the stream, a checkpoint that writes blobs waits unconfirmed.
+ */
+export const SENT_TURN_BLOBS = 16;
 
 /**
  * Its members are methods shared by every instance: call them on the object, never pass them on
@@ -76,6 +84,13 @@ export interface CheckpointWriter {
    */
   pause(): void;
   resume(): void;
+  /**
+   * How many steps the turn blobs of the last `SENT_TURN_BLOBS` blob-form checkpoints that went
+   * out list (every blob of them confirmed; distinct counts, newest last). A turn blob is a
+   * function of the turn state and this count, so a takeover reads the client's turn blob from
+   * it (carried-turn.ts `toSentClientTurn`) with no blob id kept (issue #19: per-stream heap).
+   */
+  sentTurnSteps(): readonly number[];
 }
 
 export interface CheckpointWriterOptions {
@@ -95,6 +110,8 @@ export interface CheckpointWriterOptions {
 
 interface Waiting {
   readonly blobForm: AgentServerMessage;
+  /** How many steps the turn blob `blobForm` names lists. */
+  readonly turnSteps: number;
   readonly inline: AgentServerMessage;
   /** Keys of the blobs not confirmed when it was queued. */
   readonly required: readonly string[];
@@ -177,8 +194,10 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
       rearm(this);
       const ready = newestReady(this);
       const released = this.waiting[ready];
-      if (released !== undefined) release(this, released.blobForm, ready + 1);
-      else runThen(this);
+      if (released !== undefined) {
+        sent(this, released.turnSteps);
+        release(this, released.blobForm, ready + 1);
+      } else runThen(this);
       return;
     }
     // A refused write that no waiting checkpoint requires (one that replaced it went out)
@@ -191,6 +210,9 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
     const error =
       result.case === "setBlobResult" ? result.value.error?.message : `a ${result.case} answer`;
     fallBack(this, "error", error ?? "");
+  },
+  sentTurnSteps() {
+    return this.writes?.sent ?? [];
   },
   whenSent(next) {
     this.atEnd ??= [];
@@ -215,7 +237,7 @@ function unanswered(writer: Writer): number {
 }
 
 function toWrites(writer: Writer): Writes {
-  writer.writes ??= { confirmed: new Set(), written: new Map(), writing: new Set() };
+  writer.writes ??= { confirmed: new Set(), written: new Map(), writing: new Set(), sent: [] };
   return writer.writes;
 }
 
@@ -305,11 +327,20 @@ function checkpoint(writer: Writer, message: AgentServerMessage): void {
   }
   const blobForm = toCheckpointUpdate(blobCheckpoint.checkpoint);
   if (required.length === 0) {
+    sent(writer, blobCheckpoint.turnSteps);
     release(writer, blobForm, writer.waiting.length);
     return;
   }
   if (writer.waiting.length === 0 && !writer.paused) arm(writer);
-  writer.waiting.push({ blobForm, inline: message, required });
+  writer.waiting.push({ blobForm, turnSteps: blobCheckpoint.turnSteps, inline: message, required });
+}
+
+/** A blob-form checkpoint whose turn blob lists `steps` went out: the last ones are kept. */
+function sent(writer: Writer, steps: number): void {
+  const counts = toWrites(writer).sent;
+  if (counts.at(-1) === steps) return;
+  counts.push(steps);
+  if (counts.length > SENT_TURN_BLOBS) counts.shift();
 }
 
 /**
@@ -378,6 +409,8 @@ interface Writes {
   /** Writes sent and not answered: kv id → blob key; and the keys. */
   readonly written: Map<number, string>;
   readonly writing: Set<string>;
+  /** How many steps the turn blobs of the last blob-form checkpoints that went out list. */
+  readonly sent: number[];
 }
 
 function isTurnEnded(message: AgentServerMessage): boolean {

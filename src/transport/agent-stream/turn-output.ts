@@ -79,7 +79,7 @@ const outputMethods: TurnOutput & ThisType<Output> = {
     const origin = toTurnRecord(state)?.origin;
     // On a takeover, the stream it takes the turn from (in this process) has the turn whole.
     const handing = from === undefined ? undefined : streamOf(from);
-    if (origin !== undefined) carryTurn(this.stream, origin, handing?.turn);
+    if (origin !== undefined) carryTurn(this.stream, origin, handing);
   },
   runTool(command, state, attempt) {
     return this.tools.run(command, state, attempt);
