@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { describe, mock, test } from "node:test";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -233,6 +234,27 @@ describe("OutboundStream.read()", () => {
     await pending;
     assert.equal(aborted.next(), undefined);
     assert.equal(aborted.done, true);
+  });
+
+  test("a reader listens on its signal while open, and no more once closed; an abort wakes its wait at once", async () => {
+    const stream = create();
+    const controller = new AbortController();
+    const reader = stream.read(controller.signal);
+    assert.equal(getEventListeners(controller.signal, "abort").length, 1);
+    reader.close();
+    assert.equal(getEventListeners(controller.signal, "abort").length, 0);
+    // Timers mocked: the wait's heartbeat never comes, so only the abort can end the wait.
+    mock.timers.enable({ apis: ["setTimeout"] });
+    try {
+      const next = stream.read(controller.signal);
+      const waiting = next.wait();
+      controller.abort();
+      await waiting;
+      assert.equal(next.next(), undefined);
+      assert.equal(next.done, true);
+    } finally {
+      mock.timers.reset();
+    }
   });
 
   test("a heartbeat after heartbeatMs of waiting, not backlogged", async () => {

@@ -167,6 +167,12 @@ interface Reader<T> {
   readonly mine: number;
   readonly signal: AbortSignal | undefined;
   readonly onDetach: (() => void) | undefined;
+  /**
+   * Its listener on `signal` (wakes its `wait`), kept for `removeEventListener`. A closure: the
+   * reader as its own listener (`handleEvent`) would save nothing, as Node wraps an object
+   * listener in a closure of its own (internal/event_target.js `Listener`).
+   */
+  readonly onAbort: (() => void) | undefined;
   /** Whether the message `next` returned last is still to be counted as delivered. */
   handedOut: boolean;
   heartbeatDue: boolean;
@@ -279,6 +285,7 @@ function attach<T>(
     mine,
     signal,
     onDetach,
+    onAbort: signal === undefined ? undefined : () => wake(record),
     handedOut: false,
     heartbeatDue: false,
     closed: false,
@@ -286,15 +293,11 @@ function attach<T>(
     timer: undefined,
   };
   const reader = withMethods(record, readerMethods);
-  // The reader is its own abort listener (`handleEvent`): no closure per subscriber.
-  signal?.addEventListener("abort", reader as unknown as AbortListener, { once: true });
+  if (record.onAbort !== undefined) {
+    signal?.addEventListener("abort", record.onAbort, { once: true });
+  }
   // The shared methods are typed for `unknown` messages: `T` is erased there.
   return reader as OutboundReader<T>;
-}
-
-/** What `addEventListener` takes besides a function: the reader itself listens. */
-interface AbortListener {
-  handleEvent(): void;
 }
 
 /** Wakes the reader's pending `wait`, if any. */
@@ -314,7 +317,6 @@ function heartbeatDue<T>(reader: Reader<T>): void {
 
 /** The public members of a reader, shared by every reader (`this` is the reader's record). */
 const readerMethods: Omit<OutboundReader<unknown>, "done" | "error" | "held"> &
-  AbortListener &
   ThisType<Reader<unknown>> = {
   next() {
     if (this.done) return undefined;
@@ -377,13 +379,9 @@ const readerMethods: Omit<OutboundReader<unknown>, "done" | "error" | "held"> &
     this.closed = true;
     this.done = true;
     wake(this);
-    this.signal?.removeEventListener("abort", this as unknown as AbortListener);
+    if (this.onAbort !== undefined) this.signal?.removeEventListener("abort", this.onAbort);
     this.stream.active -= 1;
     this.onDetach?.();
-  },
-  /** The subscriber's signal aborted. */
-  handleEvent() {
-    wake(this);
   },
 };
 
