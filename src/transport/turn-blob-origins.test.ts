@@ -152,3 +152,25 @@ test("memory holds the most recently written or read blobs, up to its capacity",
   assert.equal(await origins.find(blob("2"), "c"), "r2");
   assert.equal(calls.find, reads + 1, "2 from the store");
 });
+
+test("a store look-up that does not answer in time: unknown, said at warn, without waiting longer", {
+  timeout: 10_000,
+}, async () => {
+  const { log, lines } = createRecordingLog();
+  let answer!: (row: TurnBlob | null) => void;
+  const origins = createTurnBlobOrigins({
+    store: {
+      recordTurnBlobs: async () => {},
+      // A store that never answers while the start waits (a dead PostgreSQL before its connect
+      // time-out): answered only after the look-up gave up.
+      findTurnBlob: () => new Promise((resolve) => (answer = resolve)),
+    },
+    log,
+    lookUpTimeoutMs: 20,
+  });
+  assert.equal(await origins.find(blob("slow"), "conv"), null);
+  assert.equal(lines.at(-1)?.level, "warn");
+  assert.match(lines.at(-1)?.message ?? "", /took too long/);
+  // The late answer is harmless.
+  answer({ blobID: blob("slow"), conversationID: "conv", requestID: "r1" });
+});
