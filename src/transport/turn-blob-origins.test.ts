@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { test } from "node:test";
 import { createMemoryStore, type Store, type TurnBlob } from "../store/index.ts";
 import { createRecordingLog } from "./log.ts";
-import { createTurnBlobOrigins } from "./turn-blob-origins.ts";
+import { createTurnBlobOrigins, TURN_BLOB_WARN_INTERVAL_MS } from "./turn-blob-origins.ts";
 
 const blob = (seed: string): string => createHash("sha256").update(seed).digest("hex");
 
@@ -173,4 +173,30 @@ test("a store look-up that does not answer in time: unknown, said at warn, witho
   assert.match(lines.at(-1)?.message ?? "", /took too long/);
   // The late answer is harmless.
   answer({ blobID: blob("slow"), conversationID: "conv", requestID: "r1" });
+});
+
+test("failed writes are said at warn once per interval, with how many failed since", async () => {
+  const { counted, calls } = countingStore();
+  const { log, lines } = createRecordingLog();
+  let clock = 0;
+  const origins = createTurnBlobOrigins({ store: counted, log, now: () => clock });
+  calls.fail = true;
+  const failOne = async (seed: string) => {
+    origins.remember(blob(seed), "conv-1", `req-${seed}`);
+    await origins.flush();
+  };
+  await failOne("a");
+  await failOne("b");
+  clock += TURN_BLOB_WARN_INTERVAL_MS - 1;
+  await failOne("c");
+  assert.equal(lines.length, 1, "one line for the first failure only");
+  clock += 1;
+  await failOne("d");
+  assert.deepEqual(
+    lines.map((line) => [line.level, line.fields.batches, line.fields.rows]),
+    [
+      ["warn", 1, 1],
+      ["warn", 3, 3],
+    ],
+  );
 });

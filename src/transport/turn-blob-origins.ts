@@ -61,7 +61,15 @@ export interface TurnBlobOriginsOptions {
   readonly capacity?: number;
   /** Default `TURN_BLOB_LOOK_UP_TIMEOUT_MS`. */
   readonly lookUpTimeoutMs?: number;
+  /** The clock of the write-failure warn's throttle; default `Date.now`. */
+  readonly now?: () => number;
 }
+
+/**
+ * Write failures are said at warn once per this many ms, with how many failed since: a store that
+ * fails fast (closed, disk full) would otherwise log about two lines per tool call per stream.
+ */
+export const TURN_BLOB_WARN_INTERVAL_MS = 60_000;
 
 /** What a look-up that outlived its time-out resolves to. */
 const TIMED_OUT = Symbol("timed out");
@@ -75,6 +83,10 @@ export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlob
   const { store, log, mayRead } = options;
   const capacity = options.capacity ?? TURN_BLOB_ORIGINS;
   const lookUpTimeoutMs = options.lookUpTimeoutMs ?? TURN_BLOB_LOOK_UP_TIMEOUT_MS;
+  const now = options.now ?? Date.now;
+  /** Failed writes not said yet, and when the last warn was (null: none yet). */
+  let unsaid = { batches: 0, rows: 0 };
+  let warnedAt: number | null = null;
   /** Hex blob id → its turn, least recently used first (a Map keeps insertion order). */
   const origins = new Map<string, Origin>();
   let queued: TurnBlob[] = [];
@@ -101,10 +113,16 @@ export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlob
       try {
         await store.recordTurnBlobs(batch);
       } catch (error) {
-        log.warn(
-          { rows: batch.length, error: errorMessage(error) },
-          "turn blobs could not be recorded; an edit of an earlier message in those turns is not detected after a restart or on another instance",
-        );
+        unsaid = { batches: unsaid.batches + 1, rows: unsaid.rows + batch.length };
+        const at = now();
+        if (warnedAt === null || at - warnedAt >= TURN_BLOB_WARN_INTERVAL_MS) {
+          warnedAt = at;
+          log.warn(
+            { batches: unsaid.batches, rows: unsaid.rows, error: errorMessage(error) },
+            "turn blobs could not be recorded; an edit of an earlier message in those turns is not detected after a restart or on another instance",
+          );
+          unsaid = { batches: 0, rows: 0 };
+        }
       }
     }
     writing = null;
