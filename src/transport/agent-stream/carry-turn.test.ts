@@ -9,9 +9,13 @@ import { create } from "@bufbuild/protobuf";
 import { createLLM } from "../../llm/index.ts";
 import { createRunner } from "../../runner/runner.ts";
 import { createMemoryStore } from "../../store/index.ts";
-import { ConversationStateStructureSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import { toBlobCheckpoint } from "../cursor/checkpoint-blobs.ts";
+import {
+  ConversationStateStructureSchema,
+  ConversationStepSchema,
+} from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import { type AgentServerMessage, toHeartbeatMessage } from "../cursor/index.ts";
-import { turnState } from "../cursor/testing.ts";
+import { REQUEST_ID, turnState } from "../cursor/testing.ts";
 import type { LastClientTurn } from "../cursor/turn-state.ts";
 import { createRecordingLog } from "../log.ts";
 import { createOutboundStream } from "../outbound-stream.ts";
@@ -25,7 +29,7 @@ const LAST = new Uint8Array(32).fill(2);
 const UNREAD =
   "the client's checkpoint ends with a turn blob it did not send back; a resumed turn is listed twice in this stream's checkpoints";
 
-function setUp(lastClientTurn: LastClientTurn) {
+function setUp(lastClientTurn: LastClientTurn, turns: readonly Uint8Array[] = [EARLIER, LAST]) {
   const llm = createLLM({ models: [] });
   const recording = createRecordingLog();
   const outbound = createOutboundStream<AgentServerMessage>({
@@ -52,7 +56,7 @@ function setUp(lastClientTurn: LastClientTurn) {
     turn: {
       ...turnState({
         requestID: "resume-request",
-        previous: create(ConversationStateStructureSchema, { turns: [EARLIER, LAST] }),
+        previous: create(ConversationStateStructureSchema, { turns: [...turns] }),
       }),
       lastClientTurn,
     },
@@ -96,5 +100,37 @@ test("a last turn blob that cannot be read: logged when it may be the turn carri
       logged ? ["02".repeat(32)] : [],
       String(requestID),
     );
+  }
+});
+
+test("a takeover: a client turn blob not sent back is read from the checkpoints the stream taken over sent; only its later steps are this stream's", () => {
+  const step = (text: string) =>
+    create(ConversationStepSchema, { message: { case: "assistantMessage", value: { text } } });
+  const previous = create(ConversationStateStructureSchema, { turns: [EARLIER] });
+  const handing = turnState({ previous, steps: [step("one"), step("two"), step("three")] });
+  // The client's last checkpoint: the one that stream sent after two steps.
+  const sentAt2 = toBlobCheckpoint(turnState({ previous, steps: [step("one"), step("two")] }));
+  assert.ok(sentAt2.turn !== undefined);
+  const turn = { key: sentAt2.turn.key, steps: sentAt2.turnSteps };
+  for (const known of [true, false]) {
+    const { state, lines } = setUp({ type: "unresolved", blob: turn.key, requestID: REQUEST_ID }, [
+      EARLIER,
+      Buffer.from(turn.key, "hex"),
+    ]);
+    // Counts of later checkpoints too (the client missed them), newest last.
+    const sentTurnSteps = () => (known ? [1, turn.steps, 3] : [1, 3]);
+    carryTurn(state, REQUEST_ID, { turn: handing, checkpoints: { sentTurnSteps } });
+    assert.deepEqual(state.turn?.previous.turns, [EARLIER]);
+    if (known) {
+      // The client's turn blob carried, its two steps by id; the third is this stream's.
+      assert.equal(Buffer.from(state.turn?.carried?.entry ?? []).toString("hex"), turn.key);
+      assert.equal(state.turn?.carried?.ids?.steps.length, 2);
+      assert.equal(state.turn?.steps.length, 1);
+    } else {
+      // Not known there: the whole turn of that stream, its parts written again.
+      assert.equal(state.turn?.carried, undefined);
+      assert.equal(state.turn?.steps.length, 3);
+    }
+    assert.deepEqual(lines, []);
   }
 });

@@ -4,20 +4,39 @@
  * with the user message and the steps the client's checkpoint already held for it before this
  * stream's own (cursor/carried-turn.ts; docs/protocol.md "Resuming a turn").
  */
-import { type TurnState, withCarriedTurn, withHandedTurn } from "../cursor/index.ts";
+import {
+  type LastClientTurn,
+  type TurnState,
+  toSentClientTurn,
+  withCarriedTurn,
+  withHandedTurn,
+} from "../cursor/index.ts";
 import type { StreamState } from "./stream-state.ts";
+
+/** What a takeover reads of the stream it takes the turn from. */
+export type HandingStream = Pick<StreamState, "turn"> & {
+  readonly checkpoints: Pick<StreamState["checkpoints"], "sentTurnSteps">;
+};
 
 /**
  * Makes `stream`'s turn the one the client knows as `origin` (no turn: nothing to do). `from`:
- * on a takeover, the turn state of the stream the turn is taken from (its steps since the
- * client's last checkpoint are carried on too: cursor/carried-turn.ts `withHandedTurn`).
+ * on a takeover, the stream the turn is taken from: its steps since the client's last
+ * checkpoint are carried on too (cursor/carried-turn.ts `withHandedTurn`), and a client turn
+ * blob not sent back is read from the checkpoints it sent (`toSentClientTurn`).
  */
-export function carryTurn(stream: StreamState, origin: string, from?: TurnState | null): void {
+export function carryTurn(stream: StreamState, origin: string, from?: HandingStream): void {
   const turn = stream.turn;
   if (turn === null) return;
-  const last = turn.lastClientTurn;
-  const carried: TurnState = { ...withCarriedTurn(turn, origin), requestID: origin };
-  const handed = from === undefined || from === null ? null : withHandedTurn(carried, from, last);
+  const handing = from?.turn ?? null;
+  const last = handing === null ? turn.lastClientTurn : sentBy(turn.lastClientTurn, from, handing);
+  const carried: TurnState = {
+    ...withCarriedTurn(
+      { ...turn, ...(last === undefined ? {} : { lastClientTurn: last }) },
+      origin,
+    ),
+    requestID: origin,
+  };
+  const handed = handing === null ? null : withHandedTurn(carried, handing, last);
   if (handed !== null) {
     stream.turn = handed;
     return;
@@ -39,4 +58,14 @@ export function carryTurn(stream: StreamState, origin: string, from?: TurnState 
     }
   }
   stream.turn = carried;
+}
+
+/** `last`, read from the checkpoints `from` sent when it is a turn blob of theirs not sent back. */
+function sentBy(
+  last: LastClientTurn | undefined,
+  from: HandingStream | undefined,
+  handing: TurnState,
+): LastClientTurn | undefined {
+  if (last?.type !== "unresolved" || from === undefined) return last;
+  return toSentClientTurn(handing, last.blob, from.checkpoints.sentTurnSteps()) ?? last;
 }

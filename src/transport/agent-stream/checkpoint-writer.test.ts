@@ -13,7 +13,7 @@ import { turnState } from "../cursor/testing.ts";
 import { toTurnEnded } from "../cursor/turn-end.ts";
 import { createRecordingLog } from "../log.ts";
 import { createOutboundStream } from "../outbound-stream.ts";
-import { createCheckpointWriter } from "./checkpoint-writer.ts";
+import { createCheckpointWriter, SENT_TURN_BLOBS } from "./checkpoint-writer.ts";
 
 const TIMEOUT_MS = 1_000;
 
@@ -362,5 +362,49 @@ test("each turn blob written is told to onTurnBlob (once per stream), before its
     told.map((turn) => turn.written),
     [2, 4],
     "told before the turn blob's write was pushed",
+  );
+});
+
+test("the step counts of the turn blobs of the blob-form checkpoints that went out are kept, the last SENT_TURN_BLOBS of them", () => {
+  const { writer, out, writes } = setup();
+  const stateOf = (count: number) =>
+    turnState({ steps: Array.from({ length: count }, (_, index) => step(`step ${index}`)) });
+  let answered = 0;
+  const answer = () => {
+    for (const id of writes().slice(answered)) writer.result(id, ok);
+    answered = writes().length;
+  };
+  writer.send([toCheckpointMessage(stateOf(1))]);
+  out();
+  assert.deepEqual(writer.sentTurnSteps(), [], "not while it waits");
+  answer();
+  assert.deepEqual(out(), ["checkpoint(ids)"]);
+  assert.deepEqual(writer.sentTurnSteps(), [1]);
+  // The same again: kept once.
+  writer.send([toCheckpointMessage(stateOf(1))]);
+  assert.deepEqual(out(), ["checkpoint(ids)"]);
+  assert.deepEqual(writer.sentTurnSteps(), [1]);
+  // One whose writes are never confirmed goes out inline: its turn blob is not the client's.
+  writer.send([toCheckpointMessage(stateOf(2))]);
+  out();
+  writer.flush();
+  assert.deepEqual(out(), ["checkpoint(inline)"]);
+  assert.deepEqual(writer.sentTurnSteps(), [1]);
+
+  const { writer: bounded, out: boundedOut, writes: boundedWrites } = setup();
+  let confirmed = 0;
+  let wentOut = 0;
+  for (let count = 1; count <= SENT_TURN_BLOBS + 1; count++) {
+    bounded.send([toCheckpointMessage(stateOf(count))]);
+    boundedOut();
+    for (const id of boundedWrites().slice(confirmed)) bounded.result(id, ok);
+    confirmed = boundedWrites().length;
+    wentOut += boundedOut().filter((kind) => kind === "checkpoint(ids)").length;
+  }
+  assert.equal(wentOut, SENT_TURN_BLOBS + 1);
+  assert.deepEqual(
+    bounded.sentTurnSteps(),
+    Array.from({ length: SENT_TURN_BLOBS }, (_, index) => index + 2),
+    "the oldest is dropped",
   );
 });

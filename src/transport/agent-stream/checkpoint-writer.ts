@@ -23,7 +23,8 @@
  *
  * Blob bytes are held only by the `set_blob_args` messages in the outbound backlog (released once
  * written) and the waiting checkpoints (bounded by the timeout: each confirmation drops all but the
- * ones newer than what went out); this keeps the confirmed blob ids (hex) per stream.
+ * ones newer than what went out); this keeps the confirmed blob ids (hex) per stream, and how many
+ * steps the turn blobs of its last blob-form checkpoints that went out list (`sentTurnSteps`).
  */
 import type { AgentServerMessage } from "../cursor/index.ts";
 import {
@@ -38,6 +39,13 @@ import type { OutboundStream } from "../outbound-stream.ts";
 
 /** How long a checkpoint waits for the client's confirmations by default (SAK's 10 s). */
 export const DEFAULT_BLOB_WRITE_TIMEOUT_MS = 10_000;
+
+/**
+ * How many of the last blob-form checkpoints that went out are kept (`sentTurnSteps`): the
+ * client's last checkpoint is one of the last few (those still in flight when its RunSSE
+ * dropped); once nobody reads the stream, a checkpoint that writes blobs waits unconfirmed.
+ */
+export const SENT_TURN_BLOBS = 16;
 
 export interface CheckpointWriter {
   /** Sends `messages` in order; checkpoints as described above. */
@@ -71,6 +79,13 @@ export interface CheckpointWriter {
    */
   pause(): void;
   resume(): void;
+  /**
+   * How many steps the turn blobs of the last `SENT_TURN_BLOBS` blob-form checkpoints that went
+   * out list (every blob of them confirmed; distinct counts, newest last). A turn blob is a
+   * function of the turn state and this count, so a takeover reads the client's turn blob from
+   * it (carried-turn.ts `toSentClientTurn`) with no blob id kept (issue #19: per-stream heap).
+   */
+  sentTurnSteps(): readonly number[];
 }
 
 export interface CheckpointWriterOptions {
@@ -90,6 +105,8 @@ export interface CheckpointWriterOptions {
 
 interface Waiting {
   readonly blobForm: AgentServerMessage;
+  /** How many steps the turn blob `blobForm` names lists. */
+  readonly turnSteps: number;
   readonly inline: AgentServerMessage;
   /** Keys of the blobs not confirmed when it was queued. */
   readonly required: readonly string[];
@@ -104,7 +121,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
    */
   let writes: Writes | undefined;
   const toWrites = (): Writes =>
-    (writes ??= { confirmed: new Set(), written: new Map(), writing: new Set() });
+    (writes ??= { confirmed: new Set(), written: new Map(), writing: new Set(), sent: [] });
   const unanswered = (): number => writes?.writing.size ?? 0;
   let nextID = 1;
   /** Checkpoints that wait for confirmations, oldest first. */
@@ -192,11 +209,20 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     }
     const blobForm = toCheckpointUpdate(blobCheckpoint.checkpoint);
     if (required.length === 0) {
+      sent(blobCheckpoint.turnSteps);
       release(blobForm, waiting.length);
       return;
     }
     if (waiting.length === 0 && !paused) arm();
-    waiting.push({ blobForm, inline: message, required });
+    waiting.push({ blobForm, turnSteps: blobCheckpoint.turnSteps, inline: message, required });
+  };
+
+  /** A blob-form checkpoint whose turn blob lists `steps` went out: the last ones are kept. */
+  const sent = (steps: number): void => {
+    const counts = toWrites().sent;
+    if (counts.at(-1) === steps) return;
+    counts.push(steps);
+    if (counts.length > SENT_TURN_BLOBS) counts.shift();
   };
 
   /**
@@ -281,8 +307,10 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
         rearm();
         const ready = newestReady();
         const released = waiting[ready];
-        if (released !== undefined) release(released.blobForm, ready + 1);
-        else runThen();
+        if (released !== undefined) {
+          sent(released.turnSteps);
+          release(released.blobForm, ready + 1);
+        } else runThen();
         return;
       }
       // A refused write that no waiting checkpoint requires (one that replaced it went out)
@@ -299,6 +327,9 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
     whenSent(next) {
       then.push(next);
       runThen();
+    },
+    sentTurnSteps() {
+      return writes?.sent ?? [];
     },
     hold() {
       if (behind.length > 0 || then.length > 0) {
@@ -318,6 +349,8 @@ interface Writes {
   /** Writes sent and not answered: kv id → blob key; and the keys. */
   readonly written: Map<number, string>;
   readonly writing: Set<string>;
+  /** How many steps the turn blobs of the last blob-form checkpoints that went out list. */
+  readonly sent: number[];
 }
 
 function isTurnEnded(message: AgentServerMessage): boolean {

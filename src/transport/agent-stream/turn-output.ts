@@ -60,7 +60,7 @@ export function createTurnOutput(stream: StreamState, tools: ToolCalls): TurnOut
       const origin = toTurnRecord(state)?.origin;
       // On a takeover, the stream it takes the turn from (in this process) has the turn whole.
       const handing = from === undefined ? undefined : streamsOf.get(from);
-      if (origin !== undefined) carryTurn(stream, origin, handing?.turn);
+      if (origin !== undefined) carryTurn(stream, origin, handing);
     },
     runTool: tools.run,
     settingsAfterTool: tools.settingsAfterTool,

@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { toBlobStore } from "./blobs.ts";
-import { toLastClientTurn, withCarriedTurn, withHandedTurn } from "./carried-turn.ts";
+import {
+  toLastClientTurn,
+  toSentClientTurn,
+  withCarriedTurn,
+  withHandedTurn,
+} from "./carried-turn.ts";
 import { toCheckpoint } from "./checkpoint.ts";
 import { toBlobCheckpoint } from "./checkpoint-blobs.ts";
 import {
@@ -293,8 +298,8 @@ test("a takeover: the steps the stream taken over made after the client's checkp
 test("a takeover: the client's turn unread but written here, or not in its checkpoint yet: the whole turn of the stream taken over", () => {
   const { checkpoint } = clientTurn();
   const from = takenFrom(3);
-  // Its turn blob not sent back, but this process wrote it (the client's entry is dropped). (The
-  // memory of recent turn blobs would read it here; a state as if it had been forgotten.)
+  // Its turn blob not sent back, but this process wrote it (the client's entry is dropped); the
+  // stream taken over no longer knows it (toSentClientTurn, below, reads it when it does).
   const unread: TurnState = { ...resumeState(checkpoint, []), lastClientTurn: undefined };
   const last = {
     type: "unresolved",
@@ -334,4 +339,62 @@ test("a takeover: another turn, a client turn that is not a prefix, or an unread
     withHandedTurn(unread, takenFrom(3), { type: "unresolved", blob: hex(checkpoint.turns[1]) }),
     null,
   );
+});
+
+test("a takeover: the client's checkpoint ends with another turn's blob, unread but known to be that turn's: the whole turn of the stream taken over", () => {
+  // The previous turn's blob, written here (its origin known) but neither sent back nor
+  // remembered by its bytes; the first checkpoint of the turn taken over never reached the client.
+  const another = new Uint8Array(32).fill(9);
+  rememberTurnBlob(hex(another), "the-previous-request");
+  const checkpoint = create(ConversationStateStructureSchema, { turns: [EARLIER, another] });
+  const resume = resumeState(checkpoint, []);
+  const last = resume.lastClientTurn;
+  assert.deepEqual(last, {
+    type: "unresolved",
+    blob: hex(another),
+    requestID: "the-previous-request",
+  });
+  const state = { ...withCarriedTurn(resume, REQUEST_ID), requestID: REQUEST_ID };
+  const from = turnState({ previous: checkpoint, steps: [step("one"), step("two")] });
+  const handed = withHandedTurn(state, from, last);
+  assert.ok(handed !== null, "the same as when that blob is read and is another turn's");
+  assert.deepEqual(handed.previous.turns, [EARLIER, another], "the previous turn stays");
+  assert.deepEqual(stepsOf(handed), ["one", "two"]);
+  assert.equal(readTurn(toCheckpoint(handed).turns.at(-1), new Map()).user, from.userMessage.text);
+});
+
+test("a takeover: a client turn blob not sent back that the stream taken over sent is read from its turn; the client's blobs are not written again", () => {
+  const from = takenFrom(4);
+  // The client's last checkpoint: the one the stream taken over sent after two steps.
+  const { checkpoint, blobs, turn: sentBlob, turnSteps } = toBlobCheckpoint(takenFrom(2));
+  assert.ok(sentBlob !== undefined);
+  const turn = { key: sentBlob.key, steps: turnSteps };
+  assert.deepEqual(turn.steps, 2);
+  const resume = resumeState(checkpoint, []);
+  assert.equal(resume.lastClientTurn?.type, "unresolved");
+  const sent = toSentClientTurn(from, turn.key, [1, turn.steps, 3]);
+  assert.ok(sent?.type === "read");
+  assert.equal(sent.turn.requestID, REQUEST_ID);
+  assert.equal(hex(sent.turn.entry), turn.key);
+  assert.equal(sent.turn.ids?.steps.length, 2);
+  // The ids must give that very turn blob.
+  assert.equal(toSentClientTurn(from, turn.key, [1, 3, 4]), null);
+  assert.equal(toSentClientTurn(takenFrom(1), turn.key, [2]), null, "fewer steps");
+  const state = {
+    ...withCarriedTurn({ ...resume, lastClientTurn: sent }, REQUEST_ID),
+    requestID: REQUEST_ID,
+  };
+  assert.deepEqual(state.previous.turns, [EARLIER], "the client's entry is carried");
+  const handed = withHandedTurn(state, from, sent);
+  assert.ok(handed !== null);
+  assert.equal(handed.steps.length, 2, "only the steps the client has not seen are this stream's");
+  const written = toBlobCheckpoint(handed);
+  const had = new Map(blobs.map((blob) => [blob.key, blob.data] as const));
+  assert.deepEqual(
+    written.blobs.map((blob) => blob.key).filter((key) => had.has(key)),
+    [],
+  );
+  const store = new Map([...had, ...written.blobs.map((blob) => [blob.key, blob.data] as const)]);
+  const read = readTurn(written.checkpoint.turns.at(-1), store);
+  assert.deepEqual([read.requestID, read.steps], [REQUEST_ID, ["one", "two", "three", "four"]]);
 });

@@ -14,21 +14,20 @@
  * Both forms of a client turn are read: inline (the turn's bytes, with its serialized user
  * message and steps) and blob (a 32-byte id; the turn blob found in `pre_fetched_blobs`, its user
  * message and steps ids reused as they are: the client has those blobs, so they are not written
- * again). A turn blob that did not come back is read from this process's memory of the ones it
- * wrote lately (recent-turn-blobs.ts: a takeover); one found neither way cannot be read: the turn
- * then stays in `previous` and the stream's checkpoints list it twice, as before (logged by the
- * caller).
+ * again). A turn blob that did not come back cannot be read (`unresolved`): the turn then stays
+ * in `previous` and the stream's checkpoints list it twice, as before (logged by the caller),
+ * except on a takeover, where it is rebuilt from the turn of the stream taken over and the step
+ * counts of the checkpoints that stream sent (`toSentClientTurn`).
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { type BlobStore, toBlobStore } from "./blobs.ts";
-import { toStepKeys } from "./checkpoint-blobs.ts";
+import { toStepKeys, toTurnBlobKey, toTurnIds } from "./checkpoint-blobs.ts";
 import { detachBytes } from "./detach-bytes.ts";
 import {
   type ConversationStateStructure,
   ConversationTurnStructureSchema,
 } from "./gen/agent/v1/conversation_state_pb.js";
 import type { PreFetchedBlob } from "./gen/agent/v1/run_request_pb.js";
-import { findTurnBlobBytes } from "./recent-turn-blobs.ts";
 import { findTurnBlobOrigin } from "./turn-blob-origins.ts";
 import type { LastClientTurn, TurnParts, TurnState } from "./turn-state.ts";
 
@@ -47,9 +46,7 @@ export function toLastClientTurn(
   if (last === undefined) return { type: "none" };
   const store = blobs.length === 0 ? null : toBlobStore(blobs);
   const isBlob = last.length === BLOB_ID_BYTES;
-  const found = isBlob
-    ? (lookUp(store, last) ?? findTurnBlobBytes(Buffer.from(last).toString("hex")))
-    : last;
+  const found = isBlob ? lookUp(store, last) : last;
   if (found === undefined) {
     const blob = Buffer.from(last).toString("hex");
     const requestID = findTurnBlobOrigin(blob);
@@ -81,6 +78,40 @@ export function toLastClientTurn(
 }
 
 /**
+ * On a takeover, an `unresolved` client turn blob `blob`, read as the turn of the stream taken
+ * over, `from`, with its user message and first n steps for one n of `counts` (tried last first;
+ * agent-stream/checkpoint-writer.ts keeps how many steps the turn blobs of its last checkpoints
+ * sent list): the turn blob those ids make must be `blob`, else null. The client holds a
+ * checkpoint naming it, so it holds those blobs (a blob-form checkpoint goes out once its blobs
+ * are confirmed). The parts' bytes are not taken (as for a turn blob whose parts did not come
+ * back: the inline form keeps the client's entry).
+ */
+export function toSentClientTurn(
+  from: TurnState,
+  blob: string,
+  counts: readonly number[],
+): LastClientTurn | null {
+  if (counts.length === 0) return null;
+  const all = toTurnIds(from);
+  for (let index = counts.length - 1; index >= 0; index--) {
+    const count = counts[index] ?? 0;
+    if (count > all.steps.length) continue;
+    const ids = { userMessage: all.userMessage, steps: all.steps.slice(0, count) };
+    if (toTurnBlobKey(ids, from.requestID) !== blob) continue;
+    return {
+      type: "read",
+      turn: {
+        requestID: from.requestID,
+        entry: Uint8Array.from(Buffer.from(blob, "hex")),
+        ids,
+        bytes: null,
+      },
+    };
+  }
+  return null;
+}
+
+/**
  * `state` carrying on the turn the client knows as `origin`: when its `lastClientTurn` is that
  * turn, the turn leaves `previous` (and its share of `previousReferenced`) and becomes
  * `carried`, the start of this turn's entry. `lastClientTurn` is cleared either way.
@@ -101,7 +132,6 @@ export function withCarriedTurn(state: TurnState, origin: string): TurnState {
   };
 }
 
-/** A shallow copy (its prototype kept, as checkpoint.ts copies) without the last turn. */
 /**
  * On a takeover (the IDE re-attaching to a turn whose stream nobody reads, in this process):
  * `state` (after `withCarriedTurn`) continued from the stream it takes the turn over from,
@@ -109,8 +139,10 @@ export function withCarriedTurn(state: TurnState, origin: string): TurnState {
  * checkpoint reached the client (its RunSSE had dropped). The client's checkpoint is kept for the
  * part it has (its blobs are not written again) when it is a prefix of `from`'s turn; `from`'s
  * whole turn replaces it when the client shows less than `from` carried itself, or could not be
- * read but names this turn (`last`, a turn blob this process wrote). Null: `from` is not the same
- * turn, or the client's turn is not a prefix of it (then the client's view is kept).
+ * read but names this turn (`last`, a turn blob this process wrote), or does not hold the turn
+ * yet (its last turn is another one, read or known by its origin). Null: `from` is not the same
+ * turn, the client's turn is not a prefix of it, or its last turn blob is unread and of unknown
+ * origin (then the client's view is kept).
  */
 export function withHandedTurn(
   state: TurnState,
@@ -136,8 +168,14 @@ export function withHandedTurn(
     // The client's entry is an earlier checkpoint of this turn (written here): `from` has it all.
     return withTurnOf({ ...state, previous: withoutLastTurn(state.previous) }, from);
   }
-  // The client's checkpoint does not hold the turn yet (none of it reached the client).
-  if (last?.type === "read" || last?.type === "none" || last === undefined) {
+  // The client's checkpoint does not hold the turn yet (none of it reached the client): its
+  // last turn is another one, read or known by its blob's origin (turn-blob-origins.ts).
+  if (
+    last?.type === "read" ||
+    last?.type === "none" ||
+    last === undefined ||
+    (last.requestID !== undefined && last.requestID !== state.requestID)
+  ) {
     return withTurnOf(state, from);
   }
   return null;
@@ -154,6 +192,7 @@ function withTurnOf(state: TurnState, from: TurnState): TurnState {
   };
 }
 
+/** A shallow copy (its prototype kept, as checkpoint.ts copies) without the last turn. */
 function withoutLastTurn(previous: ConversationStateStructure): ConversationStateStructure {
   const copy = Object.assign(
     Object.create(Object.getPrototypeOf(previous)) as ConversationStateStructure,

@@ -24,7 +24,6 @@ import {
 } from "./gen/agent/v1/agent_stream_pb.js";
 import type { ConversationStateStructure } from "./gen/agent/v1/conversation_state_pb.js";
 import { UserMessageSchema } from "./gen/agent/v1/user_message_pb.js";
-import { rememberTurnBlobBytes } from "./recent-turn-blobs.ts";
 import { PREFETCHED_BLOB_OVERHEAD } from "./referenced-bytes.ts";
 import { rememberTurnBlob } from "./turn-blob-origins.ts";
 import type { TurnParts, TurnState } from "./turn-state.ts";
@@ -51,6 +50,13 @@ export interface BlobCheckpoint {
    * (transport/turn-blob-origins.ts). Absent: a carried turn's own entry, written before.
    */
   readonly turn?: CheckpointBlob;
+  /**
+   * How many steps the checkpoint's turn blob lists (the first of the turn's steps, `toTurnIds`).
+   * The stream keeps it for the checkpoints that went out (agent-stream/checkpoint-writer.ts): a
+   * takeover rebuilds the client's turn blob from it when the client does not send it back
+   * (carried-turn.ts `toSentClientTurn`).
+   */
+  readonly turnSteps: number;
 }
 
 export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
@@ -59,12 +65,17 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
     // A carried turn this stream has added nothing to yet (a late stream of a turn that is over,
     // a resume before its first step): the client's own entry, in its store already; nothing to
     // write, so nothing to wait for (docs/protocol.md "Resuming a turn").
-    rememberTurnBlob(Buffer.from(carried.entry).toString("hex"), state.requestID);
+    const key = Buffer.from(carried.entry).toString("hex");
+    rememberTurnBlob(key, state.requestID);
     // Its turn blob comes back too: the ids and the request id (as encoded here, near enough).
     const turnBlob =
       (carried.ids.steps.length + 1) * (BLOB_ID_BYTES + 2) + state.requestID.length + 4;
     const referenced = sizeOf(carried.bytes) + turnBlob + PREFETCHED_BLOB_OVERHEAD;
-    return { checkpoint: toCheckpointWith(state, carried.entry, referenced), blobs: [] };
+    return {
+      checkpoint: toCheckpointWith(state, carried.entry, referenced),
+      blobs: [],
+      turnSteps: carried.ids.steps.length,
+    };
   }
   const parts = toTurnParts(state);
   const turn = toBlob(
@@ -77,7 +88,6 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
   // The client may not send this blob back with its next run request (checkpoint-origin.ts,
   // carried-turn.ts).
   rememberTurnBlob(turn.key, state.requestID);
-  rememberTurnBlobBytes(turn.key, turn.data);
   const blobs = new Map<string, CheckpointBlob>();
   for (const blob of [parts.user, ...parts.steps, turn]) {
     if (isWritten(blob) && !blobs.has(blob.key)) blobs.set(blob.key, blob);
@@ -90,7 +100,22 @@ export function toBlobCheckpoint(state: TurnState): BlobCheckpoint {
     checkpoint: toCheckpointWith(state, turn.id, referenced),
     blobs: [...blobs.values()],
     turn,
+    turnSteps: parts.steps.length,
   };
+}
+
+/**
+ * The ids of the turn's user message and steps in order, as its turn blob lists them (a carried
+ * turn's first, carried-turn.ts).
+ */
+export function toTurnIds(state: TurnState): TurnParts {
+  const parts = toTurnParts(state);
+  return { userMessage: parts.user.id, steps: parts.steps.map((step) => step.id) };
+}
+
+/** The id (hex) of the turn blob of `ids` under `requestID`. */
+export function toTurnBlobKey(ids: TurnParts, requestID: string): string {
+  return toBlob(toTurnStructure(ids.userMessage, ids.steps, requestID)).key;
 }
 
 /**

@@ -6,7 +6,12 @@
 
 export { toForceBackground } from "./background-shell.ts";
 export { type BidiAppend, fromBidiAppendRequest } from "./bidi-append.ts";
-export { toLastClientTurn, withCarriedTurn, withHandedTurn } from "./carried-turn.ts";
+export {
+  toLastClientTurn,
+  toSentClientTurn,
+  withCarriedTurn,
+  withHandedTurn,
+} from "./carried-turn.ts";
 export { toCheckpointMessage, toCheckpointSource } from "./checkpoint.ts";
 export { toBlobCheckpoint, toCheckpointUpdate, toSetBlobMessage } from "./checkpoint-blobs.ts";
 export { type ImportedHistory, toImportedHistory } from "./checkpoint-import.ts";
@@ -69,6 +74,7 @@ export { toEndedTurnError, toTurnEnd, toTurnEnded } from "./turn-end.ts";
 export {
   addUsage,
   type CustomSubagentDefinition,
+  type LastClientTurn,
   type TurnState,
 } from "./turn-state.ts";
 export {

@@ -2,10 +2,10 @@
  * The request id of the turn blobs this process wrote to a client most recently
  * (checkpoint-blobs.ts), for a turn carried on by a takeover in this process (carried-turn.ts:
  * the client's checkpoint may end with an earlier checkpoint of the same turn, not sent back in
- * `pre_fetched_blobs`). Process-wide, bounded like the blob bytes kept for the same purpose
- * (recent-turn-blobs.ts). Rewinds and forks do not read it: they read the turn blobs the server
- * recorded in the store, which survive a restart and are shared by the instances of a team
- * (transport/turn-blob-origins.ts).
+ * `pre_fetched_blobs`: the stream taken over then rebuilds it, agent-stream/carry-turn.ts).
+ * Process-wide, bounded by count. Rewinds and forks do not read it: they read the turn blobs the
+ * server recorded in the store, which survive a restart and are shared by the instances of a
+ * team (transport/turn-blob-origins.ts).
  */
 
 /** How many turn blob ids are remembered (each checkpoint of a turn writes one). */
