@@ -11,12 +11,12 @@
  *   before; a miss is one indexed store read, waited for `TURN_BLOB_LOOK_UP_TIMEOUT_MS` at most.
  * - Writes are not awaited by anyone: `remember` queues the row; one write at a time takes
  *   everything queued (one transaction), begun on the next turn of the event loop, so rows that
- *   come while one is written go together in the next. The checkpoint that names the blob waits
- *   for the client's confirmation of its `set_blob_args` anyway (a network round trip), during
- *   which the row is written; so a client rarely holds a blob id the store does not know. What a
- *   crash loses: the rows queued or being written at that moment (a blob id written in the last
- *   milliseconds; normally the client has not received its checkpoint yet either). A write that
- *   fails is logged at warn and not retried (the ids stay known in memory).
+ *   come while one is written go together in the next. A blob is remembered when the checkpoint
+ *   naming it is released to the client (agent-stream/checkpoint-writer.ts), so the row is
+ *   written while that checkpoint travels; a rewind needs the user to edit a message first, by
+ *   which time it is there. What a crash loses: the rows queued or being written at that moment.
+ *   A write that fails is logged at warn (once a minute, with a count) and not retried (the ids
+ *   stay known in memory). The server writes what is queued before leaving its cluster.
  * - Team mode: a blob of another conversation than the request's resolves only when the request
  *   may see that conversation (`mayRead`, the fork's read check: user-access.ts
  *   `createReadCheck`); otherwise, and when the store cannot be read, it does not resolve (the
