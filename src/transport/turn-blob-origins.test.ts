@@ -200,3 +200,14 @@ test("failed writes are said at warn once per interval, with how many failed sin
     ],
   );
 });
+
+test("a blob remembered again for another turn keeps its first turn, as the store does", async () => {
+  const { log } = createRecordingLog();
+  const store = createMemoryStore();
+  const origins = createTurnBlobOrigins({ store, log });
+  origins.remember(blob("same"), "conv-1", "req-1");
+  origins.remember(blob("same"), "conv-1", "req-2");
+  await origins.flush();
+  assert.equal(await origins.find(blob("same"), "conv-1"), "req-1");
+  assert.equal((await store.findTurnBlob(blob("same")))?.requestID, "req-1");
+});

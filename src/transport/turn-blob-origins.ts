@@ -140,8 +140,8 @@ export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlob
     remember(blobID, conversationID, requestID) {
       // The store refuses a batch with such a row whole: it would take the others with it.
       if (conversationID === "" || requestID === "") return;
-      const known = origins.get(blobID);
-      if (known?.requestID === requestID && known.conversationID === conversationID) return;
+      // First wins, as in the store (its row is never replaced): memory answers as it does.
+      if (origins.has(blobID)) return;
       const origin = { conversationID, requestID };
       keep(blobID, origin);
       queued.push({ blobID, ...origin });
