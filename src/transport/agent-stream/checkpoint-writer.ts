@@ -97,8 +97,11 @@ export interface CheckpointWriterOptions {
   /** Fields for the log line (request, conversation). */
   readonly describe: () => Record<string, unknown>;
   /**
-   * Told each turn blob (hex id) written, with its turn's conversation (the client's) and
-   * request id, before its write goes out (transport/turn-blob-origins.ts records it).
+   * Told the turn blob (hex id) of each blob-form checkpoint released to the client, with its
+   * turn's conversation (the client's) and request id, before the checkpoint goes out
+   * (transport/turn-blob-origins.ts records it). A checkpoint replaced while it waited is not
+   * told: its turn blob is one the client never holds, and recording it would push the rows of
+   * the ones it does hold out of the store's newest few (store/turn-blobs.ts).
    */
   readonly onTurnBlob?: (key: string, conversationID: string, requestID: string) => void;
 }
@@ -110,6 +113,8 @@ interface Waiting {
   readonly inline: AgentServerMessage;
   /** Keys of the blobs not confirmed when it was queued. */
   readonly required: readonly string[];
+  /** Tells `onTurnBlob` the checkpoint's turn blob, when it is released. */
+  readonly told: () => void;
 }
 
 export function createCheckpointWriter(options: CheckpointWriterOptions): CheckpointWriter {
@@ -202,19 +207,28 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
       const id = nextID++;
       written.set(id, blob.key);
       writing.add(blob.key);
-      if (blob === blobCheckpoint.turn) {
-        options.onTurnBlob?.(blob.key, state.conversationID, state.requestID);
-      }
       outbound.push(toSetBlobMessage(id, blob));
     }
     const blobForm = toCheckpointUpdate(blobCheckpoint.checkpoint);
+    const turnKey = blobCheckpoint.turn?.key;
+    const told = () => {
+      if (turnKey !== undefined)
+        options.onTurnBlob?.(turnKey, state.conversationID, state.requestID);
+    };
     if (required.length === 0) {
       sent(blobCheckpoint.turnSteps);
+      told();
       release(blobForm, waiting.length);
       return;
     }
     if (waiting.length === 0 && !paused) arm();
-    waiting.push({ blobForm, turnSteps: blobCheckpoint.turnSteps, inline: message, required });
+    waiting.push({
+      blobForm,
+      turnSteps: blobCheckpoint.turnSteps,
+      inline: message,
+      required,
+      told,
+    });
   };
 
   /** A blob-form checkpoint whose turn blob lists `steps` went out: the last ones are kept. */
@@ -309,6 +323,7 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
         const released = waiting[ready];
         if (released !== undefined) {
           sent(released.turnSteps);
+          released.told();
           release(released.blobForm, ready + 1);
         } else runThen();
         return;
