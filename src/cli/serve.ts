@@ -272,6 +272,9 @@ export const SERVE_COMMAND: Command = {
     limit.unref();
     // Hand this instance's streams over: others take them at once; then close.
     if (cluster !== undefined) {
+      // The turn blobs written so far first, so the instances that take the streams over can
+      // look up their clients' checkpoints (transport/turn-blob-origins.ts); bounded like `leave`.
+      await within(server.flushTurnBlobs(), LEAVE_LIMIT_MS);
       const left = await within(
         cluster.leave().then(
           () => true,

@@ -220,12 +220,16 @@ export function createStore(tablesBackend: Backend, options: StoreOptions = {}):
 
     async findTurnBlob(blobID) {
       checkBlobID(blobID, location);
-      return open().read(async (tables) => {
-        const row = await tables.readTurnBlob(blobID);
-        return row === null
-          ? null
-          : { blobID: row.blobID, conversationID: row.conversationID, requestID: row.requestID };
-      });
+      // One statement: on PostgreSQL one round trip, without a transaction (ReadOptions).
+      return open().read(
+        async (tables) => {
+          const row = await tables.readTurnBlob(blobID);
+          return row === null
+            ? null
+            : { blobID: row.blobID, conversationID: row.conversationID, requestID: row.requestID };
+        },
+        { single: true },
+      );
     },
 
     ...createDashboardReads(() => open(), location, cache),

@@ -144,7 +144,7 @@ export function withImagesByHash(backend: Backend): Backend {
   const { location } = backend;
   return {
     location,
-    read: (work) => backend.read((tables) => work(imageTables(tables, location))),
+    read: (work, options) => backend.read((tables) => work(imageTables(tables, location)), options),
     write: (work, options) =>
       backend.write((tables) => work(imageTables(tables, location)), options),
     close: () => backend.close(),

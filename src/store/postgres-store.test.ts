@@ -13,7 +13,7 @@ import { createConversation } from "../loop/state.ts";
 import { userMessage } from "../loop/testing.ts";
 import type { Message } from "../loop/types.ts";
 import { migratePostgres, POSTGRES_SCHEMA_VERSION } from "./postgres-schema.ts";
-import { openPostgresStore } from "./postgres-store.ts";
+import { createPostgresBackend, openPostgresStore } from "./postgres-store.ts";
 import { REFUSED_BINDING_UPDATES } from "./testing/binding-updates.ts";
 import { imageMessage, runStoreContract, testImage } from "./testing/contract.ts";
 import { runDashboardContract } from "./testing/dashboard-contract.ts";
@@ -132,6 +132,50 @@ if (postgres.type === "ready") {
     } finally {
       await other.end();
       await store.close();
+      await schema.drop();
+    }
+  });
+
+  test("a single-statement read (the turn blob look-up) runs its statement alone, no transaction around it", async () => {
+    const schema = await postgres.server.createSchema();
+    const pool = new pg.Pool({ connectionString: schema.url, max: 1 });
+    try {
+      const client = await pool.connect();
+      try {
+        await migratePostgres(client);
+      } finally {
+        client.release();
+      }
+      const statements: string[] = [];
+      const connect = pool.connect.bind(pool);
+      const spied = new WeakSet<pg.PoolClient>();
+      pool.connect = (async () => {
+        const pooled = await connect();
+        if (!spied.has(pooled)) {
+          spied.add(pooled);
+          const query = pooled.query.bind(pooled) as (...args: unknown[]) => unknown;
+          pooled.query = ((...args: unknown[]) => {
+            const [text] = args;
+            statements.push(
+              typeof text === "string" ? text : String((text as pg.QueryConfig).text),
+            );
+            return query(...args);
+          }) as typeof pooled.query;
+        }
+        return pooled;
+      }) as typeof pool.connect;
+      const backend = createPostgresBackend(pool, "test");
+      const read = (options?: { single: true }) =>
+        backend.read((tables) => tables.readTurnBlob("ab".repeat(32)), options);
+      assert.equal(await read({ single: true }), null);
+      assert.deepEqual(statements, [
+        "select conversation_id, request_id from turn_blobs where blob_id = $1",
+      ]);
+      statements.length = 0;
+      assert.equal(await read(), null);
+      assert.equal(statements.length, 3, "a snapshot read: begin, the select, commit");
+    } finally {
+      await pool.end();
       await schema.drop();
     }
   });

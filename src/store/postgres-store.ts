@@ -173,10 +173,29 @@ export function createPostgresBackend(pool: pg.Pool, location: string): Backend 
       }
     }
   };
+  /** ReadOptions `single` (tables.ts): one statement, no transaction around it. */
+  const autocommit = async <T>(work: (tables: Tables) => Promise<T>): Promise<T> => {
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (error) {
+      throw fromPostgresError(error, location);
+    }
+    try {
+      return await work(createPostgresTables(client));
+    } catch (error) {
+      throw fromPostgresError(error, location);
+    } finally {
+      client.release();
+    }
+  };
   return {
     location,
     write: (work, options) => transaction("begin", work, options?.relaxed === true),
-    read: (work) => transaction("begin isolation level repeatable read read only", work),
+    read: (work, options) =>
+      options?.single === true
+        ? autocommit(work)
+        : transaction("begin isolation level repeatable read read only", work),
     close: () => pool.end(),
   };
 }

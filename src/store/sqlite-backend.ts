@@ -348,6 +348,10 @@ export function createSqliteBackend(
   const lifted = toAsyncTables(tables);
   // One connection: its transactions run one after another (sync-tables.ts).
   const serial = createSerialQueue();
+  // `restoreOwed`: the connection may be at NORMAL. The pragmas go through `exec`, not a prepared
+  // statement: SQLite applies a `pragma synchronous = …` when the statement is prepared, so a
+  // cached one would not set the level again when run. (No read of the level either.)
+  let restoreOwed = false;
   const inTransaction = <T>(
     begin: string,
     work: (tables: Tables) => Promise<T>,
@@ -356,25 +360,46 @@ export function createSqliteBackend(
   ): Promise<T> =>
     serial(async () => {
       // WriteOptions `relaxed` (tables.ts): committed without an fsync (`synchronous = NORMAL`
-      // in WAL mode), the connection's own setting back right after. Nothing else runs on the
-      // connection meanwhile (the serial queue).
-      const synchronous = relaxed ? readSynchronous() : null;
+      // in WAL mode), then back to FULL, the level sqlite-store.ts sets at open (a constant, not
+      // the level read before: a restore that was skipped must not become the new normal).
+      // Nothing else runs on the connection meanwhile (the serial queue). SQLite refuses the
+      // pragma inside a transaction, so a restore that cannot run now (the rollback failed) is
+      // owed: the next write of any kind applies it before its `begin`.
       try {
-        if (synchronous !== null) db.exec("pragma synchronous = normal");
+        if (relaxed) {
+          db.exec("pragma synchronous = normal");
+          restoreOwed = true;
+        } else if (restoreOwed) {
+          restoreFull();
+        }
         db.exec(begin);
         const result = await work(lifted);
         db.exec("commit");
         afterCommit?.();
         return result;
       } catch (error) {
-        if (db.isOpen && db.isTransaction) db.exec("rollback");
+        try {
+          if (db.isOpen && db.isTransaction) db.exec("rollback");
+        } catch {
+          // The caller gets the transaction's own error; the next `begin` meets what is left.
+        }
         throw fromSQLiteError(error, location);
       } finally {
-        if (synchronous !== null && db.isOpen) db.exec(`pragma synchronous = ${synchronous}`);
+        // Never throws over the transaction's own outcome: a failed restore stays owed.
+        if (restoreOwed && db.isOpen && !db.isTransaction) {
+          try {
+            restoreFull();
+          } catch {
+            // Owed still: the next write applies it (and fails with its error if it still can't).
+          }
+        }
       }
     });
-  const readSynchronous = (): number =>
-    Number(db.prepare("pragma synchronous").get()?.synchronous ?? 2);
+  /** Back to `synchronous = FULL` (sqlite-store.ts's level). Throws, still owed, if it can't. */
+  const restoreFull = () => {
+    db.exec("pragma synchronous = full");
+    restoreOwed = false;
+  };
 
   return {
     location,

@@ -344,3 +344,52 @@ test("a relaxed write commits without an fsync (synchronous = NORMAL) and puts t
     directory.remove();
   }
 });
+
+test("a relaxed write whose rollback fails: the caller gets its own error and later commits run at FULL again", async () => {
+  const directory = createTempDirectory();
+  const path = join(directory.path, "relaxed-leak.db");
+  const db = new DatabaseSync(path);
+  try {
+    db.exec("pragma journal_mode = wal");
+    db.exec("pragma synchronous = full");
+    migrate(db);
+    const backend = createSqliteBackend(db, path);
+    const synchronous = () => Number(db.prepare("pragma synchronous").get()?.synchronous);
+    // The rollback fails once (as on an I/O error): the transaction is still open when the
+    // relaxed write's `finally` runs, where SQLite refuses to change the level.
+    const exec = db.exec.bind(db);
+    let failRollback = true;
+    db.exec = (sql: string) => {
+      if (sql === "rollback" && failRollback) {
+        failRollback = false;
+        throw new Error("disk I/O error (simulated)");
+      }
+      return exec(sql);
+    };
+    await assert.rejects(
+      backend.write(
+        async () => {
+          throw new Error("the real failure");
+        },
+        { relaxed: true },
+      ),
+      /the real failure/,
+    );
+    // The next write meets the transaction left open (and rolls it back).
+    await backend.write(async () => {}).catch(() => {});
+    const seen: number[] = [];
+    await backend.write(async () => {
+      seen.push(synchronous());
+    });
+    await backend.write(async () => {}, { relaxed: true });
+    await backend.write(async () => {
+      seen.push(synchronous());
+    });
+    // FULL (2), not NORMAL (1): ordinary commits keep their fsync.
+    assert.deepEqual(seen, [2, 2]);
+    assert.equal(synchronous(), 2);
+  } finally {
+    db.close();
+    directory.remove();
+  }
+});

@@ -291,6 +291,15 @@ export interface WriteOptions {
   readonly relaxed?: boolean;
 }
 
+export interface ReadOptions {
+  /**
+   * `work` runs one statement (a snapshot of itself): PostgreSQL runs it without a transaction
+   * (one round trip instead of three: turn-blobs.ts's look-up at a turn's start). The others
+   * ignore it.
+   */
+  readonly single?: boolean;
+}
+
 /** A database the store logic runs on. */
 export interface Backend {
   /** File path, or a label; named in every error. */
@@ -303,6 +312,6 @@ export interface Backend {
    */
   write<T>(work: (tables: Tables) => Promise<T>, options?: WriteOptions): Promise<T>;
   /** Runs `work` on one consistent snapshot. */
-  read<T>(work: (tables: Tables) => Promise<T>): Promise<T>;
+  read<T>(work: (tables: Tables) => Promise<T>, options?: ReadOptions): Promise<T>;
   close(): Promise<void>;
 }

@@ -9,11 +9,11 @@ import type { Tables } from "./tables.ts";
 import type { TurnBlob } from "./types.ts";
 
 /**
- * How many turn blobs are kept per request id: its newest (each checkpoint of a turn writes a
- * new one, ≈2 per tool call). The client's checkpoint ends with one of the last few a turn
- * wrote (the last one that reached it; one or two before that when the stream broke while a
- * later one waited for the client's confirmation), never with an early one once later ones went
- * out, so a turn's rows stay bounded however many steps it has: ≈1 KiB per turn at most.
+ * How many turn blobs are kept per request id: its newest (a row is recorded for each blob-form
+ * checkpoint released to the client, ≈2 per tool call; one replaced while it waited is not,
+ * agent-stream/checkpoint-writer.ts). The client's checkpoint ends with the last of them that
+ * reached it, never with an early one once later ones went out, so a turn's rows stay bounded
+ * however many steps it has: ≈1 KiB per turn at most.
  */
 export const TURN_BLOBS_PER_REQUEST = 8;
 

@@ -200,6 +200,12 @@ export interface Server {
    * the caller's to close.
    */
   close(): Promise<void>;
+  /**
+   * Resolves once the turn blobs remembered so far are written to the store (or their write
+   * failed): before a cluster `leave()`, so that the instances taking the streams over can look
+   * them up (turn-blob-origins.ts).
+   */
+  flushTurnBlobs(): Promise<void>;
 }
 
 /**
@@ -505,6 +511,7 @@ export async function startServer(deps: ServerDeps, options: ServerOptions): Pro
     // Routed like any request: only the owner instance serves a stream (served-here.ts).
     serveTrusted: route,
     servesProcedure: (path) => procedures.has(path),
+    flushTurnBlobs: () => turnBlobs.flush(),
     async close() {
       health.drain();
       const closed = listener.close();

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { test } from "node:test";
 import { createMemoryStore, type Store, type TurnBlob } from "../store/index.ts";
 import { createRecordingLog } from "./log.ts";
-import { createTurnBlobOrigins } from "./turn-blob-origins.ts";
+import { createTurnBlobOrigins, TURN_BLOB_WARN_INTERVAL_MS } from "./turn-blob-origins.ts";
 
 const blob = (seed: string): string => createHash("sha256").update(seed).digest("hex");
 
@@ -151,4 +151,63 @@ test("memory holds the most recently written or read blobs, up to its capacity",
   assert.equal(calls.find, reads, "1 and 3 from memory");
   assert.equal(await origins.find(blob("2"), "c"), "r2");
   assert.equal(calls.find, reads + 1, "2 from the store");
+});
+
+test("a store look-up that does not answer in time: unknown, said at warn, without waiting longer", {
+  timeout: 10_000,
+}, async () => {
+  const { log, lines } = createRecordingLog();
+  let answer!: (row: TurnBlob | null) => void;
+  const origins = createTurnBlobOrigins({
+    store: {
+      recordTurnBlobs: async () => {},
+      // A store that never answers while the start waits (a dead PostgreSQL before its connect
+      // time-out): answered only after the look-up gave up.
+      findTurnBlob: () => new Promise((resolve) => (answer = resolve)),
+    },
+    log,
+    lookUpTimeoutMs: 20,
+  });
+  assert.equal(await origins.find(blob("slow"), "conv"), null);
+  assert.equal(lines.at(-1)?.level, "warn");
+  assert.match(lines.at(-1)?.message ?? "", /took too long/);
+  // The late answer is harmless.
+  answer({ blobID: blob("slow"), conversationID: "conv", requestID: "r1" });
+});
+
+test("failed writes are said at warn once per interval, with how many failed since", async () => {
+  const { counted, calls } = countingStore();
+  const { log, lines } = createRecordingLog();
+  let clock = 0;
+  const origins = createTurnBlobOrigins({ store: counted, log, now: () => clock });
+  calls.fail = true;
+  const failOne = async (seed: string) => {
+    origins.remember(blob(seed), "conv-1", `req-${seed}`);
+    await origins.flush();
+  };
+  await failOne("a");
+  await failOne("b");
+  clock += TURN_BLOB_WARN_INTERVAL_MS - 1;
+  await failOne("c");
+  assert.equal(lines.length, 1, "one line for the first failure only");
+  clock += 1;
+  await failOne("d");
+  assert.deepEqual(
+    lines.map((line) => [line.level, line.fields.batches, line.fields.rows]),
+    [
+      ["warn", 1, 1],
+      ["warn", 3, 3],
+    ],
+  );
+});
+
+test("a blob remembered again for another turn keeps its first turn, as the store does", async () => {
+  const { log } = createRecordingLog();
+  const store = createMemoryStore();
+  const origins = createTurnBlobOrigins({ store, log });
+  origins.remember(blob("same"), "conv-1", "req-1");
+  origins.remember(blob("same"), "conv-1", "req-2");
+  await origins.flush();
+  assert.equal(await origins.find(blob("same"), "conv-1"), "req-1");
+  assert.equal((await store.findTurnBlob(blob("same")))?.requestID, "req-1");
 });

@@ -8,15 +8,15 @@
  *
  * - Memory first: the most recently written or read `TURN_BLOB_ORIGINS` ids (an LRU, ≈250 bytes
  *   each), so a start on the instance that ran the conversation's last turn reads nothing, as
- *   before; a miss is one indexed store read.
+ *   before; a miss is one indexed store read, waited for `TURN_BLOB_LOOK_UP_TIMEOUT_MS` at most.
  * - Writes are not awaited by anyone: `remember` queues the row; one write at a time takes
  *   everything queued (one transaction), begun on the next turn of the event loop, so rows that
- *   come while one is written go together in the next. The checkpoint that names the blob waits
- *   for the client's confirmation of its `set_blob_args` anyway (a network round trip), during
- *   which the row is written; so a client rarely holds a blob id the store does not know. What a
- *   crash loses: the rows queued or being written at that moment (a blob id written in the last
- *   milliseconds; normally the client has not received its checkpoint yet either). A write that
- *   fails is logged at warn and not retried (the ids stay known in memory).
+ *   come while one is written go together in the next. A blob is remembered when the checkpoint
+ *   naming it is released to the client (agent-stream/checkpoint-writer.ts), so the row is
+ *   written while that checkpoint travels; a rewind needs the user to edit a message first, by
+ *   which time it is there. What a crash loses: the rows queued or being written at that moment.
+ *   A write that fails is logged at warn (once a minute, with a count) and not retried (the ids
+ *   stay known in memory). The server writes what is queued before leaving its cluster.
  * - Team mode: a blob of another conversation than the request's resolves only when the request
  *   may see that conversation (`mayRead`, the fork's read check: user-access.ts
  *   `createReadCheck`); otherwise, and when the store cannot be read, it does not resolve (the
@@ -29,6 +29,13 @@ import type { Log } from "./log.ts";
 
 /** How many turn blob ids are kept in memory. */
 export const TURN_BLOB_ORIGINS = 20_000;
+
+/**
+ * How long a turn start waits for the store's answer (the read and the visibility check) before
+ * going on without it ("unknown": no rewind detection, logged at warn). A slow or unreachable
+ * store then delays a turn start by this much at most, not by its connect time-out.
+ */
+export const TURN_BLOB_LOOK_UP_TIMEOUT_MS = 2_000;
 
 export interface TurnBlobOrigins {
   /**
@@ -52,7 +59,20 @@ export interface TurnBlobOriginsOptions {
   readonly mayRead?: (conversationID: string) => Promise<boolean>;
   /** Default `TURN_BLOB_ORIGINS`. */
   readonly capacity?: number;
+  /** Default `TURN_BLOB_LOOK_UP_TIMEOUT_MS`. */
+  readonly lookUpTimeoutMs?: number;
+  /** The clock of the write-failure warn's throttle; default `Date.now`. */
+  readonly now?: () => number;
 }
+
+/**
+ * Write failures are said at warn once per this many ms, with how many failed since: a store that
+ * fails fast (closed, disk full) would otherwise log about two lines per tool call per stream.
+ */
+export const TURN_BLOB_WARN_INTERVAL_MS = 60_000;
+
+/** What a look-up that outlived its time-out resolves to. */
+const TIMED_OUT = Symbol("timed out");
 
 interface Origin {
   readonly conversationID: string;
@@ -62,6 +82,11 @@ interface Origin {
 export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlobOrigins {
   const { store, log, mayRead } = options;
   const capacity = options.capacity ?? TURN_BLOB_ORIGINS;
+  const lookUpTimeoutMs = options.lookUpTimeoutMs ?? TURN_BLOB_LOOK_UP_TIMEOUT_MS;
+  const now = options.now ?? Date.now;
+  /** Failed writes not said yet, and when the last warn was (null: none yet). */
+  let unsaid = { batches: 0, rows: 0 };
+  let warnedAt: number | null = null;
   /** Hex blob id → its turn, least recently used first (a Map keeps insertion order). */
   const origins = new Map<string, Origin>();
   let queued: TurnBlob[] = [];
@@ -88,10 +113,16 @@ export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlob
       try {
         await store.recordTurnBlobs(batch);
       } catch (error) {
-        log.warn(
-          { rows: batch.length, error: errorMessage(error) },
-          "turn blobs could not be recorded; an edit of an earlier message in those turns is not detected after a restart or on another instance",
-        );
+        unsaid = { batches: unsaid.batches + 1, rows: unsaid.rows + batch.length };
+        const at = now();
+        if (warnedAt === null || at - warnedAt >= TURN_BLOB_WARN_INTERVAL_MS) {
+          warnedAt = at;
+          log.warn(
+            { batches: unsaid.batches, rows: unsaid.rows, error: errorMessage(error) },
+            "turn blobs could not be recorded; an edit of an earlier message in those turns is not detected after a restart or on another instance",
+          );
+          unsaid = { batches: 0, rows: 0 };
+        }
       }
     }
     writing = null;
@@ -109,8 +140,8 @@ export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlob
     remember(blobID, conversationID, requestID) {
       // The store refuses a batch with such a row whole: it would take the others with it.
       if (conversationID === "" || requestID === "") return;
-      const known = origins.get(blobID);
-      if (known?.requestID === requestID && known.conversationID === conversationID) return;
+      // First wins, as in the store (its row is never replaced): memory answers as it does.
+      if (origins.has(blobID)) return;
       const origin = { conversationID, requestID };
       keep(blobID, origin);
       queued.push({ blobID, ...origin });
@@ -118,43 +149,73 @@ export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlob
     },
 
     async find(blobID, conversationID) {
-      let origin = origins.get(blobID);
+      const origin = origins.get(blobID);
       if (origin !== undefined) {
         keep(blobID, origin);
-      } else {
-        try {
-          const recorded = await store.findTurnBlob(blobID);
-          if (recorded === null) return null;
-          origin = { conversationID: recorded.conversationID, requestID: recorded.requestID };
-        } catch (error) {
-          log.warn(
-            { blob: blobID, error: errorMessage(error) },
-            "the turn blob could not be looked up in the store; no rewind detection for this start",
-          );
-          return null;
-        }
-        keep(blobID, origin);
+        return check(blobID, origin, conversationID);
       }
-      let may: boolean;
+      // Only a store read waits, and for `lookUpTimeoutMs` at most (the read itself goes on).
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const deadline = new Promise<typeof TIMED_OUT>((resolve) => {
+        timer = setTimeout(() => resolve(TIMED_OUT), lookUpTimeoutMs);
+      });
       try {
-        may = await visible(origin, conversationID);
-      } catch (error) {
+        const found = await Promise.race([lookUp(blobID, conversationID), deadline]);
+        if (found !== TIMED_OUT) return found;
         log.warn(
-          { blob: blobID, error: errorMessage(error) },
-          "whether the request may see the turn blob's conversation could not be checked; not used",
+          { blob: blobID, timeoutMs: lookUpTimeoutMs },
+          "the turn blob look-up in the store took too long; no rewind detection for this start",
         );
         return null;
+      } finally {
+        clearTimeout(timer);
       }
-      if (may) return origin.requestID;
-      log.info(
-        { conversation: conversationID, blob: blobID },
-        "the checkpoint's last turn is a turn of a conversation this request may not see; not used",
-      );
-      return null;
     },
 
     async flush() {
       while (writing !== null) await writing;
     },
   };
+
+  /** `find` on a memory miss: the store's row, then whether the request may see it. */
+  async function lookUp(blobID: string, conversationID: string): Promise<string | null> {
+    let origin: Origin;
+    try {
+      const recorded = await store.findTurnBlob(blobID);
+      if (recorded === null) return null;
+      origin = { conversationID: recorded.conversationID, requestID: recorded.requestID };
+    } catch (error) {
+      log.warn(
+        { blob: blobID, error: errorMessage(error) },
+        "the turn blob could not be looked up in the store; no rewind detection for this start",
+      );
+      return null;
+    }
+    keep(blobID, origin);
+    return check(blobID, origin, conversationID);
+  }
+
+  /** The request id of `origin`'s turn if the request for `conversationID` may see it. */
+  async function check(
+    blobID: string,
+    origin: Origin,
+    conversationID: string,
+  ): Promise<string | null> {
+    let may: boolean;
+    try {
+      may = await visible(origin, conversationID);
+    } catch (error) {
+      log.warn(
+        { blob: blobID, error: errorMessage(error) },
+        "whether the request may see the turn blob's conversation could not be checked; not used",
+      );
+      return null;
+    }
+    if (may) return origin.requestID;
+    log.info(
+      { conversation: conversationID, blob: blobID },
+      "the checkpoint's last turn is a turn of a conversation this request may not see; not used",
+    );
+    return null;
+  }
 }

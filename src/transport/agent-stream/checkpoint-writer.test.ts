@@ -350,12 +350,12 @@ test("writers share their methods, not their state: each stream's waits, answers
   }
 });
 
-test("each turn blob written is told to onTurnBlob (once per stream), before its write goes out", () => {
+test("the turn blob of each blob-form checkpoint released is told to onTurnBlob before it goes out; one replaced while it waited is not", () => {
   const outbound = createOutboundStream<AgentServerMessage>({
     heartbeatMs: 60_000,
     heartbeat: toHeartbeatMessage,
   });
-  const told: { key: string; conversationID: string; requestID: string; written: number }[] = [];
+  const told: { key: string; conversationID: string; requestID: string; sent: number }[] = [];
   const reader = outbound.read();
   const sent: AgentServerMessage[] = [];
   const drain = () => {
@@ -371,36 +371,48 @@ test("each turn blob written is told to onTurnBlob (once per stream), before its
     describe: () => ({}),
     onTurnBlob: (key, conversationID, requestID) => {
       drain();
-      told.push({ key, conversationID, requestID, written: sent.length });
+      told.push({ key, conversationID, requestID, sent: sent.length });
     },
   });
+  const turnWrites = () =>
+    sent.flatMap((message) =>
+      message.message.case === "kvServerMessage" &&
+      message.message.value.message.case === "setBlobArgs"
+        ? [
+            {
+              id: message.message.value.id,
+              key: Buffer.from(message.message.value.message.value.blobId).toString("hex"),
+            },
+          ]
+        : [],
+    );
+  const checkpoints = () =>
+    sent.filter((message) => message.message.case === "conversationCheckpointUpdate").length;
   const first = turnState({ requestID: "req-7", steps: [step("one")] });
+  const second = turnState({ requestID: "req-7", steps: [step("one"), step("two")] });
+  const third = turnState({ requestID: "req-7", steps: [step("one"), step("two"), step("3")] });
+  // Three checkpoints while the client has confirmed nothing: the newer replace the older.
   writer.send([toCheckpointMessage(first)]);
-  writer.send([toCheckpointMessage(first)]); // the same turn blob: written once
-  writer.send([
-    toCheckpointMessage(turnState({ requestID: "req-7", steps: [step("one"), step("two")] })),
-  ]);
+  writer.send([toCheckpointMessage(second)]);
+  writer.send([toCheckpointMessage(third)]);
   drain();
-  const turnWrites = sent.flatMap((message) =>
-    message.message.case === "kvServerMessage" &&
-    message.message.value.message.case === "setBlobArgs"
-      ? [Buffer.from(message.message.value.message.value.blobId).toString("hex")]
-      : [],
-  );
-  // Per checkpoint: user message (first only), step(s), then the turn blob.
+  assert.equal(told.length, 0, "nothing told while they wait");
+  const written = turnWrites();
+  // Confirmed newest first: the blobs all three share come last, so all are ready at once.
+  for (const { id } of [...written].reverse()) writer.result(id, ok);
+  drain();
+  assert.equal(checkpoints(), 1, "only the newest went out");
+  // Its turn blob is the last write (user message, steps, then the turn blob).
   assert.deepEqual(
     told.map(({ key, conversationID, requestID }) => ({ key, conversationID, requestID })),
-    [turnWrites[2], turnWrites[4]].map((key) => ({
-      key,
-      conversationID: first.conversationID,
-      requestID: "req-7",
-    })),
+    [{ key: written.at(-1)?.key, conversationID: first.conversationID, requestID: "req-7" }],
   );
-  assert.deepEqual(
-    told.map((turn) => turn.written),
-    [2, 4],
-    "told before the turn blob's write was pushed",
-  );
+  assert.equal(told[0]?.sent, written.length, "told before the checkpoint went out");
+  // A checkpoint whose blobs are all confirmed goes out at once, told as well.
+  writer.send([toCheckpointMessage(third)]);
+  drain();
+  assert.equal(told.length, 2);
+  assert.equal(told[1]?.key, written.at(-1)?.key);
 });
 
 test("the step counts of the turn blobs of the blob-form checkpoints that went out are kept, the last SENT_TURN_BLOBS of them", () => {

@@ -102,8 +102,11 @@ export interface CheckpointWriterOptions {
   /** Fields for the log line (request, conversation). */
   readonly describe: () => Record<string, unknown>;
   /**
-   * Told each turn blob (hex id) written, with its turn's conversation (the client's) and
-   * request id, before its write goes out (transport/turn-blob-origins.ts records it).
+   * Told the turn blob (hex id) of each blob-form checkpoint released to the client, with its
+   * turn's conversation (the client's) and request id, before the checkpoint goes out
+   * (transport/turn-blob-origins.ts records it). A checkpoint replaced while it waited is not
+   * told: its turn blob is one the client never holds, and recording it would push the rows of
+   * the ones it does hold out of the store's newest few (store/turn-blobs.ts).
    */
   readonly onTurnBlob?: (key: string, conversationID: string, requestID: string) => void;
 }
@@ -115,6 +118,15 @@ interface Waiting {
   readonly inline: AgentServerMessage;
   /** Keys of the blobs not confirmed when it was queued. */
   readonly required: readonly string[];
+  /** What `onTurnBlob` is told when it is released (data, not a closure per checkpoint). */
+  readonly turn: TurnBlobTold | undefined;
+}
+
+/** A checkpoint's turn blob and its turn's ids, for `onTurnBlob`. */
+interface TurnBlobTold {
+  readonly key: string;
+  readonly conversationID: string;
+  readonly requestID: string;
 }
 
 /**
@@ -196,6 +208,7 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
       const released = this.waiting[ready];
       if (released !== undefined) {
         sent(this, released.turnSteps);
+        told(this, released.turn);
         release(this, released.blobForm, ready + 1);
       } else runThen(this);
       return;
@@ -319,20 +332,35 @@ function checkpoint(writer: Writer, message: AgentServerMessage): void {
     const id = writer.nextID++;
     written.set(id, blob.key);
     writing.add(blob.key);
-    if (blob === blobCheckpoint.turn) {
-      const onTurnBlob = writer.onTurnBlob;
-      onTurnBlob?.(blob.key, state.conversationID, state.requestID);
-    }
     writer.outbound.push(toSetBlobMessage(id, blob));
   }
   const blobForm = toCheckpointUpdate(blobCheckpoint.checkpoint);
+  const turnKey = blobCheckpoint.turn?.key;
+  const turn =
+    turnKey === undefined || writer.onTurnBlob === undefined
+      ? undefined
+      : { key: turnKey, conversationID: state.conversationID, requestID: state.requestID };
   if (required.length === 0) {
     sent(writer, blobCheckpoint.turnSteps);
+    told(writer, turn);
     release(writer, blobForm, writer.waiting.length);
     return;
   }
   if (writer.waiting.length === 0 && !writer.paused) arm(writer);
-  writer.waiting.push({ blobForm, turnSteps: blobCheckpoint.turnSteps, inline: message, required });
+  writer.waiting.push({
+    blobForm,
+    turnSteps: blobCheckpoint.turnSteps,
+    inline: message,
+    required,
+    turn,
+  });
+}
+
+/** Tells `onTurnBlob` a checkpoint's turn blob, as the checkpoint is released. */
+function told(writer: Writer, turn: TurnBlobTold | undefined): void {
+  if (turn === undefined) return;
+  const onTurnBlob = writer.onTurnBlob;
+  onTurnBlob?.(turn.key, turn.conversationID, turn.requestID);
 }
 
 /** A blob-form checkpoint whose turn blob lists `steps` went out: the last ones are kept. */

@@ -203,6 +203,14 @@ export function createTurnStart(
     return state === null ? null : toEndedTurn(state.committed, turnID);
   };
 
+  /** A turn start dropped because its stream ended while the start awaited the turn blob look-up. */
+  const notStarted = () => {
+    log.info(
+      { conversation: stream.conversationID, request: requestID },
+      "the stream ended while its turn start looked up the last turn; not started",
+    );
+  };
+
   return {
     async start(seqno, event) {
       if (stream.turn !== null) {
@@ -252,6 +260,10 @@ export function createTurnStart(
       try {
         const found = lastTurnOrigin(event.request);
         const lastTurn = found instanceof Promise ? await found : found;
+        // The stream ended during the look-up (its client left: `abandon` sent a cancel the
+        // runner could not apply yet, and the grace does not start on an ended stream): nothing
+        // reads the turn and no reply is owed, so it is not started at all.
+        if (outbound.ended) return notStarted();
         const commands = deps.userCommands?.take(state.conversationID) ?? [];
         result = await runner.submit(
           state.conversationID,
@@ -325,6 +337,7 @@ export function createTurnStart(
       log.info({ conversation: stream.conversationID, request: requestID }, "summarize requested");
       const found = lastTurnOrigin(request);
       const lastTurn = found instanceof Promise ? await found : found;
+      if (outbound.ended) return notStarted();
       const result = await runner.submit(
         stream.conversationID,
         // The summarize is a turn of its own, with this request's id in the client's checkpoint.
@@ -387,14 +400,16 @@ export function createTurnStart(
         // A stream picked up after a restart already knows its conversation from its binding (a
         // branch, after a rewind); a resume request names the client's: its turn may run on a
         // branch of it (loop/rewind.ts).
-        stream.conversationID ??= await runner.follow(
-          resumed.value.conversationID,
-          {
-            lastTurnOrigin: await lastTurnOrigin(request),
-            messageID: "",
-          },
-          requestID,
-        );
+        if (stream.conversationID === null) {
+          const found = lastTurnOrigin(request);
+          const lastTurn = found instanceof Promise ? await found : found;
+          if (outbound.ended) return notStarted();
+          stream.conversationID = await runner.follow(
+            resumed.value.conversationID,
+            { lastTurnOrigin: lastTurn, messageID: "" },
+            requestID,
+          );
+        }
       }
       if (stream.conversationID === null || stream.turn === null) return;
       let waiting: boolean;

@@ -259,6 +259,8 @@ export async function startServerProcess(settings: {
     url,
     address: { address: "127.0.0.1", family: "IPv4", port },
     close: () => stop("SIGTERM"),
+    // The child process flushes its own before it leaves its cluster (cli/serve.ts).
+    flushTurnBlobs: async () => {},
     kill: () => stop("SIGKILL"),
     exited,
   };
