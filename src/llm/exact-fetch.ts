@@ -47,7 +47,8 @@ export interface ExactFetchOptions {
 /** What the call sent so far. Written only by the code that sends (this fetch, or the demo). */
 export interface ExactFetchState {
   exact: SentRequest | undefined;
-  readonly attempts: RequestAttempt[];
+  /** Replaced, not only appended to, by `addAttempt`: read it anew each time. */
+  attempts: RequestAttempt[];
   /** Why `beforeSend` failed, when it did. */
   hookFailure: string | undefined;
 }
@@ -148,16 +149,16 @@ export function createExactFetch(options: ExactFetchOptions): {
         if (isRedirect(error)) {
           const failure =
             "the provider answered with a redirect, which is not followed: set the model's baseUrl to the address it redirects to";
-          state.attempts.push({ attempt, error: failure });
+          addAttempt(state, { attempt, error: failure });
           throw new Error(failure);
         }
         const decision = decideRetry(options.policy, attempt, { type: "connection_error" });
         const failure = describeError(error);
         if (decision.type === "stop") {
-          state.attempts.push({ attempt, error: failure });
+          addAttempt(state, { attempt, error: failure });
           throw error;
         }
-        state.attempts.push({ attempt, error: failure, retryDelayMs: decision.delayMs });
+        addAttempt(state, { attempt, error: failure, retryDelayMs: decision.delayMs });
         await options.policy.sleep(decision.delayMs, signal);
         continue;
       }
@@ -167,10 +168,10 @@ export function createExactFetch(options: ExactFetchOptions): {
         headers: response.headers,
       });
       if (decision.type === "stop") {
-        state.attempts.push({ attempt, status: response.status });
+        addAttempt(state, { attempt, status: response.status });
         return response;
       }
-      state.attempts.push({ attempt, status: response.status, retryDelayMs: decision.delayMs });
+      addAttempt(state, { attempt, status: response.status, retryDelayMs: decision.delayMs });
       await response.body?.cancel().catch(() => undefined);
       await options.policy.sleep(decision.delayMs, signal);
     }
@@ -183,4 +184,13 @@ export function createExactFetch(options: ExactFetchOptions): {
 function isRedirect(error: unknown): boolean {
   const cause = error instanceof Error ? error.cause : undefined;
   return cause instanceof Error && cause.message === "unexpected redirect";
+}
+
+/**
+ * Records an attempt; the first as an array of one: a `push` onto `[]` reserves room for 17, kept
+ * for the call's life (issue #19).
+ */
+function addAttempt(state: ExactFetchState, attempt: RequestAttempt): void {
+  if (state.attempts.length === 0) state.attempts = [attempt];
+  else state.attempts.push(attempt);
 }

@@ -23,8 +23,7 @@ import { toErrorMessage } from "./error-message.ts";
 import type { LLM, ModelInfo } from "./llm.ts";
 import { createResponseStream } from "./response-stream.ts";
 import type { Secret } from "./secret.ts";
-import type { AssistantMessage, LLMCall, LLMStream, RequestAttempt } from "./types.ts";
-import { withGetters } from "./with-getters.ts";
+import type { AssistantMessage, LLMCall, LLMStream } from "./types.ts";
 
 /** How a budget refusal's message starts; the client shows the message as is. */
 export const BUDGET_REACHED_PREFIX = "Budget reached: ";
@@ -171,27 +170,17 @@ function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall, holdEveryMs: num
     }
   }
 
-  const stream = createResponseStream({
+  return createResponseStream({
     callID: call.callID,
     controller,
     events: events(),
-    toFailure: failure,
-    exactRequest: () => inner?.exactRequest,
-    attempts: () => inner?.attempts ?? [],
-    onEnd: release,
-  });
-  const { exactRequest: _exactRequest, attempts: _attempts, ...members } = stream;
-  // Accessors defined afterwards: the object stays a fast one (withGetters).
-  return withGetters(
-    {
-      ...members,
-      // The inner call's raw argument text (the outer snapshot sees only the parsed events).
-      toolCallArgumentsText: (contentIndex: number) =>
-        inner?.toolCallArgumentsText(contentIndex) ?? stream.toolCallArgumentsText(contentIndex),
-    },
-    {
+    hooks: {
+      toFailure: failure,
       exactRequest: () => inner?.exactRequest,
-      attempts: (): readonly RequestAttempt[] => inner?.attempts ?? [],
+      attempts: () => inner?.attempts ?? [],
+      // The inner call's raw argument text (the outer snapshot sees only the parsed events).
+      argumentsText: (contentIndex) => inner?.toolCallArgumentsText(contentIndex),
+      onEnd: release,
     },
-  );
+  });
 }

@@ -61,3 +61,4 @@ export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
 export { createSecret, redactSecret, type Secret } from "./secret.ts";
 export type * from "./types.ts";
 export { withGetters } from "./with-getters.ts";
+export { withMethods } from "./with-methods.ts";

@@ -12,8 +12,10 @@
  * beside it (snapshot, retry, exact-fetch, response-stream, model-options).
  */
 import {
+  type Api,
   type AssistantMessage,
   type AssistantMessageEvent,
+  type Model,
   normalizeContext,
   type ProviderStreams,
   type SimpleStreamOptions,
@@ -41,15 +43,16 @@ import {
 } from "./model-health.ts";
 import { type ModelOptionSupport, toModelOptionSupport } from "./model-options.ts";
 import { toPiModel } from "./pi-model.ts";
-import { createResponseStream } from "./response-stream.ts";
+import { createResponseStream, type ResponseStreamHooks } from "./response-stream.ts";
 import { createRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { redactSecret } from "./secret.ts";
 import { createSentPayload } from "./sent-payload.ts";
 import { shareTools } from "./shared-tools.ts";
 import { toStablePayload } from "./stable-payload.ts";
 import { withWireToolCallIds } from "./tool-call-ids.ts";
-import type { LLMCall, LLMStream, RequestAttempt } from "./types.ts";
+import type { LLMCall, LLMStream } from "./types.ts";
 import { withSignedCalls } from "./unsigned-calls.ts";
+import { withMethods } from "./with-methods.ts";
 
 /** What Cursor's model picker needs to know about a model. */
 export interface ModelInfo {
@@ -283,34 +286,104 @@ function streamProvider(
       streamOptions,
     ),
   );
+  const hooks: ProviderCallState = {
+    controller,
+    model,
+    configured,
+    api: config.api,
+    state: exact.state,
+    secrets,
+    health,
+    onQueued: call.onQueued,
+    release,
+    succeeded: false,
+  };
   return createResponseStream({
     callID: call.callID,
     controller,
     events,
-    toFailure: (reason, message) =>
-      toErrorMessage({
-        api: model.api,
-        provider: model.provider,
-        model: model.id,
-        reason,
-        errorMessage: message,
-        timestamp: Date.now(),
-      }),
-    finishError: (error) => finishError(error, exact.state, secrets),
-    exactRequest: () => exact.state.exact,
-    attempts: () => exact.state.attempts,
-    // Nothing is built or sent before the API's implementation is loaded (the events are read
-    // after the gate) and the model has a free call slot (model-health.ts).
-    gate: () =>
-      loadedApis.has(config.api)
-        ? health.acquire(configured.name, controller.signal, call.onQueued)
-        : loadApi(config.api).then(() =>
-            health.acquire(configured.name, controller.signal, call.onQueued),
-          ),
-    observe: healthObserver(health, configured.name, () => exact.state.attempts),
-    onEnd: release,
+    hooks: withMethods(hooks, providerCallMethods),
   });
 }
+
+/**
+ * A provider call's side of its response stream (its `ResponseStreamHooks`, which the stream
+ * calls as methods): a plain record of its state, whose prototype `providerCallMethods` is shared
+ * by every call (issue #19: seven closures per call in flight otherwise).
+ */
+interface ProviderCallState {
+  readonly controller: AbortController;
+  readonly model: Model<Api>;
+  readonly configured: ModelConfig;
+  readonly api: ModelConfig["api"];
+  /** What the exact fetch sent so far. */
+  readonly state: ExactFetchState;
+  readonly secrets: readonly string[];
+  readonly health: ModelHealth;
+  readonly onQueued: LLMCall["onQueued"];
+  /** Unlinks the call's controller from the caller's signal. */
+  readonly release: () => void;
+  /** Whether the model's health has been told the call succeeded (its first token). */
+  succeeded: boolean;
+}
+
+const providerCallMethods: ResponseStreamHooks & ThisType<ProviderCallState> = {
+  toFailure(reason, message) {
+    const model = this.model;
+    return toErrorMessage({
+      api: model.api,
+      provider: model.provider,
+      model: model.id,
+      reason,
+      errorMessage: message,
+      timestamp: Date.now(),
+    });
+  },
+  finishError(error) {
+    return finishError(error, this.state, this.secrets);
+  },
+  exactRequest() {
+    return this.state.exact;
+  },
+  attempts() {
+    return this.state.attempts;
+  },
+  // Nothing is built or sent before the API's implementation is loaded (the events are read
+  // after the gate) and the model has a free call slot (model-health.ts).
+  gate() {
+    const { health, configured, controller, onQueued } = this;
+    return loadedApis.has(this.api)
+      ? health.acquire(configured.name, controller.signal, onQueued)
+      : loadApi(this.api).then(() => health.acquire(configured.name, controller.signal, onQueued));
+  },
+  /** Reports the call's outcome to its model's health: its first token, or its failure. */
+  observe(event) {
+    const model = this.configured.name;
+    switch (event.type) {
+      case "text_delta":
+      case "thinking_delta":
+      case "toolcall_delta":
+      case "done":
+        if (!this.succeeded) this.health.succeeded(model);
+        this.succeeded = true;
+        return;
+      case "error": {
+        if (event.reason !== "error") return;
+        // The delivered event: its message is already cleared of secrets (finishError).
+        const message = event.error.errorMessage ?? "";
+        const sent = this.state.attempts;
+        const rateLimits = sent.filter((attempt) => attempt.status === 429).length;
+        this.health.failed(model, toFailureKind(sent, message), message, rateLimits);
+        return;
+      }
+      default:
+        return;
+    }
+  },
+  onEnd() {
+    this.release();
+  },
+};
 
 /**
  * The credentials of a call, which must not appear in what it records. Built to size: an array
@@ -320,37 +393,6 @@ function toSecrets(apiKey: string, headers: Readonly<Record<string, string>>): s
   const values = Object.values(headers);
   if (values.length === 0) return apiKey === NO_KEY ? [] : [apiKey];
   return [apiKey, ...values].filter((secret) => secret !== NO_KEY);
-}
-
-/** Reports a call's outcome to its model's health: its first token, or its failure. */
-function healthObserver(
-  health: ModelHealth,
-  model: string,
-  attempts: () => readonly RequestAttempt[],
-): (event: AssistantMessageEvent) => void {
-  let succeeded = false;
-  return (event) => {
-    switch (event.type) {
-      case "text_delta":
-      case "thinking_delta":
-      case "toolcall_delta":
-      case "done":
-        if (!succeeded) health.succeeded(model);
-        succeeded = true;
-        return;
-      case "error": {
-        if (event.reason !== "error") return;
-        // The delivered event: its message is already cleared of secrets (finishError).
-        const message = event.error.errorMessage ?? "";
-        const sent = attempts();
-        const rateLimits = sent.filter((attempt) => attempt.status === 429).length;
-        health.failed(model, toFailureKind(sent, message), message, rateLimits);
-        return;
-      }
-      default:
-        return;
-    }
-  };
 }
 
 function streamDemo(
@@ -364,19 +406,21 @@ function streamDemo(
     callID: call.callID,
     controller,
     events: demo.events(call, controller.signal, state),
-    toFailure: (reason, message) =>
-      toErrorMessage({
-        api: DEMO_API,
-        provider: demo.provider,
-        model: demo.name,
-        reason,
-        errorMessage: message,
-        timestamp: Date.now(),
-      }),
-    finishError: (error) => finishError(error, state, []),
-    exactRequest: () => state.exact,
-    attempts: () => state.attempts,
-    onEnd: release,
+    hooks: {
+      toFailure: (reason, message) =>
+        toErrorMessage({
+          api: DEMO_API,
+          provider: demo.provider,
+          model: demo.name,
+          reason,
+          errorMessage: message,
+          timestamp: Date.now(),
+        }),
+      finishError: (error) => finishError(error, state, []),
+      exactRequest: () => state.exact,
+      attempts: () => state.attempts,
+      onEnd: release,
+    },
   });
 }
 
@@ -403,8 +447,10 @@ function failedStream(
     callID: call.callID,
     controller,
     events: events(),
-    toFailure: (reason, text) => ({ ...error, stopReason: reason, errorMessage: text }),
-    onEnd: release,
+    hooks: {
+      toFailure: (reason, text) => ({ ...error, stopReason: reason, errorMessage: text }),
+      onEnd: release,
+    },
   });
 }
 

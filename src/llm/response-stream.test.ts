@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { createResponseStream } from "./response-stream.ts";
+import {
+  createResponseStream,
+  type ResponseStreamHooks,
+  type ResponseStreamOptions,
+} from "./response-stream.ts";
 import { hasFastProperties } from "./testing/fast-properties.ts";
 import { collect } from "./testing/streams.ts";
 import type { AssistantMessage, RequestAttempt, ResponseEvent, SentRequest } from "./types.ts";
@@ -30,7 +34,9 @@ function streamOf(events: AsyncIterable<ResponseEvent>, controller = new AbortCo
     callID: "call-1",
     controller,
     events,
-    toFailure: (reason, errorMessage) => ({ ...message(reason), errorMessage }),
+    hooks: {
+      toFailure: (reason, errorMessage) => ({ ...message(reason), errorMessage }),
+    },
   });
 }
 
@@ -123,8 +129,10 @@ describe("response stream", () => {
         reason: "error",
         error: { ...message("error"), errorMessage: "raw" },
       }),
-      toFailure: (reason) => message(reason),
-      finishError: (error) => ({ ...error, errorMessage: `finished: ${error.errorMessage}` }),
+      hooks: {
+        toFailure: (reason) => message(reason),
+        finishError: (error) => ({ ...error, errorMessage: `finished: ${error.errorMessage}` }),
+      },
     });
     const types: string[] = [];
     for await (const event of stream) {
@@ -144,9 +152,11 @@ describe("response stream", () => {
       callID: "call-3",
       controller: new AbortController(),
       events: from(START, { type: "done", reason: "stop", message: message("stop") }),
-      toFailure: (reason) => message(reason),
-      exactRequest: () => sent,
-      attempts: () => attempts,
+      hooks: {
+        toFailure: (reason) => message(reason),
+        exactRequest: () => sent,
+        attempts: () => attempts,
+      },
     });
     // An object literal with a `get` member would be in dictionary mode (≈ 4x the memory).
     assert.equal(hasFastProperties(stream), true);
@@ -164,14 +174,111 @@ describe("response stream", () => {
     assert.deepEqual(stream.attempts, [{ attempt: 1, status: 200 }]);
     assert.ok(Object.isFrozen(stream.attempts));
     assert.notEqual(stream.attempts, attempts);
-    // Own enumerable accessors without a setter, as `get` in a literal makes them.
+    // Accessors without a setter, shared by every stream (its prototype's), not data copied in.
     for (const name of ["exactRequest", "attempts"]) {
-      const descriptor = Object.getOwnPropertyDescriptor(stream, name);
+      const descriptor = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(stream), name);
       assert.equal(typeof descriptor?.get, "function");
       assert.equal(descriptor?.set, undefined);
-      assert.equal(descriptor?.enumerable, true);
     }
     assert.equal(hasFastProperties(stream), true);
     await collect(stream);
+  });
+  test("streams share their methods, not their state: two read at once each get their own events (issue #19)", async () => {
+    const controller = new AbortController();
+    const one = streamOf(
+      from(START, { type: "done", reason: "stop", message: message("stop", "one") }),
+    );
+    const other = streamOf(
+      from(START, { type: "done", reason: "stop", message: message("stop", "other") }),
+      controller,
+    );
+    assert.equal(one.recv, other.recv);
+    assert.equal("then" in one, false);
+    // Waiting on both before either source is read: each waiter gets its own stream's event.
+    const [first, second] = await Promise.all([one.recv(), other.recv()]);
+    assert.deepEqual([first?.type, second?.type], ["start", "start"]);
+    other.abort("enough");
+    assert.equal(controller.signal.aborted, true);
+    assert.equal(one.signal.aborted, false);
+    const ends = [await one.recv(), await other.recv()];
+    const texts = ends.map((event) =>
+      event?.type === "done"
+        ? event.message.content.map((block) => block.type === "text" && block.text)
+        : event?.type,
+    );
+    assert.deepEqual(texts, [["one"], ["other"]]);
+    assert.deepEqual([await one.recv(), await other.recv()], [undefined, undefined]);
+  });
+  test("several recv calls waiting at once get the events in order, then undefined", async () => {
+    let push!: (event: ResponseEvent | null) => void;
+    async function* source(): AsyncIterable<ResponseEvent> {
+      for (;;) {
+        const event = await new Promise<ResponseEvent | null>((resolve) => {
+          push = resolve;
+        });
+        if (event === null) return;
+        yield event;
+      }
+    }
+    const stream = streamOf(source());
+    const waiting = [stream.recv(), stream.recv(), stream.recv(), stream.recv()];
+    await new Promise((resolve) => setImmediate(resolve));
+    push(START);
+    await new Promise((resolve) => setImmediate(resolve));
+    push({ type: "done", reason: "stop", message: message("stop") });
+    const events = await Promise.all(waiting);
+    assert.deepEqual(
+      events.map((event) => event?.type),
+      ["start", "done", undefined, undefined],
+    );
+  });
+
+  test("a copy of the options keeps hooks shared through a prototype: the failure ends the stream redacted, and onEnd runs (issue #19)", async () => {
+    // Shaped like llm.ts's provider call: the hooks are methods of a record's prototype.
+    interface Call extends ResponseStreamHooks {
+      readonly secret: string;
+      ended: number;
+    }
+    const callMethods: ResponseStreamHooks & ThisType<Call> = {
+      toFailure(reason, errorMessage) {
+        return { ...message(reason), errorMessage };
+      },
+      finishError(error) {
+        const text = error.errorMessage ?? "";
+        return { ...error, errorMessage: text.replaceAll(this.secret, "[redacted]") };
+      },
+      onEnd() {
+        this.ended += 1;
+      },
+    };
+    const call: Call = Object.setPrototypeOf({ secret: "sk-SECRET", ended: 0 }, callMethods);
+    async function* failing(): AsyncIterable<ResponseEvent> {
+      yield START;
+      throw new Error("401 for key sk-SECRET");
+    }
+    const options: ResponseStreamOptions = {
+      callID: "call-4",
+      controller: new AbortController(),
+      events: failing(),
+      hooks: call,
+    };
+    // A wrapper decorating the options by spreading them.
+    const stream = createResponseStream({ ...options, callID: "call-5" });
+    assert.equal(stream.callID, "call-5");
+    assert.equal((await stream.recv())?.type, "start");
+    const terminal = await stream.recv();
+    assert.equal(terminal?.type, "error");
+    assert.equal(
+      terminal?.type === "error" && terminal.error.errorMessage,
+      "401 for key [redacted]",
+    );
+    assert.equal(await stream.recv(), undefined);
+    assert.equal(call.ended, 1);
+    // Spreading the hooks record itself would lose them: that fails where the stream is made.
+    assert.throws(
+      () =>
+        createResponseStream({ ...options, hooks: { ...call } as unknown as ResponseStreamHooks }),
+      { name: "TypeError", message: /hooks\.toFailure must be a function/ },
+    );
   });
 });

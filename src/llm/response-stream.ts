@@ -9,123 +9,213 @@
  */
 import type { AssistantMessage, AssistantMessageEvent } from "@earendil-works/pi-ai";
 import { errorMessage } from "../errors/error-message.ts";
-import { createSnapshotter } from "./snapshot.ts";
+import { createSnapshotter, type Snapshotter } from "./snapshot.ts";
 import type { LLMStream, RequestAttempt, ResponseEvent, SentRequest } from "./types.ts";
-import { withGetters } from "./with-getters.ts";
+import { withMethods } from "./with-methods.ts";
 
+/** The stream's source (data), and its hooks. */
 export interface ResponseStreamOptions {
   readonly callID: string;
   readonly controller: AbortController;
   readonly events: AsyncIterable<AssistantMessageEvent>;
+  /**
+   * Kept apart from the data, so a copy of these options (`{ ...options, callID }`) keeps every
+   * hook even when they live on a record's prototype (llm.ts).
+   */
+  readonly hooks: ResponseStreamHooks;
+}
+
+/**
+ * What the stream asks its caller. Always called as methods of this object (`this` is `hooks`),
+ * so a caller may pass a record whose functions are shared by every call (llm.ts, issue #19).
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
+export interface ResponseStreamHooks {
   /** The error message of a failure the source did not report itself. */
-  readonly toFailure: (reason: "error" | "aborted", errorMessage: string) => AssistantMessage;
+  toFailure(reason: "error" | "aborted", errorMessage: string): AssistantMessage;
   /** Last say on the terminal error message (e.g. a clearer cause, redaction). */
-  readonly finishError?: (error: AssistantMessage) => AssistantMessage;
-  readonly exactRequest?: () => SentRequest | undefined;
-  readonly attempts?: () => readonly RequestAttempt[];
+  finishError?(error: AssistantMessage): AssistantMessage;
+  exactRequest?(): SentRequest | undefined;
+  attempts?(): readonly RequestAttempt[];
   /** Called once, after the terminal event was queued (e.g. to drop listeners). */
-  readonly onEnd?: () => void;
+  onEnd?(): void;
   /**
    * Awaited before the source is read (e.g. a free call slot, model-health.ts); the function it
    * resolves with is called once the stream has ended. An abort while waiting ends the stream
    * with `error(aborted)`.
    */
-  readonly gate?: () => Promise<() => void>;
+  gate?(): Promise<() => void>;
   /** Sees every event as it is handed out (terminal errors after `finishError`). */
-  readonly observe?: (event: ResponseEvent) => void;
+  observe?(event: ResponseEvent): void;
+  /**
+   * `toolCallArgumentsText` asked here first (a stream over another call's events, whose raw
+   * argument text only that call has); the stream's own snapshots answer when it has none.
+   */
+  argumentsText?(contentIndex: number): string | undefined;
 }
 
+/**
+ * One call's stream: a plain record of its state, whose prototype is `streamMethods`, shared by
+ * every stream (issue #19: a factory of closures made ≈ 12 closures and their context per call
+ * in flight). `callID` and `signal` are its own data members; the rest of `LLMStream` is on the
+ * prototype (`exactRequest` and `attempts` as accessors that read the call's state when asked).
+ */
+interface Stream {
+  readonly callID: string;
+  readonly signal: AbortSignal;
+  readonly controller: AbortController;
+  readonly hooks: ResponseStreamHooks;
+  readonly snapshotter: Snapshotter;
+  /** Events not handed out yet, from `head` on (slots before it are emptied). */
+  queue: ResponseEvent[];
+  head: number;
+  /**
+   * The oldest `recv` waiting for an event, then any others, oldest first (made when a second
+   * waits: an array grown by `push` reserves room for 17, kept for the call's life; issue #19).
+   */
+  waiter: Waiter | undefined;
+  moreWaiters: Waiter[] | undefined;
+  ended: boolean;
+}
+
+type Waiter = (event: ResponseEvent | undefined) => void;
+
 export function createResponseStream(options: ResponseStreamOptions): LLMStream {
-  const { controller } = options;
-  const snapshotter = createSnapshotter();
-  const queue: ResponseEvent[] = [];
-  let head = 0;
-  const waiters: ((event: ResponseEvent | undefined) => void)[] = [];
-  let ended = false;
-
-  const deliver = (event: ResponseEvent) => {
-    const waiter = waiters.shift();
-    if (waiter === undefined) queue.push(event);
-    else waiter(event);
-  };
-
-  const failure = (message: string): ResponseEvent => {
-    const reason = controller.signal.aborted ? "aborted" : "error";
-    return finish({ type: "error", reason, error: options.toFailure(reason, message) });
-  };
-
-  const finish = (event: ResponseEvent): ResponseEvent => {
-    if (event.type !== "error" || options.finishError === undefined) return event;
-    return { ...event, error: options.finishError(event.error) };
-  };
-
-  const deliverFailure = (message: string): void => {
-    const event = failure(message);
-    options.observe?.(event);
-    deliver(event);
-  };
-
-  const pump = async () => {
-    let terminated = false;
-    let release: (() => void) | undefined;
-    try {
-      release = await options.gate?.();
-      for await (const event of options.events) {
-        const snapshot = finish(snapshotter.toSnapshot(event));
-        options.observe?.(snapshot);
-        deliver(snapshot);
-        if (snapshot.type === "done" || snapshot.type === "error") {
-          terminated = true;
-          break;
-        }
-      }
-      if (!terminated) deliverFailure("the provider stream ended without a terminal event");
-    } catch (error) {
-      if (!terminated) deliverFailure(errorMessage(error));
-    } finally {
-      release?.();
-      ended = true;
-      for (const waiter of waiters.splice(0)) waiter(undefined);
-      options.onEnd?.();
-    }
-  };
-  void pump();
-
-  const poll = (): ResponseEvent | undefined => {
-    if (head >= queue.length) return undefined;
-    const event = queue[head] as ResponseEvent;
-    queue[head] = undefined as unknown as ResponseEvent;
-    head++;
-    if (head > 1024 && head * 2 > queue.length) {
-      queue.splice(0, head);
-      head = 0;
-    }
-    return event;
-  };
-
-  const recv = (): Promise<ResponseEvent | undefined> => {
-    if (head < queue.length) return Promise.resolve(poll());
-    if (ended) return Promise.resolve(undefined);
-    return new Promise((resolve) => waiters.push(resolve));
-  };
-
-  const stream: Omit<LLMStream, "exactRequest" | "attempts"> = {
+  const hooks = options.hooks;
+  // Fails where the stream is made, not at the first provider failure (which must end it with
+  // one terminal event, its message redacted by `finishError`).
+  if (typeof hooks?.toFailure !== "function") {
+    throw new TypeError("createResponseStream: options.hooks.toFailure must be a function");
+  }
+  const stream: Stream = {
     callID: options.callID,
-    signal: controller.signal,
-    recv,
-    poll,
-    abort: (reason?: string) => controller.abort(reason ?? "aborted by the caller"),
-    toolCallArgumentsText: (contentIndex) => snapshotter.toolCallArgumentsText(contentIndex),
-    async *[Symbol.asyncIterator]() {
-      for (;;) {
-        const event = await recv();
-        if (event === undefined) return;
-        yield event;
-      }
-    },
+    signal: options.controller.signal,
+    controller: options.controller,
+    hooks,
+    snapshotter: createSnapshotter(),
+    queue: [],
+    head: 0,
+    waiter: undefined,
+    moreWaiters: undefined,
+    ended: false,
   };
-  return withGetters(stream, {
-    exactRequest: () => options.exactRequest?.(),
-    attempts: (): readonly RequestAttempt[] => Object.freeze([...(options.attempts?.() ?? [])]),
+  const record = withMethods(stream, streamMethods);
+  void pump(record, options.events);
+  return record;
+}
+
+/** The members of `LLMStream`, shared by every stream (`this` is the stream's record). */
+const streamMethods: Omit<LLMStream, "callID" | "signal"> & ThisType<Stream & LLMStream> = {
+  recv() {
+    if (this.head < this.queue.length) return Promise.resolve(poll(this));
+    if (this.ended) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      if (this.waiter === undefined) this.waiter = resolve;
+      else {
+        this.moreWaiters ??= [];
+        this.moreWaiters.push(resolve);
+      }
+    });
+  },
+  poll() {
+    return poll(this);
+  },
+  abort(this: Stream & LLMStream, reason?: string) {
+    this.controller.abort(reason ?? "aborted by the caller");
+  },
+  toolCallArgumentsText(contentIndex) {
+    return (
+      this.hooks.argumentsText?.(contentIndex) ??
+      this.snapshotter.toolCallArgumentsText(contentIndex)
+    );
+  },
+  async *[Symbol.asyncIterator]() {
+    for (;;) {
+      const event = await this.recv();
+      if (event === undefined) return;
+      yield event;
+    }
+  },
+  get exactRequest() {
+    return this.hooks.exactRequest?.();
+  },
+  get attempts(): readonly RequestAttempt[] {
+    return Object.freeze([...(this.hooks.attempts?.() ?? [])]);
+  },
+};
+
+function deliver(stream: Stream, event: ResponseEvent): void {
+  const waiter = stream.waiter;
+  if (waiter === undefined) {
+    stream.queue.push(event);
+    return;
+  }
+  stream.waiter = stream.moreWaiters?.shift();
+  waiter(event);
+}
+
+function failure(stream: Stream, message: string): ResponseEvent {
+  const reason = stream.signal.aborted ? "aborted" : "error";
+  return finish(stream, {
+    type: "error",
+    reason,
+    error: stream.hooks.toFailure(reason, message),
   });
+}
+
+function finish(stream: Stream, event: ResponseEvent): ResponseEvent {
+  const hooks = stream.hooks;
+  if (event.type !== "error" || hooks.finishError === undefined) return event;
+  return { ...event, error: hooks.finishError(event.error) };
+}
+
+function deliverFailure(stream: Stream, message: string): void {
+  const event = failure(stream, message);
+  stream.hooks.observe?.(event);
+  deliver(stream, event);
+}
+
+/** Reads the source into the queue, from when the gate opens to the terminal event. */
+async function pump(stream: Stream, events: AsyncIterable<AssistantMessageEvent>): Promise<void> {
+  const { hooks, snapshotter } = stream;
+  let terminated = false;
+  let release: (() => void) | undefined;
+  try {
+    release = await hooks.gate?.();
+    for await (const event of events) {
+      const snapshot = finish(stream, snapshotter.toSnapshot(event));
+      hooks.observe?.(snapshot);
+      deliver(stream, snapshot);
+      if (snapshot.type === "done" || snapshot.type === "error") {
+        terminated = true;
+        break;
+      }
+    }
+    if (!terminated) deliverFailure(stream, "the provider stream ended without a terminal event");
+  } catch (error) {
+    if (!terminated) deliverFailure(stream, errorMessage(error));
+  } finally {
+    release?.();
+    stream.ended = true;
+    const waiters = [stream.waiter, ...(stream.moreWaiters ?? [])];
+    stream.waiter = undefined;
+    stream.moreWaiters = undefined;
+    for (const waiter of waiters) waiter?.(undefined);
+    hooks.onEnd?.();
+  }
+}
+
+function poll(stream: Stream): ResponseEvent | undefined {
+  const queue = stream.queue;
+  const head = stream.head;
+  if (head >= queue.length) return undefined;
+  const event = queue[head] as ResponseEvent;
+  queue[head] = undefined as unknown as ResponseEvent;
+  stream.head = head + 1;
+  if (stream.head > 1024 && stream.head * 2 > queue.length) {
+    queue.splice(0, stream.head);
+    stream.head = 0;
+  }
+  return event;
 }

@@ -120,6 +120,34 @@ describe("snapshots", () => {
     assertSnapshots(snapshots);
   });
 
+  test("snapshotters share their methods, not their state: two calls read at once keep their own blocks (issue #19)", () => {
+    const one = liveEvents([{ type: "toolCall", id: "call_1", pieces: ['{"a":', " 1}"] }]);
+    const other = liveEvents([{ type: "text", pieces: ["x", "y"] }]);
+    const [first, second] = [createSnapshotter(), createSnapshotter()];
+    assert.equal(first.toSnapshot, second.toSnapshot);
+    const snapshots: [ResponseEvent[], ResponseEvent[]] = [[], []];
+    for (let i = 0; i < Math.max(one.length, other.length); i++) {
+      const a = one[i];
+      const b = other[i];
+      if (a !== undefined) snapshots[0].push(first.toSnapshot(a));
+      if (b !== undefined) snapshots[1].push(second.toSnapshot(b));
+    }
+    const last = (events: ResponseEvent[]) => {
+      const event = events.findLast((e) => "partial" in e);
+      return event !== undefined && "partial" in event ? event.partial.content : undefined;
+    };
+    assert.deepEqual(last(snapshots[0]), [
+      { type: "toolCall", id: "call_1", name: "f", arguments: { a: 1 } },
+    ]);
+    assert.deepEqual(last(snapshots[1]), [{ type: "text", text: "xy" }]);
+    assert.equal(first.toolCallArgumentsText(0), '{"a": 1}');
+    assert.equal(second.toolCallArgumentsText(0), undefined);
+    for (const events of snapshots) {
+      assertGrammar(events);
+      assertSnapshots(events);
+    }
+  });
+
   test("unchanged blocks are shared between consecutive snapshots", () => {
     const events = liveEvents([
       { type: "text", pieces: ["a", "b"] },

@@ -18,6 +18,7 @@ import {
   type AssistantMessageEvent,
   ToolCallArgumentsStream,
 } from "@earendil-works/pi-ai";
+import { withMethods } from "./with-methods.ts";
 
 type Block = AssistantMessage["content"][number];
 type Usage = AssistantMessage["usage"];
@@ -39,6 +40,10 @@ function sameShallow(a: object, b: object, except?: string): boolean {
   return count === 0;
 }
 
+/**
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
 export interface Snapshotter {
   /** The snapshot form of `event`. Events must be given in stream order. */
   toSnapshot(event: AssistantMessageEvent): AssistantMessageEvent;
@@ -46,154 +51,175 @@ export interface Snapshotter {
   toolCallArgumentsText(contentIndex: number): string | undefined;
 }
 
-export function createSnapshotter(): Snapshotter {
+/**
+ * One call's snapshotter: a plain record of its state, whose prototype is `snapshotterMethods`,
+ * shared by every call (issue #19: no closures per call in flight).
+ */
+interface State {
   /** The blocks so far; frozen, and replaced (never changed) by `setBlock`. */
-  let content: readonly Block[] = Object.freeze([]);
+  content: readonly Block[];
   /** Made at the first tool call: an empty Map is ≈ 190 bytes per open call (issue #19). */
-  let argumentStreams: Map<number, ToolCallArgumentsStream> | undefined;
+  argumentStreams: Map<number, ToolCallArgumentsStream> | undefined;
   /** The last snapshot's usage, reused while the live message's usage stays the same. */
-  let lastUsage: Usage | undefined;
+  lastUsage: Usage | undefined;
+}
 
-  const setBlock = (index: number, block: Block, live: AssistantMessage) => {
-    // Copied by hand: `slice()` of a frozen array takes V8's slow path.
-    const next: Block[] = [];
-    for (let i = 0; i < content.length; i++) next.push(content[i] as Block);
-    // A block announced out of order: fill the gap from the live message so indexes line up.
-    for (let i = next.length; i < index; i++) {
-      const gap = live.content[i];
-      next.push(
-        Object.freeze(gap === undefined ? { type: "text", text: "" } : structuredClone(gap)),
+const NO_BLOCKS: readonly Block[] = Object.freeze([]);
+
+export function createSnapshotter(): Snapshotter {
+  const state: State = {
+    content: NO_BLOCKS,
+    argumentStreams: undefined,
+    lastUsage: undefined,
+  };
+  return withMethods(state, snapshotterMethods);
+}
+
+const snapshotterMethods: Snapshotter & ThisType<State> = {
+  toSnapshot(event) {
+    return toSnapshot(this, event);
+  },
+  toolCallArgumentsText(contentIndex) {
+    return this.argumentStreams?.get(contentIndex)?.text;
+  },
+};
+
+function setBlock(s: State, index: number, block: Block, live: AssistantMessage): void {
+  // Copied by hand: `slice()` of a frozen array takes V8's slow path. Made to size: an array
+  // grown by `push` reserves room for 17 blocks, for every delta and for the call's life
+  // (issue #19).
+  const content = s.content;
+  const next: Block[] = new Array(Math.max(content.length, index + 1));
+  for (let i = 0; i < content.length; i++) next[i] = content[i] as Block;
+  // A block announced out of order: fill the gap from the live message so indexes line up.
+  for (let i = content.length; i < index; i++) {
+    const gap = live.content[i];
+    next[i] = Object.freeze(gap === undefined ? { type: "text", text: "" } : structuredClone(gap));
+  }
+  next[index] = Object.freeze(block);
+  s.content = Object.freeze(next);
+}
+
+function snapshot(s: State, live: AssistantMessage): AssistantMessage {
+  const { usage, diagnostics, deferred } = live;
+  if (s.lastUsage === undefined || !sameUsage(s.lastUsage, usage)) {
+    s.lastUsage = Object.freeze({ ...usage, cost: Object.freeze({ ...usage.cost }) });
+  }
+  // One spread of the live message (V8's fast object clone), then our own parts over it.
+  const message: AssistantMessage = {
+    ...live,
+    // Shared between snapshots until a block changes: it is frozen and never written.
+    content: s.content as Block[],
+    usage: s.lastUsage,
+  };
+  if (diagnostics !== undefined) message.diagnostics = structuredClone(diagnostics);
+  if (deferred !== undefined) message.deferred = structuredClone(deferred);
+  return Object.freeze(message);
+}
+
+function toSnapshot(s: State, event: AssistantMessageEvent): AssistantMessageEvent {
+  switch (event.type) {
+    case "start":
+      s.content = NO_BLOCKS;
+      s.lastUsage = undefined;
+      s.argumentStreams?.clear();
+      return { type: "start", partial: snapshot(s, event.partial) };
+    case "text_start":
+      setBlock(s, event.contentIndex, { type: "text", text: "" }, event.partial);
+      return { ...event, partial: snapshot(s, event.partial) };
+    case "text_delta": {
+      const block = s.content[event.contentIndex];
+      const next: Block =
+        block?.type === "text"
+          ? { ...block, text: block.text + event.delta }
+          : { type: "text", text: event.delta };
+      setBlock(s, event.contentIndex, next, event.partial);
+      return { ...event, partial: snapshot(s, event.partial) };
+    }
+    case "text_end": {
+      const live = event.partial.content[event.contentIndex];
+      const final =
+        live?.type === "text" ? structuredClone(live) : { type: "text" as const, text: "" };
+      setBlock(s, event.contentIndex, { ...final, text: event.content }, event.partial);
+      return { ...event, partial: snapshot(s, event.partial) };
+    }
+    case "thinking_start": {
+      const live = event.partial.content[event.contentIndex];
+      // Redacted thinking arrives whole at its start and gets no deltas.
+      const start =
+        live?.type === "thinking" && live.redacted === true
+          ? structuredClone(live)
+          : { type: "thinking" as const, thinking: "" };
+      setBlock(s, event.contentIndex, start, event.partial);
+      return { ...event, partial: snapshot(s, event.partial) };
+    }
+    case "thinking_delta": {
+      const block = s.content[event.contentIndex];
+      const next: Block =
+        block?.type === "thinking"
+          ? { ...block, thinking: block.thinking + event.delta }
+          : { type: "thinking", thinking: event.delta };
+      setBlock(s, event.contentIndex, next, event.partial);
+      return { ...event, partial: snapshot(s, event.partial) };
+    }
+    case "thinking_end": {
+      const live = event.partial.content[event.contentIndex];
+      const final =
+        live?.type === "thinking"
+          ? structuredClone(live)
+          : { type: "thinking" as const, thinking: "" };
+      setBlock(s, event.contentIndex, { ...final, thinking: event.content }, event.partial);
+      return { ...event, partial: snapshot(s, event.partial) };
+    }
+    case "toolcall_start": {
+      const live = event.partial.content[event.contentIndex];
+      s.argumentStreams ??= new Map();
+      s.argumentStreams.set(event.contentIndex, new ToolCallArgumentsStream());
+      setBlock(
+        s,
+        event.contentIndex,
+        {
+          type: "toolCall",
+          id: live?.type === "toolCall" ? live.id : "",
+          name: live?.type === "toolCall" ? live.name : "",
+          arguments: {},
+        },
+        event.partial,
       );
+      return { ...event, partial: snapshot(s, event.partial) };
     }
-    next[index] = Object.freeze(block);
-    content = Object.freeze(next);
-  };
-
-  const snapshot = (live: AssistantMessage): AssistantMessage => {
-    const { usage, diagnostics, deferred } = live;
-    if (lastUsage === undefined || !sameUsage(lastUsage, usage)) {
-      lastUsage = Object.freeze({ ...usage, cost: Object.freeze({ ...usage.cost }) });
+    case "toolcall_delta": {
+      s.argumentStreams ??= new Map();
+      let stream = s.argumentStreams.get(event.contentIndex);
+      if (stream === undefined) {
+        stream = new ToolCallArgumentsStream();
+        s.argumentStreams.set(event.contentIndex, stream);
+      }
+      const args = stream.append(event.delta);
+      const block = s.content[event.contentIndex];
+      const live = event.partial.content[event.contentIndex];
+      // Some providers name the call or give its id only after arguments started.
+      const id =
+        (live?.type === "toolCall" ? live.id : "") || (block?.type === "toolCall" ? block.id : "");
+      const name =
+        (live?.type === "toolCall" ? live.name : "") ||
+        (block?.type === "toolCall" ? block.name : "");
+      setBlock(
+        s,
+        event.contentIndex,
+        { type: "toolCall", id, name, arguments: args },
+        event.partial,
+      );
+      return { ...event, partial: snapshot(s, event.partial) };
     }
-    // One spread of the live message (V8's fast object clone), then our own parts over it.
-    const message: AssistantMessage = {
-      ...live,
-      // Shared between snapshots until a block changes: it is frozen and never written.
-      content: content as Block[],
-      usage: lastUsage,
-    };
-    if (diagnostics !== undefined) message.diagnostics = structuredClone(diagnostics);
-    if (deferred !== undefined) message.deferred = structuredClone(deferred);
-    return Object.freeze(message);
-  };
-
-  const toSnapshot = (event: AssistantMessageEvent): AssistantMessageEvent => {
-    switch (event.type) {
-      case "start":
-        content = Object.freeze([]);
-        lastUsage = undefined;
-        argumentStreams?.clear();
-        return { type: "start", partial: snapshot(event.partial) };
-      case "text_start":
-        setBlock(event.contentIndex, { type: "text", text: "" }, event.partial);
-        return { ...event, partial: snapshot(event.partial) };
-      case "text_delta": {
-        const block = content[event.contentIndex];
-        const next: Block =
-          block?.type === "text"
-            ? { ...block, text: block.text + event.delta }
-            : { type: "text", text: event.delta };
-        setBlock(event.contentIndex, next, event.partial);
-        return { ...event, partial: snapshot(event.partial) };
-      }
-      case "text_end": {
-        const live = event.partial.content[event.contentIndex];
-        const final =
-          live?.type === "text" ? structuredClone(live) : { type: "text" as const, text: "" };
-        setBlock(event.contentIndex, { ...final, text: event.content }, event.partial);
-        return { ...event, partial: snapshot(event.partial) };
-      }
-      case "thinking_start": {
-        const live = event.partial.content[event.contentIndex];
-        // Redacted thinking arrives whole at its start and gets no deltas.
-        const start =
-          live?.type === "thinking" && live.redacted === true
-            ? structuredClone(live)
-            : { type: "thinking" as const, thinking: "" };
-        setBlock(event.contentIndex, start, event.partial);
-        return { ...event, partial: snapshot(event.partial) };
-      }
-      case "thinking_delta": {
-        const block = content[event.contentIndex];
-        const next: Block =
-          block?.type === "thinking"
-            ? { ...block, thinking: block.thinking + event.delta }
-            : { type: "thinking", thinking: event.delta };
-        setBlock(event.contentIndex, next, event.partial);
-        return { ...event, partial: snapshot(event.partial) };
-      }
-      case "thinking_end": {
-        const live = event.partial.content[event.contentIndex];
-        const final =
-          live?.type === "thinking"
-            ? structuredClone(live)
-            : { type: "thinking" as const, thinking: "" };
-        setBlock(event.contentIndex, { ...final, thinking: event.content }, event.partial);
-        return { ...event, partial: snapshot(event.partial) };
-      }
-      case "toolcall_start": {
-        const live = event.partial.content[event.contentIndex];
-        argumentStreams ??= new Map();
-        argumentStreams.set(event.contentIndex, new ToolCallArgumentsStream());
-        setBlock(
-          event.contentIndex,
-          {
-            type: "toolCall",
-            id: live?.type === "toolCall" ? live.id : "",
-            name: live?.type === "toolCall" ? live.name : "",
-            arguments: {},
-          },
-          event.partial,
-        );
-        return { ...event, partial: snapshot(event.partial) };
-      }
-      case "toolcall_delta": {
-        argumentStreams ??= new Map();
-        let stream = argumentStreams.get(event.contentIndex);
-        if (stream === undefined) {
-          stream = new ToolCallArgumentsStream();
-          argumentStreams.set(event.contentIndex, stream);
-        }
-        const args = stream.append(event.delta);
-        const block = content[event.contentIndex];
-        const live = event.partial.content[event.contentIndex];
-        // Some providers name the call or give its id only after arguments started.
-        const id =
-          (live?.type === "toolCall" ? live.id : "") ||
-          (block?.type === "toolCall" ? block.id : "");
-        const name =
-          (live?.type === "toolCall" ? live.name : "") ||
-          (block?.type === "toolCall" ? block.name : "");
-        setBlock(
-          event.contentIndex,
-          { type: "toolCall", id, name, arguments: args },
-          event.partial,
-        );
-        return { ...event, partial: snapshot(event.partial) };
-      }
-      case "toolcall_end": {
-        const toolCall = structuredClone(event.toolCall);
-        setBlock(event.contentIndex, toolCall, event.partial);
-        return { ...event, toolCall, partial: snapshot(event.partial) };
-      }
-      case "done":
-        return { ...event, message: structuredClone(event.message) };
-      case "error":
-        return { ...event, error: structuredClone(event.error) };
+    case "toolcall_end": {
+      const toolCall = structuredClone(event.toolCall);
+      setBlock(s, event.contentIndex, toolCall, event.partial);
+      return { ...event, toolCall, partial: snapshot(s, event.partial) };
     }
-  };
-
-  return {
-    toSnapshot,
-    toolCallArgumentsText: (contentIndex) => argumentStreams?.get(contentIndex)?.text,
-  };
+    case "done":
+      return { ...event, message: structuredClone(event.message) };
+    case "error":
+      return { ...event, error: structuredClone(event.error) };
+  }
 }

@@ -87,7 +87,7 @@ export interface ResponseStream extends AsyncIterable<ResponseEvent> {
    */
   poll(): ResponseEvent | undefined;
   /** Aborts the upstream request; the stream then ends with `error(aborted)`. */
-  abort(reason?: string): void;
+  abort(this: LLMStream, reason?: string): void;
   /** Fires when the stream is aborted. */
   readonly signal: AbortSignal;
 }
@@ -178,7 +178,12 @@ export interface LLMCall {
   readonly onQueued?: () => void;
 }
 
-/** The stream of one model call, with what the call sent. */
+/**
+ * The stream of one model call, with what the call sent.
+ *
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
 export interface LLMStream extends ResponseStream {
   readonly callID: string;
   /**

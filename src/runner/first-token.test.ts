@@ -39,15 +39,17 @@ test("a call's first-event time is its first content delta, not its start event"
         callID: request.callID,
         controller: new AbortController(),
         events: source(),
-        toFailure: (reason, errorMessage) =>
-          toErrorMessage({
-            api: "test",
-            provider: "test",
-            model: "m",
-            reason,
-            errorMessage,
-            timestamp: T0,
-          }),
+        hooks: {
+          toFailure: (reason, errorMessage) =>
+            toErrorMessage({
+              api: "test",
+              provider: "test",
+              model: "m",
+              reason,
+              errorMessage,
+              timestamp: T0,
+            }),
+        },
       });
     },
   };

@@ -31,6 +31,9 @@ export type TurnOutcome = FinalCommand | FailedCommand | CanceledCommand;
  * The client side of the turn in progress. The runner calls it from inside the conversation's
  * serial queue, so calls arrive in order and never overlap (except `runTool`'s promise, which
  * settles later).
+ *
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
  */
 export interface TurnOutput {
   /** Native events the loop emitted, in order; `state` is the state after them. */

@@ -7,6 +7,7 @@ import { test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createLLM } from "../llm/index.ts";
+import { hasFastProperties } from "../llm/testing/fast-properties.ts";
 import { createRunner } from "../runner/runner.ts";
 import { createMemoryStore } from "../store/index.ts";
 import { type AgentStream, createAgentStream } from "./agent-stream.ts";
@@ -69,4 +70,19 @@ test("close ends the stream with canceled; a waiting early append is refused", a
     },
     (error) => codeOf(error) === Code.Canceled,
   );
+});
+
+test("streams share their members, not their state: closing one leaves the other open (issue #19)", async () => {
+  const one = openStream();
+  const other = openStream();
+  // One record per stream, its members on a shared prototype (no closures per stream).
+  assert.equal(one.append, other.append);
+  assert.equal(hasFastProperties(one), true);
+  assert.deepEqual([one.conversationID, other.conversationID], [null, null]);
+  one.close("done");
+  assert.deepEqual([one.outbound.ended, other.outbound.ended], [true, false]);
+  // The other's sequencer still applies appends: a cancel without a turn is refused as such.
+  await assert.rejects(other.append(0, cancel), (error) => codeOf(error) === Code.NotFound);
+  other.close("done");
+  assert.equal(other.outbound.ended, true);
 });

@@ -159,4 +159,6 @@ test("sequencers are fast objects, each with its own next seqno (issue #19: one 
     [0, 1],
   );
   for (const sequencer of sequencers) assert.equal(hasFastProperties(sequencer), true);
+  // Their methods are shared, not closures per stream.
+  assert.equal(sequencers[0]?.run, sequencers[1]?.run);
 });

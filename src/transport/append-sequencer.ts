@@ -8,8 +8,12 @@
  * - One whose seqno was already applied, is being applied, or is already waiting is a repeat
  *   (`stale`): the caller acknowledges it without applying it again.
  */
-import { withGetters } from "../llm/index.ts";
+import { withMethods } from "../llm/index.ts";
 
+/**
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
 export interface AppendSequencer {
   /**
    * Resolves `apply` when it is this append's turn (the caller must then call `leave(seqno)`,
@@ -56,109 +60,140 @@ export interface AppendSequencerOptions {
   readonly remembered?: number;
 }
 
-export function createAppendSequencer(options: AppendSequencerOptions): AppendSequencer {
-  let next = 0;
-  let synced = true;
-  let inFlight: number | null = null;
+/**
+ * One request id's sequencer: a plain record of its state, whose prototype is `sequencerMethods`,
+ * shared by every sequencer (issue #19: a factory of closures made ≈ 7 closures and their
+ * context per open stream). `next` is its own data member.
+ */
+interface Sequencer {
+  next: number;
+  synced: boolean;
+  inFlight: number | null;
   /** Appends that came ahead of their turn; made on first use (issue #19, heap per stream). */
-  let waiting:
-    | Map<
-        number,
-        { resolve: (value: "apply") => void; reject: (error: Error) => void; timer: NodeJS.Timeout }
-      >
-    | undefined;
+  waiting: Map<number, Waiter> | undefined;
+  /** The outcomes of the last `remembered` appends, by seqno, oldest first. */
+  readonly outcomes: Map<number, Promise<void>>;
+  readonly remembered: number;
+  readonly gapTimeoutMs: number;
+  readonly maxAhead: number;
+}
 
-  const outcomes = new Map<number, Promise<void>>();
-  const remembered = options.remembered ?? 64;
+interface Waiter {
+  readonly resolve: (value: "apply") => void;
+  readonly reject: (error: Error) => void;
+  readonly timer: NodeJS.Timeout;
+}
 
-  const admit = (seqno: number): void => {
-    const waiter = waiting?.get(seqno);
-    if (waiter === undefined) return;
-    waiting?.delete(seqno);
-    clearTimeout(waiter.timer);
-    inFlight = seqno;
-    waiter.resolve("apply");
+export function createAppendSequencer(options: AppendSequencerOptions): AppendSequencer {
+  const sequencer: Sequencer = {
+    next: 0,
+    synced: true,
+    inFlight: null,
+    waiting: undefined,
+    outcomes: new Map(),
+    remembered: options.remembered ?? 64,
+    gapTimeoutMs: options.gapTimeoutMs,
+    maxAhead: options.maxAhead,
   };
+  return withMethods(sequencer, sequencerMethods);
+}
 
-  const members: Omit<AppendSequencer, "next"> = {
-    run(seqno, apply, enterFailed) {
-      const known = outcomes.get(seqno);
-      if (known !== undefined) return known;
-      const outcome = (async () => {
-        let verdict: "apply" | "stale";
-        try {
-          verdict = await members.enter(seqno);
-        } catch (error) {
-          throw enterFailed(error);
-        }
-        if (verdict === "stale") return;
-        try {
-          await apply();
-        } finally {
-          members.leave(seqno);
-        }
-      })();
-      outcomes.set(seqno, outcome);
-      outcome.catch(() => {});
-      if (outcomes.size > remembered) {
-        const oldest = outcomes.keys().next().value;
-        if (oldest !== undefined) outcomes.delete(oldest);
-      }
-      return outcome;
-    },
-    enter(seqno) {
-      if (!Number.isSafeInteger(seqno) || seqno < 0) {
-        return Promise.reject(new SequenceGapError(seqno, next, "not a valid seqno"));
-      }
-      if (!synced && inFlight === null && (waiting?.size ?? 0) === 0) {
-        synced = true;
-        next = seqno;
-      }
-      if (seqno < next || seqno === inFlight || waiting?.has(seqno) === true) {
-        return Promise.resolve("stale");
-      }
-      if (seqno === next && inFlight === null) {
-        inFlight = seqno;
-        return Promise.resolve("apply");
-      }
-      if (seqno - next > options.maxAhead) {
-        return Promise.reject(
-          new SequenceGapError(seqno, next, `more than ${options.maxAhead} ahead`),
+/** The public methods, shared by every sequencer (`this` is the sequencer's record). */
+const sequencerMethods: Omit<AppendSequencer, "next"> & ThisType<Sequencer & AppendSequencer> = {
+  run(seqno, apply, enterFailed) {
+    const outcomes = this.outcomes;
+    const known = outcomes.get(seqno);
+    if (known !== undefined) return known;
+    const outcome = runInTurn(this, seqno, apply, enterFailed);
+    outcomes.set(seqno, outcome);
+    outcome.catch(() => {});
+    if (outcomes.size > this.remembered) {
+      const oldest = outcomes.keys().next().value;
+      if (oldest !== undefined) outcomes.delete(oldest);
+    }
+    return outcome;
+  },
+  enter(seqno) {
+    const next = this.next;
+    if (!Number.isSafeInteger(seqno) || seqno < 0) {
+      return Promise.reject(new SequenceGapError(seqno, next, "not a valid seqno"));
+    }
+    if (!this.synced && this.inFlight === null && (this.waiting?.size ?? 0) === 0) {
+      this.synced = true;
+      this.next = seqno;
+    }
+    if (seqno < this.next || seqno === this.inFlight || this.waiting?.has(seqno) === true) {
+      return Promise.resolve("stale");
+    }
+    if (seqno === this.next && this.inFlight === null) {
+      this.inFlight = seqno;
+      return Promise.resolve("apply");
+    }
+    if (seqno - this.next > this.maxAhead) {
+      return Promise.reject(
+        new SequenceGapError(seqno, this.next, `more than ${this.maxAhead} ahead`),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting?.delete(seqno);
+        reject(
+          new SequenceGapError(
+            seqno,
+            this.next,
+            `the appends before it did not arrive within ${this.gapTimeoutMs} ms`,
+          ),
         );
-      }
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          waiting?.delete(seqno);
-          reject(
-            new SequenceGapError(
-              seqno,
-              next,
-              `the appends before it did not arrive within ${options.gapTimeoutMs} ms`,
-            ),
-          );
-        }, options.gapTimeoutMs);
-        timer.unref?.();
-        waiting ??= new Map();
-        waiting.set(seqno, { resolve, reject, timer });
-      });
-    },
-    leave(seqno) {
-      if (seqno !== inFlight) return;
-      inFlight = null;
-      next = seqno + 1;
-      admit(next);
-    },
-    resync() {
-      synced = false;
-    },
-    close(reason) {
-      for (const [seqno, waiter] of waiting ?? []) {
-        clearTimeout(waiter.timer);
-        waiter.reject(new SequenceGapError(seqno, next, reason));
-      }
-      waiting?.clear();
-    },
-  };
-  // Not a literal `get`: that would make each sequencer a dictionary-mode object (issue #19).
-  return withGetters(members, { next: () => next });
+      }, this.gapTimeoutMs);
+      timer.unref?.();
+      this.waiting ??= new Map();
+      this.waiting.set(seqno, { resolve, reject, timer });
+    });
+  },
+  leave(seqno) {
+    if (seqno !== this.inFlight) return;
+    this.inFlight = null;
+    this.next = seqno + 1;
+    admit(this, this.next);
+  },
+  resync() {
+    this.synced = false;
+  },
+  close(reason) {
+    for (const [seqno, waiter] of this.waiting ?? []) {
+      clearTimeout(waiter.timer);
+      waiter.reject(new SequenceGapError(seqno, this.next, reason));
+    }
+    this.waiting?.clear();
+  },
+};
+
+/** `run`'s outcome for a seqno it has not seen: `enter`, `apply` in its turn, `leave`. */
+async function runInTurn(
+  sequencer: Sequencer & AppendSequencer,
+  seqno: number,
+  apply: () => Promise<void>,
+  enterFailed: (error: unknown) => unknown,
+): Promise<void> {
+  let verdict: "apply" | "stale";
+  try {
+    verdict = await sequencer.enter(seqno);
+  } catch (error) {
+    throw enterFailed(error);
+  }
+  if (verdict === "stale") return;
+  try {
+    await apply();
+  } finally {
+    sequencer.leave(seqno);
+  }
+}
+
+function admit(sequencer: Sequencer, seqno: number): void {
+  const waiter = sequencer.waiting?.get(seqno);
+  if (waiter === undefined) return;
+  sequencer.waiting?.delete(seqno);
+  clearTimeout(waiter.timer);
+  sequencer.inFlight = seqno;
+  waiter.resolve("apply");
 }

@@ -26,8 +26,12 @@
  *   connection without an end of stream, so the client reconnects (docs/architecture.md
  *   "Shutdown"). A stream that has ended is not held: its subscriber still gets its end.
  */
-import { withGetters } from "../llm/index.ts";
+import { withMethods } from "../llm/index.ts";
 
+/**
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
 export interface OutboundStream<T> {
   push(message: T): void;
   end(error?: unknown): void;
@@ -80,6 +84,9 @@ export interface OutboundStream<T> {
  * }
  * reader.close();
  * ```
+ *
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
  */
 export interface OutboundReader<T> {
   /**
@@ -120,205 +127,290 @@ export interface OutboundStreamOptions<T> {
   readonly join?: (last: T, message: T) => T | undefined;
 }
 
-export function createOutboundStream<T>(options: OutboundStreamOptions<T>): OutboundStream<T> {
+/**
+ * One stream: a plain record of its state, whose prototype is `streamMethods`, shared by every
+ * stream (issue #19: a factory of closures made ≈ 20 closures and their contexts per open stream
+ * and subscriber). `ended`, `held` and `delivered` are its own data members, kept by the methods;
+ * `length`, `retained` and `subscribed` are accessors on the prototype.
+ */
+interface Stream<T> {
+  readonly options: OutboundStreamOptions<T>;
   /**
    * Messages from number `base` on. A delivered message's slot is emptied at once, so the message
    * can be collected while it is young (a stream that sends a message a second would otherwise
    * carry up to 256 written messages into the old generation, issue #19); the slots themselves
    * are dropped in batches.
    */
-  let backlog: (T | undefined)[] = [];
-  let base = 0;
-  let delivered = 0;
+  backlog: (T | undefined)[];
+  base: number;
+  delivered: number;
   /** Messages from this number on were never handed to a subscriber: `push` may join them. */
-  let handed = 0;
-  let ended = false;
-  let endError: unknown;
-  let held = false;
-  let generation = 0;
-  let active = 0;
-  const waiters = new Set<() => void>();
+  handed: number;
+  ended: boolean;
+  endError: unknown;
+  held: boolean;
+  /** The current subscription's number: a reader of an older one has been taken over. */
+  generation: number;
+  /** Readers attached and not closed. */
+  active: number;
+  /** Readers waiting for something to read; made at the first wait. */
+  waiters: Set<Reader<T>> | undefined;
+}
 
-  const changed = (): void => {
-    // Most pushes find the subscriber busy writing: nothing to wake, nothing to allocate.
-    if (waiters.size === 0) return;
-    // Each waiter removes itself and only schedules its reader's continuation.
-    for (const wake of waiters) wake();
+/** One subscriber's reader: a plain record, its prototype `readerMethods` (as a stream's). */
+interface Reader<T> {
+  done: boolean;
+  error: unknown;
+  held: boolean;
+  readonly stream: Stream<T>;
+  /** The generation it took over as. */
+  readonly mine: number;
+  readonly signal: AbortSignal | undefined;
+  readonly onDetach: (() => void) | undefined;
+  /**
+   * Its listener on `signal` (wakes its `wait`), kept for `removeEventListener`. A closure: the
+   * reader as its own listener (`handleEvent`) would save nothing, as Node wraps an object
+   * listener in a closure of its own (internal/event_target.js `Listener`).
+   */
+  readonly onAbort: (() => void) | undefined;
+  /** Whether the message `next` returned last is still to be counted as delivered. */
+  handedOut: boolean;
+  heartbeatDue: boolean;
+  closed: boolean;
+  /** Resolves the pending `wait`. */
+  resume: (() => void) | null;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+export function createOutboundStream<T>(options: OutboundStreamOptions<T>): OutboundStream<T> {
+  const stream: Stream<T> = {
+    options,
+    backlog: [],
+    base: 0,
+    delivered: 0,
+    handed: 0,
+    ended: false,
+    endError: undefined,
+    held: false,
+    generation: 0,
+    active: 0,
+    waiters: undefined,
   };
+  // The shared methods are typed for `unknown` messages: `T` is erased there.
+  return withMethods(stream, streamMethods) as OutboundStream<T>;
+}
 
-  /** The oldest undelivered message was written, and is never sent again: let it go. */
-  const markDelivered = (): void => {
-    backlog[delivered - base] = undefined;
-    delivered += 1;
-    const done = delivered - base;
-    if (done >= 256 && done * 2 >= backlog.length) {
-      backlog = backlog.slice(done);
-      base = delivered;
-    }
-  };
-
-  /** A reader for subscription `mine` (the generation it took over as). */
-  function attach(mine: number, signal?: AbortSignal, onDetach?: () => void): OutboundReader<T> {
-    active += 1;
-    /** Whether the message `next` returned last is still to be counted as delivered. */
-    let handedOut = false;
-    let heartbeatDue = false;
-    let closed = false;
-    let resume: (() => void) | null = null;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const wake = (): void => {
-      if (resume === null) return;
-      const resolve = resume;
-      resume = null;
-      clearTimeout(timer);
-      waiters.delete(wake);
-      resolve();
-    };
-    const onHeartbeat = (): void => {
-      heartbeatDue = true;
-      wake();
-    };
-    signal?.addEventListener("abort", wake, { once: true });
-    // `done` and `error` are data members this reader sets itself: accessors in a literal made
-    // per subscriber would put each reader in dictionary mode (issue #19, with-getters.ts).
-    const reader: { -readonly [K in keyof OutboundReader<T>]: OutboundReader<T>[K] } = {
-      done: false,
-      error: undefined,
-      held: false,
-      next() {
-        if (reader.done) return undefined;
-        if (closed || mine !== generation) {
-          // Taken over: the message being written goes to the new subscriber.
-          reader.done = true;
-          return undefined;
-        }
-        if (handedOut) {
-          markDelivered();
-          handedOut = false;
-        }
-        if (signal?.aborted) {
-          reader.done = true;
-          return undefined;
-        }
-        if (held) {
-          reader.done = true;
-          reader.held = true;
-          return undefined;
-        }
-        if (delivered < base + backlog.length) {
-          handedOut = true;
-          if (handed <= delivered) handed = delivered + 1;
-          return backlog[delivered - base] as T;
-        }
-        if (heartbeatDue) {
-          heartbeatDue = false;
-          return options.heartbeat();
-        }
-        if (ended) {
-          reader.done = true;
-          reader.error = endError;
-        }
-        return undefined;
-      },
-      wait() {
-        if (closed || mine !== generation || signal?.aborted || ended || held) {
-          return Promise.resolve();
-        }
-        if (delivered < base + backlog.length) return Promise.resolve();
-        return new Promise<void>((resolve) => {
-          resume = resolve;
-          waiters.add(wake);
-          timer = setTimeout(onHeartbeat, options.heartbeatMs);
-        });
-      },
-      close() {
-        if (closed) return;
-        closed = true;
-        reader.done = true;
-        wake();
-        signal?.removeEventListener("abort", wake);
-        active -= 1;
-        onDetach?.();
-      },
-    };
-    return reader;
-  }
-
-  async function* run(
-    mine: number,
-    signal?: AbortSignal,
-    onDetach?: () => void,
-    onHeld?: () => Promise<void>,
-  ): AsyncGenerator<T, void, undefined> {
-    const reader = attach(mine, signal, onDetach);
-    try {
-      for (;;) {
-        const message = reader.next();
-        if (message !== undefined) {
-          yield message;
-          continue;
-        }
-        if (reader.done) {
-          // Held: returning at once would let the transport write a clean end; `onHeld`
-          // resolves once the connection is gone, when nothing can be written any more.
-          if (reader.held) return await onHeld?.();
-          if (reader.error !== undefined) throw reader.error;
-          return;
-        }
-        await reader.wait();
+/** The public members, shared by every stream (`this` is the stream's record). */
+const streamMethods: Omit<OutboundStream<unknown>, "ended" | "held" | "delivered"> &
+  ThisType<Stream<unknown>> = {
+  push(message) {
+    if (this.ended) throw new Error("push after end");
+    const backlog = this.backlog;
+    const last = backlog.length - 1;
+    const join = this.options.join;
+    if (join !== undefined && last >= 0 && this.base + last >= this.handed) {
+      const joined = join(backlog[last], message);
+      if (joined !== undefined) {
+        backlog[last] = joined;
+        return;
       }
-    } finally {
-      reader.close();
     }
-  }
+    backlog.push(message);
+    changed(this);
+  },
+  end(error) {
+    if (this.ended) return;
+    this.ended = true;
+    this.endError = error;
+    changed(this);
+  },
+  subscribe(signal, onDetach, onHeld) {
+    // Take over at once, not when the new subscriber first pulls.
+    this.generation += 1;
+    changed(this);
+    return run(this, this.generation, signal, onDetach, onHeld);
+  },
+  read(signal, onDetach) {
+    this.generation += 1;
+    changed(this);
+    return attach(this, this.generation, signal, onDetach);
+  },
+  hold() {
+    if (this.ended || this.held) return;
+    this.held = true;
+    changed(this);
+  },
+  get length() {
+    return this.base + this.backlog.length;
+  },
+  get retained() {
+    return this.base + this.backlog.length - this.delivered;
+  },
+  get subscribed() {
+    return this.active > 0;
+  },
+};
 
-  // The derived members are accessors that do not put each stream in dictionary mode (issue #19).
-  const stream: Omit<
-    OutboundStream<T>,
-    "ended" | "held" | "length" | "delivered" | "retained" | "subscribed"
-  > = {
-    push(message) {
-      if (ended) throw new Error("push after end");
-      const last = backlog.length - 1;
-      if (options.join !== undefined && last >= 0 && base + last >= handed) {
-        const joined = options.join(backlog[last] as T, message);
-        if (joined !== undefined) {
-          backlog[last] = joined;
-          return;
-        }
-      }
-      backlog.push(message);
-      changed();
-    },
-    end(error) {
-      if (ended) return;
-      ended = true;
-      endError = error;
-      changed();
-    },
-    subscribe(signal, onDetach, onHeld) {
-      // Take over at once, not when the new subscriber first pulls.
-      generation += 1;
-      changed();
-      return run(generation, signal, onDetach, onHeld);
-    },
-    read(signal, onDetach) {
-      generation += 1;
-      changed();
-      return attach(generation, signal, onDetach);
-    },
-    hold() {
-      if (ended || held) return;
-      held = true;
-      changed();
-    },
+function changed<T>(stream: Stream<T>): void {
+  // Most pushes find the subscriber busy writing: nothing to wake, nothing to allocate.
+  if (stream.waiters === undefined || stream.waiters.size === 0) return;
+  // Each waiter removes itself and only schedules its reader's continuation.
+  for (const reader of stream.waiters) wake(reader);
+}
+
+/** The oldest undelivered message was written, and is never sent again: let it go. */
+function markDelivered<T>(stream: Stream<T>): void {
+  stream.backlog[stream.delivered - stream.base] = undefined;
+  stream.delivered += 1;
+  const done = stream.delivered - stream.base;
+  if (done >= 256 && done * 2 >= stream.backlog.length) {
+    stream.backlog = stream.backlog.slice(done);
+    stream.base = stream.delivered;
+  }
+}
+
+/** A reader for subscription `mine` (the generation it took over as). */
+function attach<T>(
+  stream: Stream<T>,
+  mine: number,
+  signal: AbortSignal | undefined,
+  onDetach: (() => void) | undefined,
+): OutboundReader<T> {
+  stream.active += 1;
+  const record: Reader<T> = {
+    done: false,
+    error: undefined,
+    held: false,
+    stream,
+    mine,
+    signal,
+    onDetach,
+    onAbort: signal === undefined ? undefined : () => wake(record),
+    handedOut: false,
+    heartbeatDue: false,
+    closed: false,
+    resume: null,
+    timer: undefined,
   };
-  return withGetters(stream, {
-    ended: () => ended,
-    held: () => held,
-    length: () => base + backlog.length,
-    delivered: () => delivered,
-    retained: () => base + backlog.length - delivered,
-    subscribed: () => active > 0,
-  });
+  const reader = withMethods(record, readerMethods);
+  if (record.onAbort !== undefined) {
+    signal?.addEventListener("abort", record.onAbort, { once: true });
+  }
+  // The shared methods are typed for `unknown` messages: `T` is erased there.
+  return reader as OutboundReader<T>;
+}
+
+/** Wakes the reader's pending `wait`, if any. */
+function wake<T>(reader: Reader<T>): void {
+  const resolve = reader.resume;
+  if (resolve === null) return;
+  reader.resume = null;
+  clearTimeout(reader.timer);
+  reader.stream.waiters?.delete(reader);
+  resolve();
+}
+
+function heartbeatDue<T>(reader: Reader<T>): void {
+  reader.heartbeatDue = true;
+  wake(reader);
+}
+
+/** The public members of a reader, shared by every reader (`this` is the reader's record). */
+const readerMethods: Omit<OutboundReader<unknown>, "done" | "error" | "held"> &
+  ThisType<Reader<unknown>> = {
+  next() {
+    if (this.done) return undefined;
+    const stream = this.stream;
+    if (this.closed || this.mine !== stream.generation) {
+      // Taken over: the message being written goes to the new subscriber.
+      this.done = true;
+      return undefined;
+    }
+    if (this.handedOut) {
+      markDelivered(stream);
+      this.handedOut = false;
+    }
+    if (this.signal?.aborted) {
+      this.done = true;
+      return undefined;
+    }
+    if (stream.held) {
+      this.done = true;
+      this.held = true;
+      return undefined;
+    }
+    const delivered = stream.delivered;
+    if (delivered < stream.base + stream.backlog.length) {
+      this.handedOut = true;
+      if (stream.handed <= delivered) stream.handed = delivered + 1;
+      return stream.backlog[delivered - stream.base];
+    }
+    if (this.heartbeatDue) {
+      this.heartbeatDue = false;
+      return stream.options.heartbeat();
+    }
+    if (stream.ended) {
+      this.done = true;
+      this.error = stream.endError;
+    }
+    return undefined;
+  },
+  wait() {
+    const stream = this.stream;
+    if (
+      this.closed ||
+      this.mine !== stream.generation ||
+      this.signal?.aborted ||
+      stream.ended ||
+      stream.held
+    ) {
+      return Promise.resolve();
+    }
+    if (stream.delivered < stream.base + stream.backlog.length) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      this.resume = resolve;
+      stream.waiters ??= new Set();
+      stream.waiters.add(this);
+      this.timer = setTimeout(heartbeatDue, stream.options.heartbeatMs, this);
+    });
+  },
+  close() {
+    if (this.closed) return;
+    this.closed = true;
+    this.done = true;
+    wake(this);
+    if (this.onAbort !== undefined) this.signal?.removeEventListener("abort", this.onAbort);
+    this.stream.active -= 1;
+    this.onDetach?.();
+  },
+};
+
+/** `subscribe`'s generator: a loop over a reader, attached when it is first pulled. */
+async function* run<T>(
+  stream: Stream<T>,
+  mine: number,
+  signal?: AbortSignal,
+  onDetach?: () => void,
+  onHeld?: () => Promise<void>,
+): AsyncGenerator<T, void, undefined> {
+  const reader = attach(stream, mine, signal, onDetach);
+  try {
+    for (;;) {
+      const message = reader.next();
+      if (message !== undefined) {
+        yield message;
+        continue;
+      }
+      if (reader.done) {
+        // Held: returning at once would let the transport write a clean end; `onHeld`
+        // resolves once the connection is gone, when nothing can be written any more.
+        if (reader.held) return await onHeld?.();
+        if (reader.error !== undefined) throw reader.error;
+        return;
+      }
+      await reader.wait();
+    }
+  } finally {
+    reader.close();
+  }
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
+import { hasFastProperties } from "../../llm/testing/fast-properties.ts";
 import { ConversationStepSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import {
   type AgentServerMessage,
@@ -307,6 +308,43 @@ test("the end waits for writes no checkpoint needs any more: until answered, or 
         [],
       );
     }
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("writers share their methods, not their state: each stream's waits, answers and timeout are its own", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const a = setup();
+    const b = setup();
+    // One record per stream with shared methods (issue #19), kept a fast object.
+    assert.equal(a.writer.send, b.writer.send);
+    assert.equal(hasFastProperties(a.writer), true);
+    const state = turnState({ steps: [step("one")] });
+    a.writer.send([toCheckpointMessage(state), toTurnEnded(state)]);
+    assert.deepEqual(a.out(), ["set_blob", "set_blob", "set_blob"]);
+    mock.timers.tick(TIMEOUT_MS / 2);
+    b.writer.send([toCheckpointMessage(state), toTurnEnded(state)]);
+    assert.deepEqual(b.out(), ["set_blob", "set_blob", "set_blob"]);
+    assert.deepEqual(b.writes(), a.writes(), "each numbers its writes from 1");
+    // The same ids answered on the other writer release nothing here.
+    for (const id of a.writes()) a.writer.result(id, ok);
+    assert.deepEqual(a.out(), ["checkpoint(ids)", "turnEnded"]);
+    assert.deepEqual(b.out(), []);
+    // b's timeout started when its own checkpoint waited: a's answers did not restart it.
+    mock.timers.tick(TIMEOUT_MS / 2);
+    assert.deepEqual(b.out(), []);
+    mock.timers.tick(TIMEOUT_MS / 2);
+    assert.deepEqual(b.out(), ["checkpoint(inline)", "turnEnded"]);
+    assert.equal(b.lines.filter((line) => line.level === "warn").length, 1);
+    assert.equal(a.lines.filter((line) => line.level === "warn").length, 0);
+    // a still writes blobs; b is inline from now on.
+    const next = turnState({ steps: [step("one"), step("two")] });
+    a.writer.send([toCheckpointMessage(next)]);
+    b.writer.send([toCheckpointMessage(next)]);
+    assert.deepEqual(a.out(), ["set_blob", "set_blob"]);
+    assert.deepEqual(b.out(), ["checkpoint(inline)"]);
   } finally {
     mock.timers.reset();
   }

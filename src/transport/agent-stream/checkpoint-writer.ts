@@ -26,6 +26,7 @@
  * ones newer than what went out); this keeps the confirmed blob ids (hex) per stream, and how many
  * steps the turn blobs of its last blob-form checkpoints that went out list (`sentTurnSteps`).
  */
+import { withMethods } from "../../llm/index.ts";
 import type { AgentServerMessage } from "../cursor/index.ts";
 import {
   type KvClientMessage,
@@ -47,6 +48,10 @@ export const DEFAULT_BLOB_WRITE_TIMEOUT_MS = 10_000;
  */
 export const SENT_TURN_BLOBS = 16;
 
+/**
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
 export interface CheckpointWriter {
   /** Sends `messages` in order; checkpoints as described above. */
   send(messages: readonly AgentServerMessage[]): void;
@@ -113,249 +118,317 @@ interface Waiting {
   readonly inline: AgentServerMessage;
   /** Keys of the blobs not confirmed when it was queued. */
   readonly required: readonly string[];
-  /** Tells `onTurnBlob` the checkpoint's turn blob, when it is released. */
-  readonly told: () => void;
+  /** What `onTurnBlob` is told when it is released (data, not a closure per checkpoint). */
+  readonly turn: TurnBlobTold | undefined;
 }
 
-export function createCheckpointWriter(options: CheckpointWriterOptions): CheckpointWriter {
-  const { outbound, timeoutMs, log } = options;
-  let blobs = options.blobs;
+/** A checkpoint's turn blob and its turn's ids, for `onTurnBlob`. */
+interface TurnBlobTold {
+  readonly key: string;
+  readonly conversationID: string;
+  readonly requestID: string;
+}
+
+/**
+ * One stream's writer: a plain record of its state, whose prototype is `writerMethods`, shared by
+ * every writer (issue #19: a factory of closures made ≈ 20 closures and their context per open
+ * stream, ≈ 1.2 KiB; a record costs what its fields do). The members below are the writer's
+ * own; only the methods of `CheckpointWriter` (on the prototype) are public.
+ */
+interface Writer {
+  readonly outbound: OutboundStream<AgentServerMessage>;
+  readonly timeoutMs: number;
+  readonly log: Log;
+  readonly describe: () => Record<string, unknown>;
+  readonly onTurnBlob: CheckpointWriterOptions["onTurnBlob"];
+  blobs: boolean;
   /**
    * The stream's blob writes, made at its first (issue #19: most of the writer's memory, which a
    * stream that has sent no blob-backed checkpoint does not need).
    */
-  let writes: Writes | undefined;
-  const toWrites = (): Writes =>
-    (writes ??= { confirmed: new Set(), written: new Map(), writing: new Set(), sent: [] });
-  const unanswered = (): number => writes?.writing.size ?? 0;
-  let nextID = 1;
+  writes: Writes | undefined;
+  nextID: number;
   /** Checkpoints that wait for confirmations, oldest first. */
-  let waiting: Waiting[] = [];
+  waiting: Waiting[];
   /** Messages that wait behind `waiting` (turn_ended and what follows it). */
-  let behind: AgentServerMessage[] = [];
-  const then: (() => void)[] = [];
+  behind: AgentServerMessage[];
+  /** What waits for the end (`whenSent`); made at the first. */
+  atEnd: (() => void)[] | undefined;
   /** The timeout's handle while it runs (a plain timer: one object less per stream). */
-  let timer: NodeJS.Timeout | undefined;
-  const clearTimer = (): void => {
-    clearTimeout(timer);
-    timer = undefined;
+  timer: NodeJS.Timeout | undefined;
+  paused: boolean;
+}
+
+export function createCheckpointWriter(options: CheckpointWriterOptions): CheckpointWriter {
+  const writer: Writer = {
+    outbound: options.outbound,
+    timeoutMs: options.timeoutMs,
+    log: options.log,
+    describe: options.describe,
+    onTurnBlob: options.onTurnBlob,
+    blobs: options.blobs,
+    writes: undefined,
+    nextID: 1,
+    waiting: [],
+    behind: [],
+    atEnd: undefined,
+    timer: undefined,
+    paused: false,
   };
-  let paused = false;
-  /**
-   * The timeout runs while a checkpoint waits, or while an end waits for writes still unanswered;
-   * it expires with no answer for `timeoutMs`.
-   */
-  const arm = (): void => {
-    clearTimeout(timer);
-    timer = setTimeout(expire, timeoutMs);
-    timer.unref();
-  };
-  const timed = (): boolean => waiting.length > 0 || (then.length > 0 && unanswered() > 0);
-  /** After an answer or a release: the timeout anew while something waits, else off. */
-  const rearm = (): void => {
-    if (!timed()) clearTimer();
-    else if (!paused) arm();
-  };
-  const expire = (): void => {
-    timer = undefined;
-    if (waiting.length > 0) fallBack("timeout");
-    else runThen(true);
-  };
-  /**
-   * Runs what waits for the end once no checkpoint waits and no write is unanswered (the client
-   * answers into a closed stream otherwise: "WritableIterable already closed"); `force`: the
-   * timeout expired with writes no checkpoint needs still unanswered.
-   */
-  const runThen = (force = false): void => {
-    if (waiting.length > 0 || then.length === 0) return;
-    if (unanswered() > 0 && !force) {
-      if (timer === undefined && !paused) arm();
+  return withMethods(writer, writerMethods);
+}
+
+/** The public methods, shared by every writer (`this` is the writer's record). */
+const writerMethods: CheckpointWriter & ThisType<Writer> = {
+  send(messages) {
+    send(this, messages);
+  },
+  renumber(firstID) {
+    this.nextID = firstID;
+  },
+  pause() {
+    this.paused = true;
+    clearTimer(this);
+  },
+  resume() {
+    this.paused = false;
+    if (timed(this) && this.timer === undefined) arm(this);
+  },
+  result(id, result) {
+    const writes = this.writes;
+    const key = writes?.written.get(id);
+    if (writes === undefined || key === undefined) return;
+    writes.written.delete(id);
+    writes.writing.delete(key);
+    if (result.case === "setBlobResult" && result.value.error === undefined) {
+      writes.confirmed.add(key);
+      // An answer: the client is alive, the timeout starts anew.
+      rearm(this);
+      const ready = newestReady(this);
+      const released = this.waiting[ready];
+      if (released !== undefined) {
+        sent(this, released.turnSteps);
+        told(this, released.turn);
+        release(this, released.blobForm, ready + 1);
+      } else runThen(this);
       return;
     }
-    clearTimer();
-    for (const run of then.splice(0)) run();
-  };
-
-  const send = (messages: readonly AgentServerMessage[]): void => {
-    for (const message of messages) {
-      if (outbound.ended) return;
-      if (behind.length > 0 || (waiting.length > 0 && isTurnEnded(message))) {
-        behind.push(message);
-      } else if (message.message.case === "conversationCheckpointUpdate") {
-        checkpoint(message);
-      } else {
-        outbound.push(message);
-      }
-    }
-  };
-
-  const checkpoint = (message: AgentServerMessage): void => {
-    const state = blobs ? toCheckpointSource(message) : undefined;
-    if (state === undefined) {
-      // Inline (after a fallback, or a checkpoint not made from a turn state): out at once,
-      // replacing those that wait.
-      release(message, waiting.length);
+    // A refused write that no waiting checkpoint requires (one that replaced it went out)
+    // changes nothing, as with SAK; a later checkpoint that needs the blob writes it again.
+    if (!this.waiting.some((checkpoint) => checkpoint.required.includes(key))) {
+      rearm(this);
+      runThen(this);
       return;
     }
-    const blobCheckpoint = toBlobCheckpoint(state);
-    const required: string[] = [];
-    const { confirmed, written, writing } = toWrites();
-    for (const blob of blobCheckpoint.blobs) {
-      if (confirmed.has(blob.key)) continue;
-      required.push(blob.key);
-      if (writing.has(blob.key)) continue;
-      const id = nextID++;
-      written.set(id, blob.key);
-      writing.add(blob.key);
-      outbound.push(toSetBlobMessage(id, blob));
-    }
-    const blobForm = toCheckpointUpdate(blobCheckpoint.checkpoint);
-    const turnKey = blobCheckpoint.turn?.key;
-    const told = () => {
-      if (turnKey !== undefined)
-        options.onTurnBlob?.(turnKey, state.conversationID, state.requestID);
-    };
-    if (required.length === 0) {
-      sent(blobCheckpoint.turnSteps);
-      told();
-      release(blobForm, waiting.length);
+    const error =
+      result.case === "setBlobResult" ? result.value.error?.message : `a ${result.case} answer`;
+    fallBack(this, "error", error ?? "");
+  },
+  sentTurnSteps() {
+    return this.writes?.sent ?? [];
+  },
+  whenSent(next) {
+    this.atEnd ??= [];
+    this.atEnd.push(next);
+    runThen(this);
+  },
+  hold() {
+    if (this.behind.length > 0 || (this.atEnd?.length ?? 0) > 0) {
+      flush(this);
       return;
     }
-    if (waiting.length === 0 && !paused) arm();
-    waiting.push({
-      blobForm,
-      turnSteps: blobCheckpoint.turnSteps,
-      inline: message,
-      required,
-      told,
-    });
-  };
+    this.waiting = [];
+    clearTimer(this);
+  },
+  flush() {
+    flush(this);
+  },
+};
 
-  /** A blob-form checkpoint whose turn blob lists `steps` went out: the last ones are kept. */
-  const sent = (steps: number): void => {
-    const counts = toWrites().sent;
-    if (counts.at(-1) === steps) return;
-    counts.push(steps);
-    if (counts.length > SENT_TURN_BLOBS) counts.shift();
-  };
+function unanswered(writer: Writer): number {
+  return writer.writes?.writing.size ?? 0;
+}
 
-  /**
-   * `message` goes out in place of the first `count` waiting checkpoints (dropped: it is newer);
-   * once none waits, what waited behind them.
-   */
-  const release = (message: AgentServerMessage, count: number): void => {
-    waiting = waiting.slice(count);
-    outbound.push(message);
-    if (waiting.length > 0) return;
-    clearTimer();
-    const held = behind;
-    behind = [];
-    send(held);
-    runThen();
-  };
+function toWrites(writer: Writer): Writes {
+  writer.writes ??= { confirmed: new Set(), written: new Map(), writing: new Set(), sent: [] };
+  return writer.writes;
+}
 
-  /** The index of the newest waiting checkpoint whose blobs are all confirmed, or -1. */
-  const newestReady = (): number => {
-    for (let index = waiting.length - 1; index >= 0; index--) {
-      if (waiting[index]?.required.every((key) => writes?.confirmed.has(key) === true) === true) {
-        return index;
-      }
+function clearTimer(writer: Writer): void {
+  clearTimeout(writer.timer);
+  writer.timer = undefined;
+}
+
+/**
+ * The timeout runs while a checkpoint waits, or while an end waits for writes still unanswered;
+ * it expires with no answer for `timeoutMs`.
+ */
+function arm(writer: Writer): void {
+  clearTimeout(writer.timer);
+  writer.timer = setTimeout(expire, writer.timeoutMs, writer);
+  writer.timer.unref();
+}
+
+function timed(writer: Writer): boolean {
+  return writer.waiting.length > 0 || ((writer.atEnd?.length ?? 0) > 0 && unanswered(writer) > 0);
+}
+
+/** After an answer or a release: the timeout anew while something waits, else off. */
+function rearm(writer: Writer): void {
+  if (!timed(writer)) clearTimer(writer);
+  else if (!writer.paused) arm(writer);
+}
+
+function expire(writer: Writer): void {
+  writer.timer = undefined;
+  if (writer.waiting.length > 0) fallBack(writer, "timeout");
+  else runThen(writer, true);
+}
+
+/**
+ * Runs what waits for the end once no checkpoint waits and no write is unanswered (the client
+ * answers into a closed stream otherwise: "WritableIterable already closed"); `force`: the
+ * timeout expired with writes no checkpoint needs still unanswered.
+ */
+function runThen(writer: Writer, force = false): void {
+  const atEnd = writer.atEnd;
+  if (writer.waiting.length > 0 || atEnd === undefined || atEnd.length === 0) return;
+  if (unanswered(writer) > 0 && !force) {
+    if (writer.timer === undefined && !writer.paused) arm(writer);
+    return;
+  }
+  clearTimer(writer);
+  for (const run of atEnd.splice(0)) run();
+}
+
+function send(writer: Writer, messages: readonly AgentServerMessage[]): void {
+  for (const message of messages) {
+    if (writer.outbound.ended) return;
+    if (writer.behind.length > 0 || (writer.waiting.length > 0 && isTurnEnded(message))) {
+      writer.behind.push(message);
+    } else if (message.message.case === "conversationCheckpointUpdate") {
+      checkpoint(writer, message);
+    } else {
+      writer.outbound.push(message);
     }
-    return -1;
-  };
+  }
+}
 
-  const fallBack = (reason: "timeout" | "error", detail?: string): void => {
-    if (!blobs) return;
-    blobs = false;
-    log.warn(
-      {
-        ...options.describe(),
-        reason,
-        unconfirmed: unanswered(),
-        ...(detail === undefined ? {} : { detail: detail.slice(0, 200) }),
-        ...(reason === "timeout" ? { timeoutMs } : {}),
-      },
-      reason === "timeout"
-        ? "the client did not confirm checkpoint blob writes in time; checkpoints go inline for the rest of the stream"
-        : "the client refused a checkpoint blob write; checkpoints go inline for the rest of the stream",
-    );
-    writes?.written.clear();
-    writes?.writing.clear();
-    const newest = waiting.at(-1);
-    if (newest !== undefined) release(newest.inline, waiting.length);
-  };
+function checkpoint(writer: Writer, message: AgentServerMessage): void {
+  const state = writer.blobs ? toCheckpointSource(message) : undefined;
+  if (state === undefined) {
+    // Inline (after a fallback, or a checkpoint not made from a turn state): out at once,
+    // replacing those that wait.
+    release(writer, message, writer.waiting.length);
+    return;
+  }
+  const blobCheckpoint = toBlobCheckpoint(state);
+  const required: string[] = [];
+  const { confirmed, written, writing } = toWrites(writer);
+  for (const blob of blobCheckpoint.blobs) {
+    if (confirmed.has(blob.key)) continue;
+    required.push(blob.key);
+    if (writing.has(blob.key)) continue;
+    const id = writer.nextID++;
+    written.set(id, blob.key);
+    writing.add(blob.key);
+    writer.outbound.push(toSetBlobMessage(id, blob));
+  }
+  const blobForm = toCheckpointUpdate(blobCheckpoint.checkpoint);
+  const turnKey = blobCheckpoint.turn?.key;
+  const turn =
+    turnKey === undefined || writer.onTurnBlob === undefined
+      ? undefined
+      : { key: turnKey, conversationID: state.conversationID, requestID: state.requestID };
+  if (required.length === 0) {
+    sent(writer, blobCheckpoint.turnSteps);
+    told(writer, turn);
+    release(writer, blobForm, writer.waiting.length);
+    return;
+  }
+  if (writer.waiting.length === 0 && !writer.paused) arm(writer);
+  writer.waiting.push({
+    blobForm,
+    turnSteps: blobCheckpoint.turnSteps,
+    inline: message,
+    required,
+    turn,
+  });
+}
 
-  const flush = (): void => {
-    blobs = false;
-    const newest = waiting.at(-1);
-    waiting = [];
-    clearTimer();
-    if (newest !== undefined) outbound.push(newest.inline);
-    const held = behind;
-    behind = [];
-    for (const message of held) outbound.push(message);
-    for (const run of then.splice(0)) run();
-  };
+/** Tells `onTurnBlob` a checkpoint's turn blob, as the checkpoint is released. */
+function told(writer: Writer, turn: TurnBlobTold | undefined): void {
+  if (turn === undefined) return;
+  const onTurnBlob = writer.onTurnBlob;
+  onTurnBlob?.(turn.key, turn.conversationID, turn.requestID);
+}
 
-  return {
-    send,
-    renumber(firstID) {
-      nextID = firstID;
+/** A blob-form checkpoint whose turn blob lists `steps` went out: the last ones are kept. */
+function sent(writer: Writer, steps: number): void {
+  const counts = toWrites(writer).sent;
+  if (counts.at(-1) === steps) return;
+  counts.push(steps);
+  if (counts.length > SENT_TURN_BLOBS) counts.shift();
+}
+
+/**
+ * `message` goes out in place of the first `count` waiting checkpoints (dropped: it is newer);
+ * once none waits, what waited behind them.
+ */
+function release(writer: Writer, message: AgentServerMessage, count: number): void {
+  writer.waiting = writer.waiting.slice(count);
+  writer.outbound.push(message);
+  if (writer.waiting.length > 0) return;
+  clearTimer(writer);
+  const held = writer.behind;
+  writer.behind = [];
+  send(writer, held);
+  runThen(writer);
+}
+
+/** The index of the newest waiting checkpoint whose blobs are all confirmed, or -1. */
+function newestReady(writer: Writer): number {
+  const confirmed = writer.writes?.confirmed;
+  for (let index = writer.waiting.length - 1; index >= 0; index--) {
+    if (writer.waiting[index]?.required.every((key) => confirmed?.has(key) === true) === true) {
+      return index;
+    }
+  }
+  return -1;
+}
+
+function fallBack(writer: Writer, reason: "timeout" | "error", detail?: string): void {
+  if (!writer.blobs) return;
+  writer.blobs = false;
+  writer.log.warn(
+    {
+      ...writer.describe(),
+      reason,
+      unconfirmed: unanswered(writer),
+      ...(detail === undefined ? {} : { detail: detail.slice(0, 200) }),
+      ...(reason === "timeout" ? { timeoutMs: writer.timeoutMs } : {}),
     },
-    pause() {
-      paused = true;
-      clearTimer();
-    },
-    resume() {
-      paused = false;
-      if (timed() && timer === undefined) arm();
-    },
-    result(id, result) {
-      const key = writes?.written.get(id);
-      if (writes === undefined || key === undefined) return;
-      writes.written.delete(id);
-      writes.writing.delete(key);
-      if (result.case === "setBlobResult" && result.value.error === undefined) {
-        writes.confirmed.add(key);
-        // An answer: the client is alive, the timeout starts anew.
-        rearm();
-        const ready = newestReady();
-        const released = waiting[ready];
-        if (released !== undefined) {
-          sent(released.turnSteps);
-          released.told();
-          release(released.blobForm, ready + 1);
-        } else runThen();
-        return;
-      }
-      // A refused write that no waiting checkpoint requires (one that replaced it went out)
-      // changes nothing, as with SAK; a later checkpoint that needs the blob writes it again.
-      if (!waiting.some((checkpoint) => checkpoint.required.includes(key))) {
-        rearm();
-        runThen();
-        return;
-      }
-      const error =
-        result.case === "setBlobResult" ? result.value.error?.message : `a ${result.case} answer`;
-      fallBack("error", error ?? "");
-    },
-    whenSent(next) {
-      then.push(next);
-      runThen();
-    },
-    sentTurnSteps() {
-      return writes?.sent ?? [];
-    },
-    hold() {
-      if (behind.length > 0 || then.length > 0) {
-        flush();
-        return;
-      }
-      waiting = [];
-      clearTimer();
-    },
-    flush,
-  };
+    reason === "timeout"
+      ? "the client did not confirm checkpoint blob writes in time; checkpoints go inline for the rest of the stream"
+      : "the client refused a checkpoint blob write; checkpoints go inline for the rest of the stream",
+  );
+  writer.writes?.written.clear();
+  writer.writes?.writing.clear();
+  const newest = writer.waiting.at(-1);
+  if (newest !== undefined) release(writer, newest.inline, writer.waiting.length);
+}
+
+function flush(writer: Writer): void {
+  writer.blobs = false;
+  const newest = writer.waiting.at(-1);
+  writer.waiting = [];
+  clearTimer(writer);
+  if (newest !== undefined) writer.outbound.push(newest.inline);
+  const held = writer.behind;
+  writer.behind = [];
+  for (const message of held) writer.outbound.push(message);
+  const atEnd = writer.atEnd;
+  if (atEnd !== undefined) for (const run of atEnd.splice(0)) run();
 }
 
 interface Writes {

@@ -33,81 +33,14 @@ export function createClientMessages(
   stream: StreamState,
   parts: { readonly turns: TurnStart; readonly tools: ToolCalls; readonly output: TurnOutput },
 ): ApplyClientMessage {
-  const { requestID, deps, outbound } = stream;
+  const { requestID, deps } = stream;
   const { log, now } = deps;
   const { turns, tools, output } = parts;
-  const loggedUnsupported = new Set<string>();
-
   /**
-   * An action this server does not serve must not leave the client waiting: a stream that
-   * carries no turn ends at once with an error the client shows; a running turn goes on.
+   * Kinds of unsupported messages already logged; made at the first (issue #19: one function and
+   * no helper closures or Set per open stream).
    */
-  const refuseAction = (action: string): void => {
-    const running = stream.turn !== null && !outbound.ended;
-    log.warn(
-      { request: requestID, conversation: stream.conversationID, action },
-      running
-        ? "conversation action not served; the running turn goes on"
-        : "conversation action not served; ending the stream with an error",
-    );
-    if (running) return;
-    stream.end(
-      toConnectError({
-        kind: "bad_input",
-        detail: `${action} is not supported by cursor-byok yet`,
-      }),
-    );
-  };
-
-  /**
-   * `/summarize`: on a run request, a turn that compacts the conversation (turn-start.ts). Sent on
-   * a stream whose turn is running, it leaves that turn alone (the turn compacts by itself when
-   * it needs to).
-   */
-  const summarize = async (
-    seqno: number,
-    event: Extract<ClientEvent, { type: "summarize" }>,
-  ): Promise<void> => {
-    if (stream.turn !== null || event.request === null) {
-      log.info({ request: requestID }, "summarize during a turn; ignored");
-      return;
-    }
-    await turns.compact(seqno, event.request);
-  };
-
-  /** "Move to background" on the running command of a tool call (cursor/background-shell.ts). */
-  const forceBackground = (toolCallID: string): void => {
-    if (stream.turn === null) return;
-    const step = toForceBackground(stream.turn, toolCallID);
-    if (step.type === "ignored") {
-      log.debug({ request: requestID, why: step.why }, "background_shell action ignored");
-      return;
-    }
-    stream.turn = step.state;
-    send(stream, step.messages);
-  };
-
-  /**
-   * A command the user ran themselves becomes context for the conversation's next turn. Sent as a
-   * run request, it opens no turn: its stream ends at once; on a stream carrying a turn, that
-   * turn goes on.
-   */
-  const recordUserCommand = (event: Extract<ClientEvent, { type: "shell_command" }>): void => {
-    const conversation = event.request?.conversationId ?? stream.conversationID;
-    if (conversation !== null && conversation !== "" && event.command.trim() !== "") {
-      deps.userCommands?.record(conversation, { command: event.command, execID: event.execID });
-      log.info(
-        { request: requestID, conversation },
-        "user shell command recorded for the next turn",
-      );
-    } else {
-      log.info(
-        { request: requestID },
-        "user shell command without a conversation or command; ignored",
-      );
-    }
-    if (stream.turn === null) stream.end();
-  };
+  let loggedUnsupported: Set<string> | undefined;
 
   return async (seqno, message) => {
     const event = fromClientMessage(message);
@@ -140,12 +73,12 @@ export function createClientMessages(
         tools.applyClientEvent(seqno, event);
         return;
       case "summarize":
-        return summarize(seqno, event);
+        return summarize(stream, turns, seqno, event);
       case "shell_command":
-        recordUserCommand(event);
+        recordUserCommand(stream, event);
         return;
       case "background_shell":
-        forceBackground(event.toolCallID);
+        forceBackground(stream, event.toolCallID);
         return;
       case "cancel_subagent": {
         const stopped = await tools.cancelSubagent(event.subagentID, "canceled by the user");
@@ -162,8 +95,9 @@ export function createClientMessages(
       case "heartbeat":
         return;
       case "unserved_action":
-        return refuseAction(event.action);
+        return refuseAction(stream, event.action);
       case "unsupported":
+        loggedUnsupported ??= new Set();
         if (!loggedUnsupported.has(event.what)) {
           loggedUnsupported.add(event.what);
           log.info(
@@ -174,4 +108,84 @@ export function createClientMessages(
         return;
     }
   };
+}
+
+/**
+ * An action this server does not serve must not leave the client waiting: a stream that carries
+ * no turn ends at once with an error the client shows; a running turn goes on.
+ */
+function refuseAction(stream: StreamState, action: string): void {
+  const running = stream.turn !== null && !stream.outbound.ended;
+  stream.deps.log.warn(
+    { request: stream.requestID, conversation: stream.conversationID, action },
+    running
+      ? "conversation action not served; the running turn goes on"
+      : "conversation action not served; ending the stream with an error",
+  );
+  if (running) return;
+  stream.end(
+    toConnectError({
+      kind: "bad_input",
+      detail: `${action} is not supported by cursor-byok yet`,
+    }),
+  );
+}
+
+/**
+ * `/summarize`: on a run request, a turn that compacts the conversation (turn-start.ts). Sent on
+ * a stream whose turn is running, it leaves that turn alone (the turn compacts by itself when it
+ * needs to).
+ */
+async function summarize(
+  stream: StreamState,
+  turns: TurnStart,
+  seqno: number,
+  event: Extract<ClientEvent, { type: "summarize" }>,
+): Promise<void> {
+  if (stream.turn !== null || event.request === null) {
+    stream.deps.log.info({ request: stream.requestID }, "summarize during a turn; ignored");
+    return;
+  }
+  await turns.compact(seqno, event.request);
+}
+
+/** "Move to background" on the running command of a tool call (cursor/background-shell.ts). */
+function forceBackground(stream: StreamState, toolCallID: string): void {
+  if (stream.turn === null) return;
+  const step = toForceBackground(stream.turn, toolCallID);
+  if (step.type === "ignored") {
+    stream.deps.log.debug(
+      { request: stream.requestID, why: step.why },
+      "background_shell action ignored",
+    );
+    return;
+  }
+  stream.turn = step.state;
+  send(stream, step.messages);
+}
+
+/**
+ * A command the user ran themselves becomes context for the conversation's next turn. Sent as a
+ * run request, it opens no turn: its stream ends at once; on a stream carrying a turn, that turn
+ * goes on.
+ */
+function recordUserCommand(
+  stream: StreamState,
+  event: Extract<ClientEvent, { type: "shell_command" }>,
+): void {
+  const { requestID, deps } = stream;
+  const conversation = event.request?.conversationId ?? stream.conversationID;
+  if (conversation !== null && conversation !== "" && event.command.trim() !== "") {
+    deps.userCommands?.record(conversation, { command: event.command, execID: event.execID });
+    deps.log.info(
+      { request: requestID, conversation },
+      "user shell command recorded for the next turn",
+    );
+  } else {
+    deps.log.info(
+      { request: requestID },
+      "user shell command without a conversation or command; ignored",
+    );
+  }
+  if (stream.turn === null) stream.end();
 }

@@ -80,6 +80,10 @@ export interface AgentStreamDeps {
   readonly turnBlobs?: TurnBlobOrigins;
 }
 
+/**
+ * Its members are methods shared by every instance: call them on the object, never pass them on
+ * (bind or wrap in an arrow).
+ */
 export interface AgentStream {
   readonly requestID: string;
   readonly outbound: OutboundStream<AgentServerMessage>;
@@ -119,5 +123,5 @@ export interface AgentStream {
    * shutdown the stream was held first (outbound-stream.ts `hold`), so a client reading it sees
    * its connection dropped instead, unless its turn had already ended.
    */
-  close(reason: string): void;
+  close(this: AgentStream, reason: string): void;
 }
