@@ -88,6 +88,24 @@ function cloningClient(
   return { client, clones, messages };
 }
 
+/** A cloning client whose first exec waits for `gate`: the turn's first tool call stays running. */
+function gatedClient(
+  harness: Harness,
+  options: Partial<Parameters<Harness["client"]>[0]> = {},
+): ReturnType<typeof cloningClient> & { gate: ReturnType<typeof createGate> } {
+  const gate = createGate();
+  let asked = 0;
+  const cloning = cloningClient(harness, {
+    ...options,
+    onExec: async () => {
+      asked += 1;
+      if (asked === 1) await gate.promise;
+      return undefined;
+    },
+  });
+  return { ...cloning, gate };
+}
+
 /** `withBlobs: false`: the checkpoint's blobs are not sent back (`pre_fetched_blobs` empty). */
 const resumeRequest = (client: CursorClient, conversationId: string, withBlobs = true) =>
   client.runRequest({
@@ -189,16 +207,7 @@ describe("a turn carried on by a resume stream is listed once in the client's ch
       });
       writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
       const id = `turn-once-takeover-${way.client.httpVersion}`;
-      const gate = createGate();
-      let asked = 0;
-      const { client, clones, messages } = cloningClient(harness, {
-        ...way.client,
-        onExec: async () => {
-          asked += 1;
-          if (asked === 1) await gate.promise;
-          return undefined;
-        },
-      });
+      const { gate, client, clones, messages } = gatedClient(harness, way.client);
       try {
         const { original, a, b } = await startB(harness, client, id);
         await original.dropRunSse();
@@ -294,15 +303,7 @@ describe("a turn carried on by a resume stream is listed once in the client's ch
     });
     writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
     const id = "turn-once-unsent";
-    const gate = createGate();
-    let asked = 0;
-    const { client, clones, messages } = cloningClient(harness, {
-      onExec: async () => {
-        asked += 1;
-        if (asked === 1) await gate.promise;
-        return undefined;
-      },
-    });
+    const { gate, client, clones, messages } = gatedClient(harness);
     try {
       const { original, a, b } = await startB(harness, client, id);
       await original.dropRunSse();
@@ -334,15 +335,7 @@ describe("a turn carried on by a resume stream is listed once in the client's ch
     harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
     writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
     const id = "turn-once-unread";
-    const gate = createGate();
-    let asked = 0;
-    const { client, clones } = cloningClient(harness, {
-      onExec: async () => {
-        asked += 1;
-        if (asked === 1) await gate.promise;
-        return undefined;
-      },
-    });
+    const { gate, client, clones } = gatedClient(harness);
     try {
       const { original, a, b } = await startB(harness, client, id);
       const lost = original.runSseLost();
@@ -377,16 +370,7 @@ describe("a turn carried on by a resume stream is listed once in the client's ch
       harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
       writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
       const id = `turn-once-restart-${way.client.httpVersion}`;
-      const gate = createGate();
-      let asked = 0;
-      const { client, clones, messages } = cloningClient(harness, {
-        ...way.client,
-        onExec: async () => {
-          asked += 1;
-          if (asked === 1) await gate.promise;
-          return undefined;
-        },
-      });
+      const { gate, client, clones, messages } = gatedClient(harness, way.client);
       try {
         const { original, a, b } = await startB(harness, client, id);
         // Over HTTP/2 the client gives its Run up without waiting to notice the dead server.
