@@ -35,6 +35,7 @@ import { createDemoModel, DEMO_API, type DemoModel, type DemoOptions } from "./d
 import { toErrorMessage } from "./error-message.ts";
 import { createExactFetch, type ExactFetchState, hashBody } from "./exact-fetch.ts";
 import { toFailureKind } from "./failure-kind.ts";
+import { createHttpFetch } from "./http-fetch.ts";
 import {
   createModelHealth,
   type HealthPolicy,
@@ -85,7 +86,10 @@ export interface CreateLLMOptions {
   readonly models: readonly ModelConfig[];
   /** Where `apiKeyEnv` keys are read, at call time. Default: `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** The HTTP client; default `globalThis.fetch`. */
+  /**
+   * The HTTP client for provider calls; default the `node:http` transport (http-fetch.ts), or
+   * `globalThis.fetch` when `CURSOR_BYOK_UPSTREAM_FETCH=global` is set in `env`.
+   */
   readonly fetch?: typeof fetch;
   /** Overrides of the retry policy (retry.ts), e.g. an instant `sleep` in tests. */
   readonly retry?: Partial<RetryPolicy>;
@@ -140,6 +144,16 @@ function loadedApi(api: ApiKind): ProviderStreams {
   return module;
 }
 
+/** One `node:http` transport per process: its kept-alive connections serve every call. */
+let sharedHttpFetch: typeof fetch | undefined;
+
+/** The provider calls' transport (see `CreateLLMOptions.fetch`). */
+function defaultFetch(env: Readonly<Record<string, string | undefined>>): typeof fetch {
+  if (env.CURSOR_BYOK_UPSTREAM_FETCH === "global") return globalThis.fetch;
+  sharedHttpFetch ??= createHttpFetch().fetch;
+  return sharedHttpFetch;
+}
+
 /** Sent as the key to keyless OpenAI-compatible servers, which ignore it (the SDK requires one). */
 const NO_KEY = "no-key";
 const USER_AGENT = "cursor-byok";
@@ -152,7 +166,7 @@ export function createLLM(options: CreateLLMOptions): LLM {
       : undefined;
   const policy = createRetryPolicy(options.retry);
   const env = options.env ?? process.env;
-  const baseFetch = options.fetch ?? globalThis.fetch;
+  const baseFetch = options.fetch ?? defaultFetch(env);
 
   const infos: ModelInfo[] = options.models.map(toModelInfo);
   const health = createModelHealth(options.models, options.health);

@@ -1,0 +1,559 @@
+/**
+ * The node:http transport against loopback servers, side by side with Node's global fetch where
+ * both must behave alike (what the SDKs, exact-fetch.ts, retry.ts and describeError read).
+ */
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import https from "node:https";
+import net, { type AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { brotliCompressSync, gzipSync } from "node:zlib";
+import { createCertificateAuthority, createLeafIssuer } from "../ide/ca.ts";
+import { describeError } from "./abort.ts";
+import { createExactFetch } from "./exact-fetch.ts";
+import { createHttpFetch } from "./http-fetch.ts";
+import { createRetryPolicy } from "./retry.ts";
+import { recordingSleep } from "./testing/streams.ts";
+
+type Handler = (request: IncomingMessage, response: ServerResponse, body: Buffer) => void;
+
+interface Seen {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingMessage["headers"];
+  readonly body: Buffer;
+  readonly remotePort: number;
+}
+
+/** A loopback server whose next answers the test sets; it records each request it got. */
+function startServer(): Promise<{
+  readonly url: string;
+  readonly port: number;
+  readonly seen: Seen[];
+  handle(handler: Handler): void;
+  /** Resolves with the next request's server side once its body has arrived. */
+  next(): Promise<{ request: IncomingMessage; response: ServerResponse }>;
+  close(): Promise<void>;
+}> {
+  let handler: Handler = (_request, response) => response.end();
+  const seen: Seen[] = [];
+  const waiting: ((exchange: { request: IncomingMessage; response: ServerResponse }) => void)[] =
+    [];
+  const server = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      const body = Buffer.concat(chunks);
+      seen.push({
+        method: request.method ?? "",
+        url: request.url ?? "",
+        headers: request.headers,
+        body,
+        remotePort: request.socket.remotePort ?? 0,
+      });
+      handler(request, response, body);
+      waiting.shift()?.({ request, response });
+    });
+  });
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        port,
+        seen,
+        handle: (next) => {
+          handler = next;
+        },
+        next: () => new Promise((done) => waiting.push(done)),
+        close: () => {
+          server.closeAllConnections();
+          return new Promise((done) => server.close(() => done()));
+        },
+      });
+    });
+  });
+}
+
+let server: Awaited<ReturnType<typeof startServer>>;
+const light = createHttpFetch();
+before(async () => {
+  server = await startServer();
+});
+after(async () => {
+  light.close();
+  await server.close();
+});
+
+/** The request exact-fetch.ts makes: a one-chunk body stream with its length. */
+function exactRequest(body: string, signal?: AbortSignal): RequestInit & { duplex: "half" } {
+  const bytes = Buffer.from(body, "utf8");
+  let chunk: Uint8Array | undefined = bytes;
+  return {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "content-length": String(bytes.length),
+      authorization: "Bearer sk-test",
+      "x-stainless-lang": "js",
+    },
+    body: new ReadableStream({
+      pull(controller) {
+        if (chunk !== undefined) controller.enqueue(chunk);
+        chunk = undefined;
+        controller.close();
+      },
+    }),
+    duplex: "half",
+    redirect: "error",
+    ...(signal === undefined ? {} : { signal }),
+  };
+}
+
+/** Starts the SSE answer: headers and one event, then the response stays open. */
+const sseStart: Handler = (_request, response) => {
+  response.writeHead(200, { "content-type": "text/event-stream" });
+  response.write('data: {"n":1}\n\n');
+};
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  assert.fail("expected a rejection");
+}
+
+const transports: readonly (readonly [string, typeof fetch])[] = [
+  ["global fetch", fetch],
+  ["http-fetch", light.fetch],
+];
+
+for (const [name, send] of transports) {
+  describe(`${name}: what the provider calls rely on`, { timeout: 20_000 }, () => {
+    test("the response: status, statusText, ok, headers, url, json()", async () => {
+      server.handle((_request, response) => {
+        response.statusMessage = "Not Here";
+        response.setHeader("set-cookie", ["a=1", "b=2"]);
+        response.setHeader("x-request-id", "req-7");
+        response.writeHead(404, { "content-type": "application/json" });
+        response.end('{"error":{"message":"no such model"}}');
+      });
+      const response = await send(`${server.url}/v1/chat?x=1`, exactRequest("{}"));
+      assert.equal(response.status, 404);
+      assert.equal(response.statusText, "Not Here");
+      assert.equal(response.ok, false);
+      assert.equal(response.url, `${server.url}/v1/chat?x=1`);
+      assert.equal(response.headers.get("x-request-id"), "req-7");
+      assert.equal(response.headers.get("content-type"), "application/json");
+      assert.deepEqual(response.headers.getSetCookie(), ["a=1", "b=2"]);
+      assert.deepEqual(await response.json(), { error: { message: "no such model" } });
+    });
+
+    test("the request: method, headers and body bytes as given, never chunked", async () => {
+      server.handle((_request, response) => response.end("ok"));
+      const body = `{"messages":[{"content":"héllo ${"x".repeat(70_000)}"}]}`;
+      const response = await send(`${server.url}/v1/chat`, exactRequest(body));
+      assert.equal(await response.text(), "ok");
+      const got = server.seen.at(-1);
+      assert.equal(got?.method, "POST");
+      assert.equal(got?.url, "/v1/chat");
+      assert.ok(got?.body.equals(Buffer.from(body, "utf8")), "the same bytes");
+      assert.equal(got?.headers["content-length"], String(Buffer.byteLength(body)));
+      assert.equal(got?.headers["transfer-encoding"], undefined);
+      assert.equal(got?.headers["content-type"], "application/json");
+      assert.equal(got?.headers.authorization, "Bearer sk-test");
+      assert.equal(got?.headers["x-stainless-lang"], "js");
+      assert.equal(got?.headers.host, `127.0.0.1:${server.port}`);
+      assert.equal(got?.headers.accept, "*/*");
+      assert.equal(got?.headers["user-agent"], "node");
+    });
+
+    test("a body stream without a length is sent chunked; a string body gets text/plain", async () => {
+      server.handle((_request, response) => response.end());
+      const request = exactRequest("abc");
+      const headers = new Headers(request.headers);
+      headers.delete("content-length");
+      await (await send(server.url, { ...request, headers })).text();
+      assert.equal(server.seen.at(-1)?.headers["transfer-encoding"], "chunked");
+      assert.equal(server.seen.at(-1)?.body.toString(), "abc");
+      await (await send(server.url, { method: "POST", body: "plain" })).text();
+      assert.equal(server.seen.at(-1)?.headers["content-type"], "text/plain;charset=UTF-8");
+      assert.equal(server.seen.at(-1)?.headers["content-length"], "5");
+    });
+
+    test("the body streams: each event can be read before the response ends", async () => {
+      const exchange = server.next();
+      server.handle(sseStart);
+      const response = await send(server.url, exactRequest("{}"));
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      const decoder = new TextDecoder();
+      assert.equal(decoder.decode((await reader.read()).value), 'data: {"n":1}\n\n');
+      const { response: serverSide } = await exchange;
+      serverSide.write('data: {"n":2}\n\n');
+      assert.equal(decoder.decode((await reader.read()).value), 'data: {"n":2}\n\n');
+      serverSide.end();
+      assert.equal((await reader.read()).done, true);
+    });
+
+    test("a compressed response is decoded (gzip, br)", async () => {
+      const text = "data: compressed\n\n".repeat(50);
+      for (const [encoding, encode] of [
+        ["gzip", gzipSync],
+        ["br", brotliCompressSync],
+      ] as const) {
+        server.handle((_request, response) => {
+          response.writeHead(200, { "content-encoding": encoding });
+          response.end(encode(text));
+        });
+        const response = await send(server.url, exactRequest("{}"));
+        assert.equal(await response.text(), text, encoding);
+      }
+    });
+
+    test("an already aborted signal rejects with its reason and sends nothing", async () => {
+      const before = server.seen.length;
+      const reason = new Error("stop now");
+      const error = await rejection(
+        send(server.url, exactRequest("{}", AbortSignal.abort(reason))),
+      );
+      assert.equal(error, reason);
+      const plain = await rejection(send(server.url, exactRequest("{}", AbortSignal.abort())));
+      assert.ok(plain instanceof DOMException && plain.name === "AbortError");
+      assert.equal(server.seen.length, before);
+    });
+
+    test("an abort while waiting for headers rejects with AbortError; the socket is closed", async () => {
+      const exchange = server.next();
+      server.handle(() => undefined);
+      const controller = new AbortController();
+      const pending = send(server.url, exactRequest("{}", controller.signal));
+      const { request } = await exchange;
+      const closed = once(request.socket, "close");
+      controller.abort();
+      const error = await rejection(pending);
+      assert.ok(error instanceof DOMException && error.name === "AbortError");
+      await closed;
+    });
+
+    test("an abort mid-body errors the reader with the reason; the socket is closed", async () => {
+      const exchange = server.next();
+      server.handle(sseStart);
+      const controller = new AbortController();
+      const response = await send(server.url, exactRequest("{}", controller.signal));
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      await reader.read();
+      const { request } = await exchange;
+      const closed = once(request.socket, "close");
+      const reason = new Error("user stopped");
+      controller.abort(reason);
+      assert.equal(await rejection(reader.read()), reason);
+      await closed;
+    });
+
+    test("a cancelled body closes the connection", async () => {
+      const exchange = server.next();
+      server.handle(sseStart);
+      const response = await send(server.url, exactRequest("{}"));
+      const { request } = await exchange;
+      const closed = once(request.socket, "close");
+      await response.body?.cancel();
+      await closed;
+    });
+
+    test("a refused connection: TypeError fetch failed, cause ECONNREFUSED", async () => {
+      const port = await closedPort();
+      const error = await rejection(send(`http://127.0.0.1:${port}/`, exactRequest("{}")));
+      assert.ok(error instanceof TypeError);
+      assert.equal(error.message, "fetch failed");
+      assert.equal((error.cause as { code?: unknown }).code, "ECONNREFUSED");
+      assert.equal(describeError(error), "fetch failed (ECONNREFUSED)");
+    });
+
+    test("a connection closed before headers: TypeError fetch failed with a coded cause", async () => {
+      server.handle((request) => request.socket.destroy());
+      const error = await rejection(send(server.url, exactRequest("{}")));
+      assert.ok(error instanceof TypeError);
+      assert.equal(error.message, "fetch failed");
+      assert.match(describeError(error), /^fetch failed \((ECONNRESET|UND_ERR_SOCKET)\)$/);
+    });
+
+    test("a connection closed mid-body: the reader fails with TypeError terminated", async () => {
+      const exchange = server.next();
+      server.handle(sseStart);
+      const response = await send(server.url, exactRequest("{}"));
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      await reader.read();
+      (await exchange).request.socket.destroy();
+      const error = await rejection(reader.read());
+      assert.ok(error instanceof TypeError);
+      assert.equal(error.message, "terminated");
+    });
+
+    test("a redirect is not followed: fetch failed, cause unexpected redirect", async () => {
+      server.handle((_request, response) => {
+        response.writeHead(307, { location: "/elsewhere" });
+        response.end();
+      });
+      const before = server.seen.length;
+      const error = await rejection(send(`${server.url}/v1/chat`, exactRequest("{}")));
+      assert.ok(error instanceof TypeError);
+      assert.equal(error.message, "fetch failed");
+      assert.equal((error.cause as Error).message, "unexpected redirect");
+      assert.equal(server.seen.length, before + 1, "nothing sent to the new address");
+    });
+
+    test("through the exact fetch: a redirect fails the call with its message, no retry", async () => {
+      server.handle((_request, response) => {
+        response.writeHead(301, { location: "https://example.invalid/" });
+        response.end();
+      });
+      const { sleep, delays } = recordingSleep();
+      const exact = createExactFetch({
+        callID: "c",
+        model: "m",
+        baseFetch: send,
+        policy: createRetryPolicy({ sleep, random: () => 0 }),
+        signal: new AbortController().signal,
+        secrets: [],
+      });
+      const error = await rejection(
+        exact.fetch(`${server.url}/v1/chat`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: "{}",
+        }),
+      );
+      assert.match((error as Error).message, /redirect, which is not followed/);
+      assert.deepEqual(delays, []);
+    });
+  });
+}
+
+describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
+  test("asks for an uncompressed answer unless the caller chose an encoding", async () => {
+    server.handle((_request, response) => response.end());
+    await (await light.fetch(server.url, exactRequest("{}"))).text();
+    assert.equal(server.seen.at(-1)?.headers["accept-encoding"], "identity");
+    const request = exactRequest("{}");
+    const headers = new Headers(request.headers);
+    headers.set("accept-encoding", "gzip");
+    await (await light.fetch(server.url, { ...request, headers })).text();
+    assert.equal(server.seen.at(-1)?.headers["accept-encoding"], "gzip");
+  });
+
+  test("a redirect with redirect: manual is returned as it is", async () => {
+    server.handle((_request, response) => {
+      response.writeHead(302, { location: "/there" });
+      response.end();
+    });
+    const response = await light.fetch(server.url, { ...exactRequest("{}"), redirect: "manual" });
+    assert.equal(response.status, 302);
+    assert.equal(response.headers.get("location"), "/there");
+  });
+
+  test("keeps the connection alive between calls to one origin", async () => {
+    server.handle((_request, response) => response.end("x"));
+    await (await light.fetch(server.url, exactRequest("{}"))).text();
+    await (await light.fetch(server.url, exactRequest("{}"))).text();
+    const [first, second] = server.seen.slice(-2);
+    assert.equal(first?.remotePort, second?.remotePort);
+  });
+
+  test("backpressure: an unread body stops reading from the socket", async () => {
+    const exchange = server.next();
+    server.handle((_request, response) => {
+      response.writeHead(200);
+      response.flushHeaders();
+    });
+    const response = await light.fetch(server.url, exactRequest("{}"));
+    const { response: serverSide } = await exchange;
+    const total = 64 * 2 ** 20;
+    const piece = Buffer.alloc(2 ** 20, 97);
+    let written = 0;
+    // Writes until the socket will not take more, i.e. the client has stopped reading.
+    const blocked = async () => {
+      for (;;) {
+        while (written < total && serverSide.write(piece)) written += piece.length;
+        if (written >= total) return false;
+        written += piece.length;
+        const drained = await Promise.race([
+          once(serverSide, "drain").then(() => true),
+          idleTurns(50).then(() => false),
+        ]);
+        if (!drained) return true;
+      }
+    };
+    assert.equal(await blocked(), true, "the server could write everything: no backpressure");
+    assert.ok(written < total);
+    const stopped = written;
+    // Reading it all lets the server go on.
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    let read = 0;
+    const reading = (async () => {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        read += value.byteLength;
+      }
+    })();
+    while (written < total) {
+      if (!serverSide.write(piece)) await once(serverSide, "drain");
+      written += piece.length;
+    }
+    serverSide.end();
+    await reading;
+    assert.equal(read, total);
+    assert.ok(stopped < total);
+  });
+
+  test("headers that do not come in time: fetch failed, UND_ERR_HEADERS_TIMEOUT", async () => {
+    const quick = createHttpFetch({ timeoutMs: 100 });
+    const exchange = server.next();
+    server.handle(() => undefined);
+    const pending = quick.fetch(server.url, exactRequest("{}"));
+    const { request } = await exchange;
+    const closed = once(request.socket, "close");
+    const error = await rejection(pending);
+    assert.ok(error instanceof TypeError);
+    assert.equal(describeError(error), "fetch failed (UND_ERR_HEADERS_TIMEOUT)");
+    await closed;
+    quick.close();
+  });
+
+  test("a body silent for too long: terminated, UND_ERR_BODY_TIMEOUT", async () => {
+    const quick = createHttpFetch({ timeoutMs: 100 });
+    server.handle(sseStart);
+    const response = await quick.fetch(server.url, exactRequest("{}"));
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    const error = await rejection(reader.read());
+    assert.ok(error instanceof TypeError);
+    assert.equal(describeError(error), "terminated (UND_ERR_BODY_TIMEOUT)");
+    quick.close();
+  });
+
+  test("https with a CA the caller trusts; refused without it", async () => {
+    const ca = await createCertificateAuthority({ permittedDomains: [] });
+    const leaf = await createLeafIssuer(ca, { permittedDomains: [] }).certificateFor("localhost");
+    const secure = https.createServer({ cert: leaf.certPem, key: leaf.keyPem }, (_r, response) =>
+      response.end("secret ok"),
+    );
+    await new Promise<void>((resolve) => secure.listen(0, "127.0.0.1", resolve));
+    const { port } = secure.address() as AddressInfo;
+    const trusting = createHttpFetch({ tls: { ca: ca.certPem, servername: "localhost" } });
+    const strict = createHttpFetch({ tls: { servername: "localhost" } });
+    try {
+      const response = await trusting.fetch(`https://127.0.0.1:${port}/`, exactRequest("{}"));
+      assert.equal(await response.text(), "secret ok");
+      const error = await rejection(strict.fetch(`https://127.0.0.1:${port}/`, exactRequest("{}")));
+      assert.ok(error instanceof TypeError);
+      assert.match(describeError(error), /^fetch failed \((UNABLE_TO_VERIFY|SELF_SIGNED)/);
+    } finally {
+      trusting.close();
+      strict.close();
+      secure.closeAllConnections();
+      secure.close();
+    }
+  });
+
+  test("HTTP_PROXY / HTTPS_PROXY / NO_PROXY from proxyEnv", async () => {
+    const proxy = await startProxy();
+    const ca = await createCertificateAuthority({ permittedDomains: [] });
+    const leaf = await createLeafIssuer(ca, { permittedDomains: [] }).certificateFor("localhost");
+    const secure = https.createServer({ cert: leaf.certPem, key: leaf.keyPem }, (_r, response) =>
+      response.end("tunnelled"),
+    );
+    await new Promise<void>((resolve) => secure.listen(0, "127.0.0.1", resolve));
+    const { port } = secure.address() as AddressInfo;
+    const proxied = createHttpFetch({
+      proxyEnv: { HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url },
+      tls: { ca: ca.certPem, servername: "localhost" },
+    });
+    const bypassing = createHttpFetch({
+      proxyEnv: { HTTP_PROXY: proxy.url, NO_PROXY: "127.0.0.1" },
+    });
+    try {
+      server.handle((_request, response) => response.end("via proxy"));
+      const response = await proxied.fetch(`${server.url}/v1/chat`, exactRequest('{"a":1}'));
+      assert.equal(await response.text(), "via proxy");
+      assert.deepEqual(proxy.seen.at(-1), `POST ${server.url}/v1/chat`);
+      assert.equal(server.seen.at(-1)?.body.toString(), '{"a":1}');
+
+      const tunnelled = await proxied.fetch(`https://127.0.0.1:${port}/`, exactRequest("{}"));
+      assert.equal(await tunnelled.text(), "tunnelled");
+      assert.equal(proxy.seen.at(-1), `CONNECT 127.0.0.1:${port}`);
+
+      const count = proxy.seen.length;
+      await (await bypassing.fetch(server.url, exactRequest("{}"))).text();
+      assert.equal(proxy.seen.length, count, "NO_PROXY: straight to the server");
+    } finally {
+      proxied.close();
+      bypassing.close();
+      secure.closeAllConnections();
+      secure.close();
+      await proxy.close();
+    }
+  });
+});
+
+/** Event-loop turns in which nothing else is awaited: enough for loopback bytes to move. */
+async function idleTurns(count: number): Promise<void> {
+  for (let turn = 0; turn < count; turn++) {
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+async function closedPort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/** A forward proxy on 127.0.0.1: absolute-form requests and CONNECT tunnels, recorded. */
+async function startProxy(): Promise<{
+  readonly url: string;
+  readonly seen: string[];
+  close(): Promise<void>;
+}> {
+  const seen: string[] = [];
+  const proxy = http.createServer((request, response) => {
+    seen.push(`${request.method} ${request.url}`);
+    const target = new URL(request.url ?? "");
+    const upstream = http.request(
+      target,
+      { method: request.method, headers: request.headers },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      },
+    );
+    request.pipe(upstream);
+  });
+  proxy.on("connect", (request: IncomingMessage, socket: net.Socket, head: Buffer) => {
+    seen.push(`CONNECT ${request.url}`);
+    const [host, port] = (request.url ?? "").split(":");
+    const upstream = net.connect(Number(port), host, () => {
+      socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+    upstream.on("error", () => socket.destroy());
+    socket.on("error", () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  const { port } = proxy.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    seen,
+    close: () => {
+      proxy.closeAllConnections();
+      return new Promise((resolve) => proxy.close(() => resolve()));
+    },
+  };
+}
