@@ -3,10 +3,14 @@
  * both must behave alike (what the SDKs, exact-fetch.ts, retry.ts and describeError read).
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import https from "node:https";
 import net, { type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import { createCertificateAuthority, createLeafIssuer } from "../ide/ca.ts";
@@ -362,6 +366,29 @@ describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
     assert.equal(first?.remotePort, second?.remotePort);
   });
 
+  test("idle kept-alive connections close after keepAliveMs; a silent open body does not", async () => {
+    const brief = createHttpFetch({ keepAliveMs: 50 });
+    const exchange = server.next();
+    server.handle(sseStart);
+    const response = await brief.fetch(server.url, exactRequest("{}"));
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    const { request, response: serverSide } = await exchange;
+    let closedAt: "open" | "silent" | "idle" = "open";
+    request.socket.once("close", () => {
+      closedAt = closedAt === "open" ? "silent" : closedAt;
+    });
+    // Silent for several times keepAliveMs while the body is open: the call goes on.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(closedAt, "open");
+    serverSide.end('data: {"n":2}\n\n');
+    assert.equal(new TextDecoder().decode((await reader.read()).value), 'data: {"n":2}\n\n');
+    assert.equal((await reader.read()).done, true);
+    closedAt = "idle";
+    await once(request.socket, "close");
+    brief.close();
+  });
+
   test("backpressure: an unread body stops reading from the socket", async () => {
     const exchange = server.next();
     server.handle((_request, response) => {
@@ -497,6 +524,47 @@ describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
       await proxy.close();
     }
   });
+});
+
+test("NODE_EXTRA_CA_CERTS is honoured (a child process with the variable set)", async () => {
+  const ca = await createCertificateAuthority({ permittedDomains: [] });
+  const leaf = await createLeafIssuer(ca, { permittedDomains: [] }).certificateFor("localhost");
+  const secure = https.createServer({ cert: leaf.certPem, key: leaf.keyPem }, (_r, response) =>
+    response.end("trusted via NODE_EXTRA_CA_CERTS"),
+  );
+  await new Promise<void>((resolve) => secure.listen(0, "127.0.0.1", resolve));
+  const { port } = secure.address() as AddressInfo;
+  const directory = mkdtempSync(join(tmpdir(), "http-fetch-ca-"));
+  const caFile = join(directory, "ca.pem");
+  writeFileSync(caFile, ca.certPem);
+  const script = [
+    `import { createHttpFetch } from ${JSON.stringify(new URL("./http-fetch.ts", import.meta.url).href)};`,
+    `const { fetch, close } = createHttpFetch({ tls: { servername: "localhost" } });`,
+    `const response = await fetch("https://127.0.0.1:${port}/");`,
+    "process.stdout.write(await response.text());",
+    "close();",
+  ].join("\n");
+  try {
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+      env: { ...process.env, NODE_EXTRA_CA_CERTS: caFile },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let errors = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      errors += chunk.toString();
+    });
+    const [code] = (await once(child, "exit")) as [number];
+    assert.equal(code, 0, errors);
+    assert.equal(out, "trusted via NODE_EXTRA_CA_CERTS");
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+    secure.closeAllConnections();
+    secure.close();
+  }
 });
 
 /** Event-loop turns in which nothing else is awaited: enough for loopback bytes to move. */
