@@ -20,6 +20,9 @@ import { createHttpFetch } from "./http-fetch.ts";
 import { createRetryPolicy } from "./retry.ts";
 import { recordingSleep } from "./testing/streams.ts";
 
+/** Called with the next request as soon as its headers have come (its body may not). */
+let headersSeen: ((request: IncomingMessage) => void) | undefined;
+
 type Handler = (request: IncomingMessage, response: ServerResponse, body: Buffer) => void;
 
 interface Seen {
@@ -45,6 +48,10 @@ function startServer(): Promise<{
   const waiting: ((exchange: { request: IncomingMessage; response: ServerResponse }) => void)[] =
     [];
   const server = http.createServer((request, response) => {
+    headersSeen?.(request);
+    headersSeen = undefined;
+    // A client that goes away mid-body (the abort tests) is what those tests want.
+    request.on("error", () => undefined);
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
@@ -229,13 +236,48 @@ for (const [name, send] of transports) {
       assert.equal(server.seen.length, before);
     });
 
+    test("an abort while the body is being sent rejects with AbortError; the socket is closed", async () => {
+      let cancelled: (reason: unknown) => void = () => undefined;
+      const wasCancelled = new Promise((resolve) => {
+        cancelled = resolve;
+      });
+      const arrived = new Promise<IncomingMessage>((resolve) => {
+        headersSeen = resolve;
+      });
+      const controller = new AbortController();
+      let sent = false;
+      const body = new ReadableStream<Uint8Array>({
+        pull(stream) {
+          if (!sent) stream.enqueue(new TextEncoder().encode('{"partial":'));
+          sent = true;
+          // Then nothing more: the body never ends.
+        },
+        cancel: (reason) => cancelled(reason),
+      });
+      const pending = send(server.url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        duplex: "half",
+        signal: controller.signal,
+      } as RequestInit);
+      const request = await arrived;
+      const closed = closeOf(request.socket);
+      controller.abort();
+      const error = await rejection(pending);
+      assert.ok(error instanceof DOMException && error.name === "AbortError");
+      await closed;
+      // (undici leaves the request body stream as it is; here a read that may never end is stopped.)
+      if (send === light.fetch) await wasCancelled;
+    });
+
     test("an abort while waiting for headers rejects with AbortError; the socket is closed", async () => {
       const exchange = server.next();
       server.handle(() => undefined);
       const controller = new AbortController();
       const pending = send(server.url, exactRequest("{}", controller.signal));
       const { request } = await exchange;
-      const closed = once(request.socket, "close");
+      const closed = closeOf(request.socket);
       controller.abort();
       const error = await rejection(pending);
       assert.ok(error instanceof DOMException && error.name === "AbortError");
@@ -250,7 +292,7 @@ for (const [name, send] of transports) {
       const reader = (response.body as ReadableStream<Uint8Array>).getReader();
       await reader.read();
       const { request } = await exchange;
-      const closed = once(request.socket, "close");
+      const closed = closeOf(request.socket);
       const reason = new Error("user stopped");
       controller.abort(reason);
       assert.equal(await rejection(reader.read()), reason);
@@ -262,7 +304,7 @@ for (const [name, send] of transports) {
       server.handle(sseStart);
       const response = await send(server.url, exactRequest("{}"));
       const { request } = await exchange;
-      const closed = once(request.socket, "close");
+      const closed = closeOf(request.socket);
       await response.body?.cancel();
       await closed;
     });
@@ -385,8 +427,32 @@ describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
     assert.equal(new TextDecoder().decode((await reader.read()).value), 'data: {"n":2}\n\n');
     assert.equal((await reader.read()).done, true);
     closedAt = "idle";
-    await once(request.socket, "close");
+    await closeOf(request.socket);
     brief.close();
+  });
+
+  test("chunks that come while the reader is busy are handed on as one, in memory of their own", async () => {
+    const exchange = server.next();
+    server.handle(sseStart);
+    const response = await light.fetch(server.url, exactRequest("{}"));
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    const { response: serverSide } = await exchange;
+    const events = Array.from({ length: 200 }, (_, index) => `data: {"n":${index + 2}}\n\n`);
+    // Each write is an HTTP chunk of its own; the reader reads only once they all came.
+    for (const event of events) serverSide.write(event);
+    serverSide.end();
+    await once(serverSide, "finish");
+    await idleTurns(20);
+    const reads: Uint8Array[] = [];
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      reads.push(value);
+    }
+    assert.equal(Buffer.concat(reads).toString(), events.join(""));
+    assert.ok(reads.length < 10, `${reads.length} reads for 200 events`);
+    for (const chunk of reads) assert.equal(chunk.buffer.byteLength, chunk.byteLength);
   });
 
   test("backpressure: an unread body stops reading from the socket", async () => {
@@ -442,7 +508,7 @@ describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
     server.handle(() => undefined);
     const pending = quick.fetch(server.url, exactRequest("{}"));
     const { request } = await exchange;
-    const closed = once(request.socket, "close");
+    const closed = closeOf(request.socket);
     const error = await rejection(pending);
     assert.ok(error instanceof TypeError);
     assert.equal(describeError(error), "fetch failed (UND_ERR_HEADERS_TIMEOUT)");
@@ -566,6 +632,11 @@ test("NODE_EXTRA_CA_CERTS is honoured (a child process with the variable set)", 
     secure.close();
   }
 });
+
+/** Resolves when `socket` has closed, whether or not it failed first. */
+function closeOf(socket: net.Socket): Promise<void> {
+  return new Promise((resolve) => socket.once("close", () => resolve()));
+}
 
 /** Event-loop turns in which nothing else is awaited: enough for loopback bytes to move. */
 async function idleTurns(count: number): Promise<void> {

@@ -121,8 +121,10 @@ async function httpFetch(
     throw new TypeError("fetch failed", { cause: new Error(`unsupported scheme ${url.protocol}`) });
   }
   const signal = init.signal ?? undefined;
-  if (signal?.aborted === true) throw signal.reason;
+  signal?.throwIfAborted();
   const body = await toSendable(init.body ?? null);
+  // Encoding a Blob or FormData body waits: the signal may have fired meanwhile.
+  signal?.throwIfAborted();
   const headers = toHeaders(init.headers, body);
   const request = (secure ? https : http).request(url, {
     method: init.method ?? "GET",
@@ -207,9 +209,11 @@ async function httpFetch(
 }
 
 /**
- * The response body as a web stream. `source` is the response or its decoder; chunks are handed
- * on as they come while the reader keeps up, and the socket is paused while more than
- * `HIGH_WATER` bytes wait. `fail` errors the stream (abort, socket error, timeout).
+ * The response body as a web stream. `source` is the response or its decoder. A chunk that comes
+ * while the reader waits is handed on as it is; chunks that come while it is busy are parked and
+ * handed on as one at its next read (as undici does: one read per socket read, not per HTTP
+ * chunk, which for an unpaced SSE stream is a read per event), and the socket is paused once
+ * `HIGH_WATER` bytes are parked. `fail` errors the stream (abort, socket error, timeout).
  */
 function toWebStream(
   source: Readable,
@@ -218,8 +222,13 @@ function toWebStream(
 ): { readonly stream: ReadableStream<Uint8Array>; readonly fail: (error: unknown) => void } {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let open = true;
+  /** A read is pending (with a high-water mark of 0, `pull` means exactly that). */
+  let waiting = false;
+  let parked: Buffer[] = [];
+  let parkedBytes = 0;
   const finish = () => {
     open = false;
+    parked = [];
     done();
   };
   const fail = (error: unknown) => {
@@ -229,12 +238,20 @@ function toWebStream(
     response.destroy();
     if (source !== response) source.destroy();
   };
+  const unpark = (): Uint8Array => {
+    const chunk = parked.length === 1 ? (parked[0] as Buffer) : joined(parked, parkedBytes);
+    parked = [];
+    parkedBytes = 0;
+    return chunk;
+  };
   const stream = new ReadableStream<Uint8Array>(
     {
       start: (made) => {
         controller = made;
       },
       pull: () => {
+        if (parkedBytes > 0) controller.enqueue(unpark());
+        else waiting = true;
         if (source.isPaused()) source.resume();
       },
       cancel: () => {
@@ -244,15 +261,22 @@ function toWebStream(
         if (source !== response) source.destroy();
       },
     },
-    { highWaterMark: HIGH_WATER, size: (chunk) => chunk.byteLength },
+    { highWaterMark: 0 },
   );
   source.on("data", (chunk: Buffer) => {
     if (!open) return;
-    controller.enqueue(chunk);
-    if ((controller.desiredSize ?? 0) <= 0) source.pause();
+    if (waiting) {
+      waiting = false;
+      controller.enqueue(chunk);
+      return;
+    }
+    parked.push(chunk);
+    parkedBytes += chunk.length;
+    if (parkedBytes >= HIGH_WATER) source.pause();
   });
   source.on("end", () => {
     if (!open) return;
+    if (parkedBytes > 0) controller.enqueue(unpark());
     finish();
     controller.close();
   });
@@ -263,6 +287,17 @@ function toWebStream(
     response.on("error", (error) => fail(new TypeError("terminated", { cause: error })));
   }
   return { stream, fail };
+}
+
+/** The chunks as one, in memory of its own (not a slice of Node's shared pool, which it would pin). */
+function joined(chunks: readonly Buffer[], bytes: number): Uint8Array {
+  const out = new Uint8Array(bytes);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return out;
 }
 
 function isTyped(error: unknown): boolean {
@@ -326,6 +361,9 @@ async function sendBody(request: ClientRequest, body: Sendable["data"]): Promise
     return;
   }
   const reader = body.getReader();
+  // A request destroyed meanwhile (abort, error) stops a read that may never end.
+  const stop = () => void reader.cancel().catch(() => undefined);
+  request.once("close", stop);
   try {
     for (;;) {
       const { done, value } = await reader.read();
@@ -339,6 +377,7 @@ async function sendBody(request: ClientRequest, body: Sendable["data"]): Promise
       }
     }
   } finally {
+    request.off("close", stop);
     reader.releaseLock();
   }
   if (!request.destroyed) request.end();
