@@ -132,6 +132,24 @@ async function httpFetch(
     agent: secure ? agents.https : agents.http,
     timeout: timeoutMs,
   });
+  const answer = exchange(request, signal, {
+    href: url.href,
+    manual: init.redirect === "manual",
+    head: init.method?.toUpperCase() === "HEAD",
+  });
+  void sendBody(request, body.data).catch((error: unknown) => request.destroy(toError(error)));
+  return answer;
+}
+
+/**
+ * The response of a sent `request`. Its own function so that what the request's listeners keep
+ * for the call's life is only this (not the `RequestInit` and its body).
+ */
+function exchange(
+  request: ClientRequest,
+  signal: AbortSignal | undefined,
+  asked: { readonly href: string; readonly manual: boolean; readonly head: boolean },
+): Promise<Response> {
   return new Promise<Response>((resolve, reject) => {
     let settled = false;
     /** Set once the response has come: where later failures go. */
@@ -164,7 +182,7 @@ async function httpFetch(
         return;
       }
       const status = response.statusCode ?? 0;
-      if (REDIRECTS.has(status) && init.redirect !== "manual") {
+      if (REDIRECTS.has(status) && !asked.manual) {
         settled = true;
         unlisten();
         request.destroy();
@@ -177,8 +195,7 @@ async function httpFetch(
       for (let index = 0; index + 1 < raw.length; index += 2) {
         responseHeaders.append(raw[index] as string, raw[index + 1] as string);
       }
-      const method = init.method?.toUpperCase() ?? "GET";
-      const source = NULL_BODY.has(status) || method === "HEAD" ? null : decoded(response);
+      const source = NULL_BODY.has(status) || asked.head ? null : decoded(response);
       let stream: ReadableStream<Uint8Array> | null = null;
       if (source === null) {
         unlisten();
@@ -201,10 +218,9 @@ async function httpFetch(
         reject(new TypeError("fetch failed", { cause: error }));
         return;
       }
-      Object.defineProperty(made, "url", { value: url.href, enumerable: true });
+      Object.defineProperty(made, "url", { value: asked.href, enumerable: true });
       resolve(made);
     });
-    void sendBody(request, body.data).catch((error: unknown) => request.destroy(toError(error)));
   });
 }
 
