@@ -15,10 +15,14 @@ import { after, before, describe, test } from "node:test";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import { createCertificateAuthority, createLeafIssuer } from "../ide/ca.ts";
 import { describeError } from "./abort.ts";
+import { createModelConfig } from "./config.ts";
 import { createExactFetch } from "./exact-fetch.ts";
 import { createHttpFetch } from "./http-fetch.ts";
+import { createLLM } from "./llm.ts";
 import { createRetryPolicy } from "./retry.ts";
-import { recordingSleep } from "./testing/streams.ts";
+import { firstRequest } from "./testing/behaviours.ts";
+import { readFixture, startFakeProvider } from "./testing/fake-provider.ts";
+import { collect, recordingSleep, terminalOf } from "./testing/streams.ts";
 
 /** Called with the next request as soon as its headers have come (its body may not). */
 let headersSeen: ((request: IncomingMessage) => void) | undefined;
@@ -590,6 +594,45 @@ describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
       await proxy.close();
     }
   });
+});
+
+test("createLLM sends over this transport; CURSOR_BYOK_UPSTREAM_FETCH=global uses Node's fetch", async () => {
+  const provider = await startFakeProvider();
+  const original = globalThis.fetch;
+  let globalCalls = 0;
+  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+    globalCalls++;
+    return original(input, init);
+  }) as typeof fetch;
+  try {
+    for (const [env, expected] of [
+      [{}, 0],
+      [{ CURSOR_BYOK_UPSTREAM_FETCH: "global" }, 1],
+    ] as const) {
+      globalCalls = 0;
+      const llm = createLLM({
+        models: [
+          createModelConfig({
+            name: "m",
+            api: "openai-compatible",
+            model: "scripted",
+            baseUrl: `${provider.url}/v1`,
+            apiKey: "sk-test",
+          }),
+        ],
+        env,
+      });
+      provider.reply({ type: "sse", body: readFixture("openai-chat", "text") });
+      const events = await collect(
+        llm.stream({ callID: "c", model: "m", request: firstRequest(), conversationID: "v" }),
+      );
+      assert.equal(terminalOf(events).type, "done");
+      assert.equal(globalCalls, expected, JSON.stringify(env));
+    }
+  } finally {
+    globalThis.fetch = original;
+    await provider.close();
+  }
 });
 
 test("NODE_EXTRA_CA_CERTS is honoured (a child process with the variable set)", async () => {
