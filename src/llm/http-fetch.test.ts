@@ -459,6 +459,20 @@ describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
     for (const chunk of reads) assert.equal(chunk.buffer.byteLength, chunk.byteLength);
   });
 
+  test("headers slower than keepAliveMs still come, on a new and on a reused connection", async () => {
+    const brief = createHttpFetch({ keepAliveMs: 50 });
+    server.handle((_request, response) => {
+      setTimeout(() => response.end("late"), 300);
+    });
+    for (let round = 0; round < 2; round++) {
+      const response = await brief.fetch(server.url, exactRequest("{}"));
+      assert.equal(await response.text(), "late");
+    }
+    const [first, second] = server.seen.slice(-2);
+    assert.equal(first?.remotePort, second?.remotePort, "the second call reused the connection");
+    brief.close();
+  });
+
   test("backpressure: an unread body stops reading from the socket", async () => {
     const exchange = server.next();
     server.handle((_request, response) => {

@@ -52,7 +52,7 @@ export interface HttpFetchOptions {
 
 export interface HttpFetch {
   readonly fetch: typeof fetch;
-  /** Closes the idle kept-alive connections (open calls are not touched). */
+  /** Closes every connection, idle or in use (tests, shutdown). */
   readonly close: () => void;
 }
 
