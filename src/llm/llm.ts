@@ -46,6 +46,7 @@ import { toPiModel } from "./pi-model.ts";
 import { createResponseStream, type ResponseStreamHooks } from "./response-stream.ts";
 import { createRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { redactSecret } from "./secret.ts";
+import { withAlternatingRoles, withSendableUserMessages } from "./sendable-turns.ts";
 import { createSentPayload } from "./sent-payload.ts";
 import { shareTools } from "./shared-tools.ts";
 import { toStablePayload } from "./stable-payload.ts";
@@ -267,11 +268,15 @@ function streamProvider(
         payload,
         withParallelToolCalls(
           config.api,
-          shareTools(
-            // Another model's calls: what Gemini 3 and Anthropic's thinking need for them.
-            withSignedCalls(
-              model,
-              withThinkingAllowed(model.api, toStablePayload(model.api, payload) ?? payload),
+          // A user message after one that got no reply: what strict chat templates need.
+          withAlternatingRoles(
+            config.api,
+            shareTools(
+              // Another model's calls: what Gemini 3 and Anthropic's thinking need for them.
+              withSignedCalls(
+                model,
+                withThinkingAllowed(model.api, toStablePayload(model.api, payload) ?? payload),
+              ),
             ),
           ),
         ),
@@ -281,8 +286,9 @@ function streamProvider(
   const events = startEvents(() =>
     loadedApi(config.api).streamSimple(
       model,
-      // Another model's tool calls get ids this one accepts (tool-call-ids.ts).
-      normalizeContext(withWireToolCallIds(model, call.request)),
+      // Another model's tool calls get ids this one accepts (tool-call-ids.ts); a user message
+      // with nothing to send gets a stand-in (sendable-turns.ts).
+      normalizeContext(withWireToolCallIds(model, withSendableUserMessages(call.request))),
       streamOptions,
     ),
   );

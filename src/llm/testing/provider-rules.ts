@@ -7,7 +7,9 @@
  *
  * The dialect is read from the path: `/messages` (Anthropic Messages), `/responses` (OpenAI
  * Responses), `/chat/completions` (Chat Completions; OpenAI's own 40-character limit on tool call
- * ids only under `/v1/`, where the tests put OpenAI itself), `:streamGenerateContent` (Gemini).
+ * ids only under `/v1/`, where the tests put OpenAI itself; elsewhere an OpenAI-compatible server
+ * with the strictest chat template in wide use, which wants alternating roles),
+ * `:streamGenerateContent` (Gemini).
  */
 import type { FakeReply } from "./fake-provider.ts";
 
@@ -29,7 +31,10 @@ export function findRuleBreak(url: string, bodyText: string): FakeReply | null {
   if (path.endsWith("/messages")) return anthropicReply(anthropicProblem(body));
   if (path.endsWith("/responses")) return openAIReply(responsesProblem(body));
   if (path.endsWith("/chat/completions")) {
-    return openAIReply(chatProblem(body, path.startsWith("/v1/")));
+    const openAIItself = path.startsWith("/v1/");
+    const problem = chatProblem(body, openAIItself);
+    if (problem !== null || openAIItself) return openAIReply(problem);
+    return templateReply(templateProblem(body));
   }
   const gemini = /\/models\/([^/:]+):streamGenerateContent$/.exec(path);
   if (gemini !== null) return geminiReply(geminiProblem(body, gemini[1] ?? ""));
@@ -41,6 +46,9 @@ export function findRuleBreak(url: string, bodyText: string): FakeReply | null {
 // ---------------------------------------------------------------------------------------------
 
 const ANTHROPIC_ID = /^[a-zA-Z0-9_-]+$/;
+
+/** Claude models that refuse a request ending with an assistant message (4.6 and later). */
+const NO_PREFILL = /^claude-(?:opus|sonnet|haiku)-(?:4-[6-9]|[5-9])/;
 
 function anthropicProblem(body: JsonRecord): string | null {
   const messages = records(body.messages);
@@ -121,6 +129,24 @@ function anthropicProblem(body: JsonRecord): string | null {
         "disable `thinking`. Please consult our documentation at " +
         "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
       );
+    }
+  }
+  // A request ending with an assistant message asks the model to continue it (a prefill):
+  // with budget thinking it must start with thinking, and Claude 4.6 and later refuse it.
+  if (last?.role === "assistant" && !endsWithResults) {
+    const first = records(last.content)[0];
+    const startsWithThinking = first?.type === "thinking" || first?.type === "redacted_thinking";
+    if (thinking === "enabled" && !startsWithThinking && first !== undefined) {
+      return (
+        `messages.${messages.length - 1}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, ` +
+        `but found \`${String(first.type)}\`. When \`thinking\` is enabled, a final \`assistant\` message ` +
+        "must start with a thinking block. We recommend you include thinking blocks from previous turns. " +
+        "To avoid this requirement, disable `thinking`. Please consult our documentation at " +
+        "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+      );
+    }
+    if (NO_PREFILL.test(String(body.model ?? ""))) {
+      return "This model does not support assistant message prefill. The conversation must end with a user message.";
     }
   }
   if (usesTools && records(body.tools).length === 0) {
@@ -240,6 +266,32 @@ function chatProblem(body: JsonRecord, openAIItself: boolean): OpenAIProblem | n
   return waiting.length > 0 ? unanswered(waitingAt, waiting) : null;
 }
 
+/**
+ * The role check of Mistral's chat templates (Mistral 7B Instruct v0.3 and later on vLLM or
+ * llama.cpp; Gemma's and Llama 2's check the same without the tool messages): once system
+ * messages, tool results and assistant messages with tool calls are set aside, the roles must
+ * alternate user/assistant, starting with a user message (vllm-project/vllm#6862).
+ */
+function templateProblem(body: JsonRecord): string | null {
+  let expected = "user";
+  for (const message of records(body.messages)) {
+    const role = message.role;
+    if (role === "system" || role === "developer" || role === "tool") continue;
+    if (role === "assistant" && records(message.tool_calls).length > 0) continue;
+    if (role !== expected) {
+      return "After the optional system message, conversation roles must alternate user/assistant/user/assistant/...";
+    }
+    expected = expected === "user" ? "assistant" : "user";
+  }
+  return null;
+}
+
+/** vLLM's reply to a template error. */
+function templateReply(message: string | null): FakeReply | null {
+  if (message === null) return null;
+  return status400({ error: { message, type: "BadRequestError", param: null, code: 400 } });
+}
+
 function unanswered(index: number, ids: readonly string[]): OpenAIProblem {
   return {
     message:
@@ -286,6 +338,13 @@ function geminiProblem(body: JsonRecord, model: string): string | null {
     parts(content).filter((part) => isRecord(part.functionResponse));
   for (const [i, content] of contents.entries()) {
     const previous = contents[i - 1];
+    if (parts(content).some((part) => part.text === "" && part.thoughtSignature === undefined)) {
+      return (
+        "Unable to submit request because it has an empty text parameter. Add a value to the " +
+        "parameter and try again. Learn more: " +
+        "https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini"
+      );
+    }
     for (const part of calls(content)) {
       const name = String((part.functionCall as JsonRecord).name ?? "");
       if (!GEMINI_NAME.test(name)) {
