@@ -13,10 +13,11 @@ import { describe, test } from "node:test";
 import { createModelConfig } from "./config.ts";
 import { createLLM } from "./llm.ts";
 import {
+  EMPTY_TOOL_RESULT_TEXT,
   EMPTY_USER_TEXT,
   NO_REPLY_TEXT,
   withAlternatingRoles,
-  withSendableUserMessages,
+  withSendableMessages,
 } from "./sendable-turns.ts";
 import { readFixture, startFakeProvider } from "./testing/fake-provider.ts";
 import { findRuleBreak } from "./testing/provider-rules.ts";
@@ -27,7 +28,14 @@ import {
   type ProviderSpec,
 } from "./testing/provider-specs.ts";
 import { collect, terminalOf } from "./testing/streams.ts";
-import type { AssistantMessage, Message, RequestMessages, Tool } from "./types.ts";
+import type {
+  AssistantMessage,
+  ImageContent,
+  Message,
+  RequestMessages,
+  TextContent,
+  Tool,
+} from "./types.ts";
 
 const T0 = 1_767_225_600_000;
 const TOOLS: Tool[] = [
@@ -83,8 +91,9 @@ function steps(): Message[][] {
         role: "toolResult",
         toolCallId: "call_1",
         toolName: "read_file",
-        content: [{ type: "text", text: "export const a = 1;" }],
-        isError: false,
+        // A tool that failed and printed nothing.
+        content: [{ type: "text", text: "" }],
+        isError: true,
         timestamp: T0 + 4,
       },
     ],
@@ -169,6 +178,7 @@ describe("turns with nothing to send, sent to each API", () => {
       // The message of white space goes out as the stand-in (pi-ai left it out for Anthropic).
       assert.ok(last.includes(JSON.stringify(EMPTY_USER_TEXT)), "the blank message's stand-in");
       assert.ok(!last.includes("  \\n "), "no blank text is sent");
+      assert.ok(last.includes(EMPTY_TOOL_RESULT_TEXT), "the empty result's stand-in");
       const noReplies = last.split(JSON.stringify(NO_REPLY_TEXT)).length - 1;
       // Only the OpenAI-compatible server gets an assistant message between two user messages:
       // after the failed turn, after the canceled tool call, after the thinking-only answer.
@@ -184,7 +194,7 @@ describe("the stand-ins (sendable-turns.ts)", () => {
       assistant([{ type: "text", text: "Hello." }], "stop", 2),
       user("bye", 3),
     ]);
-    assert.equal(withSendableUserMessages(history), history);
+    assert.equal(withSendableMessages(history), history);
     const payload = {
       messages: [
         { role: "system", content: "s" },
@@ -204,7 +214,7 @@ describe("the stand-ins (sendable-turns.ts)", () => {
 
   test("blank user messages: white space only, as a string or as text blocks; an image is not blank", () => {
     const image = { type: "image" as const, data: "iVBORw0KGgo=", mimeType: "image/png" };
-    const sent = withSendableUserMessages(
+    const sent = withSendableMessages(
       request([
         user("", 1),
         { role: "user", content: [{ type: "text", text: " \t" }], timestamp: T0 },
@@ -213,6 +223,34 @@ describe("the stand-ins (sendable-turns.ts)", () => {
       ]),
     ).messages.map((message) => message.content);
     assert.deepEqual(sent, [EMPTY_USER_TEXT, EMPTY_USER_TEXT, [image], " x "]);
+    const withImage = withSendableMessages(
+      request([{ role: "user", content: [{ type: "text", text: "" }, image], timestamp: T0 }]),
+    ).messages[0];
+    assert.deepEqual(withImage?.content, [image]);
+  });
+
+  test("tool results: empty or blank content gets the stand-in, blank text beside an image is left out", () => {
+    const image = { type: "image" as const, data: "iVBORw0KGgo=", mimeType: "image/png" };
+    const result = (content: (TextContent | ImageContent)[]): Message => ({
+      role: "toolResult",
+      toolCallId: "c",
+      toolName: "read_file",
+      content,
+      isError: true,
+      timestamp: T0,
+    });
+    const sent = withSendableMessages(
+      request([
+        result([]),
+        result([{ type: "text", text: " " }, image]),
+        result([{ type: "text", text: "ok" }]),
+      ]),
+    ).messages.map((message) => message.content);
+    assert.deepEqual(sent, [
+      [{ type: "text", text: EMPTY_TOOL_RESULT_TEXT }],
+      [image],
+      [{ type: "text", text: "ok" }],
+    ]);
   });
 
   test("only OpenAI-compatible endpoints get the assistant stand-in; tool results do not count as a reply", () => {
@@ -279,6 +317,22 @@ describe("the fake providers refuse what the real ones refuse (empty and unanswe
     assert.match(
       refused("/v1/messages", { model: "claude-opus-4-6", messages }) ?? "",
       /does not support assistant message prefill/,
+    );
+  });
+
+  test("Anthropic: an error result with empty content", () => {
+    const messages = [
+      { role: "user", content: [{ type: "text", text: "hi" }] },
+      { role: "assistant", content: [{ type: "tool_use", id: "c", name: "read_file", input: {} }] },
+      {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: "c", content: "", is_error: true }],
+      },
+    ];
+    const body = { model: "claude-sonnet-4-5", messages, tools: TOOLS };
+    assert.match(
+      refused("/v1/messages", body) ?? "",
+      /content cannot be empty if `is_error` is true/,
     );
   });
 

@@ -5,11 +5,14 @@
  * History is append-only and sent as it is (docs/design.md §9); two things in it are refused by
  * some providers on every later request of the conversation, so the request gets a stand-in:
  *
- * - **A user message with nothing to send**: no image and no text but white space (a message of
- *   spaces or line breaks from the client). pi-ai drops it for Anthropic (which refuses blank
- *   text), so the request ends with an assistant message (refused with thinking on, and by
- *   Claude 4.6 and later as a prefill) or holds no message at all; Gemini refuses an empty text
- *   part (`empty text parameter`). Such a message goes out as `EMPTY_USER_TEXT`, for every API.
+ * - **Blank text**: a user message or tool result with no image and no text but white space (a
+ *   message of spaces or line breaks from the client, a tool that printed nothing). pi-ai drops
+ *   such a user message for Anthropic (which refuses blank text), so the request ends with an
+ *   assistant message (refused with thinking on, and by Claude 4.6 and later as a prefill) or
+ *   holds no message at all; Gemini refuses an empty text part (`empty text parameter`);
+ *   Anthropic refuses an error result with empty content. Such a message goes out as
+ *   `EMPTY_USER_TEXT` (a result as `EMPTY_TOOL_RESULT_TEXT`), for every API; blank text blocks
+ *   beside other content are left out.
  * - **A user message that follows another one with no reply between them**: a turn that failed
  *   or was canceled before the model answered appends nothing (src/loop/README.md L14, L15,
  *   L20), a turn cut off after tool results ends with them (L12, L26), and pi-ai leaves out an
@@ -24,10 +27,13 @@
  * rewritten). A conversation without such turns is sent exactly as before: the same objects.
  */
 import type { ApiKind } from "./config.ts";
-import type { Message, RequestMessages, UserMessage } from "./types.ts";
+import type { ImageContent, Message, RequestMessages, TextContent } from "./types.ts";
 
 /** What a user message with nothing to send goes out as. */
 export const EMPTY_USER_TEXT = "(empty message)";
+
+/** What a tool result with nothing to send goes out as (pi-ai's own text on Chat Completions). */
+export const EMPTY_TOOL_RESULT_TEXT = "(no tool output)";
 
 /** The assistant message between two user messages that had no reply between them. */
 export const NO_REPLY_TEXT = "(no reply: the turn ended before an answer)";
@@ -37,15 +43,22 @@ const TOOL_IMAGES_TEXT = "Attached image(s) from tool result:";
 
 const NON_SPACE = /\S/;
 
-/** `request`, or a copy whose user messages with nothing to send carry `EMPTY_USER_TEXT`. */
-export function withSendableUserMessages(request: RequestMessages): RequestMessages {
+type Block = TextContent | ImageContent;
+
+/**
+ * `request`, or a copy in which user messages and tool results carry no blank text block: one
+ * with nothing else goes out as `EMPTY_USER_TEXT` (`EMPTY_TOOL_RESULT_TEXT`), and from one with
+ * an image or other text the blank blocks are left out.
+ */
+export function withSendableMessages(request: RequestMessages): RequestMessages {
   const messages = request.messages;
   let out: Message[] | null = null;
   for (let index = 0; index < messages.length; index += 1) {
     const message = messages[index] as Message;
-    if (message.role === "user" && isBlank(message)) {
+    const next = toSendable(message);
+    if (next !== message) {
       out ??= messages.slice(0, index);
-      out.push({ ...message, content: EMPTY_USER_TEXT } satisfies UserMessage);
+      out.push(next);
     } else if (out !== null) {
       out.push(message);
     }
@@ -53,14 +66,34 @@ export function withSendableUserMessages(request: RequestMessages): RequestMessa
   return out === null ? request : { ...request, messages: out };
 }
 
-/** Whether a user message has no image and no text but white space. */
-function isBlank(message: UserMessage): boolean {
-  const content = message.content;
-  if (typeof content === "string") return !NON_SPACE.test(content);
-  for (const block of content) {
-    if (block.type !== "text" || NON_SPACE.test(block.text)) return false;
+function toSendable(message: Message): Message {
+  switch (message.role) {
+    case "user": {
+      const content = message.content;
+      if (typeof content === "string") {
+        return NON_SPACE.test(content) ? message : { ...message, content: EMPTY_USER_TEXT };
+      }
+      if (!content.some(isBlank)) return message;
+      const kept = content.filter((block) => !isBlank(block));
+      return { ...message, content: kept.length === 0 ? EMPTY_USER_TEXT : kept };
+    }
+    case "toolResult": {
+      const content = message.content;
+      if (content.length > 0 && !content.some(isBlank)) return message;
+      const kept = content.filter((block) => !isBlank(block));
+      return {
+        ...message,
+        content: kept.length === 0 ? [{ type: "text", text: EMPTY_TOOL_RESULT_TEXT }] : kept,
+      };
+    }
+    default:
+      return message;
   }
-  return true;
+}
+
+/** A text block of white space only. */
+function isBlank(block: Block): boolean {
+  return block.type === "text" && !NON_SPACE.test(block.text);
 }
 
 type JsonRecord = Record<string, unknown>;

@@ -82,6 +82,12 @@ function anthropicProblem(body: JsonRecord): string | null {
       }
       if (block.type === "tool_result") {
         usesTools = true;
+        const result = block.content;
+        const empty =
+          result === undefined || result === "" || (Array.isArray(result) && result.length === 0);
+        if (block.is_error === true && empty) {
+          return `messages.${i}.content.${j}.tool_result: content cannot be empty if \`is_error\` is true`;
+        }
         const previous = records(messages[i - 1]?.content);
         const id = String(block.tool_use_id ?? "");
         if (!previous.some((b) => b.type === "tool_use" && b.id === id)) {
