@@ -14,9 +14,10 @@
  *   `EMPTY_USER_TEXT` (a result as `EMPTY_TOOL_RESULT_TEXT`), for every API; blank text blocks
  *   beside other content are left out.
  * - **A user message that follows another one with no reply between them**: a turn that failed
- *   or was canceled before the model answered appends nothing (src/loop/README.md L14, L15,
- *   L20), a turn cut off after tool results ends with them (L12, L26), and pi-ai leaves out an
- *   assistant message with nothing it can send (only white space, another model's thinking).
+ *   or was canceled before the model finished its answer appends nothing (src/loop/README.md
+ *   L14, L15, L20, L43, L46), a turn cut off after tool results ends with them (L12, L26), and
+ *   pi-ai leaves out an assistant message with nothing it can send (only white space, another
+ *   model's thinking).
  *   OpenAI, Anthropic (which joins the two) and Gemini accept that; chat templates that insist
  *   on alternating roles (Mistral's and Gemma's on vLLM or llama.cpp: "conversation roles must
  *   alternate user/assistant/user/assistant/...") refuse it. For OpenAI-compatible endpoints
