@@ -268,15 +268,11 @@ function streamProvider(
         payload,
         withParallelToolCalls(
           config.api,
-          // A user message after one that got no reply: what strict chat templates need.
-          withAlternatingRoles(
-            config.api,
-            shareTools(
-              // Another model's calls: what Gemini 3 and Anthropic's thinking need for them.
-              withSignedCalls(
-                model,
-                withThinkingAllowed(model.api, toStablePayload(model.api, payload) ?? payload),
-              ),
+          shareTools(
+            // Another model's calls: what Gemini 3 and Anthropic's thinking need for them.
+            withSignedCalls(
+              model,
+              withThinkingAllowed(model.api, toStablePayload(model.api, payload) ?? payload),
             ),
           ),
         ),
@@ -287,8 +283,14 @@ function streamProvider(
     loadedApi(config.api).streamSimple(
       model,
       // Another model's tool calls get ids this one accepts (tool-call-ids.ts); blank user
-      // messages and tool results get a stand-in (sendable-turns.ts).
-      normalizeContext(withWireToolCallIds(model, withSendableMessages(call.request))),
+      // messages and tool results get a stand-in, and on strict compatible servers so does a
+      // missing reply (sendable-turns.ts).
+      normalizeContext(
+        withWireToolCallIds(
+          model,
+          withAlternatingRoles(config.api, model, withSendableMessages(call.request)),
+        ),
+      ),
       streamOptions,
     ),
   );

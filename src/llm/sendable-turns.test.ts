@@ -10,8 +10,11 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { createModelConfig } from "./config.ts";
+import { type Model, normalizeContext } from "@earendil-works/pi-ai";
+import { streamSimple } from "@earendil-works/pi-ai/api/openai-completions";
+import { createModelConfig, type ModelConfigInput } from "./config.ts";
 import { createLLM } from "./llm.ts";
+import { toPiModel } from "./pi-model.ts";
 import {
   EMPTY_TOOL_RESULT_TEXT,
   EMPTY_USER_TEXT,
@@ -109,6 +112,72 @@ function steps(): Message[][] {
   ];
 }
 
+/** The OpenAI-compatible spec's model: DeepSeek V4 Pro, thinking on (catalogue default). */
+const COMPATIBLE_SPEC = PROVIDERS.find((spec) => spec.id === "openai-compatible") as ProviderSpec;
+const COMPATIBLE = COMPATIBLE_SPEC.config("http://127.0.0.1:9/");
+/** A local server with a strict template (no DeepSeek rules in pi-ai). */
+const LOCAL: ModelConfigInput = {
+  name: "mistral",
+  api: "openai-compatible",
+  provider: "vllm",
+  model: "mistral-7b-instruct-v0.3",
+  baseUrl: "http://127.0.0.1:9/v1",
+  apiKey: "sk-local",
+};
+
+function piModel(config: ModelConfigInput) {
+  return toPiModel(createModelConfig(config));
+}
+
+function records(value: unknown): JsonRecord[] {
+  return Array.isArray(value) ? (value as JsonRecord[]) : [];
+}
+
+/** The Chat Completions body `config`'s model is sent for `messages` through our LLM layer. */
+async function chatBody(config: ModelConfigInput, messages: Message[]): Promise<JsonRecord> {
+  const fake = await startFakeProvider();
+  try {
+    const model = createModelConfig({ ...config, baseUrl: fake.url });
+    fake.reply({
+      type: "sse",
+      body: readFixture(COMPATIBLE_SPEC.id, COMPATIBLE_SPEC.fixtures.text),
+    });
+    const llm = createLLM({ models: [model] });
+    await collect(
+      llm.stream({
+        callID: "body",
+        model: model.name,
+        request: request(messages),
+        conversationID: CONVERSATION_ID,
+      }),
+    );
+    return JSON.parse(fake.requests.at(-1)?.body ?? "null") as JsonRecord;
+  } finally {
+    await fake.close();
+  }
+}
+
+/** The messages pi-ai itself makes of `messages` for `config`'s model (nothing of ours added). */
+async function piMessages(config: ModelConfigInput, messages: Message[]): Promise<JsonRecord[]> {
+  const fake = await startFakeProvider();
+  try {
+    const model = toPiModel(createModelConfig({ ...config, baseUrl: fake.url }));
+    assert.equal(model.api, "openai-completions");
+    fake.reply({
+      type: "sse",
+      body: readFixture(COMPATIBLE_SPEC.id, COMPATIBLE_SPEC.fixtures.text),
+    });
+    await streamSimple(model as Model<"openai-completions">, normalizeContext(request(messages)), {
+      apiKey: "sk-test",
+      maxRetries: 0,
+    }).result();
+    const body = JSON.parse(fake.requests.at(-1)?.body ?? "null") as JsonRecord;
+    return records(body.messages).filter((message) => message.role !== "system");
+  } finally {
+    await fake.close();
+  }
+}
+
 function request(messages: Message[]): RequestMessages {
   return { systemPrompt: "You are a careful coding agent.", tools: TOOLS, messages };
 }
@@ -195,21 +264,26 @@ describe("the stand-ins (sendable-turns.ts)", () => {
       user("bye", 3),
     ]);
     assert.equal(withSendableMessages(history), history);
-    const payload = {
-      messages: [
-        { role: "system", content: "s" },
-        { role: "user", content: "hi" },
-        { role: "assistant", content: null, tool_calls: [{ id: "c" }] },
-        { role: "tool", tool_call_id: "c", content: "r" },
-        {
-          role: "user",
-          content: [{ type: "text", text: "Attached image(s) from tool result:" }],
-        },
-        { role: "assistant", content: "done" },
-        { role: "user", content: "bye" },
-      ],
-    };
-    assert.equal(withAlternatingRoles("openai-compatible", payload), payload);
+    const image = { type: "image" as const, data: "iVBORw0KGgo=", mimeType: "image/png" };
+    const withTools = request([
+      user("hi", 1),
+      assistant([{ type: "toolCall", id: "c", name: "read_file", arguments: {} }], "toolUse", 2),
+      // A result with an image: pi-ai sends its images as a user message after the results.
+      {
+        role: "toolResult",
+        toolCallId: "c",
+        toolName: "read_file",
+        content: [{ type: "text", text: "r" }, image],
+        isError: false,
+        timestamp: T0 + 3,
+      },
+      assistant([{ type: "text", text: "done" }], "stop", 4),
+      user("bye", 5),
+    ]);
+    assert.equal(
+      withAlternatingRoles("openai-compatible", piModel(COMPATIBLE), withTools),
+      withTools,
+    );
   });
 
   test("blank user messages: white space only, as a string or as text blocks; an image is not blank", () => {
@@ -218,11 +292,12 @@ describe("the stand-ins (sendable-turns.ts)", () => {
       request([
         user("", 1),
         { role: "user", content: [{ type: "text", text: " \t" }], timestamp: T0 },
+        { role: "user", content: [], timestamp: T0 },
         { role: "user", content: [image], timestamp: T0 },
         user(" x ", 2),
       ]),
     ).messages.map((message) => message.content);
-    assert.deepEqual(sent, [EMPTY_USER_TEXT, EMPTY_USER_TEXT, [image], " x "]);
+    assert.deepEqual(sent, [EMPTY_USER_TEXT, EMPTY_USER_TEXT, EMPTY_USER_TEXT, [image], " x "]);
     const withImage = withSendableMessages(
       request([{ role: "user", content: [{ type: "text", text: "" }, image], timestamp: T0 }]),
     ).messages[0];
@@ -254,30 +329,125 @@ describe("the stand-ins (sendable-turns.ts)", () => {
   });
 
   test("only OpenAI-compatible endpoints get the assistant stand-in; tool results do not count as a reply", () => {
-    const payload = {
-      messages: [
-        { role: "user", content: "a" },
-        { role: "assistant", content: null, tool_calls: [{ id: "c" }] },
-        { role: "tool", tool_call_id: "c", content: "r" },
-        { role: "user", content: "b" },
-        { role: "user", content: "c" },
-      ],
-    };
-    assert.equal(withAlternatingRoles("openai-chat", payload), payload);
-    const roles = (withAlternatingRoles("openai-compatible", payload) as typeof payload).messages;
+    const history = request([
+      user("a", 1),
+      assistant([{ type: "toolCall", id: "c", name: "read_file", arguments: {} }], "toolUse", 2),
+      {
+        role: "toolResult",
+        toolCallId: "c",
+        toolName: "read_file",
+        content: [{ type: "text", text: "r" }],
+        isError: false,
+        timestamp: T0 + 3,
+      },
+      user("b", 4),
+      user("c", 5),
+    ]);
+    const chat = { ...LOCAL, api: "openai-chat", provider: "openai" } as const;
+    assert.equal(withAlternatingRoles("openai-chat", piModel(chat), history), history);
+    const model = piModel(COMPATIBLE);
+    const sent = withAlternatingRoles("openai-compatible", model, history).messages;
     assert.deepEqual(
-      roles.map((message) => [message.role, message.content]),
+      sent.map((message) => [message.role, message.timestamp - T0]),
       [
-        ["user", "a"],
-        ["assistant", null],
-        ["tool", "r"],
-        ["assistant", NO_REPLY_TEXT],
-        ["user", "b"],
-        ["assistant", NO_REPLY_TEXT],
-        ["user", "c"],
+        ["user", 1],
+        ["assistant", 2],
+        ["toolResult", 3],
+        ["assistant", 4],
+        ["user", 4],
+        ["assistant", 5],
+        ["user", 5],
       ],
     );
-    assert.equal(findRuleBreak("/chat/completions", JSON.stringify({ messages: roles })), null);
+    // The stand-in is an answer of the current model, so pi-ai sends it as one of its own.
+    assert.deepEqual(sent[3], {
+      role: "assistant",
+      content: [{ type: "text", text: NO_REPLY_TEXT }],
+      api: model.api,
+      provider: model.provider,
+      model: model.id,
+      usage: USAGE,
+      stopReason: "stop",
+      timestamp: T0 + 4,
+    });
+  });
+
+  test("the stand-in follows pi-ai's Chat conversion: what it leaves out, its own bridge, DeepSeek's reasoning_content", async () => {
+    const model = piModel(COMPATIBLE);
+    const mine = { api: model.api, provider: model.provider, model: model.id };
+    const sentOf = piMessages;
+    // Answers pi-ai leaves out count as no reply; the ones it sends do.
+    const cases: { answer: AssistantMessage; sent: boolean }[] = [
+      { answer: assistant([{ type: "text", text: "Yes." }], "stop", 2), sent: true },
+      { answer: assistant([{ type: "text", text: " \n" }], "stop", 2), sent: false },
+      { answer: assistant([{ type: "text", text: "Partial" }], "aborted", 2), sent: false },
+      { answer: assistant([{ type: "text", text: "Partial" }], "error", 2), sent: false },
+      { answer: assistant([{ type: "thinking", thinking: "Hm." }], "stop", 2), sent: false },
+      {
+        answer: { ...assistant([{ type: "thinking", thinking: "Hm." }], "stop", 2), ...mine },
+        sent: false,
+      },
+    ];
+    for (const { answer, sent } of cases) {
+      const messages = [user("a", 1), answer, user("b", 3)];
+      const body = await sentOf(COMPATIBLE, messages);
+      assert.equal(body.length, sent ? 3 : 2, JSON.stringify(answer.content));
+      const withStandIn = withAlternatingRoles("openai-compatible", model, request(messages));
+      assert.equal(withStandIn.messages.length, sent ? 3 : 4, JSON.stringify(answer.content));
+    }
+    // Thinking sent as text (the model's own, under requiresThinkingAsText) is a reply.
+    const asText = { ...COMPATIBLE, compat: { requiresThinkingAsText: true } };
+    const thought = { ...assistant([{ type: "thinking", thinking: "Hm." }], "stop", 2), ...mine };
+    const thoughtOnly = [user("a", 1), thought, user("b", 3)];
+    assert.equal((await sentOf(asText, thoughtOnly)).length, 3);
+    const asTextModel = piModel(asText);
+    assert.equal(
+      withAlternatingRoles("openai-compatible", asTextModel, request(thoughtOnly)).messages.length,
+      3,
+    );
+    // Under requiresAssistantAfterToolResult pi-ai's own bridge is the reply after results.
+    const bridged = { ...LOCAL, compat: { requiresAssistantAfterToolResult: true } };
+    const cut = [
+      user("a", 1),
+      assistant([{ type: "toolCall", id: "c", name: "read_file", arguments: {} }], "toolUse", 2),
+      {
+        role: "toolResult",
+        toolCallId: "c",
+        toolName: "read_file",
+        content: [{ type: "text", text: "r" }],
+        isError: false,
+        timestamp: T0 + 3,
+      } satisfies Message,
+      user("b", 4),
+    ];
+    const bridgedModel = piModel(bridged);
+    const bridgedRequest = withAlternatingRoles("openai-compatible", bridgedModel, request(cut));
+    assert.equal(bridgedRequest.messages.length, cut.length);
+    const bridgedBody = await chatBody(bridged, cut);
+    assert.deepEqual(
+      records(bridgedBody.messages).map((message) => message.role),
+      ["system", "user", "assistant", "tool", "assistant", "user"],
+    );
+    assert.ok(!JSON.stringify(bridgedBody).includes(NO_REPLY_TEXT));
+    assert.equal(findRuleBreak("/chat/completions", JSON.stringify(bridgedBody)), null);
+    // DeepSeek with thinking: the stand-in carries reasoning_content like every assistant message.
+    const failedTurn = [
+      user("hi", 1),
+      assistant([{ type: "text", text: "Hello." }], "stop", 2),
+      user("a", 3),
+      user("b", 4),
+    ];
+    const deepSeek = await chatBody(COMPATIBLE, failedTurn);
+    assert.equal((deepSeek.thinking as JsonRecord | undefined)?.type, "enabled");
+    const assistants = records(deepSeek.messages).filter((m) => m.role === "assistant");
+    assert.deepEqual(
+      assistants.map((m) => [m.content, m.reasoning_content]),
+      [
+        ["Hello.", ""],
+        [NO_REPLY_TEXT, ""],
+      ],
+    );
+    assert.equal(findRuleBreak("/chat/completions", JSON.stringify(deepSeek)), null);
   });
 });
 
@@ -303,6 +473,34 @@ describe("the fake providers refuse what the real ones refuse (empty and unanswe
     assert.match(refused("/chat/completions", afterResults) ?? "", /roles must alternate/);
   });
 
+  test("DeepSeek in thinking mode: every assistant message carries reasoning_content", () => {
+    const messages = [
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "Hello.", reasoning_content: "" },
+      { role: "user", content: "a" },
+      { role: "assistant", content: "(no reply)" },
+      { role: "user", content: "b" },
+    ];
+    const thinking = { thinking: { type: "enabled" } };
+    const reply = findRuleBreak("/chat/completions", JSON.stringify({ messages, ...thinking }));
+    assert.equal(reply?.type, "status");
+    assert.equal(reply.type === "status" ? reply.status : 0, 400);
+    assert.deepEqual(reply.type === "status" ? JSON.parse(reply.body ?? "null") : null, {
+      error: {
+        message: "The `reasoning_content` in the thinking mode must be passed back to the API.",
+        type: "invalid_request_error",
+        param: null,
+        code: "invalid_request_error",
+      },
+    });
+    // Thinking off, or every assistant message with the field: accepted.
+    assert.equal(refused("/chat/completions", { messages, thinking: { type: "disabled" } }), null);
+    const filled = messages.map((m) =>
+      m.role === "assistant" ? { reasoning_content: "", ...m } : m,
+    );
+    assert.equal(refused("/chat/completions", { messages: filled, ...thinking }), null);
+  });
+
   test("Anthropic: a request ending with an assistant message, with budget thinking or on Claude 4.6+", () => {
     const messages = [
       { role: "user", content: [{ type: "text", text: "hi" }] },
@@ -314,10 +512,25 @@ describe("the fake providers refuse what the real ones refuse (empty and unanswe
       /final `assistant` message must start with a thinking block/,
     );
     assert.equal(refused("/v1/messages", { model: "claude-sonnet-4-5", messages }), null);
-    assert.match(
-      refused("/v1/messages", { model: "claude-opus-4-6", messages }) ?? "",
-      /does not support assistant message prefill/,
-    );
+    for (const model of [
+      "claude-opus-4-6",
+      "claude-sonnet-5",
+      "claude-fable-5-1",
+      "claude-haiku-4-7-20260101",
+    ]) {
+      assert.match(
+        refused("/v1/messages", { model, messages }) ?? "",
+        /does not support assistant message prefill/,
+        model,
+      );
+    }
+    for (const model of [
+      "claude-opus-4-20250514",
+      "claude-sonnet-4-5-20250929",
+      "claude-3-5-sonnet-20241022",
+    ]) {
+      assert.equal(refused("/v1/messages", { model, messages }), null, model);
+    }
   });
 
   test("Anthropic: an error result with empty content", () => {
@@ -340,7 +553,7 @@ describe("the fake providers refuse what the real ones refuse (empty and unanswe
     const body = { contents: [{ role: "user", parts: [{ text: "" }] }] };
     assert.match(
       refused("/v1beta/models/gemini-2.5-flash:streamGenerateContent", body) ?? "",
-      /empty text parameter/,
+      /contents\[0\]\.parts\[0\]\.data: required oneof field 'data' must have one initialized field/,
     );
   });
 });

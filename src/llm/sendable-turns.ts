@@ -9,7 +9,7 @@
  *   message of spaces or line breaks from the client, a tool that printed nothing). pi-ai drops
  *   such a user message for Anthropic (which refuses blank text), so the request ends with an
  *   assistant message (refused with thinking on, and by Claude 4.6 and later as a prefill) or
- *   holds no message at all; Gemini refuses an empty text part (`empty text parameter`);
+ *   holds no message at all; Gemini refuses an empty text part;
  *   Anthropic refuses an error result with empty content. Such a message goes out as
  *   `EMPTY_USER_TEXT` (a result as `EMPTY_TOOL_RESULT_TEXT`), for every API; blank text blocks
  *   beside other content are left out.
@@ -21,14 +21,23 @@
  *   OpenAI, Anthropic (which joins the two) and Gemini accept that; chat templates that insist
  *   on alternating roles (Mistral's and Gemma's on vLLM or llama.cpp: "conversation roles must
  *   alternate user/assistant/user/assistant/...") refuse it. For OpenAI-compatible endpoints
- *   only, an assistant message `NO_REPLY_TEXT` goes in before the second user message.
+ *   only, an assistant message `NO_REPLY_TEXT` goes in before the second user message, as a
+ *   message of the history pi-ai converts (so the model's own rules for assistant messages
+ *   apply to it too).
  *
  * Both depend only on the message concerned and the ones before it, and insert nothing after
  * the last message, so request n stays a byte prefix of request n+1 (nothing earlier is
  * rewritten). A conversation without such turns is sent exactly as before: the same objects.
  */
+import type { Api, Model } from "@earendil-works/pi-ai";
 import type { ApiKind } from "./config.ts";
-import type { ImageContent, Message, RequestMessages, TextContent } from "./types.ts";
+import type {
+  AssistantMessage,
+  ImageContent,
+  Message,
+  RequestMessages,
+  TextContent,
+} from "./types.ts";
 
 /** What a user message with nothing to send goes out as. */
 export const EMPTY_USER_TEXT = "(empty message)";
@@ -38,9 +47,6 @@ export const EMPTY_TOOL_RESULT_TEXT = "(no tool output)";
 
 /** The assistant message between two user messages that had no reply between them. */
 export const NO_REPLY_TEXT = "(no reply: the turn ended before an answer)";
-
-/** pi-ai's user message carrying a tool result's images on Chat Completions (part of the results). */
-const TOOL_IMAGES_TEXT = "Attached image(s) from tool result:";
 
 const NON_SPACE = /\S/;
 
@@ -74,7 +80,8 @@ function toSendable(message: Message): Message {
       if (typeof content === "string") {
         return NON_SPACE.test(content) ? message : { ...message, content: EMPTY_USER_TEXT };
       }
-      if (!content.some(isBlank)) return message;
+      // No block at all is as blank as white space (pi-ai leaves such a message out).
+      if (content.length > 0 && !content.some(isBlank)) return message;
       const kept = content.filter((block) => !isBlank(block));
       return { ...message, content: kept.length === 0 ? EMPTY_USER_TEXT : kept };
     }
@@ -97,52 +104,109 @@ function isBlank(block: Block): boolean {
   return block.type === "text" && !NON_SPACE.test(block.text);
 }
 
-type JsonRecord = Record<string, unknown>;
-
 /**
- * The Chat Completions `payload` of an OpenAI-compatible endpoint with `NO_REPLY_TEXT` before
- * each user message that follows another user message with no reply between them; the payload
- * itself when there is none (or for another API). What counts is what the strictest templates
- * check: the roles of the messages left once tool results and assistant messages with tool
- * calls are set aside must alternate, starting with a user message.
+ * A copy of `request` with an assistant message `NO_REPLY_TEXT` before each user message that
+ * follows another one with no reply between them, for OpenAI-compatible endpoints; `request`
+ * itself when there is none (or for another API). What counts is what the strictest chat
+ * templates check on the Chat Completions body pi-ai builds from these messages: the roles left
+ * once tool results and assistant messages with tool calls are set aside must alternate,
+ * starting with a user message.
+ *
+ * The stand-in is a message of the history pi-ai converts, an answer of the current `model`, so
+ * pi-ai shapes it under the model's own rules like any other assistant message (DeepSeek with
+ * thinking: `reasoning_content: ""` on every assistant message, which the API requires). It
+ * depends only on the current model and the messages before it.
+ *
+ * Which assistant messages count as a reply follows pi-ai 1.6's Chat Completions conversion
+ * (transform-messages.js, openai-completions.js `convertMessages`): it leaves out one that
+ * ended in an error or was aborted, and one with no tool call and no text but white space (its
+ * thinking only counts as text under `requiresThinkingAsText`, and only the same model's); under
+ * `requiresAssistantAfterToolResult` pi-ai itself puts an assistant message between tool results
+ * and a user message. The test "the stand-in follows pi-ai's Chat conversion" checks this
+ * against pi-ai's own body.
  */
-export function withAlternatingRoles(api: ApiKind, payload: unknown): unknown {
-  if (api !== "openai-compatible") return payload;
-  if (!isRecord(payload) || !Array.isArray(payload.messages)) return payload;
-  const messages: readonly unknown[] = payload.messages;
-  let out: unknown[] | null = null;
+export function withAlternatingRoles(
+  api: ApiKind,
+  model: Model<Api>,
+  request: RequestMessages,
+): RequestMessages {
+  if (api !== "openai-compatible") return request;
+  const compat: ChatCompat = (model as Model<"openai-completions">).compat ?? {};
+  const thinkingAsText = compat.requiresThinkingAsText === true;
+  const bridgesResults = compat.requiresAssistantAfterToolResult === true;
+  const messages = request.messages;
+  let out: Message[] | null = null;
   /** Whether a user message came after the last assistant reply (one without tool calls). */
   let awaitingReply = false;
+  /** Whether the last message pi-ai sends is a tool result (pi-ai's own `lastRole`). */
+  let afterResults = false;
   for (let index = 0; index < messages.length; index += 1) {
-    const message = messages[index];
-    const role = isRecord(message) ? message.role : undefined;
-    if (role === "user" && !isToolImages(message as JsonRecord, messages[index - 1])) {
-      if (awaitingReply) {
-        out ??= messages.slice(0, index);
-        out.push({ role: "assistant", content: NO_REPLY_TEXT });
+    const message = messages[index] as Message;
+    switch (message.role) {
+      case "user":
+        // pi-ai's own bridge ("I have processed the tool results.") is the reply.
+        if (bridgesResults && afterResults) awaitingReply = false;
+        if (awaitingReply) {
+          out ??= messages.slice(0, index);
+          out.push(toNoReply(model, message.timestamp));
+        }
+        awaitingReply = true;
+        afterResults = false;
+        break;
+      case "assistant": {
+        if (!isSentOnChat(message, model, thinkingAsText)) break;
+        const calls = message.content.some((block) => block.type === "toolCall");
+        if (!calls) awaitingReply = false;
+        // A call without results gets pi-ai's stand-in result before the next message.
+        afterResults = calls;
+        break;
       }
-      awaitingReply = true;
-    } else if (role === "assistant" && !hasToolCalls(message as JsonRecord)) {
-      awaitingReply = false;
+      case "toolResult":
+        afterResults = true;
+        break;
     }
     if (out !== null) out.push(message);
   }
-  return out === null ? payload : { ...payload, messages: out };
+  return out === null ? request : { ...request, messages: out };
 }
 
-function hasToolCalls(message: JsonRecord): boolean {
-  return Array.isArray(message.tool_calls) && message.tool_calls.length > 0;
+/** The compat settings of pi-ai's Chat Completions that decide what counts as a reply. */
+interface ChatCompat {
+  readonly requiresThinkingAsText?: boolean | undefined;
+  readonly requiresAssistantAfterToolResult?: boolean | undefined;
 }
 
-/** Whether `message` is pi-ai's carrier of tool result images, right after the results. */
-function isToolImages(message: JsonRecord, previous: unknown): boolean {
-  if (!isRecord(previous) || previous.role !== "tool" || !Array.isArray(message.content)) {
-    return false;
-  }
-  const first: unknown = message.content[0];
-  return isRecord(first) && first.type === "text" && first.text === TOOL_IMAGES_TEXT;
+/** Whether pi-ai's Chat Completions conversion sends this assistant message to `model`. */
+function isSentOnChat(message: AssistantMessage, model: Model<Api>, thinkingAsText: boolean) {
+  if (message.stopReason === "error" || message.stopReason === "aborted") return false;
+  const sameModel =
+    message.provider === model.provider && message.api === model.api && message.model === model.id;
+  // pi-ai reads a missing content (an old or hand-built history) as no content.
+  const content: AssistantMessage["content"] = message.content ?? [];
+  return content.some((block) => {
+    if (block.type === "toolCall") return true;
+    if (block.type === "text") return NON_SPACE.test(block.text);
+    return thinkingAsText && sameModel && NON_SPACE.test(block.thinking);
+  });
 }
 
-function isRecord(value: unknown): value is JsonRecord {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+/** The stand-in reply: an answer of the current model, so pi-ai sends it as one of its own. */
+function toNoReply(model: Model<Api>, timestamp: number): AssistantMessage {
+  return {
+    role: "assistant",
+    content: [{ type: "text", text: NO_REPLY_TEXT }],
+    api: model.api,
+    provider: model.provider,
+    model: model.id,
+    usage: {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 0,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
+    stopReason: "stop",
+    timestamp,
+  };
 }

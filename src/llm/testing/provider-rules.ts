@@ -8,7 +8,8 @@
  * The dialect is read from the path: `/messages` (Anthropic Messages), `/responses` (OpenAI
  * Responses), `/chat/completions` (Chat Completions; OpenAI's own 40-character limit on tool call
  * ids only under `/v1/`, where the tests put OpenAI itself; elsewhere an OpenAI-compatible server
- * with the strictest chat template in wide use, which wants alternating roles),
+ * with the strictest chat template in wide use, which wants alternating roles, and DeepSeek's
+ * rule for thinking mode when the body turns it on),
  * `:streamGenerateContent` (Gemini).
  */
 import type { FakeReply } from "./fake-provider.ts";
@@ -32,7 +33,7 @@ export function findRuleBreak(url: string, bodyText: string): FakeReply | null {
   if (path.endsWith("/responses")) return openAIReply(responsesProblem(body));
   if (path.endsWith("/chat/completions")) {
     const openAIItself = path.startsWith("/v1/");
-    const problem = chatProblem(body, openAIItself);
+    const problem = chatProblem(body, openAIItself) ?? deepSeekProblem(body);
     if (problem !== null || openAIItself) return openAIReply(problem);
     return templateReply(templateProblem(body));
   }
@@ -47,8 +48,20 @@ export function findRuleBreak(url: string, bodyText: string): FakeReply | null {
 
 const ANTHROPIC_ID = /^[a-zA-Z0-9_-]+$/;
 
-/** Claude models that refuse a request ending with an assistant message (4.6 and later). */
-const NO_PREFILL = /^claude-(?:opus|sonnet|haiku)-(?:4-[6-9]|[5-9])/;
+/**
+ * Claude models that refuse a request ending with an assistant message: 4.6 and later, of any
+ * family (Anthropic's "What's new in Claude 4.6": prefill removed). Names of the form
+ * `claude-<family>-<major>[-<minor>]`, the minor of one or two digits (`claude-opus-4-20250514`
+ * is 4.0); the older `claude-3-5-sonnet` form is earlier and accepts a prefill.
+ */
+const CLAUDE_VERSION = /^claude-[a-z]+-(\d+)(?:-(\d{1,2})(?!\d))?/;
+
+function refusesPrefill(model: string): boolean {
+  const match = CLAUDE_VERSION.exec(model);
+  if (match === null) return false;
+  const major = Number(match[1]);
+  return major > 4 || (major === 4 && Number(match[2] ?? 0) >= 6);
+}
 
 function anthropicProblem(body: JsonRecord): string | null {
   const messages = records(body.messages);
@@ -151,7 +164,7 @@ function anthropicProblem(body: JsonRecord): string | null {
         "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
       );
     }
-    if (NO_PREFILL.test(String(body.model ?? ""))) {
+    if (refusesPrefill(String(body.model ?? ""))) {
       return "This model does not support assistant message prefill. The conversation must end with a user message.";
     }
   }
@@ -273,6 +286,27 @@ function chatProblem(body: JsonRecord, openAIItself: boolean): OpenAIProblem | n
 }
 
 /**
+ * DeepSeek in thinking mode (`thinking: {type: "enabled"}`, a body only DeepSeek's dialect
+ * has): every assistant message of the history must carry `reasoning_content` (an empty string
+ * will do), text-only answers as well as tool calls. DeepSeek documents it for tool-call turns
+ * (api-docs.deepseek.com/guides/thinking_mode); for text-only answers it is known from refused
+ * requests (openclaw/openclaw#73417, NousResearch/hermes-agent#15770), which pi-ai's
+ * `requiresReasoningContentOnAssistantMessages` answers with `""` on every one.
+ */
+function deepSeekProblem(body: JsonRecord): OpenAIProblem | null {
+  if (!isRecord(body.thinking) || body.thinking.type !== "enabled") return null;
+  const missing = records(body.messages).some(
+    (message) => message.role === "assistant" && typeof message.reasoning_content !== "string",
+  );
+  if (!missing) return null;
+  return {
+    message: "The `reasoning_content` in the thinking mode must be passed back to the API.",
+    param: null,
+    code: "invalid_request_error",
+  };
+}
+
+/**
  * The role check of Mistral's chat templates (Mistral 7B Instruct v0.3 and later on vLLM or
  * llama.cpp; Gemma's and Llama 2's check the same without the tool messages): once system
  * messages, tool results and assistant messages with tool calls are set aside, the roles must
@@ -344,11 +378,16 @@ function geminiProblem(body: JsonRecord, model: string): string | null {
     parts(content).filter((part) => isRecord(part.functionResponse));
   for (const [i, content] of contents.entries()) {
     const previous = contents[i - 1];
-    if (parts(content).some((part) => part.text === "" && part.thoughtSignature === undefined)) {
+    // An empty text part (Vertex words it "Unable to submit request because it has an empty
+    // text parameter"). A part with only a thought signature is Gemini 3's own, which pi-ai
+    // echoes; not documented as refused.
+    const empty = parts(content).findIndex(
+      (part) => part.text === "" && part.thoughtSignature === undefined,
+    );
+    if (empty >= 0) {
       return (
-        "Unable to submit request because it has an empty text parameter. Add a value to the " +
-        "parameter and try again. Learn more: " +
-        "https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini"
+        `* GenerateContentRequest.contents[${i}].parts[${empty}].data: required oneof field ` +
+        "'data' must have one initialized field"
       );
     }
     for (const part of calls(content)) {

@@ -3,7 +3,8 @@
  * and turns without a reply"): a turn that failed or was canceled before the
  * model answered leaves its user message with no reply after it, and a message of white space
  * has no text at all. The fake providers refuse what the real ones do: the OpenAI-compatible one
- * plays a server whose chat template wants alternating roles (vLLM with a Mistral template),
+ * plays a server whose chat template wants alternating roles (vLLM with a Mistral template) and,
+ * when the body turns DeepSeek's thinking on, an assistant message without `reasoning_content`;
  * the Anthropic one a request that ends with an assistant message while thinking is on. Without
  * the stand-ins every later turn of such a conversation failed.
  */
@@ -28,6 +29,15 @@ function models(url: string) {
     },
     // Thinking on by default (medium): a request may not end with an assistant message.
     { name: "claude", api: "anthropic", model: "claude-sonnet-4-5", baseUrl: url, apiKey: API_KEY },
+    // Thinking on by default: every assistant message needs `reasoning_content`.
+    {
+      name: "deepseek",
+      api: "openai-compatible",
+      provider: "deepseek",
+      model: "deepseek-v4-pro",
+      baseUrl: url,
+      apiKey: API_KEY,
+    },
   ];
 }
 
@@ -130,5 +140,38 @@ describe("turns that leave nothing to send, end to end", () => {
       ["user", "assistant", "user", "assistant", "user"],
     );
     assert.equal(textOf(sent[2]), EMPTY);
+  });
+
+  test("DeepSeek with thinking on: after a failed turn the stand-in reply carries reasoning_content, and later turns are accepted", async () => {
+    const conversationId = "e0000000-0000-4000-8000-000000000003";
+    const client = harness.client();
+    harness.reply({ text: "Hello." });
+    const first = await client.startTurn({ conversationId, text: "hi", modelId: "deepseek" }).done;
+    assert.equal(first.error, undefined);
+    harness.provider.reply(
+      ...Array.from({ length: ATTEMPTS }, () => ({ type: "status" as const, status: 500 })),
+    );
+    await client.startTurn({ conversationId, text: "Read a.ts.", modelId: "deepseek" }).done;
+    for (const text of ["Well?", "Sure?"]) {
+      harness.reply({ text: "Yes." });
+      const turn = await client.startTurn({ conversationId, text, modelId: "deepseek" }).done;
+      assert.equal(turn.error, undefined, `the turn "${text}" is accepted`);
+      assert.equal(turn.view.text, "Yes.");
+    }
+    const body = JSON.parse(harness.provider.requests.at(-1)?.body ?? "{}") as {
+      thinking?: { type?: string };
+      messages: (ChatMessage & { reasoning_content?: unknown })[];
+    };
+    assert.equal(body.thinking?.type, "enabled");
+    assert.deepEqual(
+      body.messages
+        .filter((message) => message.role === "assistant")
+        .map((message) => [textOf(message), message.reasoning_content]),
+      [
+        ["Hello.", ""],
+        [NO_REPLY, ""],
+        ["Yes.", ""],
+      ],
+    );
   });
 });
