@@ -154,11 +154,11 @@ export function withAlternatingRoles(
         afterResults = false;
         break;
       case "assistant": {
-        if (!isSentOnChat(message, model, thinkingAsText)) break;
-        const calls = message.content.some((block) => block.type === "toolCall");
-        if (!calls) awaitingReply = false;
+        const sent = toChatReply(message, model, thinkingAsText);
+        if (sent === "left out") break;
+        if (sent === "answer") awaitingReply = false;
         // A call without results gets pi-ai's stand-in result before the next message.
-        afterResults = calls;
+        afterResults = sent === "calls";
         break;
       }
       case "toolResult":
@@ -176,18 +176,32 @@ interface ChatCompat {
   readonly requiresAssistantAfterToolResult?: boolean | undefined;
 }
 
-/** Whether pi-ai's Chat Completions conversion sends this assistant message to `model`. */
-function isSentOnChat(message: AssistantMessage, model: Model<Api>, thinkingAsText: boolean) {
-  if (message.stopReason === "error" || message.stopReason === "aborted") return false;
-  const sameModel =
-    message.provider === model.provider && message.api === model.api && message.model === model.id;
+/**
+ * What pi-ai's Chat Completions conversion makes of this assistant message for `model`: nothing,
+ * a message with tool calls, or an answer (text, or the model's own thinking sent as text).
+ */
+function toChatReply(
+  message: AssistantMessage,
+  model: Model<Api>,
+  thinkingAsText: boolean,
+): "left out" | "calls" | "answer" {
+  if (message.stopReason === "error" || message.stopReason === "aborted") return "left out";
   // pi-ai reads a missing content (an old or hand-built history) as no content.
   const content: AssistantMessage["content"] = message.content ?? [];
-  return content.some((block) => {
-    if (block.type === "toolCall") return true;
-    if (block.type === "text") return NON_SPACE.test(block.text);
-    return thinkingAsText && sameModel && NON_SPACE.test(block.thinking);
-  });
+  let sent = false;
+  for (const block of content) {
+    if (block.type === "toolCall") return "calls";
+    if (sent) continue;
+    if (block.type === "text") sent = NON_SPACE.test(block.text);
+    else if (thinkingAsText && NON_SPACE.test(block.thinking)) sent = isSameModel(message, model);
+  }
+  return sent ? "answer" : "left out";
+}
+
+function isSameModel(message: AssistantMessage, model: Model<Api>): boolean {
+  return (
+    message.provider === model.provider && message.api === model.api && message.model === model.id
+  );
 }
 
 /** The stand-in reply: an answer of the current model, so pi-ai sends it as one of its own. */
