@@ -17,7 +17,8 @@ import { createCertificateAuthority, createLeafIssuer } from "../ide/ca.ts";
 import { describeError } from "./abort.ts";
 import { createModelConfig } from "./config.ts";
 import { createExactFetch } from "./exact-fetch.ts";
-import { createHttpFetch } from "./http-fetch.ts";
+import { toFailureKind } from "./failure-kind.ts";
+import { createHttpFetch, envProxyGap } from "./http-fetch.ts";
 import { createLLM } from "./llm.ts";
 import { createRetryPolicy } from "./retry.ts";
 import { firstRequest } from "./testing/behaviours.ts";
@@ -330,7 +331,7 @@ for (const [name, send] of transports) {
       assert.match(describeError(error), /^fetch failed \((ECONNRESET|UND_ERR_SOCKET)\)$/);
     });
 
-    test("a connection closed mid-body: the reader fails with TypeError terminated", async () => {
+    test("a connection closed mid-body: the reader fails with TypeError terminated, other side closed", async () => {
       const exchange = server.next();
       server.handle(sseStart);
       const response = await send(server.url, exactRequest("{}"));
@@ -340,6 +341,11 @@ for (const [name, send] of transports) {
       const error = await rejection(reader.read());
       assert.ok(error instanceof TypeError);
       assert.equal(error.message, "terminated");
+      // The deepest cause is what pi-ai appends to the message: the provider's doing, not "aborted".
+      const cause = error.cause as Error & { code?: unknown };
+      assert.equal(cause.message, "other side closed");
+      assert.match(String(cause.code), /^(ECONNRESET|UND_ERR_SOCKET)$/);
+      assert.equal(cause.cause, undefined);
     });
 
     test("a redirect is not followed: fetch failed, cause unexpected redirect", async () => {
@@ -457,6 +463,27 @@ describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
     assert.equal(Buffer.concat(reads).toString(), events.join(""));
     assert.ok(reads.length < 10, `${reads.length} reads for 200 events`);
     for (const chunk of reads) assert.equal(chunk.buffer.byteLength, chunk.byteLength);
+  });
+
+  test("TCP keep-alive probes start after 60 s of silence, as undici's (not Node's 1 s)", async () => {
+    // What the agent asks of each socket it keeps (Agent#keepSocketAlive); not readable otherwise.
+    const original = net.Socket.prototype.setKeepAlive;
+    const delays: (number | undefined)[] = [];
+    net.Socket.prototype.setKeepAlive = function (this: net.Socket, ...args: unknown[]) {
+      if (args[0] === true) delays.push(args[1] as number | undefined);
+      return (original as (...given: unknown[]) => net.Socket).apply(this, args);
+    } as typeof original;
+    const own = createHttpFetch();
+    try {
+      server.handle((_request, response) => response.end("ok"));
+      await (await own.fetch(server.url, exactRequest("{}"))).text();
+      await (await own.fetch(server.url, exactRequest("{}"))).text();
+    } finally {
+      net.Socket.prototype.setKeepAlive = original;
+      own.close();
+    }
+    assert.ok(delays.length > 0, "the agent set no keep-alive");
+    assert.deepEqual(new Set(delays), new Set([60_000]));
   });
 
   test("headers slower than keepAliveMs still come, on a new and on a reused connection", async () => {
@@ -610,7 +637,182 @@ describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
   });
 });
 
-test("createLLM sends over this transport; CURSOR_BYOK_UPSTREAM_FETCH=global uses Node's fetch", async () => {
+describe("http-fetch: connect timeout (undici's connectTimeout)", { timeout: 20_000 }, () => {
+  test("a TLS handshake that never completes: fetch failed, UND_ERR_CONNECT_TIMEOUT", async () => {
+    const silent = await startSilentServer();
+    const quick = createHttpFetch({ connectTimeoutMs: 100 });
+    try {
+      const error = await rejection(
+        quick.fetch(`https://127.0.0.1:${silent.port}/`, exactRequest("{}")),
+      );
+      assert.ok(error instanceof TypeError);
+      assert.equal(describeError(error), "fetch failed (UND_ERR_CONNECT_TIMEOUT)");
+      await silent.allClosed();
+    } finally {
+      quick.close();
+      await silent.close();
+    }
+  });
+
+  test("a lookup that never answers (no connection at all): UND_ERR_CONNECT_TIMEOUT", async () => {
+    // The connect phase before a TCP connection: the same timer covers DNS and the SYN.
+    const quick = createHttpFetch({ connectTimeoutMs: 100, tls: { lookup: () => undefined } });
+    try {
+      const error = await rejection(
+        quick.fetch("https://provider.invalid/v1/chat", exactRequest("{}")),
+      );
+      assert.equal(describeError(error), "fetch failed (UND_ERR_CONNECT_TIMEOUT)");
+    } finally {
+      quick.close();
+    }
+  });
+
+  test("a proxy that never answers CONNECT: UND_ERR_CONNECT_TIMEOUT", async () => {
+    const proxy = await startSilentServer();
+    const quick = createHttpFetch({
+      connectTimeoutMs: 100,
+      proxyEnv: { HTTPS_PROXY: `http://127.0.0.1:${proxy.port}` },
+    });
+    try {
+      const error = await rejection(quick.fetch("https://127.0.0.1:9/", exactRequest("{}")));
+      assert.equal(describeError(error), "fetch failed (UND_ERR_CONNECT_TIMEOUT)");
+      assert.equal(proxy.accepted(), 1);
+      await proxy.allClosed();
+    } finally {
+      quick.close();
+      await proxy.close();
+    }
+  });
+
+  test("through the exact fetch: retried, and a connection failure for failover", async () => {
+    const silent = await startSilentServer();
+    const quick = createHttpFetch({ connectTimeoutMs: 50 });
+    const { sleep, delays } = recordingSleep();
+    const exact = createExactFetch({
+      callID: "c",
+      model: "m",
+      baseFetch: quick.fetch,
+      policy: createRetryPolicy({ sleep, random: () => 0 }),
+      signal: new AbortController().signal,
+      secrets: [],
+    });
+    try {
+      const error = await rejection(
+        exact.fetch(`https://127.0.0.1:${silent.port}/v1/chat`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: "{}",
+        }),
+      );
+      assert.equal(describeError(error), "fetch failed (UND_ERR_CONNECT_TIMEOUT)");
+      assert.equal(delays.length, 3, "4 attempts, as for any connection failure");
+      assert.equal(silent.accepted(), 4);
+      assert.equal(toFailureKind(exact.state.attempts, (error as Error).message), "connection");
+    } finally {
+      quick.close();
+      await silent.close();
+    }
+  });
+
+  test("answers slower than the connect timeout come: http, https, via a proxy, new and reused", async () => {
+    const proxy = await startProxy();
+    const ca = await createCertificateAuthority({ permittedDomains: [] });
+    const leaf = await createLeafIssuer(ca, { permittedDomains: [] }).certificateFor("localhost");
+    // Headers 4 × the connect timeout after the request: only a timer still running fails them.
+    const secure = https.createServer({ cert: leaf.certPem, key: leaf.keyPem }, (_r, response) => {
+      setTimeout(() => response.end("late"), 200);
+    });
+    await new Promise<void>((resolve) => secure.listen(0, "127.0.0.1", resolve));
+    const { port } = secure.address() as AddressInfo;
+    const tls = { ca: ca.certPem, servername: "localhost" };
+    const direct = createHttpFetch({ connectTimeoutMs: 50, tls });
+    const proxied = createHttpFetch({
+      connectTimeoutMs: 50,
+      tls,
+      proxyEnv: { HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url },
+    });
+    server.handle((_request, response) => {
+      setTimeout(() => response.end("late"), 200);
+    });
+    try {
+      for (const send of [direct.fetch, proxied.fetch]) {
+        for (const url of [server.url, `https://127.0.0.1:${port}/`]) {
+          for (let round = 0; round < 2; round++) {
+            const response = await send(url, exactRequest("{}"));
+            assert.equal(await response.text(), "late", `${url} round ${round}`);
+          }
+        }
+      }
+      assert.ok(proxy.seen.includes(`CONNECT 127.0.0.1:${port}`));
+    } finally {
+      direct.close();
+      proxied.close();
+      secure.closeAllConnections();
+      secure.close();
+      await proxy.close();
+    }
+  });
+
+  test("many calls leave no timer running and, once closed, no handle", async () => {
+    const ca = await createCertificateAuthority({ permittedDomains: [] });
+    const leaf = await createLeafIssuer(ca, { permittedDomains: [] }).certificateFor("localhost");
+    const secure = https.createServer(
+      { cert: leaf.certPem, key: leaf.keyPem },
+      (request, response) => sseStart(request, response, Buffer.alloc(0)),
+    );
+    await new Promise<void>((resolve) => secure.listen(0, "127.0.0.1", resolve));
+    const { port } = secure.address() as AddressInfo;
+    const counted = () => {
+      const counts = new Map<string, number>();
+      for (const kind of process.getActiveResourcesInfo()) {
+        counts.set(kind, (counts.get(kind) ?? 0) + 1);
+      }
+      return counts;
+    };
+    const before = counted();
+    const own = createHttpFetch({ tls: { ca: ca.certPem, servername: "localhost" } });
+    server.handle(sseStart);
+    try {
+      // Streams held open (the timer must go at connect, not only when the call ends), then
+      // calls that end; a refused connection and an abort too.
+      const open: ReadableStreamDefaultReader<Uint8Array>[] = [];
+      for (const url of [server.url, `https://127.0.0.1:${port}/`]) {
+        const responses = await Promise.all(
+          Array.from({ length: 20 }, () => own.fetch(url, exactRequest("{}"))),
+        );
+        for (const response of responses) {
+          const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+          await reader.read();
+          open.push(reader);
+        }
+      }
+      assert.equal(counted().get("Timeout") ?? 0, before.get("Timeout") ?? 0, "timers while open");
+      for (const reader of open) await reader.cancel();
+      await rejection(own.fetch(`http://127.0.0.1:${await closedPort()}/`, exactRequest("{}")));
+      const aborted = new AbortController();
+      const pending = own.fetch(server.url, exactRequest("{}", aborted.signal));
+      aborted.abort();
+      await rejection(pending);
+      server.handle((_request, response) => response.end("ok"));
+      for (let call = 0; call < 20; call++) {
+        await (await own.fetch(server.url, exactRequest("{}"))).text();
+      }
+      assert.equal(counted().get("Timeout") ?? 0, before.get("Timeout") ?? 0, "timers after");
+    } finally {
+      own.close();
+      secure.closeAllConnections();
+      secure.close();
+    }
+    await idleTurns(20);
+    const after = counted();
+    for (const [kind, count] of after) {
+      if (kind === "Timeout") continue;
+      assert.ok(count <= (before.get(kind) ?? 0), `${kind}: ${before.get(kind) ?? 0} → ${count}`);
+    }
+  });
+});
+
+test("createLLM sends over this transport; Node's fetch with CURSOR_BYOK_UPSTREAM_FETCH=global or an env proxy it cannot take", async () => {
   const provider = await startFakeProvider();
   const original = globalThis.fetch;
   let globalCalls = 0;
@@ -619,12 +821,18 @@ test("createLLM sends over this transport; CURSOR_BYOK_UPSTREAM_FETCH=global use
     return original(input, init);
   }) as typeof fetch;
   try {
-    for (const [env, expected] of [
-      [{}, 0],
-      [{ CURSOR_BYOK_UPSTREAM_FETCH: "global" }, 1],
+    // This process was started without NODE_USE_ENV_PROXY: its global agent has no proxyEnv, as
+    // on a Node < 24.5 that was, so asking for env proxying must fall back to Node's fetch.
+    for (const [env, expected, warned] of [
+      [{}, 0, undefined],
+      [{ CURSOR_BYOK_UPSTREAM_FETCH: "global" }, 1, undefined],
+      [{ NODE_USE_ENV_PROXY: "1" }, 1, /NODE_USE_ENV_PROXY .* Node's fetch instead/],
+      [{ CURSOR_BYOK_UPSTREAM_FETCH: "undici" }, 0, /"undici" is not "global": ignored/],
     ] as const) {
       globalCalls = 0;
+      const warnings: string[] = [];
       const llm = createLLM({
+        onWarning: (message) => warnings.push(message),
         models: [
           createModelConfig({
             name: "m",
@@ -642,10 +850,64 @@ test("createLLM sends over this transport; CURSOR_BYOK_UPSTREAM_FETCH=global use
       );
       assert.equal(terminalOf(events).type, "done");
       assert.equal(globalCalls, expected, JSON.stringify(env));
+      if (warned === undefined) assert.deepEqual(warnings, []);
+      else {
+        assert.equal(warnings.length, 1);
+        assert.match(warnings[0] ?? "", warned);
+      }
     }
   } finally {
     globalThis.fetch = original;
     await provider.close();
+  }
+});
+
+test("envProxyGap: env proxying asked for, and an agent that cannot take it", () => {
+  const plain = new http.Agent();
+  const proxying = new http.Agent({ proxyEnv: {} } as http.AgentOptions);
+  assert.equal(envProxyGap({}, [], plain), undefined, "not asked");
+  assert.equal(envProxyGap({ NODE_USE_ENV_PROXY: "1" }, [], proxying), undefined, "agent takes it");
+  assert.match(envProxyGap({ NODE_USE_ENV_PROXY: "1" }, [], plain) ?? "", /Node's fetch/);
+  assert.match(envProxyGap({}, ["--use-env-proxy"], plain) ?? "", /Node's fetch/);
+  assert.match(envProxyGap({ NODE_OPTIONS: "--use-env-proxy" }, [], plain) ?? "", /Node's fetch/);
+  // This Node (>= 24.5, engines) started without it: nothing to fall back from.
+  assert.equal(envProxyGap(process.env), undefined);
+});
+
+test("NODE_USE_ENV_PROXY=1 and HTTP_PROXY: the default transport goes through the proxy (child process)", async () => {
+  const proxy = await startProxy();
+  server.handle((_request, response) => response.end("proxied by env"));
+  const script = [
+    `import { createHttpFetch, envProxyGap } from ${JSON.stringify(new URL("./http-fetch.ts", import.meta.url).href)};`,
+    `if (envProxyGap(process.env) !== undefined) throw new Error(envProxyGap(process.env));`,
+    `const { fetch, close } = createHttpFetch();`,
+    `const response = await fetch(${JSON.stringify(`${server.url}/v1/env`)}, { method: "POST", body: "{}" });`,
+    "process.stdout.write(await response.text());",
+    "close();",
+  ].join("\n");
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_USE_ENV_PROXY: "1", HTTP_PROXY: proxy.url };
+  for (const name of ["NO_PROXY", "no_proxy", "http_proxy", "HTTPS_PROXY", "https_proxy"]) {
+    delete env[name];
+  }
+  try {
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let errors = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      errors += chunk.toString();
+    });
+    const [code] = (await once(child, "exit")) as [number];
+    assert.equal(code, 0, errors);
+    assert.equal(out, "proxied by env");
+    assert.deepEqual(proxy.seen, [`POST ${server.url}/v1/env`]);
+  } finally {
+    await proxy.close();
   }
 });
 
@@ -708,6 +970,38 @@ async function closedPort(): Promise<number> {
   const { port } = probe.address() as AddressInfo;
   await new Promise((resolve) => probe.close(resolve));
   return port;
+}
+
+/** A TCP server on 127.0.0.1 that accepts and never says a word (no TLS handshake, no CONNECT answer). */
+async function startSilentServer(): Promise<{
+  readonly port: number;
+  accepted(): number;
+  /** Resolves once every accepted connection has been closed (by the client). */
+  allClosed(): Promise<void>;
+  close(): Promise<void>;
+}> {
+  const sockets: net.Socket[] = [];
+  const closed: Promise<void>[] = [];
+  const silent = net.createServer((socket) => {
+    sockets.push(socket);
+    socket.on("error", () => undefined);
+    // Read (and drop) what comes, or the client's close is never seen.
+    socket.resume();
+    closed.push(closeOf(socket));
+  });
+  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  const { port } = silent.address() as AddressInfo;
+  return {
+    port,
+    accepted: () => sockets.length,
+    allClosed: async () => {
+      await Promise.all(closed);
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => silent.close(() => resolve()));
+    },
+  };
 }
 
 /** A forward proxy on 127.0.0.1: absolute-form requests and CONNECT tunnels, recorded. */

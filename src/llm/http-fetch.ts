@@ -20,7 +20,13 @@
  *   decompressor (≈ 40 KiB native) per call, for token streams that barely compress. A response
  *   compressed all the same (gzip, deflate, br) is decoded, as fetch does.
  * - No data for `timeoutMs` (300 s, undici's headers and body timeouts) fails the call with
- *   undici's error codes (UND_ERR_HEADERS_TIMEOUT / UND_ERR_BODY_TIMEOUT).
+ *   undici's error codes (UND_ERR_HEADERS_TIMEOUT / UND_ERR_BODY_TIMEOUT). A connection not
+ *   usable within `connectTimeoutMs` (10 s, undici's connectTimeout: DNS, TCP connect, the proxy
+ *   tunnel and the TLS handshake) fails it as "fetch failed" with UND_ERR_CONNECT_TIMEOUT, so a
+ *   black-holed provider is retried and failed over after 10 s, not after the kernel's ≈ 130 s.
+ * - A connection the provider closes mid-body fails the reader with "terminated", cause "other
+ *   side closed" (code ECONNRESET), as undici words it (Node's own word is "aborted", which reads
+ *   as the user's cancel).
  * - Kept-alive connections per origin (one agent per protocol; idle sockets closed after 4 s, as
  *   undici does), TLS with Node's default CA store (NODE_EXTRA_CA_CERTS, --use-system-ca), and
  *   HTTP(S)_PROXY / NO_PROXY exactly when Node's own HTTP client honours them
@@ -32,12 +38,19 @@
  */
 import http, { type ClientRequest, type IncomingMessage } from "node:http";
 import https from "node:https";
+import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
+import type { TLSSocket } from "node:tls";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 
 export interface HttpFetchOptions {
   /** Headers or body silent for longer than this fail the call (default 300 s, as undici). */
   readonly timeoutMs?: number;
+  /**
+   * A connection (DNS, TCP, proxy tunnel, TLS handshake) not usable within this fails the call
+   * (default 10 s, undici's connectTimeout).
+   */
+  readonly connectTimeoutMs?: number;
   /**
    * Proxy variables (HTTP_PROXY, HTTPS_PROXY, NO_PROXY and lower-case forms), as `http.Agent`'s
    * `proxyEnv`. Default: what Node's global agent uses (set by NODE_USE_ENV_PROXY=1 or
@@ -57,6 +70,7 @@ export interface HttpFetch {
 }
 
 const DEFAULT_TIMEOUT_MS = 300_000;
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const HIGH_WATER = 64 * 1024;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
@@ -71,10 +85,16 @@ const DEFAULT_HEADERS: readonly (readonly [string, string])[] = [
 ];
 
 export function createHttpFetch(options: HttpFetchOptions = {}): HttpFetch {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const timings: Timings = {
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+  };
   const proxyEnv = options.proxyEnv ?? globalProxyEnv();
   const agentOptions = {
     keepAlive: true,
+    // TCP keep-alive probes after 60 s of silence, as undici (Node's default 1 s would probe
+    // every silent stream, and kill one during a ≈ 10 s network blip while the model thinks).
+    keepAliveMsecs: 60_000,
     scheduling: "lifo" as const,
     timeout: options.keepAliveMs ?? 4_000,
     ...(proxyEnv === undefined ? {} : { proxyEnv }),
@@ -84,7 +104,7 @@ export function createHttpFetch(options: HttpFetchOptions = {}): HttpFetch {
     https: new https.Agent({ ...options.tls, ...agentOptions }),
   };
   const send = (input: string | URL | Request, init?: RequestInit): Promise<Response> =>
-    httpFetch(input, init ?? {}, agents, timeoutMs);
+    httpFetch(input, init ?? {}, agents, timings);
   return {
     fetch: send as typeof fetch,
     close: () => {
@@ -94,11 +114,41 @@ export function createHttpFetch(options: HttpFetchOptions = {}): HttpFetch {
   };
 }
 
+/**
+ * Why this transport would not proxy a provider call that Node's fetch proxies, or undefined.
+ * Node's fetch honours NODE_USE_ENV_PROXY=1 / --use-env-proxy from Node 24.0, its HTTP agents only
+ * from 24.5 (the global agent's `proxyEnv`, which `createHttpFetch` takes over); on an older Node,
+ * or one whose global agent no longer shows its `proxyEnv`, the caller uses Node's fetch instead
+ * (llm.ts), rather than sending the call around the proxy.
+ */
+export function envProxyGap(
+  env: Readonly<Record<string, string | undefined>>,
+  execArgv: readonly string[] = process.execArgv,
+  agent: http.Agent = http.globalAgent,
+): string | undefined {
+  const asked =
+    env.NODE_USE_ENV_PROXY === "1" ||
+    execArgv.includes("--use-env-proxy") ||
+    (env.NODE_OPTIONS ?? "").split(/\s+/).includes("--use-env-proxy");
+  if (!asked || globalProxyEnv(agent) !== undefined) return undefined;
+  return (
+    `NODE_USE_ENV_PROXY / --use-env-proxy is set, but Node ${process.version}'s HTTP agent ` +
+    "takes no proxy from it (Node >= 24.5 does): provider calls go over Node's fetch instead"
+  );
+}
+
 /** The proxy variables Node's own global agent was made with (undefined when not enabled). */
-function globalProxyEnv(): NodeJS.ProcessEnv | undefined {
-  const made = (http.globalAgent as http.Agent & { options?: { proxyEnv?: unknown } }).options;
+function globalProxyEnv(agent: http.Agent = http.globalAgent): NodeJS.ProcessEnv | undefined {
+  // `options` is not in Node's documented API (nor in @types/node): read defensively; a Node
+  // without it is caught by `envProxyGap` and the call goes over Node's fetch.
+  const made = (agent as http.Agent & { options?: { proxyEnv?: unknown } }).options;
   const env = made?.proxyEnv;
   return typeof env === "object" && env !== null ? (env as NodeJS.ProcessEnv) : undefined;
+}
+
+interface Timings {
+  readonly timeoutMs: number;
+  readonly connectTimeoutMs: number;
 }
 
 interface Agents {
@@ -110,7 +160,7 @@ async function httpFetch(
   input: string | URL | Request,
   init: RequestInit,
   agents: Agents,
-  timeoutMs: number,
+  timings: Timings,
 ): Promise<Response> {
   if (input instanceof Request) {
     throw new TypeError("the HTTP transport takes a URL and a RequestInit, not a Request");
@@ -130,9 +180,11 @@ async function httpFetch(
     method: init.method ?? "GET",
     headers,
     agent: secure ? agents.https : agents.http,
-    timeout: timeoutMs,
+    // Until the request has its socket this is also the proxy tunnel's timeout (Node uses the
+    // request's for the CONNECT): a stalled tunnel is closed, not kept for 300 s.
+    timeout: Math.min(timings.connectTimeoutMs, timings.timeoutMs),
   });
-  const answer = exchange(request, signal, {
+  const answer = exchange(request, signal, timings, {
     href: url.href,
     manual: init.redirect === "manual",
     head: init.method?.toUpperCase() === "HEAD",
@@ -142,12 +194,54 @@ async function httpFetch(
 }
 
 /**
+ * Calls `onTimeout` (which fails the call) unless `request` has a usable connection within
+ * `timings.connectTimeoutMs`. Started when the request is made, so it also covers the proxy
+ * tunnel: with a proxy Node hands out the socket (the request's 'socket' event) only once the
+ * tunnel and the TLS handshake through it are done. Usable: a reused socket at once; a new one
+ * when connected, for TLS when the handshake is done (its 'secureConnect', or already, as for a
+ * tunnelled socket: the peer's Finished message has come). The timer is cleared on every path:
+ * usable, or the request closed (error, abort, timeout). On the socket, the request's timeout
+ * becomes the idle timeout (`timings.timeoutMs`). Returns whether the connection is usable yet.
+ */
+function awaitConnection(
+  request: ClientRequest,
+  timings: Timings,
+  onTimeout: (error: Error) => void,
+): () => boolean {
+  const { connectTimeoutMs } = timings;
+  let connected = false;
+  const timer = setTimeout(
+    () => onTimeout(connectTimeoutError(connectTimeoutMs)),
+    connectTimeoutMs,
+  );
+  const usable = () => {
+    connected = true;
+    clearTimeout(timer);
+  };
+  request.once("close", () => clearTimeout(timer));
+  request.once("socket", (socket: Socket) => {
+    request.setTimeout(timings.timeoutMs);
+    if (request.reusedSocket) usable();
+    else if (isTls(socket) && socket.getPeerFinished() === undefined) {
+      socket.once("secureConnect", usable);
+    } else if (socket.connecting) socket.once("connect", usable);
+    else usable();
+  });
+  return () => connected;
+}
+
+function isTls(socket: Socket): socket is TLSSocket {
+  return (socket as Partial<TLSSocket>).encrypted === true;
+}
+
+/**
  * The response of a sent `request`. Its own function so that what the request's listeners keep
  * for the call's life is only this (not the `RequestInit` and its body).
  */
 function exchange(
   request: ClientRequest,
   signal: AbortSignal | undefined,
+  timings: Timings,
   asked: { readonly href: string; readonly manual: boolean; readonly head: boolean },
 ): Promise<Response> {
   return new Promise<Response>((resolve, reject) => {
@@ -165,16 +259,26 @@ function exchange(
     };
     const unlisten = () => signal?.removeEventListener("abort", onAbort);
     signal?.addEventListener("abort", onAbort, { once: true });
-    request.on("error", (error) => {
+    const onError = (error: Error) => {
       unlisten();
-      if (fail !== undefined) fail(new TypeError("terminated", { cause: error }));
+      if (fail !== undefined) fail(new TypeError("terminated", { cause: closedError(error) }));
       else if (!settled) {
         settled = true;
         reject(new TypeError("fetch failed", { cause: error }));
       }
-    });
+    };
+    request.on("error", onError);
+    // Failed here, not by the request's 'error': a request still waiting for its proxy tunnel
+    // has no socket, and Node emits the error only once one comes.
+    const onConnectTimeout = (error: Error) => {
+      request.destroy(error);
+      onError(error);
+    };
+    const connected = awaitConnection(request, timings, onConnectTimeout);
     request.on("timeout", () => {
-      request.destroy(timeoutError(fail === undefined ? "headers" : "body"));
+      // Before the connection is usable the request's timeout is the connect timeout (above).
+      if (!connected()) onConnectTimeout(connectTimeoutError(timings.connectTimeoutMs));
+      else request.destroy(timeoutError(fail === undefined ? "headers" : "body"));
     });
     request.on("response", (response) => {
       if (settled) {
@@ -297,10 +401,12 @@ function toWebStream(
     controller.close();
   });
   source.on("error", (error) => {
-    fail(isTyped(error) ? error : new TypeError("terminated", { cause: error }));
+    fail(isTyped(error) ? error : new TypeError("terminated", { cause: closedError(error) }));
   });
   if (source !== response) {
-    response.on("error", (error) => fail(new TypeError("terminated", { cause: error })));
+    response.on("error", (error) =>
+      fail(new TypeError("terminated", { cause: closedError(error) })),
+    );
   }
   return { stream, fail };
 }
@@ -405,6 +511,24 @@ function timeoutError(phase: "headers" | "body"): Error {
   (error as Error & { code: string }).code =
     phase === "headers" ? "UND_ERR_HEADERS_TIMEOUT" : "UND_ERR_BODY_TIMEOUT";
   return error;
+}
+
+function connectTimeoutError(timeoutMs: number): Error {
+  const error = new Error(`Connect Timeout Error (timeout: ${timeoutMs}ms)`);
+  error.name = "ConnectTimeoutError";
+  (error as Error & { code: string }).code = "UND_ERR_CONNECT_TIMEOUT";
+  return error;
+}
+
+/**
+ * A response cut off by the other side: Node's IncomingMessage says "aborted" (code ECONNRESET),
+ * which pi-ai appends to the error as the deepest cause and which reads as the user's cancel.
+ * Reworded as undici words it, the code kept, no cause below it.
+ */
+function closedError(error: Error): Error {
+  const code = (error as Error & { code?: unknown }).code;
+  if (error.message !== "aborted" || code !== "ECONNRESET") return error;
+  return Object.assign(new Error("other side closed"), { code });
 }
 
 function toError(error: unknown): Error {
