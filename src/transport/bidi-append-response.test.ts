@@ -232,11 +232,14 @@ describe("BidiAppend through the server, direct and through Connect", () => {
 });
 
 describe("the answer to a run request and its model request", () => {
-  // Node's global fetch writes from an immediate of its own (what the deferral waits for); the
-  // default transport (node:http) writes sooner.
+  // Node's global fetch writes from an immediate of its own: that variant fails without the
+  // deferral (`afterQueuedWork`). The default transport (node:http, src/llm/http-fetch.ts) writes
+  // from process.nextTick, before the deferral's immediate, so its variant passes with or without
+  // the deferral: it does not test the deferral, only that the default transport keeps the order
+  // (it fails if the provider request were written later than the answer).
   for (const [transport, fetch] of [
-    ["Node's global fetch", globalThis.fetch],
-    ["the default transport", undefined],
+    ["Node's global fetch: the deferral", globalThis.fetch],
+    ["the default transport: written before, deferral or not", undefined],
   ] as const) {
     test(`the append is answered after the model call it started was written upstream (${transport})`, async () => {
       const harness = await startHarness(fetch === undefined ? {} : { fetch });
