@@ -197,37 +197,40 @@ async function httpFetch(
  * Calls `onTimeout` (which fails the call) unless `request` has a usable connection within
  * `timings.connectTimeoutMs`. Started when the request is made, so it also covers the proxy
  * tunnel: with a proxy Node hands out the socket (the request's 'socket' event) only once the
- * tunnel and the TLS handshake through it are done. Usable: a reused socket at once; a new one
- * when connected, for TLS when the handshake is done (its 'secureConnect', or already, as for a
- * tunnelled socket: the peer's Finished message has come). The timer is cleared on every path:
- * usable, or the request closed (error, abort, timeout). On the socket, the request's timeout
- * becomes the idle timeout (`timings.timeoutMs`). Returns whether the connection is usable yet.
+ * tunnel and the TLS handshake through it are done. The timer is cleared on every path: usable,
+ * or the request closed (error, abort, timeout); nothing of this is kept for the rest of a long
+ * stream. On the socket, the request's timeout becomes the idle timeout (`timings.timeoutMs`).
  */
 function awaitConnection(
   request: ClientRequest,
   timings: Timings,
   onTimeout: (error: Error) => void,
-): () => boolean {
+): void {
   const { connectTimeoutMs } = timings;
-  let connected = false;
   const timer = setTimeout(
     () => onTimeout(connectTimeoutError(connectTimeoutMs)),
     connectTimeoutMs,
   );
+  const stop = () => clearTimeout(timer);
   const usable = () => {
-    connected = true;
-    clearTimeout(timer);
+    stop();
+    request.off("close", stop);
   };
-  request.once("close", () => clearTimeout(timer));
+  request.once("close", stop);
   request.once("socket", (socket: Socket) => {
     request.setTimeout(timings.timeoutMs);
-    if (request.reusedSocket) usable();
-    else if (isTls(socket) && socket.getPeerFinished() === undefined) {
-      socket.once("secureConnect", usable);
-    } else if (socket.connecting) socket.once("connect", usable);
-    else usable();
+    if (isUsable(socket)) usable();
+    else if (isTls(socket)) socket.once("secureConnect", usable);
+    else socket.once("connect", usable);
   });
-  return () => connected;
+}
+
+/**
+ * Connected, and for TLS with the handshake done (the peer's Finished message has come: a
+ * kept-alive socket, or one Node tunnelled through a proxy and handed out after its handshake).
+ */
+function isUsable(socket: Socket): boolean {
+  return !socket.connecting && (!isTls(socket) || socket.getPeerFinished() !== undefined);
 }
 
 function isTls(socket: Socket): socket is TLSSocket {
@@ -270,15 +273,16 @@ function exchange(
     request.on("error", onError);
     // Failed here, not by the request's 'error': a request still waiting for its proxy tunnel
     // has no socket, and Node emits the error only once one comes.
-    const onConnectTimeout = (error: Error) => {
+    awaitConnection(request, timings, (error) => {
       request.destroy(error);
       onError(error);
-    };
-    const connected = awaitConnection(request, timings, onConnectTimeout);
+    });
     request.on("timeout", () => {
       // Before the connection is usable the request's timeout is the connect timeout (above).
-      if (!connected()) onConnectTimeout(connectTimeoutError(timings.connectTimeoutMs));
-      else request.destroy(timeoutError(fail === undefined ? "headers" : "body"));
+      const socket = request.socket;
+      if (socket !== null && !isUsable(socket)) {
+        request.destroy(connectTimeoutError(timings.connectTimeoutMs));
+      } else request.destroy(timeoutError(fail === undefined ? "headers" : "body"));
     });
     request.on("response", (response) => {
       if (settled) {
