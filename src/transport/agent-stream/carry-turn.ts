@@ -7,11 +7,14 @@
 import {
   type LastClientTurn,
   type TurnState,
+  toCheckpointMessage,
+  toReadBackTurn,
   toSentClientTurn,
   withCarriedTurn,
   withHandedTurn,
+  withReadBackTurn,
 } from "../cursor/index.ts";
-import type { StreamState } from "./stream-state.ts";
+import { type StreamState, send } from "./stream-state.ts";
 
 /** What a takeover reads of the stream it takes the turn from. */
 export type HandingStream = Pick<StreamState, "turn"> & {
@@ -22,9 +25,15 @@ export type HandingStream = Pick<StreamState, "turn"> & {
  * Makes `stream`'s turn the one the client knows as `origin` (no turn: nothing to do). `from`:
  * on a takeover, the stream the turn is taken from: its steps since the client's last
  * checkpoint are carried on too (cursor/carried-turn.ts `withHandedTurn`), and a client turn
- * blob not sent back is read from the checkpoints it sent (`toSentClientTurn`).
+ * blob not sent back is read from the checkpoints it sent (`toSentClientTurn`); else from the
+ * client's store (`readBack`), unless `options.readBack` is false (a stream that ends at once).
  */
-export function carryTurn(stream: StreamState, origin: string, from?: HandingStream): void {
+export function carryTurn(
+  stream: StreamState,
+  origin: string,
+  from?: HandingStream,
+  options: { readonly readBack: boolean } = { readBack: true },
+): void {
   const turn = stream.turn;
   if (turn === null) return;
   const handing = from?.turn ?? null;
@@ -41,23 +50,48 @@ export function carryTurn(stream: StreamState, origin: string, from?: HandingStr
     stream.turn = handed;
     return;
   }
-  if (last?.type === "unresolved") {
-    // Unread, the client's entry for the turn stays in `previous`: the checkpoints then list the
-    // turn twice (its steps so far, then this stream's), as before this was read. Whether the
-    // IDE sends a turn blob back is unverified (docs/protocol.md "Rewinds").
-    if (last.requestID === undefined || last.requestID === origin) {
+  stream.turn = carried;
+  // Unread, the client's entry for the turn stays in `previous` (its steps so far; this stream's
+  // follow as a second entry) until the client's store gives the blob back: read it from there.
+  if (
+    options.readBack &&
+    last?.type === "unresolved" &&
+    (last.requestID === undefined || last.requestID === origin)
+  ) {
+    readBack(stream, last.blob, origin);
+  }
+}
+
+/**
+ * Reads the client's turn blob `blob` back from its store (`get_blob_args`; a resume request
+ * without `pre_fetched_blobs` after a restart, when no stream here sent it); once it comes, the
+ * turn is carried from it (cursor/carried-turn.ts `withReadBackTurn`) and the stream's
+ * checkpoints list the turn once; none goes out before the answer (one round trip). If the client
+ * cannot give it, they list it twice, as the client had it and then this stream's part; each
+ * clones. Whether the IDE answers `get_blob_args` is
+ * unverified (Cursor's own server reads blobs so: docs/protocol.md §2.9).
+ */
+function readBack(stream: StreamState, blob: string, origin: string): void {
+  stream.checkpoints.read(blob, (data, checkpointed) => {
+    const turn = stream.turn;
+    const read = data === null ? null : toReadBackTurn(blob, data);
+    if (turn !== null && read !== null && read.requestID === origin) {
+      stream.turn = withReadBackTurn(turn, read);
+    } else {
       stream.deps.log.info(
         {
           conversation: stream.conversationID,
           request: stream.requestID,
           origin,
-          blob: last.blob,
+          blob,
+          answered: data !== null,
         },
-        "the client's checkpoint ends with a turn blob it did not send back; a resumed turn is listed twice in this stream's checkpoints",
+        "the client's checkpoint ends with a turn blob it did not send back nor give when asked; a resumed turn is listed twice in this stream's checkpoints",
       );
     }
-  }
-  stream.turn = carried;
+    // The checkpoint held meanwhile (checkpoint-writer.ts `read`), as the turn is now.
+    if (checkpointed && stream.turn !== null) send(stream, [toCheckpointMessage(stream.turn)]);
+  });
 }
 
 /** `last`, read from the checkpoints `from` sent when it is a turn blob of theirs not sent back. */

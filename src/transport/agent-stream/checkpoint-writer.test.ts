@@ -458,3 +458,87 @@ test("the step counts of the turn blobs of the blob-form checkpoints that went o
     "the oldest is dropped",
   );
 });
+
+test("a read of a client blob (get_blob_args): checkpoints wait for its answer, which tells the reader to send one anew; turn_ended and the end wait too", () => {
+  const { writer, out, sent } = setup();
+  const state = turnState({ steps: [step("one")] });
+  const answers: [Uint8Array | null, boolean][] = [];
+  writer.read("ab".repeat(32), (data, checkpointed) => {
+    answers.push([data, checkpointed]);
+    // The reader's checkpoint as the turn now is.
+    if (checkpointed) writer.send([toCheckpointMessage(state)]);
+  });
+  assert.deepEqual(out(), ["set_blob"], "the read (a kv message)");
+  const read = sent.at(-1)?.message;
+  assert.ok(read?.case === "kvServerMessage" && read.value.message.case === "getBlobArgs");
+  assert.equal(Buffer.from(read.value.message.value.blobId).toString("hex"), "ab".repeat(32));
+  let ended = false;
+  writer.send([toServerNotice("text"), toCheckpointMessage(state), toTurnEnded(state)]);
+  writer.whenSent(() => {
+    ended = true;
+  });
+  assert.deepEqual(out(), ["textDelta"], "only the text goes out");
+  const data = Uint8Array.of(1, 2, 3);
+  writer.result(read.value.id, {
+    case: "getBlobResult",
+    value: { $typeName: "agent.v1.GetBlobResult", blobData: data },
+  });
+  assert.deepEqual(answers, [[data, true]]);
+  // The reader's checkpoint writes its blobs; turn_ended waits behind it as always.
+  assert.deepEqual(out(), ["set_blob", "set_blob", "set_blob"]);
+  assert.equal(ended, false);
+  for (const message of sent.slice(-3)) {
+    if (message.message.case === "kvServerMessage") writer.result(message.message.value.id, ok);
+  }
+  assert.deepEqual(out(), ["checkpoint(ids)", "turnEnded"]);
+  assert.equal(ended, true);
+  // A repeated answer changes nothing.
+  writer.result(read.value.id, ok);
+  assert.equal(answers.length, 1);
+});
+
+test("a read answered with an error, not answered in time, or cut by the stream's end now: the reader gets null", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const { writer, out, sent } = setup();
+    const answers: (Uint8Array | null)[] = [];
+    const state = turnState({ steps: [step("one")] });
+    writer.read("01".repeat(32), (data) => answers.push(data));
+    out();
+    const asked = sent.at(-1)?.message;
+    assert.ok(asked?.case === "kvServerMessage");
+    const id = asked.value.id;
+    writer.result(id, {
+      case: "getBlobResult",
+      value: {
+        $typeName: "agent.v1.GetBlobResult",
+        error: { $typeName: "agent.v1.Error", message: "blob not found" },
+      },
+    });
+    writer.read("02".repeat(32), (data) => answers.push(data));
+    mock.timers.tick(TIMEOUT_MS);
+    let checkpointedAtFlush = false;
+    writer.read("03".repeat(32), (data, checkpointed) => {
+      answers.push(data);
+      checkpointedAtFlush = checkpointed;
+      if (checkpointed) writer.send([toCheckpointMessage(state)]);
+    });
+    out();
+    writer.send([toCheckpointMessage(state)]);
+    assert.deepEqual(out(), []);
+    writer.flush();
+    assert.deepEqual(answers, [null, null, null]);
+    assert.equal(checkpointedAtFlush, true);
+    assert.deepEqual(out(), ["checkpoint(inline)"], "the held checkpoint goes out inline");
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("a read on a stream that sends no blob writes: null at once, no kv message", () => {
+  const { writer, out } = setup(false);
+  const answers: (Uint8Array | null)[] = [];
+  writer.read("01".repeat(32), (data) => answers.push(data));
+  assert.deepEqual(answers, [null]);
+  assert.deepEqual(out(), []);
+});

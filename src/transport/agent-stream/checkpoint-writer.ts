@@ -33,6 +33,7 @@ import {
   toBlobCheckpoint,
   toCheckpointSource,
   toCheckpointUpdate,
+  toGetBlobMessage,
   toSetBlobMessage,
 } from "../cursor/index.ts";
 import type { Log } from "../log.ts";
@@ -91,6 +92,14 @@ export interface CheckpointWriter {
    * it (carried-turn.ts `toSentClientTurn`) with no blob id kept (issue #19: per-stream heap).
    */
   sentTurnSteps(): readonly number[];
+  /**
+   * Reads blob `key` (hex) back from the client's store (`get_blob_args`). `then` gets its bytes
+   * (their SHA-256 is the caller's to check), or null when the client answers an error or no
+   * data, does not answer within the timeout, the stream ends now (`flush`), or it sends no blob
+   * writes. Until then no checkpoint goes out: one sent meanwhile is dropped, and `then` is told
+   * (`checkpointed`) to send the stream's checkpoint anew; `turn_ended` and the end wait too.
+   */
+  read(key: string, then: (data: Uint8Array | null, checkpointed: boolean) => void): void;
 }
 
 export interface CheckpointWriterOptions {
@@ -196,6 +205,14 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
   },
   result(id, result) {
     const writes = this.writes;
+    if (writes?.reads?.has(id) === true) {
+      answerRead(
+        this,
+        id,
+        result.case === "getBlobResult" ? (result.value.blobData ?? null) : null,
+      );
+      return;
+    }
     const key = writes?.written.get(id);
     if (writes === undefined || key === undefined) return;
     writes.written.delete(id);
@@ -227,6 +244,19 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
   sentTurnSteps() {
     return this.writes?.sent ?? [];
   },
+  read(key, then) {
+    if (!this.blobs || this.outbound.ended) {
+      then(null, false);
+      return;
+    }
+    const writes = toWrites(this);
+    writes.reads ??= new Map();
+    const id = this.nextID++;
+    const timer = setTimeout(answerRead, this.timeoutMs, this, id, null);
+    timer.unref();
+    writes.reads.set(id, { then, timer });
+    this.outbound.push(toGetBlobMessage(id, key));
+  },
   whenSent(next) {
     this.atEnd ??= [];
     this.atEnd.push(next);
@@ -244,6 +274,33 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
     flush(this);
   },
 };
+
+/** Whether a read is unanswered (`read`): checkpoints, `turn_ended` and the end wait. */
+function reading(writer: Writer): boolean {
+  return (writer.writes?.reads?.size ?? 0) > 0;
+}
+
+/** The answer to read `id` (null: none), once; then what waited for the reads. */
+function answerRead(writer: Writer, id: number, data: Uint8Array | null): void {
+  const writes = writer.writes;
+  const read = writes?.reads?.get(id);
+  if (writes === undefined || read === undefined) return;
+  writes.reads?.delete(id);
+  clearTimeout(read.timer);
+  if (reading(writer)) {
+    read.then(data, false);
+    return;
+  }
+  const checkpointed = writes.deferred === true;
+  writes.deferred = false;
+  // What waited behind the read goes after the checkpoint its reader sends anew (in place of
+  // the one dropped, which came before it).
+  const held = writer.behind;
+  writer.behind = [];
+  read.then(data, checkpointed);
+  send(writer, held);
+  runThen(writer);
+}
 
 function unanswered(writer: Writer): number {
   return writer.writes?.writing.size ?? 0;
@@ -292,7 +349,9 @@ function expire(writer: Writer): void {
  */
 function runThen(writer: Writer, force = false): void {
   const atEnd = writer.atEnd;
-  if (writer.waiting.length > 0 || atEnd === undefined || atEnd.length === 0) return;
+  if (writer.waiting.length > 0 || reading(writer) || atEnd === undefined || atEnd.length === 0) {
+    return;
+  }
   if (unanswered(writer) > 0 && !force) {
     if (writer.timer === undefined && !writer.paused) arm(writer);
     return;
@@ -304,7 +363,10 @@ function runThen(writer: Writer, force = false): void {
 function send(writer: Writer, messages: readonly AgentServerMessage[]): void {
   for (const message of messages) {
     if (writer.outbound.ended) return;
-    if (writer.behind.length > 0 || (writer.waiting.length > 0 && isTurnEnded(message))) {
+    if (
+      writer.behind.length > 0 ||
+      ((writer.waiting.length > 0 || reading(writer)) && isTurnEnded(message))
+    ) {
       writer.behind.push(message);
     } else if (message.message.case === "conversationCheckpointUpdate") {
       checkpoint(writer, message);
@@ -315,6 +377,11 @@ function send(writer: Writer, messages: readonly AgentServerMessage[]): void {
 }
 
 function checkpoint(writer: Writer, message: AgentServerMessage): void {
+  if (writer.writes !== undefined && reading(writer)) {
+    // Its reader sends the stream's checkpoint anew once answered (`read`).
+    writer.writes.deferred = true;
+    return;
+  }
   const state = writer.blobs ? toCheckpointSource(message) : undefined;
   if (state === undefined) {
     // Inline (after a fallback, or a checkpoint not made from a turn state): out at once,
@@ -424,6 +491,8 @@ function flush(writer: Writer): void {
   writer.waiting = [];
   clearTimer(writer);
   if (newest !== undefined) writer.outbound.push(newest.inline);
+  // Unanswered reads get none now: a checkpoint they held goes out (inline) before the end.
+  for (const id of [...(writer.writes?.reads?.keys() ?? [])]) answerRead(writer, id, null);
   const held = writer.behind;
   writer.behind = [];
   for (const message of held) writer.outbound.push(message);
@@ -439,6 +508,15 @@ interface Writes {
   readonly writing: Set<string>;
   /** How many steps the turn blobs of the last blob-form checkpoints that went out list. */
   readonly sent: number[];
+  /** Reads sent and not answered (`read`), by kv id; made at the first. */
+  reads?: Map<number, Read>;
+  /** A checkpoint was dropped while a read was unanswered (`read`'s `checkpointed`). */
+  deferred?: boolean;
+}
+
+interface Read {
+  readonly then: (data: Uint8Array | null, checkpointed: boolean) => void;
+  readonly timer: NodeJS.Timeout;
 }
 
 function isTurnEnded(message: AgentServerMessage): boolean {

@@ -434,7 +434,7 @@ export function createTurnStart(
         // checkpoint it has.
         const ended = await endedTurn(stream.conversationID, restored?.turnID);
         const origin = ended?.record?.origin;
-        if (origin !== undefined) carryTurn(stream, origin);
+        if (origin !== undefined) carryTurn(stream, origin, undefined, { readBack: false });
         send(
           stream,
           restored === undefined

@@ -329,36 +329,49 @@ describe("a turn carried on by a resume stream is listed once in the client's ch
     }
   });
 
-  test("a resume request after a restart without the checkpoint's blobs: the turn cannot be read, so it is listed twice, as before; every checkpoint still clones", {
-    timeout: 90_000,
-  }, async () => {
-    harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
-    writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
-    const id = "turn-once-unread";
-    const { gate, client, clones } = gatedClient(harness);
-    try {
-      const { original, a, b } = await startB(harness, client, id);
-      const lost = original.runSseLost();
-      await harness.restart(); // SIGKILL
-      await lost;
-      const closing = original.close("the client moved to a resume stream").catch(() => {});
-      gate.open();
-      await closing;
-      const resumed = client.startTurn(resumeRequest(client, id, false), { timeoutMs: 30_000 });
-      assert.equal((await resumed.done).error, undefined);
-      assert.deepEqual(clones, []);
-      assert.deepEqual(
-        readTurns(client.checkpoint(id), client.blobs).map((t) => [t.requestID, t.steps]),
-        [
-          [a, ["text:answer A"]],
-          [b, ["text:Reading."]],
-          [b, ["tool:readToolCall", "text:Your notes: water the plants."]],
-        ],
-      );
-    } finally {
-      gate.open();
-    }
-  });
+  for (const way of [
+    { name: "RunSSE + BidiAppend (HTTP/1.1)", client: { httpVersion: "1.1" as const } },
+    { name: "HTTP/2 Run", client: { httpVersion: "2" as const } },
+  ]) {
+    test(`a resume request after a restart (SIGKILL) without the checkpoint's blobs, ${way.name}: the turn blob is read back from the client's store (get_blob_args); B once`, {
+      timeout: 90_000,
+    }, async () => {
+      harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
+      writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
+      const id = `turn-once-unread-${way.client.httpVersion}`;
+      const { gate, client, clones, messages } = gatedClient(harness, way.client);
+      try {
+        const { original, a, b } = await startB(harness, client, id);
+        const lost = way.client.httpVersion === "1.1" ? original.runSseLost() : undefined;
+        original.done.catch(() => {});
+        await harness.restart(); // SIGKILL
+        await lost;
+        const closing = original.close("the client moved to a resume stream").catch(() => {});
+        gate.open();
+        await closing;
+        const before = new Set(client.blobs.keys());
+        const from = messages.length;
+        const resumed = client.startTurn(resumeRequest(client, id, false), { timeoutMs: 30_000 });
+        assert.equal((await resumed.done).error, undefined);
+        const reads = messages
+          .slice(from)
+          .filter(
+            (m) =>
+              m.message.case === "kvServerMessage" &&
+              m.message.value.message.case === "getBlobArgs",
+          );
+        assert.equal(reads.length, 1, "one read of the client's turn blob");
+        assertTurnOnce(
+          client,
+          id,
+          { a, b },
+          { clones, resumeMessages: messages.slice(from), before },
+        );
+      } finally {
+        gate.open();
+      }
+    });
+  }
 
   for (const way of [
     { name: "RunSSE + BidiAppend (HTTP/1.1)", client: { httpVersion: "1.1" as const } },
