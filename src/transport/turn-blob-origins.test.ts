@@ -11,7 +11,7 @@ const blob = (seed: string): string => createHash("sha256").update(seed).digest(
 function countingStore() {
   const store = createMemoryStore();
   const calls = { record: [] as (readonly TurnBlob[])[], find: 0, fail: false };
-  const counted: Pick<Store, "recordTurnBlobs" | "findTurnBlob"> = {
+  const counted: Pick<Store, "recordTurnBlobs" | "findTurnBlob" | "findTurnBlobsOf"> = {
     async recordTurnBlobs(blobs) {
       calls.record.push(blobs);
       if (calls.fail) throw new Error("disk on fire");
@@ -21,6 +21,10 @@ function countingStore() {
       calls.find += 1;
       if (calls.fail) throw new Error("disk on fire");
       return store.findTurnBlob(blobID);
+    },
+    async findTurnBlobsOf(requestID) {
+      if (calls.fail) throw new Error("disk on fire");
+      return store.findTurnBlobsOf(requestID);
     },
   };
   return { store, counted, calls };
@@ -164,6 +168,7 @@ test("a store look-up that does not answer in time: unknown, said at warn, witho
       // A store that never answers while the start waits (a dead PostgreSQL before its connect
       // time-out): answered only after the look-up gave up.
       findTurnBlob: () => new Promise((resolve) => (answer = resolve)),
+      findTurnBlobsOf: async () => [],
     },
     log,
     lookUpTimeoutMs: 20,

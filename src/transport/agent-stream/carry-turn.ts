@@ -51,30 +51,46 @@ export function carryTurn(
     return;
   }
   stream.turn = carried;
-  // Unread, the client's entry for the turn stays in `previous` (its steps so far; this stream's
-  // follow as a second entry) until the client's store gives the blob back: read it from there.
-  if (
-    options.readBack &&
-    last?.type === "unresolved" &&
-    (last.requestID === undefined || last.requestID === origin)
-  ) {
-    readBack(stream, last.blob, origin);
+  if (!options.readBack) return;
+  if (last?.type === "unresolved" && (last.requestID === undefined || last.requestID === origin)) {
+    // Unread, the client's entry for the turn stays in `previous` (its steps so far; this
+    // stream's would follow as a second entry) until the client's store gives the blob back.
+    readBack(stream, [last.blob], origin, UNREAD, { blob: last.blob });
+    return;
+  }
+  const turnBlobs = stream.deps.turnBlobs;
+  if (origin === stream.requestID && handing === null && turnBlobs !== undefined) {
+    // The turn's own stream, picked up after a restart: the request it saved was sent before
+    // the turn began, so none of the turn is carried; its client holds the last checkpoint of
+    // it that went out before the restart, named by one of the turn blobs recorded for it.
+    const keys = turnBlobs.writtenFor(origin, carried.conversationID);
+    readBack(stream, keys, origin, UNRECOVERED, {});
   }
 }
 
+const UNREAD =
+  "the client's checkpoint ends with a turn blob it did not send back nor give when asked; a resumed turn is listed twice in this stream's checkpoints";
+const UNRECOVERED =
+  "the turn's last checkpoint before the restart could not be read back from the client; its checkpoints list only the steps made since";
+
 /**
- * Reads the client's turn blob `blob` back from its store (`get_blob_args`; a resume request
- * without `pre_fetched_blobs` after a restart, when no stream here sent it); once it comes, the
- * turn is carried from it (cursor/carried-turn.ts `withReadBackTurn`) and the stream's
- * checkpoints list the turn once; none goes out before the answer (one round trip). If the client
- * cannot give it, they list it twice, as the client had it and then this stream's part; each
- * clones. Whether the IDE answers `get_blob_args` is
- * unverified (Cursor's own server reads blobs so: docs/protocol.md §2.9).
+ * Reads the client's turn blob back from its store (`get_blob_args`): the first of `keys` it has
+ * (checkpoint-writer.ts `read`). Once it comes, the turn is carried from it
+ * (cursor/carried-turn.ts `withReadBackTurn`): the stream's checkpoints list the turn once, the
+ * client's part of it first; none goes out before the answer (a round trip). Not found, `why` is
+ * logged at info and the checkpoints go on without it. Whether the IDE answers `get_blob_args`
+ * is unverified (Cursor's own server reads the client's blobs so: docs/protocol.md §2.9).
  */
-function readBack(stream: StreamState, blob: string, origin: string): void {
-  stream.checkpoints.read(blob, (data, checkpointed) => {
+function readBack(
+  stream: StreamState,
+  keys: readonly string[] | Promise<readonly string[]>,
+  origin: string,
+  why: string,
+  fields: Record<string, unknown>,
+): void {
+  stream.checkpoints.read(keys, (found, checkpointed) => {
     const turn = stream.turn;
-    const read = data === null ? null : toReadBackTurn(blob, data);
+    const read = found === null ? null : toReadBackTurn(found.key, found.data);
     if (turn !== null && read !== null && read.requestID === origin) {
       stream.turn = withReadBackTurn(turn, read);
     } else {
@@ -83,13 +99,13 @@ function readBack(stream: StreamState, blob: string, origin: string): void {
           conversation: stream.conversationID,
           request: stream.requestID,
           origin,
-          blob,
-          answered: data !== null,
+          ...fields,
+          ...(found === null ? {} : { blob: found.key, read: "not this turn" }),
         },
-        "the client's checkpoint ends with a turn blob it did not send back nor give when asked; a resumed turn is listed twice in this stream's checkpoints",
+        why,
       );
     }
-    // The checkpoint held meanwhile (checkpoint-writer.ts `read`), as the turn is now.
+    // The checkpoint held meanwhile, as the turn is now.
     if (checkpointed && stream.turn !== null) send(stream, [toCheckpointMessage(stream.turn)]);
   });
 }

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { mock, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { hasFastProperties } from "../../llm/testing/fast-properties.ts";
@@ -459,31 +460,63 @@ test("the step counts of the turn blobs of the blob-form checkpoints that went o
   );
 });
 
-test("a read of a client blob (get_blob_args): checkpoints wait for its answer, which tells the reader to send one anew; turn_ended and the end wait too", () => {
+/** The asks (`get_blob_args`) in `messages`: kv id and hex blob id. */
+function asks(messages: readonly AgentServerMessage[]): { id: number; key: string }[] {
+  return messages.flatMap((message) =>
+    message.message.case === "kvServerMessage" &&
+    message.message.value.message.case === "getBlobArgs"
+      ? [
+          {
+            id: message.message.value.id,
+            key: Buffer.from(message.message.value.message.value.blobId).toString("hex"),
+          },
+        ]
+      : [],
+  );
+}
+
+const given = (data: Uint8Array): KvClientMessage["message"] => ({
+  case: "getBlobResult",
+  value: { $typeName: "agent.v1.GetBlobResult", blobData: data },
+});
+const notFound: KvClientMessage["message"] = {
+  case: "getBlobResult",
+  value: {
+    $typeName: "agent.v1.GetBlobResult",
+    error: { $typeName: "agent.v1.Error", message: "blob not found" },
+  },
+};
+
+test("a read of a client blob (get_blob_args): the first of the keys the client has; checkpoints wait for it, and its reader is told to send one anew; turn_ended and the end wait too", async () => {
   const { writer, out, sent } = setup();
   const state = turnState({ steps: [step("one")] });
-  const answers: [Uint8Array | null, boolean][] = [];
-  writer.read("ab".repeat(32), (data, checkpointed) => {
-    answers.push([data, checkpointed]);
+  const data = Uint8Array.of(1, 2, 3);
+  const key = createHash("sha256").update(data).digest("hex");
+  const answers: [string | null, boolean][] = [];
+  let keys!: (found: readonly string[]) => void;
+  writer.read(new Promise((resolve) => (keys = resolve)), (found, checkpointed) => {
+    answers.push([found?.key ?? null, checkpointed]);
     // The reader's checkpoint as the turn now is.
     if (checkpointed) writer.send([toCheckpointMessage(state)]);
   });
-  assert.deepEqual(out(), ["set_blob"], "the read (a kv message)");
-  const read = sent.at(-1)?.message;
-  assert.ok(read?.case === "kvServerMessage" && read.value.message.case === "getBlobArgs");
-  assert.equal(Buffer.from(read.value.message.value.blobId).toString("hex"), "ab".repeat(32));
   let ended = false;
   writer.send([toServerNotice("text"), toCheckpointMessage(state), toTurnEnded(state)]);
   writer.whenSent(() => {
     ended = true;
   });
-  assert.deepEqual(out(), ["textDelta"], "only the text goes out");
-  const data = Uint8Array.of(1, 2, 3);
-  writer.result(read.value.id, {
-    case: "getBlobResult",
-    value: { $typeName: "agent.v1.GetBlobResult", blobData: data },
-  });
-  assert.deepEqual(answers, [[data, true]]);
+  assert.deepEqual(out(), ["textDelta"], "only the text goes out while the keys are looked up");
+  keys(["00".repeat(32), key]);
+  await Promise.resolve();
+  assert.deepEqual(out(), ["set_blob"], "the first ask (a kv message)");
+  const [first] = asks(sent);
+  assert.equal(first?.key, "00".repeat(32));
+  writer.result(first?.id ?? 0, notFound);
+  assert.deepEqual(out(), ["set_blob"], "then the next key");
+  const second = asks(sent).at(-1);
+  assert.equal(second?.key, key);
+  // Bytes that are not the blob asked for count as not found; here the right ones come.
+  writer.result(second?.id ?? 0, given(data));
+  assert.deepEqual(answers, [[key, true]]);
   // The reader's checkpoint writes its blobs; turn_ended waits behind it as always.
   assert.deepEqual(out(), ["set_blob", "set_blob", "set_blob"]);
   assert.equal(ended, false);
@@ -493,33 +526,29 @@ test("a read of a client blob (get_blob_args): checkpoints wait for its answer, 
   assert.deepEqual(out(), ["checkpoint(ids)", "turnEnded"]);
   assert.equal(ended, true);
   // A repeated answer changes nothing.
-  writer.result(read.value.id, ok);
+  writer.result(second?.id ?? 0, given(data));
   assert.equal(answers.length, 1);
 });
 
-test("a read answered with an error, not answered in time, or cut by the stream's end now: the reader gets null", () => {
+test("a read that finds nothing (wrong bytes, not found, no keys), is not answered in time, or is cut by the stream's end now: the reader gets null", () => {
   mock.timers.enable({ apis: ["setTimeout"] });
   try {
     const { writer, out, sent } = setup();
-    const answers: (Uint8Array | null)[] = [];
+    const answers: unknown[] = [];
     const state = turnState({ steps: [step("one")] });
-    writer.read("01".repeat(32), (data) => answers.push(data));
+    writer.read(["01".repeat(32)], (found) => answers.push(found?.key ?? null));
     out();
-    const asked = sent.at(-1)?.message;
-    assert.ok(asked?.case === "kvServerMessage");
-    const id = asked.value.id;
-    writer.result(id, {
-      case: "getBlobResult",
-      value: {
-        $typeName: "agent.v1.GetBlobResult",
-        error: { $typeName: "agent.v1.Error", message: "blob not found" },
-      },
-    });
-    writer.read("02".repeat(32), (data) => answers.push(data));
+    writer.result(asks(sent).at(-1)?.id ?? 0, given(Uint8Array.of(9)));
+    writer.read(["02".repeat(32)], (found) => answers.push(found?.key ?? null));
+    out();
+    writer.result(asks(sent).at(-1)?.id ?? 0, notFound);
+    writer.read([], (found) => answers.push(found?.key ?? null));
+    writer.read(["03".repeat(32)], (found) => answers.push(found?.key ?? null));
     mock.timers.tick(TIMEOUT_MS);
+    assert.deepEqual([...answers], [null, null, null, null]);
     let checkpointedAtFlush = false;
-    writer.read("03".repeat(32), (data, checkpointed) => {
-      answers.push(data);
+    writer.read(["04".repeat(32)], (found, checkpointed) => {
+      answers.push(found?.key ?? null);
       checkpointedAtFlush = checkpointed;
       if (checkpointed) writer.send([toCheckpointMessage(state)]);
     });
@@ -527,7 +556,7 @@ test("a read answered with an error, not answered in time, or cut by the stream'
     writer.send([toCheckpointMessage(state)]);
     assert.deepEqual(out(), []);
     writer.flush();
-    assert.deepEqual(answers, [null, null, null]);
+    assert.deepEqual(answers, [null, null, null, null, null]);
     assert.equal(checkpointedAtFlush, true);
     assert.deepEqual(out(), ["checkpoint(inline)"], "the held checkpoint goes out inline");
   } finally {
@@ -537,8 +566,31 @@ test("a read answered with an error, not answered in time, or cut by the stream'
 
 test("a read on a stream that sends no blob writes: null at once, no kv message", () => {
   const { writer, out } = setup(false);
-  const answers: (Uint8Array | null)[] = [];
-  writer.read("01".repeat(32), (data) => answers.push(data));
+  const answers: unknown[] = [];
+  writer.read(["01".repeat(32)], (found) => answers.push(found));
   assert.deepEqual(answers, [null]);
   assert.deepEqual(out(), []);
+});
+
+test("a read whose reader's checkpoint needs no write: it goes out at once, then turn_ended, then the end", () => {
+  const { writer, out, sent } = setup();
+  const state = turnState({ steps: [step("one")] });
+  writer.send([toCheckpointMessage(state)]);
+  out();
+  for (const message of [...sent]) {
+    if (message.message.case === "kvServerMessage") writer.result(message.message.value.id, ok);
+  }
+  assert.deepEqual(out(), ["checkpoint(ids)"]);
+  writer.read(["05".repeat(32)], (_found, checkpointed) => {
+    if (checkpointed) writer.send([toCheckpointMessage(state)]);
+  });
+  /** What had gone out when the end ran (the stream ends its outbound there). */
+  let atEnd: string[] | undefined;
+  writer.send([toCheckpointMessage(state), toTurnEnded(state)]);
+  writer.whenSent(() => {
+    atEnd = out();
+  });
+  assert.deepEqual(out(), ["set_blob"], "the read only");
+  writer.result(asks(sent).at(-1)?.id ?? 0, notFound);
+  assert.deepEqual(atEnd, ["checkpoint(ids)", "turnEnded"]);
 });

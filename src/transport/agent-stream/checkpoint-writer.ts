@@ -30,6 +30,7 @@ import { withMethods } from "../../llm/index.ts";
 import type { AgentServerMessage } from "../cursor/index.ts";
 import {
   type KvClientMessage,
+  toBlob,
   toBlobCheckpoint,
   toCheckpointSource,
   toCheckpointUpdate,
@@ -93,14 +94,21 @@ export interface CheckpointWriter {
    */
   sentTurnSteps(): readonly number[];
   /**
-   * Reads blob `key` (hex) back from the client's store (`get_blob_args`). `then` gets its bytes
-   * (their SHA-256 is the caller's to check), or null when the client answers an error or no
-   * data, does not answer within the timeout, the stream ends now (`flush`), or it sends no blob
-   * writes. Until then no checkpoint goes out: one sent meanwhile is dropped, and `then` is told
-   * (`checkpointed`) to send the stream's checkpoint anew; `turn_ended` and the end wait too.
+   * Reads a blob back from the client's store (`get_blob_args`): the first of `keys` (hex ids,
+   * or a promise of them) the client has. `then` gets it, its bytes checked against its id, or
+   * null when the client has none of them, does not answer within the timeout (all asks
+   * together), the stream ends now (`flush`), or the stream sends no blob writes. Until then no
+   * checkpoint goes out: one sent meanwhile is dropped, and `then` is told (`checkpointed`) to
+   * send the stream's checkpoint anew; `turn_ended` and the end wait too.
    */
-  read(key: string, then: (data: Uint8Array | null, checkpointed: boolean) => void): void;
+  read(keys: readonly string[] | Promise<readonly string[]>, then: ReadThen): void;
 }
+
+/** What `read` gives: the blob found (null: none), and whether a checkpoint waited for it. */
+export type ReadThen = (
+  found: { readonly key: string; readonly data: Uint8Array } | null,
+  checkpointed: boolean,
+) => void;
 
 export interface CheckpointWriterOptions {
   readonly outbound: OutboundStream<AgentServerMessage>;
@@ -205,12 +213,10 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
   },
   result(id, result) {
     const writes = this.writes;
-    if (writes?.reads?.has(id) === true) {
-      answerRead(
-        this,
-        id,
-        result.case === "getBlobResult" ? (result.value.blobData ?? null) : null,
-      );
+    const asked = writes?.asked?.get(id);
+    if (asked !== undefined) {
+      writes?.asked?.delete(id);
+      answered(this, asked, result.case === "getBlobResult" ? result.value.blobData : undefined);
       return;
     }
     const key = writes?.written.get(id);
@@ -244,18 +250,24 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
   sentTurnSteps() {
     return this.writes?.sent ?? [];
   },
-  read(key, then) {
+  read(keys, then) {
     if (!this.blobs || this.outbound.ended) {
       then(null, false);
       return;
     }
     const writes = toWrites(this);
-    writes.reads ??= new Map();
-    const id = this.nextID++;
-    const timer = setTimeout(answerRead, this.timeoutMs, this, id, null);
-    timer.unref();
-    writes.reads.set(id, { then, timer });
-    this.outbound.push(toGetBlobMessage(id, key));
+    const read: Read = { then, key: "", rest: [], timer: undefined, done: false };
+    read.timer = setTimeout(readDone, this.timeoutMs, this, read, null);
+    read.timer.unref();
+    writes.reads ??= new Set();
+    writes.reads.add(read);
+    if (Array.isArray(keys)) ask(this, read, keys as readonly string[]);
+    else {
+      (keys as Promise<readonly string[]>).then(
+        (found) => ask(this, read, found),
+        () => ask(this, read, []),
+      );
+    }
   },
   whenSent(next) {
     this.atEnd ??= [];
@@ -275,29 +287,61 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
   },
 };
 
-/** Whether a read is unanswered (`read`): checkpoints, `turn_ended` and the end wait. */
+/** Whether a read is under way (`read`): checkpoints, `turn_ended` and the end wait. */
 function reading(writer: Writer): boolean {
   return (writer.writes?.reads?.size ?? 0) > 0;
 }
 
-/** The answer to read `id` (null: none), once; then what waited for the reads. */
-function answerRead(writer: Writer, id: number, data: Uint8Array | null): void {
+/** Asks the client for the first of `keys` (none left: the read found nothing). */
+function ask(writer: Writer, read: Read, keys: readonly string[]): void {
+  const key = keys[0];
+  if (read.done) return;
+  if (key === undefined || writer.outbound.ended) {
+    readDone(writer, read, null);
+    return;
+  }
+  const writes = toWrites(writer);
+  writes.asked ??= new Map();
+  const id = writer.nextID++;
+  writes.asked.set(id, read);
+  read.key = key;
+  read.rest = keys.slice(1);
+  writer.outbound.push(toGetBlobMessage(id, key));
+}
+
+/** The client's answer to an ask of `read`: its blob if it is the one asked for, else the next. */
+function answered(writer: Writer, read: Read, data: Uint8Array | undefined): void {
+  if (data !== undefined && toBlob(data).key === read.key) {
+    readDone(writer, read, { key: read.key, data });
+  } else ask(writer, read, read.rest);
+}
+
+/** `read` is over (`found` null: nothing found), once; then what waited for the reads. */
+function readDone(
+  writer: Writer,
+  read: Read,
+  found: { readonly key: string; readonly data: Uint8Array } | null,
+): void {
   const writes = writer.writes;
-  const read = writes?.reads?.get(id);
-  if (writes === undefined || read === undefined) return;
-  writes.reads?.delete(id);
+  if (read.done || writes === undefined) return;
+  read.done = true;
   clearTimeout(read.timer);
+  writes.reads?.delete(read);
+  for (const [id, asked] of writes.asked ?? []) if (asked === read) writes.asked?.delete(id);
   if (reading(writer)) {
-    read.then(data, false);
+    read.then(found, false);
     return;
   }
   const checkpointed = writes.deferred === true;
   writes.deferred = false;
-  // What waited behind the read goes after the checkpoint its reader sends anew (in place of
-  // the one dropped, which came before it).
+  // What waited behind the read, and the end, go after the checkpoint its reader sends anew (in
+  // place of the one dropped, which came before them).
   const held = writer.behind;
+  const atEnd = writer.atEnd;
   writer.behind = [];
-  read.then(data, checkpointed);
+  writer.atEnd = undefined;
+  read.then(found, checkpointed);
+  if (atEnd !== undefined) writer.atEnd = [...atEnd, ...(writer.atEnd ?? [])];
   send(writer, held);
   runThen(writer);
 }
@@ -492,7 +536,7 @@ function flush(writer: Writer): void {
   clearTimer(writer);
   if (newest !== undefined) writer.outbound.push(newest.inline);
   // Unanswered reads get none now: a checkpoint they held goes out (inline) before the end.
-  for (const id of [...(writer.writes?.reads?.keys() ?? [])]) answerRead(writer, id, null);
+  for (const read of [...(writer.writes?.reads ?? [])]) readDone(writer, read, null);
   const held = writer.behind;
   writer.behind = [];
   for (const message of held) writer.outbound.push(message);
@@ -508,15 +552,21 @@ interface Writes {
   readonly writing: Set<string>;
   /** How many steps the turn blobs of the last blob-form checkpoints that went out list. */
   readonly sent: number[];
-  /** Reads sent and not answered (`read`), by kv id; made at the first. */
-  reads?: Map<number, Read>;
+  /** Reads under way (`read`); made at the first. */
+  reads?: Set<Read>;
+  /** Their asks sent and not answered: kv id → read. */
+  asked?: Map<number, Read>;
   /** A checkpoint was dropped while a read was unanswered (`read`'s `checkpointed`). */
   deferred?: boolean;
 }
 
 interface Read {
-  readonly then: (data: Uint8Array | null, checkpointed: boolean) => void;
-  readonly timer: NodeJS.Timeout;
+  readonly then: ReadThen;
+  /** The blob asked for now, and the ones to ask for if the client has not got it. */
+  key: string;
+  rest: readonly string[];
+  timer: NodeJS.Timeout | undefined;
+  done: boolean;
 }
 
 function isTurnEnded(message: AgentServerMessage): boolean {

@@ -16,6 +16,7 @@ export {
 } from "./carried-turn.ts";
 export { toCheckpointMessage, toCheckpointSource } from "./checkpoint.ts";
 export {
+  toBlob,
   toBlobCheckpoint,
   toCheckpointUpdate,
   toGetBlobMessage,

@@ -130,6 +130,16 @@ function writtenKeys(messages: readonly AgentServerMessage[]): string[] {
   );
 }
 
+/** Blob reads (`get_blob_args`) of `messages` (their hex ids). */
+function asksOf(messages: readonly AgentServerMessage[]): string[] {
+  return messages.flatMap((message) =>
+    message.message.case === "kvServerMessage" &&
+    message.message.value.message.case === "getBlobArgs"
+      ? [Buffer.from(message.message.value.message.value.blobId).toString("hex")]
+      : [],
+  );
+}
+
 /** Turn A, then turn B whose read is held (`gate`) on the stream that started it. */
 async function startB(
   harness: Harness,
@@ -323,6 +333,45 @@ describe("a turn carried on by a resume stream is listed once in the client's ch
       );
       assert.ok(
         !harness.logs.some((line) => line.message.startsWith("the client's checkpoint ends with")),
+      );
+    } finally {
+      gate.open();
+    }
+  });
+
+  test("the turn's own stream picked up after a restart (SIGKILL; its RunSSE reconnects): the turn's last checkpoint before the restart is read back from the client's store; B once, whole, in order", {
+    timeout: 90_000,
+  }, async () => {
+    harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
+    writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
+    const id = "turn-once-own-stream";
+    const { gate, client, clones, messages } = gatedClient(harness);
+    try {
+      const { original, a, b } = await startB(harness, client, id);
+      // The row of B's turn blob is written on a later turn of the server's event loop, awaited
+      // by nothing the client sees (turn-blob-origins.ts: a crash in that moment loses it, which
+      // is not what this test is about): the kill comes once it is in the store.
+      for (let tries = 0; (await harness.store.findTurnBlobsOf(b)).length === 0; tries++) {
+        assert.ok(tries < 500, "B's turn blob is recorded");
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      const lost = original.runSseLost();
+      await harness.restart(); // SIGKILL
+      await lost;
+      const before = new Set(client.blobs.keys());
+      const from = messages.length;
+      // The answer to the dead server's exec reaches the new one late; the tool is asked again.
+      gate.open();
+      original.reconnectRunSse();
+      const result = await original.done;
+      assert.equal(result.error, undefined);
+      assert.match(result.view.text, /Your notes: water the plants\.$/);
+      const after = messages.slice(from);
+      assertTurnOnce(client, id, { a, b }, { clones, resumeMessages: after, before });
+      assert.deepEqual(
+        asksOf(after).map((key) => before.has(key)),
+        [true],
+        "one read, of a turn blob the client has",
       );
     } finally {
       gate.open();
