@@ -63,6 +63,12 @@ export interface TurnOutput {
    * which shows nothing to the client but spends tokens of the turn. Optional.
    */
   countUsage?(usage: Usage): void;
+  /**
+   * The store's record of a tool call this output was asked to run is settled (its result saved,
+   * or the run given up): a restart now reuses that result rather than asking the call again.
+   * Called for every call `runTool` was asked for, outside the conversation's queue. Optional.
+   */
+  toolSaved?(operationID: string): void;
   /** The turn ended; nothing more is published for it. */
   end(outcome: TurnOutcome, state: ConversationState): void;
   /**

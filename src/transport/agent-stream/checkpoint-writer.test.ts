@@ -530,35 +530,58 @@ test("a read of a client blob (get_blob_args): the first of the keys the client 
   assert.equal(answers.length, 1);
 });
 
-test("a read that finds nothing (wrong bytes, not found, no keys), is not answered in time, or is cut by the stream's end now: the reader gets null", () => {
+test("a read that finds nothing (wrong bytes, not found, no keys), or is cut by the stream's end now: the reader gets null", () => {
+  const { writer, out, sent } = setup();
+  const answers: unknown[] = [];
+  const state = turnState({ steps: [step("one")] });
+  writer.read(["01".repeat(32)], (found) => answers.push(found?.key ?? null));
+  out();
+  writer.result(asks(sent).at(-1)?.id ?? 0, given(Uint8Array.of(9)));
+  writer.read(["02".repeat(32)], (found) => answers.push(found?.key ?? null));
+  out();
+  writer.result(asks(sent).at(-1)?.id ?? 0, notFound);
+  writer.read([], (found) => answers.push(found?.key ?? null));
+  assert.deepEqual([...answers], [null, null, null]);
+  let checkpointedAtFlush = false;
+  writer.read(["04".repeat(32)], (found, checkpointed) => {
+    answers.push(found?.key ?? null);
+    checkpointedAtFlush = checkpointed;
+    if (checkpointed) writer.send([toCheckpointMessage(state)]);
+  });
+  out();
+  writer.send([toCheckpointMessage(state)]);
+  assert.deepEqual(out(), []);
+  writer.flush();
+  assert.deepEqual(answers, [null, null, null, null]);
+  assert.equal(checkpointedAtFlush, false, "the reader is not asked for one");
+  assert.deepEqual(out(), ["checkpoint(inline)"], "the held checkpoint goes out inline");
+});
+
+test("a read not answered in time: null, and the stream's checkpoints go inline from then on (a client that answers no blob message), said at warn; not while nobody reads the stream", () => {
   mock.timers.enable({ apis: ["setTimeout"] });
   try {
-    const { writer, out, sent } = setup();
-    const answers: unknown[] = [];
+    const { writer, out, lines } = setup();
     const state = turnState({ steps: [step("one")] });
-    writer.read(["01".repeat(32)], (found) => answers.push(found?.key ?? null));
-    out();
-    writer.result(asks(sent).at(-1)?.id ?? 0, given(Uint8Array.of(9)));
-    writer.read(["02".repeat(32)], (found) => answers.push(found?.key ?? null));
-    out();
-    writer.result(asks(sent).at(-1)?.id ?? 0, notFound);
-    writer.read([], (found) => answers.push(found?.key ?? null));
-    writer.read(["03".repeat(32)], (found) => answers.push(found?.key ?? null));
-    mock.timers.tick(TIMEOUT_MS);
-    assert.deepEqual([...answers], [null, null, null, null]);
-    let checkpointedAtFlush = false;
-    writer.read(["04".repeat(32)], (found, checkpointed) => {
-      answers.push(found?.key ?? null);
-      checkpointedAtFlush = checkpointed;
+    const answers: unknown[] = [];
+    writer.read(["03".repeat(32)], (found, checkpointed) => {
+      answers.push(found);
       if (checkpointed) writer.send([toCheckpointMessage(state)]);
     });
-    out();
     writer.send([toCheckpointMessage(state)]);
-    assert.deepEqual(out(), []);
-    writer.flush();
-    assert.deepEqual(answers, [null, null, null, null, null]);
-    assert.equal(checkpointedAtFlush, true);
-    assert.deepEqual(out(), ["checkpoint(inline)"], "the held checkpoint goes out inline");
+    assert.deepEqual(out(), ["set_blob"], "the read only");
+    mock.timers.tick(TIMEOUT_MS);
+    assert.deepEqual(answers, [null]);
+    assert.deepEqual(out(), ["checkpoint(inline)"], "no blob write waits the timeout again");
+    assert.equal(lines.filter((line) => line.level === "warn").length, 1);
+
+    const paused = setup();
+    paused.writer.pause();
+    paused.writer.read(["03".repeat(32)], () => {});
+    mock.timers.tick(TIMEOUT_MS);
+    paused.writer.resume();
+    paused.writer.send([toCheckpointMessage(state)]);
+    assert.deepEqual(paused.out(), ["set_blob", "set_blob", "set_blob", "set_blob"], "blob form");
+    assert.equal(paused.lines.length, 0);
   } finally {
     mock.timers.reset();
   }
@@ -593,4 +616,49 @@ test("a read whose reader's checkpoint needs no write: it goes out at once, then
   assert.deepEqual(out(), ["set_blob"], "the read only");
   writer.result(asks(sent).at(-1)?.id ?? 0, notFound);
   assert.deepEqual(atEnd, ["checkpoint(ids)", "turnEnded"]);
+});
+
+test("a hold (a tool step whose result is not saved yet): checkpoints wait, the newest goes out once the last hold is off; turn_ended and the end wait too; a hold not released is off after the timeout", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const { writer, out, sent } = setup();
+    const one = turnState({ steps: [step("one")] });
+    const two = turnState({ steps: [step("one"), step("two")] });
+    writer.holdCheckpoints("op-1");
+    writer.holdCheckpoints("op-2");
+    let atEnd: string[] | undefined;
+    writer.send([toServerNotice("text"), toCheckpointMessage(one), toCheckpointMessage(two)]);
+    writer.send([toTurnEnded(two)]);
+    writer.whenSent(() => {
+      atEnd = out();
+    });
+    assert.deepEqual(out(), ["textDelta"], "only the text");
+    writer.unholdCheckpoints("op-1");
+    assert.deepEqual(out(), [], "another hold is on");
+    writer.unholdCheckpoints("op-1");
+    writer.unholdCheckpoints("op-2");
+    // The newest (two steps): user message, two steps, turn.
+    assert.deepEqual(out(), ["set_blob", "set_blob", "set_blob", "set_blob"]);
+    for (const message of sent.slice(-4)) {
+      if (message.message.case === "kvServerMessage") writer.result(message.message.value.id, ok);
+    }
+    assert.deepEqual(atEnd, ["checkpoint(ids)", "turnEnded"]);
+
+    const { writer: later, out: laterOut } = setup(false);
+    later.holdCheckpoints("op-3");
+    later.send([toCheckpointMessage(one)]);
+    assert.deepEqual(laterOut(), [], "an inline checkpoint waits too");
+    mock.timers.tick(TIMEOUT_MS);
+    assert.deepEqual(laterOut(), ["checkpoint(inline)"]);
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("a hold cut by the stream's end now: the checkpoint held goes out before the end", () => {
+  const { writer, out } = setup();
+  writer.holdCheckpoints("op-1");
+  writer.send([toCheckpointMessage(turnState({ steps: [step("one")] }))]);
+  writer.flush();
+  assert.deepEqual(out(), ["checkpoint(inline)"]);
 });

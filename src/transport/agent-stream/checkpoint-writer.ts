@@ -102,6 +102,16 @@ export interface CheckpointWriter {
    * send the stream's checkpoint anew; `turn_ended` and the end wait too.
    */
   read(keys: readonly string[] | Promise<readonly string[]>, then: ReadThen): void;
+  /**
+   * Holds checkpoints while `key` (a tool call's operation id) is held: one sent meanwhile waits
+   * (the newest only), and goes out once no hold or read is left (`unholdCheckpoints`), the
+   * timeout passed, or the stream ends now; `turn_ended` and the end wait too. A tool step goes
+   * into the turn when its result comes, before the runner saved that result: a checkpoint
+   * listing it must not reach the client before a restart would reuse the result (else the call
+   * is asked again and the turn lists its step twice).
+   */
+  holdCheckpoints(key: string): void;
+  unholdCheckpoints(key: string): void;
 }
 
 /** What `read` gives: the blob found (null: none), and whether a checkpoint waited for it. */
@@ -250,6 +260,18 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
   sentTurnSteps() {
     return this.writes?.sent ?? [];
   },
+  holdCheckpoints(key) {
+    if (this.outbound.ended) return;
+    const writes = toWrites(this);
+    writes.holds ??= new Map();
+    clearTimeout(writes.holds.get(key));
+    const timer = setTimeout(unhold, this.timeoutMs, this, key);
+    timer.unref();
+    writes.holds.set(key, timer);
+  },
+  unholdCheckpoints(key) {
+    unhold(this, key);
+  },
   read(keys, then) {
     if (!this.blobs || this.outbound.ended) {
       then(null, false);
@@ -257,7 +279,7 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
     }
     const writes = toWrites(this);
     const read: Read = { then, key: "", rest: [], timer: undefined, done: false };
-    read.timer = setTimeout(readDone, this.timeoutMs, this, read, null);
+    read.timer = setTimeout(readTimedOut, this.timeoutMs, this, read);
     read.timer.unref();
     writes.reads ??= new Set();
     writes.reads.add(read);
@@ -281,15 +303,58 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
     }
     this.waiting = [];
     clearTimer(this);
+    // A running turn's checkpoint held by a read or a hold is dropped too.
+    if (this.writes !== undefined) this.writes.deferred = undefined;
   },
   flush() {
     flush(this);
   },
 };
 
-/** Whether a read is under way (`read`): checkpoints, `turn_ended` and the end wait. */
+/**
+ * Whether a read is under way (`read`) or a hold is on (`holdCheckpoints`): checkpoints,
+ * `turn_ended` and the end wait.
+ */
 function reading(writer: Writer): boolean {
-  return (writer.writes?.reads?.size ?? 0) > 0;
+  return (writer.writes?.reads?.size ?? 0) > 0 || (writer.writes?.holds?.size ?? 0) > 0;
+}
+
+/** Hold `key` is off (released, or its timeout passed). */
+function unhold(writer: Writer, key: string): void {
+  const holds = writer.writes?.holds;
+  const timer = holds?.get(key);
+  if (holds === undefined || timer === undefined) return;
+  clearTimeout(timer);
+  holds.delete(key);
+  if (reading(writer)) return;
+  opened(writer, () => {
+    const deferred = takeDeferred(writer);
+    if (deferred !== undefined) checkpoint(writer, deferred);
+  });
+}
+
+/** The checkpoint held while reads or holds were on, now theirs to send (or not). */
+function takeDeferred(writer: Writer): AgentServerMessage | undefined {
+  const writes = writer.writes;
+  const deferred = writes?.deferred;
+  if (writes !== undefined) writes.deferred = undefined;
+  return deferred;
+}
+
+/**
+ * The last read or hold is over: `run` sends the checkpoint held meanwhile (or a newer one), then
+ * what waited behind, and the end, go after it (in place of the one dropped, which came before
+ * them).
+ */
+function opened(writer: Writer, run: () => void): void {
+  const held = writer.behind;
+  const atEnd = writer.atEnd;
+  writer.behind = [];
+  writer.atEnd = undefined;
+  run();
+  if (atEnd !== undefined) writer.atEnd = [...atEnd, ...(writer.atEnd ?? [])];
+  send(writer, held);
+  runThen(writer);
 }
 
 /** Asks the client for the first of `keys` (none left: the read found nothing). */
@@ -316,6 +381,18 @@ function answered(writer: Writer, read: Read, data: Uint8Array | undefined): voi
   } else ask(writer, read, read.rest);
 }
 
+/**
+ * No answer to `read` within the timeout: the client answers no blob message, so checkpoints go
+ * inline from now on (as after a write's timeout: a checkpoint that would write blobs would wait
+ * the timeout again), and the read found nothing.
+ */
+function readTimedOut(writer: Writer, read: Read): void {
+  if (read.done) return;
+  // Unless nobody reads the stream now (its RunSSE dropped): then the client could not answer.
+  if (!writer.paused) fallBack(writer, "read");
+  readDone(writer, read, null);
+}
+
 /** `read` is over (`found` null: nothing found), once; then what waited for the reads. */
 function readDone(
   writer: Writer,
@@ -328,22 +405,14 @@ function readDone(
   clearTimeout(read.timer);
   writes.reads?.delete(read);
   for (const [id, asked] of writes.asked ?? []) if (asked === read) writes.asked?.delete(id);
+  // The reader sends a checkpoint anew, as the turn is once read, for one held meanwhile: it
+  // is held again while other reads or holds are on.
+  const checkpointed = takeDeferred(writer) !== undefined;
   if (reading(writer)) {
-    read.then(found, false);
+    read.then(found, checkpointed);
     return;
   }
-  const checkpointed = writes.deferred === true;
-  writes.deferred = false;
-  // What waited behind the read, and the end, go after the checkpoint its reader sends anew (in
-  // place of the one dropped, which came before them).
-  const held = writer.behind;
-  const atEnd = writer.atEnd;
-  writer.behind = [];
-  writer.atEnd = undefined;
-  read.then(found, checkpointed);
-  if (atEnd !== undefined) writer.atEnd = [...atEnd, ...(writer.atEnd ?? [])];
-  send(writer, held);
-  runThen(writer);
+  opened(writer, () => read.then(found, checkpointed));
 }
 
 function unanswered(writer: Writer): number {
@@ -422,8 +491,8 @@ function send(writer: Writer, messages: readonly AgentServerMessage[]): void {
 
 function checkpoint(writer: Writer, message: AgentServerMessage): void {
   if (writer.writes !== undefined && reading(writer)) {
-    // Its reader sends the stream's checkpoint anew once answered (`read`).
-    writer.writes.deferred = true;
+    // Out once no read or hold is left (a reader sends the stream's checkpoint anew instead).
+    writer.writes.deferred = message;
     return;
   }
   const state = writer.blobs ? toCheckpointSource(message) : undefined;
@@ -508,7 +577,7 @@ function newestReady(writer: Writer): number {
   return -1;
 }
 
-function fallBack(writer: Writer, reason: "timeout" | "error", detail?: string): void {
+function fallBack(writer: Writer, reason: "timeout" | "error" | "read", detail?: string): void {
   if (!writer.blobs) return;
   writer.blobs = false;
   writer.log.warn(
@@ -517,11 +586,13 @@ function fallBack(writer: Writer, reason: "timeout" | "error", detail?: string):
       reason,
       unconfirmed: unanswered(writer),
       ...(detail === undefined ? {} : { detail: detail.slice(0, 200) }),
-      ...(reason === "timeout" ? { timeoutMs: writer.timeoutMs } : {}),
+      ...(reason === "error" ? {} : { timeoutMs: writer.timeoutMs }),
     },
     reason === "timeout"
       ? "the client did not confirm checkpoint blob writes in time; checkpoints go inline for the rest of the stream"
-      : "the client refused a checkpoint blob write; checkpoints go inline for the rest of the stream",
+      : reason === "read"
+        ? "the client did not answer a blob read in time; checkpoints go inline for the rest of the stream"
+        : "the client refused a checkpoint blob write; checkpoints go inline for the rest of the stream",
   );
   writer.writes?.written.clear();
   writer.writes?.writing.clear();
@@ -535,8 +606,23 @@ function flush(writer: Writer): void {
   writer.waiting = [];
   clearTimer(writer);
   if (newest !== undefined) writer.outbound.push(newest.inline);
-  // Unanswered reads get none now: a checkpoint they held goes out (inline) before the end.
-  for (const read of [...(writer.writes?.reads ?? [])]) readDone(writer, read, null);
+  // Holds are off and unanswered reads get nothing now: the checkpoint held meanwhile goes out
+  // (inline, as it was) before the end.
+  const writes = writer.writes;
+  if (writes !== undefined) {
+    for (const timer of writes.holds?.values() ?? []) clearTimeout(timer);
+    writes.holds?.clear();
+    const reads = [...(writes.reads ?? [])];
+    writes.reads?.clear();
+    writes.asked?.clear();
+    const deferred = takeDeferred(writer);
+    for (const read of reads) {
+      read.done = true;
+      clearTimeout(read.timer);
+      read.then(null, false);
+    }
+    if (deferred !== undefined && !writer.outbound.ended) writer.outbound.push(deferred);
+  }
   const held = writer.behind;
   writer.behind = [];
   for (const message of held) writer.outbound.push(message);
@@ -556,8 +642,10 @@ interface Writes {
   reads?: Set<Read>;
   /** Their asks sent and not answered: kv id → read. */
   asked?: Map<number, Read>;
-  /** A checkpoint was dropped while a read was unanswered (`read`'s `checkpointed`). */
-  deferred?: boolean;
+  /** The newest checkpoint sent while reads or holds were on; out once none is. */
+  deferred?: AgentServerMessage | undefined;
+  /** Holds on (`holdCheckpoints`): key → its timeout; made at the first. */
+  holds?: Map<string, NodeJS.Timeout>;
 }
 
 interface Read {

@@ -130,6 +130,16 @@ function writtenKeys(messages: readonly AgentServerMessage[]): string[] {
   );
 }
 
+/** The kv ids of the blob writes `turn` got so far. */
+function writtenIDs(turn: Turn): number[] {
+  return turn.messages.flatMap((message) =>
+    message.message.case === "kvServerMessage" &&
+    message.message.value.message.case === "setBlobArgs"
+      ? [message.message.value.id]
+      : [],
+  );
+}
+
 /** Blob reads (`get_blob_args`) of `messages` (their hex ids). */
 function asksOf(messages: readonly AgentServerMessage[]): string[] {
   return messages.flatMap((message) =>
@@ -377,6 +387,76 @@ describe("a turn carried on by a resume stream is listed once in the client's ch
       gate.open();
     }
   });
+
+  for (const way of ["a resume request", "the turn's own stream reconnecting"] as const) {
+    test(`a crash after a tool's step reached the client but before its result was saved, then ${way}: the step is listed once`, {
+      timeout: 90_000,
+    }, async () => {
+      harness = await startHarness({
+        mode: "process",
+        server: { runSseContentType: "connect" },
+        process: { stallToolResultSave: true, heartbeatMs: 100 },
+      });
+      writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
+      const id = `turn-once-unsaved-${way === "a resume request" ? "resume" : "own"}`;
+      const { client, clones, messages } = cloningClient(harness, {});
+      await runTurn(harness, client, turn(id, "A", "mA"), "answer A");
+      const a = readTurns(client.checkpoint(id), client.blobs)[0]?.requestID ?? "";
+      harness.reply(
+        {
+          text: "Reading.",
+          toolCalls: [{ id: "call_read", name: "read_file", arguments: { path: "notes.txt" } }],
+        },
+        { text: "Your notes: water the plants." },
+      );
+      const original = client.startTurn(turn(id, "B", "mB"));
+      // The read completes on the client; the server's save of its result stalls (it begins as
+      // the step is made). Then whatever the server sends with the step (a checkpoint listing it,
+      // its blob writes) and after the client's answers to them has reached the client: each
+      // time, a heartbeat (sent only after what was pushed before it) comes after it.
+      const isHeartbeat = (m: AgentServerMessage) =>
+        m.message.case === "interactionUpdate" && m.message.value.message.case === "heartbeat";
+      await original.waitFor(
+        (m) =>
+          m.message.case === "interactionUpdate" &&
+          m.message.value.message.case === "toolCallCompleted",
+      );
+      await original.waitFor(isHeartbeat, { from: original.messages.length });
+      for (const key of writtenIDs(original)) {
+        await original.waitForSent(
+          (sent) =>
+            sent.message.message.case === "kvClientMessage" &&
+            sent.message.message.value.id === key,
+        );
+      }
+      await original.waitFor(isHeartbeat, { from: original.messages.length });
+      const [, held] = readTurns(client.checkpoint(id), client.blobs);
+      // No checkpoint lists the step while its result is not saved (before the fix: both steps).
+      assert.deepEqual(held?.steps, B_STEPS.slice(0, 1));
+      const b = held?.requestID ?? "";
+      const lost = original.runSseLost();
+      await harness.restart(); // SIGKILL
+      await lost;
+      const before = new Set(client.blobs.keys());
+      const from = messages.length;
+      let resumed = original;
+      if (way === "a resume request") {
+        await original.close("the client moved to a resume stream").catch(() => {});
+        resumed = client.startTurn(resumeRequest(client, id), { timeoutMs: 30_000 });
+      } else {
+        original.reconnectRunSse();
+      }
+      const result = await resumed.done;
+      assert.equal(result.error, undefined);
+      assert.match(result.view.text, /Your notes: water the plants\.$/);
+      assertTurnOnce(
+        client,
+        id,
+        { a, b },
+        { clones, resumeMessages: messages.slice(from), before },
+      );
+    });
+  }
 
   for (const way of [
     { name: "RunSSE + BidiAppend (HTTP/1.1)", client: { httpVersion: "1.1" as const } },
