@@ -476,9 +476,10 @@ function runThen(writer: Writer, force = false): void {
 function send(writer: Writer, messages: readonly AgentServerMessage[]): void {
   for (const message of messages) {
     if (writer.outbound.ended) return;
+    // turn_ended waits behind a checkpoint that waits, for its blobs or held (`reading`).
     if (
       writer.behind.length > 0 ||
-      ((writer.waiting.length > 0 || reading(writer)) && isTurnEnded(message))
+      ((writer.waiting.length > 0 || writer.writes?.deferred !== undefined) && isTurnEnded(message))
     ) {
       writer.behind.push(message);
     } else if (message.message.case === "conversationCheckpointUpdate") {
