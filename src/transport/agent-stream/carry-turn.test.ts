@@ -201,3 +201,63 @@ test("a resume request's last turn blob not sent back: read back from the client
     }
   }
 });
+
+test("the turn's own stream picked up after a restart, whose saved request's checkpoint ends with an earlier turn blob not sent back: the turn's own recorded blobs are read back, not the earlier one, and the turn is carried from the client's", async () => {
+  const step = (text: string) =>
+    create(ConversationStepSchema, { message: { case: "assistantMessage", value: { text } } });
+  // The client's last checkpoint of this turn before the restart: two steps.
+  const client = toBlobCheckpoint(
+    turnState({
+      requestID: "resume-request",
+      previous: create(ConversationStateStructureSchema, { turns: [EARLIER] }),
+      steps: [step("one"), step("two")],
+    }),
+  );
+  assert.ok(client.turn !== undefined);
+  const own = client.turn.key;
+  const earlier = Buffer.from(EARLIER).toString("hex");
+  // The saved run request predates the turn: its last turn is EARLIER, not sent back and
+  // unknown to this fresh process (no request id).
+  const { state, lines, outbound } = setUp({ type: "unresolved", blob: earlier }, [EARLIER], true);
+  const asked: [string, string][] = [];
+  const withTurnBlobs: StreamState = {
+    ...state,
+    deps: {
+      ...state.deps,
+      turnBlobs: {
+        remember: () => {},
+        find: () => Promise.resolve(null),
+        writtenFor: (requestID, conversationID) => {
+          asked.push([requestID, conversationID]);
+          return Promise.resolve([own]);
+        },
+        flush: () => Promise.resolve(),
+      },
+    },
+  };
+  const reading = outbound.subscribe();
+  carryTurn(withTurnBlobs, "resume-request");
+  assert.deepEqual(
+    asked,
+    [["resume-request", state.turn?.conversationID]],
+    "the turn's recorded blobs are looked up",
+  );
+  const message = (await reading.next()).value as AgentServerMessage | undefined;
+  const kv = message?.message.value as { id: number; message: { case: string; value: unknown } };
+  assert.equal(kv.message.case, "getBlobArgs");
+  assert.equal(
+    Buffer.from((kv.message.value as { blobId: Uint8Array }).blobId).toString("hex"),
+    own,
+    "the turn's own blob is asked for, not the earlier turn's",
+  );
+  withTurnBlobs.checkpoints.result(
+    kv.id,
+    create(KvClientMessageSchema, {
+      id: kv.id,
+      message: { case: "getBlobResult", value: { blobData: client.turn.data } },
+    }).message,
+  );
+  assert.equal(Buffer.from(withTurnBlobs.turn?.carried?.entry ?? []).toString("hex"), own);
+  assert.equal(withTurnBlobs.turn?.carried?.ids?.steps.length, 2);
+  assert.deepEqual(lines, [], "nothing said: the turn is listed once");
+});

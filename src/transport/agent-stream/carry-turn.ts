@@ -52,19 +52,21 @@ export function carryTurn(
   }
   stream.turn = carried;
   if (!options.readBack) return;
+  const turnBlobs = stream.deps.turnBlobs;
+  if (origin === stream.requestID && handing === null) {
+    // The turn's own stream, picked up after a restart: the request it saved was sent before
+    // the turn began, so its checkpoint's last turn is an earlier one, never this turn (not
+    // read back, even unresolved); its client holds the last checkpoint of this turn that went
+    // out before the restart, named by one of the turn blobs recorded for it.
+    if (turnBlobs === undefined) return;
+    const keys = turnBlobs.writtenFor(origin, carried.conversationID);
+    readBack(stream, keys, origin, UNRECOVERED, {});
+    return;
+  }
   if (last?.type === "unresolved" && (last.requestID === undefined || last.requestID === origin)) {
     // Unread, the client's entry for the turn stays in `previous` (its steps so far; this
     // stream's would follow as a second entry) until the client's store gives the blob back.
     readBack(stream, [last.blob], origin, UNREAD, { blob: last.blob });
-    return;
-  }
-  const turnBlobs = stream.deps.turnBlobs;
-  if (origin === stream.requestID && handing === null && turnBlobs !== undefined) {
-    // The turn's own stream, picked up after a restart: the request it saved was sent before
-    // the turn began, so none of the turn is carried; its client holds the last checkpoint of
-    // it that went out before the restart, named by one of the turn blobs recorded for it.
-    const keys = turnBlobs.writtenFor(origin, carried.conversationID);
-    readBack(stream, keys, origin, UNRECOVERED, {});
   }
 }
 

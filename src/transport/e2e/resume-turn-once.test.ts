@@ -155,6 +155,7 @@ async function startB(
   harness: Harness,
   client: CursorClient,
   id: string,
+  withBlobs = true,
 ): Promise<{ original: Turn; a: string; b: string }> {
   await runTurn(harness, client, turn(id, "A", "mA"), "answer A");
   const a = readTurns(client.checkpoint(id), client.blobs)[0]?.requestID ?? "";
@@ -165,7 +166,10 @@ async function startB(
     },
     { text: "Your notes: water the plants." },
   );
-  const original = client.startTurn(turn(id, "B", "mB"));
+  const request = client.runRequest(turn(id, "B", "mB"));
+  // `withBlobs: false`: B's run request does not send A's turn blob back (pre_fetched_blobs).
+  if (!withBlobs) request.preFetchedBlobs = [];
+  const original = client.startTurn(request);
   await original.waitFor((m) => m.message.case === "conversationCheckpointUpdate");
   await original.waitFor((m) => m.message.case === "execServerMessage");
   // B's id as the client knows it (a Run's request id is the server's: x-request-id is RunSSE's).
@@ -349,44 +353,48 @@ describe("a turn carried on by a resume stream is listed once in the client's ch
     }
   });
 
-  test("the turn's own stream picked up after a restart (SIGKILL; its RunSSE reconnects): the turn's last checkpoint before the restart is read back from the client's store; B once, whole, in order", {
-    timeout: 90_000,
-  }, async () => {
-    harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
-    writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
-    const id = "turn-once-own-stream";
-    const { gate, client, clones, messages } = gatedClient(harness);
-    try {
-      const { original, a, b } = await startB(harness, client, id);
-      // The row of B's turn blob is written on a later turn of the server's event loop, awaited
-      // by nothing the client sees (turn-blob-origins.ts: a crash in that moment loses it, which
-      // is not what this test is about): the kill comes once it is in the store.
-      for (let tries = 0; (await harness.store.findTurnBlobsOf(b)).length === 0; tries++) {
-        assert.ok(tries < 500, "B's turn blob is recorded");
-        await new Promise((resolve) => setTimeout(resolve, 10));
+  for (const withBlobs of [true, false]) {
+    test(`the turn's own stream picked up after a restart (SIGKILL; its RunSSE reconnects)${withBlobs ? "" : ", its run request without A's turn blob"}: the turn's last checkpoint before the restart is read back from the client's store; B once, whole, in order`, {
+      timeout: 90_000,
+    }, async () => {
+      harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
+      writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
+      const id = `turn-once-own-stream-${withBlobs}`;
+      const { gate, client, clones, messages } = gatedClient(harness);
+      try {
+        // Without A's blob, the saved run request's last turn (A) is one the restarted process
+        // cannot name: B's own turn blobs are still the ones read back.
+        const { original, a, b } = await startB(harness, client, id, withBlobs);
+        // The row of B's turn blob is written on a later turn of the server's event loop, awaited
+        // by nothing the client sees (turn-blob-origins.ts: a crash in that moment loses it, which
+        // is not what this test is about): the kill comes once it is in the store.
+        for (let tries = 0; (await harness.store.findTurnBlobsOf(b)).length === 0; tries++) {
+          assert.ok(tries < 500, "B's turn blob is recorded");
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        const lost = original.runSseLost();
+        await harness.restart(); // SIGKILL
+        await lost;
+        const before = new Set(client.blobs.keys());
+        const from = messages.length;
+        // The answer to the dead server's exec reaches the new one late; the tool is asked again.
+        gate.open();
+        original.reconnectRunSse();
+        const result = await original.done;
+        assert.equal(result.error, undefined);
+        assert.match(result.view.text, /Your notes: water the plants\.$/);
+        const after = messages.slice(from);
+        assertTurnOnce(client, id, { a, b }, { clones, resumeMessages: after, before });
+        assert.deepEqual(
+          asksOf(after).map((key) => before.has(key)),
+          [true],
+          "one read, of a turn blob the client has",
+        );
+      } finally {
+        gate.open();
       }
-      const lost = original.runSseLost();
-      await harness.restart(); // SIGKILL
-      await lost;
-      const before = new Set(client.blobs.keys());
-      const from = messages.length;
-      // The answer to the dead server's exec reaches the new one late; the tool is asked again.
-      gate.open();
-      original.reconnectRunSse();
-      const result = await original.done;
-      assert.equal(result.error, undefined);
-      assert.match(result.view.text, /Your notes: water the plants\.$/);
-      const after = messages.slice(from);
-      assertTurnOnce(client, id, { a, b }, { clones, resumeMessages: after, before });
-      assert.deepEqual(
-        asksOf(after).map((key) => before.has(key)),
-        [true],
-        "one read, of a turn blob the client has",
-      );
-    } finally {
-      gate.open();
-    }
-  });
+    });
+  }
 
   for (const way of ["a resume request", "the turn's own stream reconnecting"] as const) {
     test(`a crash after a tool's step reached the client but before its result was saved, then ${way}: the step is listed once`, {
