@@ -15,7 +15,12 @@ import { turnState } from "../cursor/testing.ts";
 import { toTurnEnded } from "../cursor/turn-end.ts";
 import { createRecordingLog } from "../log.ts";
 import { createOutboundStream } from "../outbound-stream.ts";
-import { createCheckpointWriter, SENT_TURN_BLOBS } from "./checkpoint-writer.ts";
+import {
+  createCheckpointWriter,
+  DEFAULT_BLOB_READ_TIMEOUT_MS,
+  DEFAULT_BLOB_WRITE_TIMEOUT_MS,
+  SENT_TURN_BLOBS,
+} from "./checkpoint-writer.ts";
 
 const TIMEOUT_MS = 1_000;
 
@@ -557,7 +562,7 @@ test("a read that finds nothing (wrong bytes, not found, no keys), or is cut by 
   assert.deepEqual(out(), ["checkpoint(inline)"], "the held checkpoint goes out inline");
 });
 
-test("a read not answered in time: null, and the stream's checkpoints go inline from then on (a client that answers no blob message), said at warn; not while nobody reads the stream", () => {
+test("a read not answered in time: null, and the stream's checkpoints stay blob-form (a client may answer writes and not reads); the read's timeout runs only while someone reads the stream", () => {
   mock.timers.enable({ apis: ["setTimeout"] });
   try {
     const { writer, out, lines } = setup();
@@ -569,19 +574,59 @@ test("a read not answered in time: null, and the stream's checkpoints go inline 
     });
     writer.send([toCheckpointMessage(state)]);
     assert.deepEqual(out(), ["set_blob"], "the read only");
-    mock.timers.tick(TIMEOUT_MS);
+    mock.timers.tick(TIMEOUT_MS - 1);
+    assert.deepEqual(answers, []);
+    mock.timers.tick(1);
     assert.deepEqual(answers, [null]);
-    assert.deepEqual(out(), ["checkpoint(inline)"], "no blob write waits the timeout again");
-    assert.equal(lines.filter((line) => line.level === "warn").length, 1);
+    assert.deepEqual(
+      out(),
+      ["set_blob", "set_blob", "set_blob"],
+      "blob writes, no inline checkpoint",
+    );
+    assert.deepEqual(lines, [], "no fallback");
 
+    // Paused (nobody reads the stream: a stream picked up after a restart before its RunSSE
+    // came): the read waits; once a reader is attached, it gets its whole timeout.
     const paused = setup();
+    const pausedAnswers: unknown[] = [];
     paused.writer.pause();
-    paused.writer.read(["03".repeat(32)], () => {});
-    mock.timers.tick(TIMEOUT_MS);
+    paused.writer.read(["03".repeat(32)], (found) => pausedAnswers.push(found));
+    mock.timers.tick(10 * TIMEOUT_MS);
+    assert.deepEqual(pausedAnswers, [], "no timeout while nobody can answer");
     paused.writer.resume();
+    mock.timers.tick(TIMEOUT_MS - 1);
+    assert.deepEqual(pausedAnswers, []);
+    mock.timers.tick(1);
+    assert.deepEqual(pausedAnswers, [null]);
     paused.writer.send([toCheckpointMessage(state)]);
     assert.deepEqual(paused.out(), ["set_blob", "set_blob", "set_blob", "set_blob"], "blob form");
     assert.equal(paused.lines.length, 0);
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("the read timeout is short by default (DEFAULT_BLOB_READ_TIMEOUT_MS), and never longer than the write timeout", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const outbound = createOutboundStream<AgentServerMessage>({
+      heartbeatMs: 60_000,
+      heartbeat: toHeartbeatMessage,
+    });
+    const writer = createCheckpointWriter({
+      outbound,
+      blobs: true,
+      timeoutMs: DEFAULT_BLOB_WRITE_TIMEOUT_MS,
+      log: createRecordingLog().log,
+      describe: () => ({}),
+    });
+    const answers: unknown[] = [];
+    writer.read(["03".repeat(32)], (found) => answers.push(found));
+    mock.timers.tick(DEFAULT_BLOB_READ_TIMEOUT_MS - 1);
+    assert.deepEqual(answers, []);
+    mock.timers.tick(1);
+    assert.deepEqual(answers, [null]);
+    assert.ok(DEFAULT_BLOB_READ_TIMEOUT_MS < DEFAULT_BLOB_WRITE_TIMEOUT_MS);
   } finally {
     mock.timers.reset();
   }

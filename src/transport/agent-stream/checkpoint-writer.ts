@@ -4,13 +4,18 @@
  * client has not confirmed on this stream is written to the client's store
  * (`kv_server_message.set_blob_args`, each blob once per stream); the checkpoint, with the blob
  * ids, goes out once the client confirmed every one (`kv_client_message.set_blob_result`).
+ * It also reads a blob back from the client's store (`get_blob_args` / `get_blob_result`, `read`:
+ * a resumed turn's last checkpoint), and holds checkpoints while a tool's result is being saved
+ * (`holdCheckpoints`).
  *
  * - Only checkpoints wait: text, tool calls, execs and queries go out at once. Checkpoints that
  *   wait are kept in order; on each confirmation the NEWEST one whose blobs are all confirmed goes
  *   out and the older ones are dropped (a checkpoint is the whole state), so a turn whose steps
  *   grow faster than one ack round trip still gets its checkpoints out, in order. `turn_ended`,
- *   and whatever follows it, waits until no checkpoint waits; the stream's end (`whenSent`)
- *   also waits for the answers to every write (bounded by the timeout).
+ *   and whatever follows it, waits until no checkpoint waits and no read or hold is on; the
+ *   stream's end (`whenSent`) also waits for the answers to every write (bounded by the timeout).
+ * - A read not answered within its own, shorter timeout (counted while a reader is attached)
+ *   found nothing; it changes nothing about the writes.
  * - A client that answers nothing for `timeoutMs` (counted while a reader is attached, restarted
  *   by every confirmation) while a checkpoint waits, or answers with an error a write that a
  *   waiting checkpoint requires (other errors are ignored, as by SAK): the newest
@@ -42,6 +47,14 @@ import type { OutboundStream } from "../outbound-stream.ts";
 
 /** How long a checkpoint waits for the client's confirmations by default (SAK's 10 s). */
 export const DEFAULT_BLOB_WRITE_TIMEOUT_MS = 10_000;
+
+/**
+ * How long a blob read (`read`) waits for the client's answer by default, counted while a reader
+ * is attached: it sits in front of the stream's first checkpoint, and its end, and whether the IDE
+ * answers `get_blob_args` at all is unverified (docs/protocol.md §2.9), so it is short; an answer
+ * is one round trip on a live connection. Never longer than the write timeout.
+ */
+export const DEFAULT_BLOB_READ_TIMEOUT_MS = 3_000;
 
 /**
  * How many of the last blob-form checkpoints that went out are kept (`sentTurnSteps`): the
@@ -96,8 +109,9 @@ export interface CheckpointWriter {
   /**
    * Reads a blob back from the client's store (`get_blob_args`): the first of `keys` (hex ids,
    * or a promise of them) the client has. `then` gets it, its bytes checked against its id, or
-   * null when the client has none of them, does not answer within the timeout (all asks
-   * together), the stream ends now (`flush`), or the stream sends no blob writes. Until then no
+   * null when the client has none of them, does not answer within the read timeout (all asks
+   * together, counted while a reader is attached; the writes stay blob-form), the stream ends
+   * now (`flush`), or the stream sends no blob writes. Until then no
    * checkpoint goes out: one sent meanwhile is dropped, and `then` is told (`checkpointed`) to
    * send the stream's checkpoint anew; `turn_ended` and the end wait too.
    */
@@ -125,6 +139,8 @@ export interface CheckpointWriterOptions {
   /** False: every checkpoint inline, no KV traffic. */
   readonly blobs: boolean;
   readonly timeoutMs: number;
+  /** How long a read waits for its answer (default: `DEFAULT_BLOB_READ_TIMEOUT_MS`, at most `timeoutMs`). */
+  readonly readTimeoutMs?: number;
   readonly log: Log;
   /** Fields for the log line (request, conversation). */
   readonly describe: () => Record<string, unknown>;
@@ -165,6 +181,7 @@ interface TurnBlobTold {
 interface Writer {
   readonly outbound: OutboundStream<AgentServerMessage>;
   readonly timeoutMs: number;
+  readonly readTimeoutMs: number;
   readonly log: Log;
   readonly describe: () => Record<string, unknown>;
   readonly onTurnBlob: CheckpointWriterOptions["onTurnBlob"];
@@ -190,6 +207,8 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
   const writer: Writer = {
     outbound: options.outbound,
     timeoutMs: options.timeoutMs,
+    readTimeoutMs:
+      options.readTimeoutMs ?? Math.min(DEFAULT_BLOB_READ_TIMEOUT_MS, options.timeoutMs),
     log: options.log,
     describe: options.describe,
     onTurnBlob: options.onTurnBlob,
@@ -216,10 +235,16 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
   pause() {
     this.paused = true;
     clearTimer(this);
+    // A read's timeout stops too: the client cannot answer while nobody reads the stream.
+    for (const read of this.writes?.reads ?? []) {
+      clearTimeout(read.timer);
+      read.timer = undefined;
+    }
   },
   resume() {
     this.paused = false;
     if (timed(this) && this.timer === undefined) arm(this);
+    for (const read of this.writes?.reads ?? []) if (read.timer === undefined) armRead(this, read);
   },
   result(id, result) {
     const writes = this.writes;
@@ -279,8 +304,7 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
     }
     const writes = toWrites(this);
     const read: Read = { then, key: "", rest: [], timer: undefined, done: false };
-    read.timer = setTimeout(readTimedOut, this.timeoutMs, this, read);
-    read.timer.unref();
+    if (!this.paused) armRead(this, read);
     writes.reads ??= new Set();
     writes.reads.add(read);
     if (Array.isArray(keys)) ask(this, read, keys as readonly string[]);
@@ -381,15 +405,21 @@ function answered(writer: Writer, read: Read, data: Uint8Array | undefined): voi
   } else ask(writer, read, read.rest);
 }
 
+/** `read`'s timeout, anew (while a reader is attached: `pause` stops it, `resume` restarts it). */
+function armRead(writer: Writer, read: Read): void {
+  clearTimeout(read.timer);
+  read.timer = setTimeout(readTimedOut, writer.readTimeoutMs, writer, read);
+  read.timer.unref();
+}
+
 /**
- * No answer to `read` within the timeout: the client answers no blob message, so checkpoints go
- * inline from now on (as after a write's timeout: a checkpoint that would write blobs would wait
- * the timeout again), and the read found nothing.
+ * No answer to `read` within the read timeout: the read found nothing, as when the client has
+ * none of the blobs. Checkpoints stay in the blob form: a client may answer writes and not reads,
+ * and an inline turn stays in the client's checkpoints and fails its forks for good; whether the
+ * client answers writes, their own timeout decides (`expire`).
  */
 function readTimedOut(writer: Writer, read: Read): void {
-  if (read.done) return;
-  // Unless nobody reads the stream now (its RunSSE dropped): then the client could not answer.
-  if (!writer.paused) fallBack(writer, "read");
+  read.timer = undefined;
   readDone(writer, read, null);
 }
 
@@ -578,7 +608,7 @@ function newestReady(writer: Writer): number {
   return -1;
 }
 
-function fallBack(writer: Writer, reason: "timeout" | "error" | "read", detail?: string): void {
+function fallBack(writer: Writer, reason: "timeout" | "error", detail?: string): void {
   if (!writer.blobs) return;
   writer.blobs = false;
   writer.log.warn(
@@ -591,9 +621,7 @@ function fallBack(writer: Writer, reason: "timeout" | "error" | "read", detail?:
     },
     reason === "timeout"
       ? "the client did not confirm checkpoint blob writes in time; checkpoints go inline for the rest of the stream"
-      : reason === "read"
-        ? "the client did not answer a blob read in time; checkpoints go inline for the rest of the stream"
-        : "the client refused a checkpoint blob write; checkpoints go inline for the rest of the stream",
+      : "the client refused a checkpoint blob write; checkpoints go inline for the rest of the stream",
   );
   writer.writes?.written.clear();
   writer.writes?.writing.clear();

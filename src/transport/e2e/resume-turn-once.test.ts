@@ -396,6 +396,55 @@ describe("a turn carried on by a resume stream is listed once in the client's ch
     });
   }
 
+  test("the turn's own stream picked up after a restart by the client's late exec answer (BidiAppend), its RunSSE reconnecting only after the read timeout: the read waits for a reader; B once, whole, in order", {
+    timeout: 90_000,
+  }, async () => {
+    const readTimeoutMs = 200;
+    harness = await startHarness({
+      mode: "process",
+      server: { runSseContentType: "connect" },
+      process: { blobReadTimeoutMs: readTimeoutMs },
+    });
+    writeFileSync(join(harness.workspace, "notes.txt"), "water the plants\n");
+    const id = "turn-once-own-stream-late-runsse";
+    const { gate, client, clones, messages } = gatedClient(harness);
+    try {
+      const { original, a, b } = await startB(harness, client, id);
+      for (let tries = 0; (await harness.store.findTurnBlobsOf(b)).length === 0; tries++) {
+        assert.ok(tries < 500, "B's turn blob is recorded");
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      const lost = original.runSseLost();
+      await harness.restart(); // SIGKILL
+      await lost;
+      const before = new Set(client.blobs.keys());
+      const from = messages.length;
+      // The exec answer's BidiAppend picks the stream up (restore: the read is asked) while no
+      // RunSSE is attached; accepted, the stream is restored.
+      const answered = original.waitForSent((sent) => sent.kind.startsWith("exec:"), {
+        from: original.sent.length,
+      });
+      gate.open();
+      await answered;
+      // Not synchronisation: time passes, several read timeouts, with nobody reading the stream.
+      // A read timer running meanwhile would find nothing, and B would list only the steps made
+      // since the restart.
+      await new Promise((resolve) => setTimeout(resolve, 5 * readTimeoutMs));
+      original.reconnectRunSse();
+      const result = await original.done;
+      assert.equal(result.error, undefined);
+      const after = messages.slice(from);
+      assertTurnOnce(client, id, { a, b }, { clones, resumeMessages: after, before });
+      assert.deepEqual(
+        asksOf(after).map((key) => before.has(key)),
+        [true],
+        "one read, of a turn blob the client has",
+      );
+    } finally {
+      gate.open();
+    }
+  });
+
   for (const way of ["a resume request", "the turn's own stream reconnecting"] as const) {
     test(`a crash after a tool's step reached the client but before its result was saved, then ${way}: the step is listed once`, {
       timeout: 90_000,

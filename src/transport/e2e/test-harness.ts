@@ -83,6 +83,8 @@ export interface HarnessOptions {
     readonly stallToolResultSave?: boolean;
     /** Overrides the heartbeat interval (a test that waits for one). */
     readonly heartbeatMs?: number;
+    /** Overrides how long a blob read waits for the client's answer (every process). */
+    readonly blobReadTimeoutMs?: number;
     readonly lateResultGraceMs?: number;
     readonly envelopeTimeoutMs?: number;
     /** False: inline checkpoints (a raw reader that does not answer blob writes). */
@@ -147,6 +149,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           ...(options.process?.heartbeatMs === undefined
             ? {}
             : { heartbeatMs: options.process.heartbeatMs }),
+          ...(options.process?.blobReadTimeoutMs === undefined
+            ? {}
+            : { blobReadTimeoutMs: options.process.blobReadTimeoutMs }),
         })
       : startServer(
           {
@@ -238,6 +243,7 @@ export async function startServerProcess(settings: {
   killAfterWrite?: number;
   stallToolResultSave?: boolean;
   heartbeatMs?: number;
+  blobReadTimeoutMs?: number;
   lateResultGraceMs?: number;
   envelopeTimeoutMs?: number;
   blobCheckpoints?: boolean;

@@ -44,6 +44,8 @@ interface Settings {
   readonly killAfterWrite?: number;
   /** The first save of a tool call's result (`completed`) never completes: a stalled disk. */
   readonly stallToolResultSave?: boolean;
+  /** Overrides how long a blob read waits for the client's answer. */
+  readonly blobReadTimeoutMs?: number;
   /** Overrides how long a recovered tool call waits for a late result. */
   readonly lateResultGraceMs?: number;
   /** Overrides how long a RunSSE envelope may take to arrive. */
@@ -136,6 +138,9 @@ const server = await startServer(
       ...(settings.blobCheckpoints === undefined
         ? {}
         : { blobCheckpoints: settings.blobCheckpoints }),
+      ...(settings.blobReadTimeoutMs === undefined
+        ? {}
+        : { blobReadTimeoutMs: settings.blobReadTimeoutMs }),
     },
   },
 );
