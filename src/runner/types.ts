@@ -66,7 +66,10 @@ export interface TurnOutput {
   /**
    * The store's record of a tool call this output was asked to run is settled (its result saved,
    * or the run given up): a restart now reuses that result rather than asking the call again.
-   * Called for every call `runTool` was asked for, outside the conversation's queue. Optional.
+   * Called once per call the runner ran through `runOnce` for this output, outside the
+   * conversation's queue, whether `runTool` ran or a saved record was reused, and also when
+   * `runOnce` rejected (transport/agent-stream/tool-calls.ts releases its checkpoint hold).
+   * Optional.
    */
   toolSaved?(operationID: string): void;
   /** The turn ended; nothing more is published for it. */

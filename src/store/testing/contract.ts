@@ -840,9 +840,10 @@ export function runStoreContract(name: string, open: OpenStore): void {
             record(`elsewhere-${index}`, "req-elsewhere", "conv-other"),
           ]);
         }
-        // Recorded again: still where it was first.
-        await store.recordTurnBlobs([record(`list-${many - 1}`, "req-list")]);
-        await store.recordTurnBlobs([record(`list-${many - 1}`, "req-list")]);
+        // Recorded again (an older one, so that moving it to the front would show): still where
+        // it was first.
+        await store.recordTurnBlobs([record(`list-${many - 3}`, "req-list")]);
+        await store.recordTurnBlobs([record(`list-${many - 3}`, "req-list")]);
         assert.deepEqual(
           await store.findTurnBlobsOf("req-list"),
           Array.from({ length: TURN_BLOBS_PER_REQUEST }, (_, index) =>
