@@ -34,6 +34,7 @@ function heldLookUp() {
   const turnBlobs = createTurnBlobOrigins({
     store: {
       recordTurnBlobs: async () => {},
+      findTurnBlobsOf: async () => [],
       findTurnBlob: () =>
         new Promise((resolve) => {
           held.release = resolve;
