@@ -147,3 +147,19 @@ test("effect-free tools: the concurrent built-ins, never an MCP tool whatever it
     "mcp_servers",
   ]);
 });
+
+test("without MCP tools, each mode's definitions and concurrent names are one frozen list per web offer, shared by every turn", () => {
+  const web = { search: true, fetch: false, askApproval: true };
+  for (const mode of MODES) {
+    assert.equal(toToolDefinitions(mode, [], web), toToolDefinitions(mode, [], { ...web }));
+    assert.equal(toConcurrentToolNames(mode, [], web), toConcurrentToolNames(mode, [], { ...web }));
+    assert.ok(Object.isFrozen(toToolDefinitions(mode, [], web)));
+    assert.ok(Object.isFrozen(toConcurrentToolNames(mode, [], web)));
+    assert.notEqual(toToolDefinitions(mode, [], web), toToolDefinitions(mode, []));
+  }
+  const refs = toMcpToolRefs([
+    create(McpToolDefinitionSchema, { name: "x", providerIdentifier: "s" }),
+  ]);
+  assert.notEqual(toToolDefinitions("agent", refs), toToolDefinitions("agent", refs));
+  assert.deepEqual(toToolDefinitions("agent", refs), toToolDefinitions("agent", refs));
+});

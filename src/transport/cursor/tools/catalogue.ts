@@ -132,8 +132,8 @@ export function toToolDefinitions(
   mode: Mode,
   mcp: readonly McpToolRef[],
   web: WebOffer = NO_WEB,
-): Tool[] {
-  return listTools(mode, mcp, web).map((tool) => tool.definition);
+): readonly Tool[] {
+  return ofListed(listTools(mode, mcp, web)).definitions;
 }
 
 /**
@@ -144,10 +144,31 @@ export function toConcurrentToolNames(
   mode: Mode,
   mcp: readonly McpToolRef[],
   web: WebOffer = NO_WEB,
-): string[] {
-  return listTools(mode, mcp, web)
-    .filter((tool) => tool.concurrent)
-    .map((tool) => tool.name);
+): readonly string[] {
+  return ofListed(listTools(mode, mcp, web)).concurrent;
+}
+
+/**
+ * The definitions and concurrent names of a list of tools, made once per list: the built-ins'
+ * lists are kept (`listTools`), so every turn start without MCP tools shares these two (frozen)
+ * in its settings, which the loop keeps for the conversation's life (issue #19, heap per open
+ * stream); a list with MCP tools is new per call and so are they.
+ */
+const ofLists = new WeakMap<
+  readonly AnyTool[],
+  { readonly definitions: readonly Tool[]; readonly concurrent: readonly string[] }
+>();
+
+function ofListed(listed: readonly AnyTool[]) {
+  let of = ofLists.get(listed);
+  if (of === undefined) {
+    of = {
+      definitions: Object.freeze(listed.map((tool) => tool.definition)),
+      concurrent: Object.freeze(listed.filter((tool) => tool.concurrent).map((tool) => tool.name)),
+    };
+    ofLists.set(listed, of);
+  }
+  return of;
 }
 
 /**
