@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
-import { createMemoryStore, type Store, type TurnBlob } from "../store/index.ts";
+import { createMemoryStore, type Store, StoreError, type TurnBlob } from "../store/index.ts";
 import { createRecordingLog } from "./log.ts";
 import { createTurnBlobOrigins, TURN_BLOB_WARN_INTERVAL_MS } from "./turn-blob-origins.ts";
 
@@ -10,11 +10,22 @@ const blob = (seed: string): string => createHash("sha256").update(seed).digest(
 /** A memory store that counts its turn blob calls, and fails them when told to. */
 function countingStore() {
   const store = createMemoryStore();
-  const calls = { record: [] as (readonly TurnBlob[])[], find: 0, fail: false };
+  const calls = {
+    record: [] as (readonly TurnBlob[])[],
+    find: 0,
+    fail: false,
+    /** How many more writes fail (after which they succeed unless `fail`), and with what. */
+    failWrites: 0,
+    failWith: new Error("disk on fire") as Error,
+  };
   const counted: Pick<Store, "recordTurnBlobs" | "findTurnBlob"> = {
     async recordTurnBlobs(blobs) {
       calls.record.push(blobs);
-      if (calls.fail) throw new Error("disk on fire");
+      if (calls.failWrites > 0) {
+        calls.failWrites -= 1;
+        throw calls.failWith;
+      }
+      if (calls.fail) throw calls.failWith;
       await store.recordTurnBlobs(blobs);
     },
     async findTurnBlob(blobID) {
@@ -185,6 +196,7 @@ test("failed writes are said at warn once per interval, with how many failed sin
     origins.remember(blob(seed), "conv-1", `req-${seed}`);
     await origins.flush();
   };
+  // Each failOne fails twice: its write, then `flush` trying the failed rows once more.
   await failOne("a");
   await failOne("b");
   clock += TURN_BLOB_WARN_INTERVAL_MS - 1;
@@ -193,10 +205,12 @@ test("failed writes are said at warn once per interval, with how many failed sin
   clock += 1;
   await failOne("d");
   assert.deepEqual(
-    lines.map((line) => [line.level, line.fields.batches, line.fields.rows]),
+    lines.map((line) => [line.level, line.fields.batches, line.fields.rows, line.fields.waiting]),
     [
-      ["warn", 1, 1],
-      ["warn", 3, 3],
+      ["warn", 1, 1, 1],
+      // Batches since: a's retry, b's two, c's two, d's write; rows: b, c and d, each counted
+      // once however often it went again; all four wait for the next write.
+      ["warn", 6, 3, 4],
     ],
   );
 });
@@ -210,4 +224,78 @@ test("a blob remembered again for another turn keeps its first turn, as the stor
   await origins.flush();
   assert.equal(await origins.find(blob("same"), "conv-1"), "req-1");
   assert.equal((await store.findTurnBlob(blob("same")))?.requestID, "req-1");
+});
+
+test("rows of a failed write go again with the next write: nothing lost once the store answers", async () => {
+  const { store, counted, calls } = countingStore();
+  const { log } = createRecordingLog();
+  const origins = createTurnBlobOrigins({ store: counted, log });
+  calls.fail = true;
+  origins.remember(blob("a"), "conv-1", "req-1");
+  await origins.flush();
+  assert.equal(await store.findTurnBlob(blob("a")), null);
+  calls.fail = false;
+  origins.remember(blob("b"), "conv-1", "req-2");
+  await origins.flush();
+  assert.deepEqual(
+    calls.record.map((batch) => batch.map((row) => row.blobID)),
+    [[blob("a")], [blob("a")], [blob("a"), blob("b")]],
+    "the failed row first, in one write with the new one",
+  );
+  assert.equal((await store.findTurnBlob(blob("a")))?.requestID, "req-1");
+  assert.equal((await store.findTurnBlob(blob("b")))?.requestID, "req-2");
+});
+
+test("flush tries the rows of failed writes once more (before a leave or a shutdown)", async () => {
+  const { store, counted, calls } = countingStore();
+  const { log, lines } = createRecordingLog();
+  const origins = createTurnBlobOrigins({ store: counted, log });
+  calls.failWrites = 1;
+  origins.remember(blob("a"), "conv-1", "req-1");
+  await origins.flush();
+  assert.equal(calls.record.length, 2);
+  assert.equal((await store.findTurnBlob(blob("a")))?.requestID, "req-1");
+  assert.equal(lines.length, 1, "the failure was said");
+  await origins.flush();
+  assert.equal(calls.record.length, 2, "nothing waits: no further write");
+});
+
+test("rows of failed writes are bounded: the oldest are dropped, and counted in the warn", async () => {
+  const { store, counted, calls } = countingStore();
+  const { log, lines } = createRecordingLog();
+  const origins = createTurnBlobOrigins({ store: counted, log, retryRows: 3 });
+  calls.fail = true;
+  for (const seed of ["a", "b", "c", "d", "e"]) origins.remember(blob(seed), "conv-1", "req-1");
+  await origins.flush();
+  assert.deepEqual(
+    lines.map((line) => [line.fields.rows, line.fields.waiting, line.fields.dropped]),
+    [[5, 3, 2]],
+  );
+  calls.fail = false;
+  await origins.flush();
+  assert.deepEqual(
+    calls.record.at(-1)?.map((row) => row.blobID),
+    [blob("c"), blob("d"), blob("e")],
+  );
+  assert.equal(await store.findTurnBlob(blob("a")), null);
+  assert.equal((await store.findTurnBlob(blob("e")))?.requestID, "req-1");
+  // Still known in memory.
+  assert.equal(await origins.find(blob("a"), "conv-1"), "req-1");
+});
+
+test("a batch the store refuses as invalid is not sent again", async () => {
+  const { counted, calls } = countingStore();
+  const { log, lines } = createRecordingLog();
+  const origins = createTurnBlobOrigins({ store: counted, log });
+  calls.failWrites = 1;
+  calls.failWith = new StoreError("invalid_argument", "test", "no such row");
+  origins.remember(blob("a"), "conv-1", "req-1");
+  await origins.flush();
+  origins.remember(blob("b"), "conv-1", "req-1");
+  await origins.flush();
+  assert.deepEqual(
+    calls.record.map((batch) => batch.map((row) => row.blobID)),
+    [[blob("a")], [blob("b")]],
+  );
+  assert.equal(lines[0]?.fields.waiting, 0);
 });

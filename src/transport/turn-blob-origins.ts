@@ -15,8 +15,13 @@
  *   naming it is released to the client (agent-stream/checkpoint-writer.ts), so the row is
  *   written while that checkpoint travels; a rewind needs the user to edit a message first, by
  *   which time it is there. What a crash loses: the rows queued or being written at that moment.
- *   A write that fails is logged at warn (once a minute, with a count) and not retried (the ids
- *   stay known in memory). The server writes what is queued before leaving its cluster.
+ *   A write that fails is logged at warn (once a minute, with a count); its rows go again with
+ *   the next write (the next row remembered, or `flush`), the oldest `TURN_BLOB_RETRY_ROWS` of
+ *   them at most, so a store that was briefly unreachable (a PostgreSQL fail-over, a busy
+ *   SQLite file) loses nothing, and one that stays down costs bounded memory. A batch the store
+ *   refuses as invalid is not sent again. The ids stay known in memory either way. The server
+ *   writes what is queued, and tries what failed once more, before leaving its cluster and at
+ *   shutdown.
  * - Team mode: a blob of another conversation than the request's resolves only when the request
  *   may see that conversation (`mayRead`, the fork's read check: user-access.ts
  *   `createReadCheck`); otherwise, and when the store cannot be read, it does not resolve (the
@@ -24,7 +29,7 @@
  */
 import { errorMessage } from "../errors/error-message.ts";
 import { toRootConversationID } from "../loop/index.ts";
-import type { Store, TurnBlob } from "../store/index.ts";
+import { isStoreError, type Store, type TurnBlob } from "../store/index.ts";
 import type { Log } from "./log.ts";
 
 /** How many turn blob ids are kept in memory. */
@@ -63,6 +68,8 @@ export interface TurnBlobOriginsOptions {
   readonly lookUpTimeoutMs?: number;
   /** The clock of the write-failure warn's throttle; default `Date.now`. */
   readonly now?: () => number;
+  /** Default `TURN_BLOB_RETRY_ROWS`. */
+  readonly retryRows?: number;
 }
 
 /**
@@ -70,6 +77,12 @@ export interface TurnBlobOriginsOptions {
  * fails fast (closed, disk full) would otherwise log about two lines per tool call per stream.
  */
 export const TURN_BLOB_WARN_INTERVAL_MS = 60_000;
+
+/**
+ * How many rows of failed writes are kept to go again with the next write (≈250 bytes each);
+ * beyond it the oldest are dropped, and counted in the warn.
+ */
+export const TURN_BLOB_RETRY_ROWS = 2_000;
 
 /** What a look-up that outlived its time-out resolves to. */
 const TIMED_OUT = Symbol("timed out");
@@ -84,12 +97,15 @@ export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlob
   const capacity = options.capacity ?? TURN_BLOB_ORIGINS;
   const lookUpTimeoutMs = options.lookUpTimeoutMs ?? TURN_BLOB_LOOK_UP_TIMEOUT_MS;
   const now = options.now ?? Date.now;
+  const retryRows = options.retryRows ?? TURN_BLOB_RETRY_ROWS;
   /** Failed writes not said yet, and when the last warn was (null: none yet). */
-  let unsaid = { batches: 0, rows: 0 };
+  let unsaid = { batches: 0, rows: 0, dropped: 0 };
   let warnedAt: number | null = null;
   /** Hex blob id → its turn, least recently used first (a Map keeps insertion order). */
   const origins = new Map<string, Origin>();
   let queued: TurnBlob[] = [];
+  /** Rows of failed writes, oldest first: they go first in the next write. */
+  let failed: TurnBlob[] = [];
   /** The write under way (or about to begin), or null. */
   let writing: Promise<void> | null = null;
 
@@ -102,30 +118,53 @@ export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlob
     }
   };
 
-  /** Writes what is queued, then what came meanwhile, one transaction at a time. */
-  const write = async (): Promise<void> => {
+  /**
+   * Writes what is queued, then what came meanwhile, one transaction at a time; `retry`: also
+   * when only rows of failed writes wait.
+   */
+  const write = async (retry: boolean): Promise<void> => {
     // Begun on the next turn of the event loop: the checkpoint that queued the row goes out
     // first, and rows of the same moment go together.
     await new Promise<void>((resolve) => setImmediate(resolve));
-    while (queued.length > 0) {
-      const batch = queued;
+    while (queued.length > 0 || (retry && failed.length > 0)) {
+      retry = false;
+      // What failed before goes first, in one transaction with the new rows: a store that is
+      // still down is asked once per batch, not once per failed row.
+      const batch = failed.length === 0 ? queued : [...failed, ...queued];
+      const fresh = queued.length;
       queued = [];
+      failed = [];
       try {
         await store.recordTurnBlobs(batch);
       } catch (error) {
-        unsaid = { batches: unsaid.batches + 1, rows: unsaid.rows + batch.length };
+        // Refused as invalid: it would be refused again, and take later rows with it.
+        if (!isStoreError(error, "invalid_argument")) keepFailed(batch);
+        unsaid = { ...unsaid, batches: unsaid.batches + 1, rows: unsaid.rows + fresh };
         const at = now();
         if (warnedAt === null || at - warnedAt >= TURN_BLOB_WARN_INTERVAL_MS) {
           warnedAt = at;
           log.warn(
-            { batches: unsaid.batches, rows: unsaid.rows, error: errorMessage(error) },
-            "turn blobs could not be recorded; an edit of an earlier message in those turns is not detected after a restart or on another instance",
+            {
+              batches: unsaid.batches,
+              rows: unsaid.rows,
+              waiting: failed.length,
+              dropped: unsaid.dropped,
+              error: errorMessage(error),
+            },
+            "turn blobs could not be recorded; they go again with the next write (until then an edit of an earlier message in those turns is not detected after a restart or on another instance)",
           );
-          unsaid = { batches: 0, rows: 0 };
+          unsaid = { batches: 0, rows: 0, dropped: 0 };
         }
       }
     }
     writing = null;
+  };
+
+  /** Keeps a failed batch for the next write: its newest `retryRows` rows at most. */
+  const keepFailed = (batch: TurnBlob[]): void => {
+    const over = batch.length - retryRows;
+    failed = over > 0 ? batch.slice(over) : batch;
+    if (over > 0) unsaid = { ...unsaid, dropped: unsaid.dropped + over };
   };
 
   const visible = async (origin: Origin, conversationID: string): Promise<boolean> => {
@@ -145,7 +184,7 @@ export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlob
       const origin = { conversationID, requestID };
       keep(blobID, origin);
       queued.push({ blobID, ...origin });
-      writing ??= write();
+      writing ??= write(false);
     },
 
     async find(blobID, conversationID) {
@@ -173,6 +212,10 @@ export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlob
     },
 
     async flush() {
+      while (writing !== null) await writing;
+      // Rows of failed writes are tried once more (a flush comes before a leave or a shutdown).
+      if (failed.length === 0) return;
+      writing = write(true);
       while (writing !== null) await writing;
     },
   };
