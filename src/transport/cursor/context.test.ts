@@ -207,3 +207,61 @@ test("a subagent's context taken from the turn's rendered context is the one ren
     }
   }
 });
+
+test("the workspace's supplements are one shared frozen value per text across conversations; others are each request's own", () => {
+  const render = (instructions: string, selected = false) =>
+    toContextSupplements({
+      requestContext: create(RequestContextSchema, {
+        env: { osVersion: "linux 6.1", shell: "bash", workspacePaths: ["/ws"] },
+        rules: [
+          {
+            fullPath: "/ws/.cursor/rules/a.mdc",
+            content: "Use tabs.",
+            type: { type: { case: "global", value: {} } },
+          },
+        ],
+      }),
+      selectedContext: selected
+        ? create(SelectedContextSchema, { files: [{ path: "/ws/a.ts", content: "x" }] })
+        : undefined,
+      customInstructions: instructions,
+      excludeWorkspace: false,
+    });
+  const one = render("Be brief.", true);
+  const two = render("Be brief.", true);
+  assert.deepEqual(one, two);
+  const byKey = (list: readonly { key: string }[], key: string) =>
+    list.find((supplement) => supplement.key === key);
+  for (const key of ["environment", "rules", "custom-instructions"]) {
+    assert.ok(byKey(one, key) !== undefined, key);
+    assert.equal(byKey(one, key), byKey(two, key), key);
+    assert.ok(Object.isFrozen(byKey(one, key)), key);
+  }
+  const own = one.filter((supplement) => !Object.isFrozen(supplement));
+  assert.ok(own.length > 0);
+  for (const supplement of own) assert.notEqual(supplement, byKey(two, supplement.key));
+  // Another text is another value.
+  assert.notEqual(
+    byKey(render("Be thorough."), "custom-instructions"),
+    byKey(one, "custom-instructions"),
+  );
+});
+
+test("the shared supplements are bounded: a very long text is not kept, and the kept texts start over when full", () => {
+  const instructions = (text: string) =>
+    toContextSupplements({
+      requestContext: undefined,
+      selectedContext: undefined,
+      customInstructions: text,
+      excludeWorkspace: false,
+    })[0];
+  const huge = "h".repeat(140_000);
+  assert.notEqual(instructions(huge), instructions(huge));
+  assert.deepEqual(instructions(huge), instructions(huge));
+  const first = instructions("a".repeat(120_000));
+  assert.equal(instructions("a".repeat(120_000)), first);
+  for (let i = 0; i < 9; i++) instructions(String(i).repeat(120_000));
+  const again = instructions("a".repeat(120_000));
+  assert.notEqual(again, first);
+  assert.deepEqual(again, first);
+});

@@ -78,7 +78,7 @@ const LAYOUT_LINES = 400;
 export function toContextSupplements(sources: ContextSources): ContextSupplement[] {
   const supplements: ContextSupplement[] = [];
   const add = (key: string, text: string | null) => {
-    if (text !== null && text !== "") supplements.push({ key, text });
+    if (text !== null && text !== "") supplements.push(toSupplement(key, text));
   };
   const context = sources.requestContext;
   if (context !== undefined && !sources.excludeWorkspace) {
@@ -103,6 +103,39 @@ export function toContextSupplements(sources: ContextSources): ContextSupplement
   }
   return supplements;
 }
+
+/**
+ * `{ key, text }`; for the workspace's keys (`SUBAGENT_CONTEXT_KEYS`), one shared frozen value per
+ * distinct text. Every conversation of a workspace renders the same environment, rules and layout,
+ * and each one's history keeps its supplements' texts for as long as it is live: one copy, not one
+ * per conversation (issue #19, heap per open stream). The texts kept for this are bounded
+ * (`SHARED_CHARS`, then it starts over); a text above an eighth of that is not kept.
+ */
+function toSupplement(key: string, text: string): ContextSupplement {
+  if (!SUBAGENT_CONTEXT_KEYS.has(key)) return { key, text };
+  let texts = sharedSupplements.get(key);
+  const found = texts?.get(text);
+  if (found !== undefined) return found;
+  const supplement: ContextSupplement = Object.freeze({ key, text });
+  if (text.length > SHARED_CHARS / 8) return supplement;
+  if (sharedChars + text.length > SHARED_CHARS) {
+    sharedSupplements.clear();
+    sharedChars = 0;
+    texts = undefined;
+  }
+  if (texts === undefined) {
+    texts = new Map();
+    sharedSupplements.set(key, texts);
+  }
+  texts.set(text, supplement);
+  sharedChars += text.length;
+  return supplement;
+}
+
+/** Characters of the shared supplements' texts kept at most (≈ 2 MB of UTF-16). */
+const SHARED_CHARS = 1 << 20;
+const sharedSupplements = new Map<string, Map<string, ContextSupplement>>();
+let sharedChars = 0;
 
 function renderEnvironment(context: RequestContext): string | null {
   const env = context.env;
