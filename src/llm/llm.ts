@@ -46,6 +46,7 @@ import { toPiModel } from "./pi-model.ts";
 import { createResponseStream, type ResponseStreamHooks } from "./response-stream.ts";
 import { createRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { redactSecret } from "./secret.ts";
+import { withAlternatingRoles, withSendableMessages } from "./sendable-turns.ts";
 import { createSentPayload } from "./sent-payload.ts";
 import { shareTools } from "./shared-tools.ts";
 import { toStablePayload } from "./stable-payload.ts";
@@ -281,8 +282,15 @@ function streamProvider(
   const events = startEvents(() =>
     loadedApi(config.api).streamSimple(
       model,
-      // Another model's tool calls get ids this one accepts (tool-call-ids.ts).
-      normalizeContext(withWireToolCallIds(model, call.request)),
+      // Another model's tool calls get ids this one accepts (tool-call-ids.ts); blank user
+      // messages and tool results get a stand-in, and on strict compatible servers so does a
+      // missing reply (sendable-turns.ts).
+      normalizeContext(
+        withWireToolCallIds(
+          model,
+          withAlternatingRoles(config.api, model, withSendableMessages(call.request)),
+        ),
+      ),
       streamOptions,
     ),
   );

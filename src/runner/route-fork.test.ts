@@ -554,8 +554,11 @@ describe("routing a start on a new conversation that shows turns (a fork)", () =
       conversationID: "conv-import",
       imported: { turns: 1, messages: 1 },
     });
+    // The imported turn has no answer: an OpenAI-compatible server gets the stand-in reply
+    // between the two user messages (src/llm/README.md "Empty messages and turns without a reply").
     assert.deepEqual(textsOf(provider.requests.at(-1)?.body ?? ""), [
       "from elsewhere",
+      "(no reply: the turn ended before an answer)",
       "message 3",
     ]);
     const replay = await runner.submit("conv-import", start(3), createOutput(), {

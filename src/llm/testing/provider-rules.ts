@@ -7,7 +7,10 @@
  *
  * The dialect is read from the path: `/messages` (Anthropic Messages), `/responses` (OpenAI
  * Responses), `/chat/completions` (Chat Completions; OpenAI's own 40-character limit on tool call
- * ids only under `/v1/`, where the tests put OpenAI itself), `:streamGenerateContent` (Gemini).
+ * ids only under `/v1/`, where the tests put OpenAI itself; elsewhere an OpenAI-compatible server
+ * with the strictest chat template in wide use, which wants alternating roles, and DeepSeek's
+ * rule for thinking mode when the body turns it on),
+ * `:streamGenerateContent` (Gemini).
  */
 import type { FakeReply } from "./fake-provider.ts";
 
@@ -29,7 +32,10 @@ export function findRuleBreak(url: string, bodyText: string): FakeReply | null {
   if (path.endsWith("/messages")) return anthropicReply(anthropicProblem(body));
   if (path.endsWith("/responses")) return openAIReply(responsesProblem(body));
   if (path.endsWith("/chat/completions")) {
-    return openAIReply(chatProblem(body, path.startsWith("/v1/")));
+    const openAIItself = path.startsWith("/v1/");
+    const problem = chatProblem(body, openAIItself) ?? deepSeekProblem(body);
+    if (problem !== null || openAIItself) return openAIReply(problem);
+    return templateReply(templateProblem(body));
   }
   const gemini = /\/models\/([^/:]+):streamGenerateContent$/.exec(path);
   if (gemini !== null) return geminiReply(geminiProblem(body, gemini[1] ?? ""));
@@ -41,6 +47,21 @@ export function findRuleBreak(url: string, bodyText: string): FakeReply | null {
 // ---------------------------------------------------------------------------------------------
 
 const ANTHROPIC_ID = /^[a-zA-Z0-9_-]+$/;
+
+/**
+ * Claude models that refuse a request ending with an assistant message: 4.6 and later, of any
+ * family (Anthropic's "What's new in Claude 4.6": prefill removed). Names of the form
+ * `claude-<family>-<major>[-<minor>]`, the minor of one or two digits (`claude-opus-4-20250514`
+ * is 4.0); the older `claude-3-5-sonnet` form is earlier and accepts a prefill.
+ */
+const CLAUDE_VERSION = /^claude-[a-z]+-(\d+)(?:-(\d{1,2})(?!\d))?/;
+
+function refusesPrefill(model: string): boolean {
+  const match = CLAUDE_VERSION.exec(model);
+  if (match === null) return false;
+  const major = Number(match[1]);
+  return major > 4 || (major === 4 && Number(match[2] ?? 0) >= 6);
+}
 
 function anthropicProblem(body: JsonRecord): string | null {
   const messages = records(body.messages);
@@ -74,6 +95,12 @@ function anthropicProblem(body: JsonRecord): string | null {
       }
       if (block.type === "tool_result") {
         usesTools = true;
+        const result = block.content;
+        const empty =
+          result === undefined || result === "" || (Array.isArray(result) && result.length === 0);
+        if (block.is_error === true && empty) {
+          return `messages.${i}.content.${j}.tool_result: content cannot be empty if \`is_error\` is true`;
+        }
         const previous = records(messages[i - 1]?.content);
         const id = String(block.tool_use_id ?? "");
         if (!previous.some((b) => b.type === "tool_use" && b.id === id)) {
@@ -121,6 +148,24 @@ function anthropicProblem(body: JsonRecord): string | null {
         "disable `thinking`. Please consult our documentation at " +
         "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
       );
+    }
+  }
+  // A request ending with an assistant message asks the model to continue it (a prefill):
+  // with budget thinking it must start with thinking, and Claude 4.6 and later refuse it.
+  if (last?.role === "assistant" && !endsWithResults) {
+    const first = records(last.content)[0];
+    const startsWithThinking = first?.type === "thinking" || first?.type === "redacted_thinking";
+    if (thinking === "enabled" && !startsWithThinking && first !== undefined) {
+      return (
+        `messages.${messages.length - 1}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, ` +
+        `but found \`${String(first.type)}\`. When \`thinking\` is enabled, a final \`assistant\` message ` +
+        "must start with a thinking block. We recommend you include thinking blocks from previous turns. " +
+        "To avoid this requirement, disable `thinking`. Please consult our documentation at " +
+        "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+      );
+    }
+    if (refusesPrefill(String(body.model ?? ""))) {
+      return "This model does not support assistant message prefill. The conversation must end with a user message.";
     }
   }
   if (usesTools && records(body.tools).length === 0) {
@@ -240,6 +285,53 @@ function chatProblem(body: JsonRecord, openAIItself: boolean): OpenAIProblem | n
   return waiting.length > 0 ? unanswered(waitingAt, waiting) : null;
 }
 
+/**
+ * DeepSeek in thinking mode (`thinking: {type: "enabled"}`, a body only DeepSeek's dialect
+ * has): every assistant message of the history must carry `reasoning_content` (an empty string
+ * will do), text-only answers as well as tool calls. DeepSeek documents it for tool-call turns
+ * (api-docs.deepseek.com/guides/thinking_mode); for text-only answers it is known from refused
+ * requests (openclaw/openclaw#73417, NousResearch/hermes-agent#15770), which pi-ai's
+ * `requiresReasoningContentOnAssistantMessages` answers with `""` on every one.
+ */
+function deepSeekProblem(body: JsonRecord): OpenAIProblem | null {
+  if (!isRecord(body.thinking) || body.thinking.type !== "enabled") return null;
+  const missing = records(body.messages).some(
+    (message) => message.role === "assistant" && typeof message.reasoning_content !== "string",
+  );
+  if (!missing) return null;
+  return {
+    message: "The `reasoning_content` in the thinking mode must be passed back to the API.",
+    param: null,
+    code: "invalid_request_error",
+  };
+}
+
+/**
+ * The role check of Mistral's chat templates (Mistral 7B Instruct v0.3 and later on vLLM or
+ * llama.cpp; Gemma's and Llama 2's check the same without the tool messages): once system
+ * messages, tool results and assistant messages with tool calls are set aside, the roles must
+ * alternate user/assistant, starting with a user message (vllm-project/vllm#6862).
+ */
+function templateProblem(body: JsonRecord): string | null {
+  let expected = "user";
+  for (const message of records(body.messages)) {
+    const role = message.role;
+    if (role === "system" || role === "developer" || role === "tool") continue;
+    if (role === "assistant" && records(message.tool_calls).length > 0) continue;
+    if (role !== expected) {
+      return "After the optional system message, conversation roles must alternate user/assistant/user/assistant/...";
+    }
+    expected = expected === "user" ? "assistant" : "user";
+  }
+  return null;
+}
+
+/** vLLM's reply to a template error. */
+function templateReply(message: string | null): FakeReply | null {
+  if (message === null) return null;
+  return status400({ error: { message, type: "BadRequestError", param: null, code: 400 } });
+}
+
 function unanswered(index: number, ids: readonly string[]): OpenAIProblem {
   return {
     message:
@@ -286,6 +378,18 @@ function geminiProblem(body: JsonRecord, model: string): string | null {
     parts(content).filter((part) => isRecord(part.functionResponse));
   for (const [i, content] of contents.entries()) {
     const previous = contents[i - 1];
+    // An empty text part (Vertex words it "Unable to submit request because it has an empty
+    // text parameter"). A part with only a thought signature is Gemini 3's own, which pi-ai
+    // echoes; not documented as refused.
+    const empty = parts(content).findIndex(
+      (part) => part.text === "" && part.thoughtSignature === undefined,
+    );
+    if (empty >= 0) {
+      return (
+        `* GenerateContentRequest.contents[${i}].parts[${empty}].data: required oneof field ` +
+        "'data' must have one initialized field"
+      );
+    }
     for (const part of calls(content)) {
       const name = String((part.functionCall as JsonRecord).name ?? "");
       if (!GEMINI_NAME.test(name)) {
