@@ -108,33 +108,47 @@ export function toContextSupplements(sources: ContextSources): ContextSupplement
  * `{ key, text }`; for the workspace's keys (`SUBAGENT_CONTEXT_KEYS`), one shared frozen value per
  * distinct text. Every conversation of a workspace renders the same environment, rules and layout,
  * and each one's history keeps its supplements' texts for as long as it is live: one copy, not one
- * per conversation (issue #19, heap per open stream). The texts kept for this are bounded
- * (`SHARED_CHARS`, then it starts over); a text above an eighth of that is not kept.
+ * per conversation (issue #19, heap per open stream). The last `SHARED_PER_KEY` texts of each key
+ * are kept, most recent first, found by length and then by comparing the text (no hashing of
+ * texts of tens of KB at every turn start); at most `SHARED_CHARS` characters in all, then it
+ * starts over, and a text above an eighth of that is not kept.
  */
 function toSupplement(key: string, text: string): ContextSupplement {
   if (!SUBAGENT_CONTEXT_KEYS.has(key)) return { key, text };
-  let texts = sharedSupplements.get(key);
-  const found = texts?.get(text);
-  if (found !== undefined) return found;
+  let kept = sharedSupplements.get(key);
+  if (kept !== undefined) {
+    for (let i = 0; i < kept.length; i++) {
+      const found = kept[i] as ContextSupplement;
+      if (found.text.length !== text.length || found.text !== text) continue;
+      if (i > 0) {
+        kept.splice(i, 1);
+        kept.unshift(found);
+      }
+      return found;
+    }
+  }
   const supplement: ContextSupplement = Object.freeze({ key, text });
   if (text.length > SHARED_CHARS / 8) return supplement;
   if (sharedChars + text.length > SHARED_CHARS) {
     sharedSupplements.clear();
     sharedChars = 0;
-    texts = undefined;
+    kept = undefined;
   }
-  if (texts === undefined) {
-    texts = new Map();
-    sharedSupplements.set(key, texts);
+  if (kept === undefined) {
+    kept = [];
+    sharedSupplements.set(key, kept);
   }
-  texts.set(text, supplement);
+  kept.unshift(supplement);
   sharedChars += text.length;
+  if (kept.length > SHARED_PER_KEY) sharedChars -= (kept.pop() as ContextSupplement).text.length;
   return supplement;
 }
 
 /** Characters of the shared supplements' texts kept at most (≈ 2 MB of UTF-16). */
 const SHARED_CHARS = 1 << 20;
-const sharedSupplements = new Map<string, Map<string, ContextSupplement>>();
+/** Texts kept per key: a few workspaces (or a few states of one) served at once. */
+const SHARED_PER_KEY = 4;
+const sharedSupplements = new Map<string, ContextSupplement[]>();
 let sharedChars = 0;
 
 function renderEnvironment(context: RequestContext): string | null {
