@@ -140,6 +140,11 @@ function toSettingsText(settings: object): string {
  * (transport/cursor/tools/catalogue.ts) — is written once whole: no 15 KB text joined again at
  * every commit (issue #19). Whoever freezes a definition freezes its members too (the contract of
  * `toCanonicalJSONOnce`), so neither text can change.
+ *
+ * Contract for callers: only lists shared process-wide are frozen. The text (15–30 KB) is kept as
+ * long as the list is; a frozen list made per conversation (e.g. one with MCP tools) would keep
+ * its own copy for the conversation's life. Lists not frozen are joined at every commit and keep
+ * nothing.
  */
 function toToolsText(tools: readonly unknown[]): string {
   let text = toolsTexts.get(tools);

@@ -119,6 +119,25 @@ describe("toStateJSON()", () => {
     assert.equal(after, reference(stateOf(mixed, 1)));
   });
 
+  test("a list that is not frozen, of frozen definitions, is written as it is now", () => {
+    // Only a frozen list is remembered whole: an open one may grow between commits.
+    const definition = (name: string) =>
+      freezeAll({ name, description: "d", parameters: { type: "object" } });
+    const tools: object[] = [definition("read")];
+    const stateOf = () =>
+      ({
+        conversationID: "c",
+        settings: { model: "m", systemPrompt: "p", tools },
+        messages: [],
+        turnCount: 1,
+      }) as unknown as ConversationState;
+    assert.equal(toStateJSON(stateOf(), toCanonicalJSON), reference(stateOf()));
+    tools.push(definition("grep"));
+    const after = toStateJSON(stateOf(), toCanonicalJSON);
+    assert.match(after, /"grep"/);
+    assert.equal(after, reference(stateOf()));
+  });
+
   test("the same settings and tools in later states are written the same", () => {
     const tools = [{ name: "read", description: "reads", parameters: { type: "object" } }];
     const shared = { model: "m", systemPrompt: "p", tools };

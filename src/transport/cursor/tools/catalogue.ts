@@ -133,7 +133,11 @@ export function toToolDefinitions(
   mcp: readonly McpToolRef[],
   web: WebOffer = NO_WEB,
 ): readonly Tool[] {
-  return ofListed(listTools(mode, mcp, web)).definitions;
+  const listed = listTools(mode, mcp, web);
+  // New per call and not frozen: the store remembers the text of frozen lists only
+  // (store/history.ts `toToolsText`), and this one lives only as long as its conversation.
+  if (mcp.length > 0) return listed.map((tool) => tool.definition);
+  return ofListed(listed).definitions;
 }
 
 /**
@@ -145,14 +149,18 @@ export function toConcurrentToolNames(
   mcp: readonly McpToolRef[],
   web: WebOffer = NO_WEB,
 ): readonly string[] {
-  return ofListed(listTools(mode, mcp, web)).concurrent;
+  const listed = listTools(mode, mcp, web);
+  if (mcp.length > 0) return listed.filter((tool) => tool.concurrent).map((tool) => tool.name);
+  return ofListed(listed).concurrent;
 }
 
 /**
- * The definitions and concurrent names of a list of tools, made once per list: the built-ins'
+ * The definitions and concurrent names of a built-in tool list, made once per list: the built-ins'
  * lists are kept (`listTools`), so every turn start without MCP tools shares these two (frozen)
  * in its settings, which the loop keeps for the conversation's life (issue #19, heap per open
- * stream); a list with MCP tools is new per call and so are they.
+ * stream). Only these process-wide lists are frozen: the store keeps the text of a frozen list for
+ * the list's life (store/history.ts `toToolsText`), so a frozen per-conversation list (one with
+ * MCP tools) would keep ≈ 29 KiB of text per live conversation.
  */
 const ofLists = new WeakMap<
   readonly AnyTool[],
