@@ -166,10 +166,50 @@ test("turn starts share their methods and keep their state apart: each stream lo
 
   const state = { requestID: "x" } as unknown as Parameters<typeof createTurnStart>[0];
   const output = {} as unknown as Parameters<typeof createTurnStart>[1];
-  const one = createTurnStart(state, output, () => {});
-  const two = createTurnStart(state, output, () => {});
+  const one = createTurnStart(state, output, { start: () => {} });
+  const two = createTurnStart(state, output, { start: () => {} });
   assert.equal(one.start, two.start);
   assert.equal(one.resume, two.resume);
   assert.equal(one.compact, two.compact);
   assert.equal("then" in one, false);
+});
+
+test("a turn nobody reads starts the stream's reconnect grace on the grace itself, not on the turn start's record", async () => {
+  // The grace is kept whole and called as `grace.start()` (review of turnheap, L2): a grace with
+  // shared methods (its state on `this`) must get itself as `this`, or its timer would be put
+  // where its `clear` never looks.
+  const llm = models("http://127.0.0.1:9");
+  const runner = createRunner({ store: createMemoryStore(), llm });
+  const stream = createAgentStream("req-g", {
+    runner,
+    models: llm,
+    now: () => 0,
+    log: silentLog,
+    options: DEFAULT_SERVER_OPTIONS.stream,
+  });
+  // The stream's own state and output (members of its record, not of the public type).
+  const { state, output } = stream as unknown as {
+    state: Parameters<typeof createTurnStart>[0];
+    output: Parameters<typeof createTurnStart>[1];
+  };
+  assert.equal(state.outbound.subscribed, false);
+  const receivers: unknown[] = [];
+  const grace = {
+    start(this: unknown) {
+      receivers.push(this);
+    },
+  };
+  const turns = createTurnStart(state, output, grace);
+  const request = createRunRequest({
+    conversationId: "conv-g",
+    text: "/summarize",
+    modelId: "m",
+    workspace: "/tmp",
+  });
+  // A new conversation has nothing to compact: the runner rejects the turn after the grace starts.
+  await turns.compact(0, request);
+  assert.equal(receivers.length, 1);
+  assert.equal(receivers[0], grace);
+  stream.close("test over");
+  await runner.shutdown();
 });

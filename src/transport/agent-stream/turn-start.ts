@@ -29,6 +29,7 @@ import {
 import { toImageNotice } from "../image-notice.ts";
 import { toWebOffer } from "../web-work.ts";
 import { carryTurn } from "./carry-turn.ts";
+import type { ReconnectGrace } from "./reconnect-grace.ts";
 import { toSavedRunRequest } from "./saved-run-request.ts";
 import { type StreamState, send } from "./stream-state.ts";
 import { withBatches } from "./tool-calls.ts";
@@ -68,9 +69,9 @@ export interface TurnStart {
 export function createTurnStart(
   stream: StreamState,
   output: TurnOutput,
-  startGrace: () => void,
+  grace: Pick<ReconnectGrace, "start">,
 ): TurnStart {
-  const record: Starter = { stream, output, startGrace, unresolvedLogged: false };
+  const record: Starter = { stream, output, grace, unresolvedLogged: false };
   return withMethods(record, turnStartMethods);
 }
 
@@ -78,8 +79,12 @@ export function createTurnStart(
 interface Starter {
   readonly stream: StreamState;
   readonly output: TurnOutput;
-  /** The reconnect grace's start (a closure of its own: called as a plain function). */
-  readonly startGrace: () => void;
+  /**
+   * The stream's reconnect grace, kept whole and called as `this.grace.start()`: its `start` is
+   * never handed on detached, so it stays right if the grace takes shared methods too (a detached
+   * method would run with this record as `this` and put its timer where `clear` never looks).
+   */
+  readonly grace: Pick<ReconnectGrace, "start">;
   /** Whether an unresolved last-turn blob was logged (once per stream). */
   unresolvedLogged: boolean;
 }
@@ -179,7 +184,7 @@ const turnStartMethods: TurnStart & ThisType<Starter> = {
     }
     following(stream, result.routed, imported);
     // A turn nobody reads is canceled like one whose reader left.
-    if (!outbound.subscribed) this.startGrace();
+    if (!outbound.subscribed) this.grace.start();
     if (result.type === "duplicate") {
       // A replay of a run request already applied (a client retry): nothing new starts.
       log.info(
@@ -235,7 +240,7 @@ const turnStartMethods: TurnStart & ThisType<Starter> = {
       },
     );
     following(stream, result.routed);
-    if (!outbound.subscribed) this.startGrace();
+    if (!outbound.subscribed) this.grace.start();
     if (result.type === "duplicate") {
       stream.end();
     } else if (result.rejected !== null) {
