@@ -112,6 +112,12 @@ export function toContextSupplements(sources: ContextSources): ContextSupplement
  * are kept, most recent first, found by length and then by comparing the text (no hashing of
  * texts of tens of KB at every turn start); at most `SHARED_CHARS` characters in all, then it
  * starts over, and a text above an eighth of that is not kept.
+ *
+ * `sharedSupplements` is a module-level intern table (a kind STYLE.md §7.2 warns about as memory
+ * across requests): content-keyed, so a hit returns a text equal to the one rendered and no request
+ * sees another's data through it, and bounded as above. In a server of many users it keeps other
+ * users' rules and instructions in the heap (≤ 2 MB) after their conversations end; nothing reads
+ * them but an equal rendering. Its rules are tested in context.test.ts ("shared supplements: …").
  */
 function toSupplement(key: string, text: string): ContextSupplement {
   if (!SUBAGENT_CONTEXT_KEYS.has(key)) return { key, text };
