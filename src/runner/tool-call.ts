@@ -43,16 +43,18 @@ export function createToolCall(deps: ToolCallDeps): ToolCall {
       const state = entry.state.committed;
       let record: Awaited<ReturnType<typeof operations.runOnce>>;
       try {
-        record = await operations.runOnce(
-          {
-            operationID: command.operationID,
-            conversationID: entry.conversationID,
-            turnID: state.turnID,
-            toolCallID: command.toolCall.id,
-            request: command.toolCall,
-          },
-          (_saved, attempt) => output.runTool(command, state, attempt),
-        );
+        record = await operations
+          .runOnce(
+            {
+              operationID: command.operationID,
+              conversationID: entry.conversationID,
+              turnID: state.turnID,
+              toolCallID: command.toolCall.id,
+              request: command.toolCall,
+            },
+            (_saved, attempt) => output.runTool(command, state, attempt),
+          )
+          .finally(() => output.toolSaved?.(command.operationID));
       } catch (error) {
         // The turn ended while the client ran the tool (a cancel, a shutdown, the client gone),
         // or the output was detached (a subagent's, when its parent's stream went) or taken over:

@@ -63,6 +63,15 @@ export interface TurnOutput {
    * which shows nothing to the client but spends tokens of the turn. Optional.
    */
   countUsage?(usage: Usage): void;
+  /**
+   * The store's record of a tool call this output was asked to run is settled (its result saved,
+   * or the run given up): a restart now reuses that result rather than asking the call again.
+   * Called once per call the runner ran through `runOnce` for this output, outside the
+   * conversation's queue, whether `runTool` ran or a saved record was reused, and also when
+   * `runOnce` rejected (transport/agent-stream/tool-calls.ts releases its checkpoint hold).
+   * Optional.
+   */
+  toolSaved?(operationID: string): void;
   /** The turn ended; nothing more is published for it. */
   end(outcome: TurnOutcome, state: ConversationState): void;
   /**

@@ -232,6 +232,25 @@ export function createStore(tablesBackend: Backend, options: StoreOptions = {}):
       );
     },
 
+    async findTurnBlobsOf(requestID) {
+      if (typeof requestID !== "string") {
+        throw new StoreError(
+          "invalid_argument",
+          location,
+          `Cannot read turn blobs in ${location}: the request id must be a string.`,
+        );
+      }
+      return open().read(
+        async (tables) =>
+          (await tables.readTurnBlobsOf(requestID)).map((row) => ({
+            blobID: row.blobID,
+            conversationID: row.conversationID,
+            requestID: row.requestID,
+          })),
+        { single: true },
+      );
+    },
+
     ...createDashboardReads(() => open(), location, cache),
 
     async close() {

@@ -186,6 +186,11 @@ export function createMemoryBackend(): Backend {
       const row = turnBlobs.get(blobID);
       return row === undefined ? null : { ...row };
     },
+    readTurnBlobsOf: (requestID) =>
+      (turnBlobsOf.get(requestID) ?? []).toReversed().flatMap((blobID) => {
+        const row = turnBlobs.get(blobID);
+        return row === undefined ? [] : [{ ...row }];
+      }),
     trimTurnBlobs(requestID, keep) {
       const ids = turnBlobsOf.get(requestID) ?? [];
       if (ids.length <= keep) return;

@@ -366,6 +366,19 @@ export function createPostgresTables(client: pg.PoolClient): Tables {
             requestID: text(row, "request_id"),
           };
     },
+    async readTurnBlobsOf(requestID) {
+      // By `turn_blobs_by_request`.
+      const result = await query(
+        "readTurnBlobsOf",
+        "select blob_id, conversation_id from turn_blobs where request_id = $1 order by seq desc",
+        [requestID],
+      );
+      return result.rows.map((row) => ({
+        blobID: Buffer.from(row.blob_id as Uint8Array).toString("hex"),
+        conversationID: text(row, "conversation_id"),
+        requestID,
+      }));
+    },
     async trimTurnBlobs(requestID, keep) {
       // By `turn_blobs_by_request`: the rows of one request older than its `keep`-th newest.
       await query(

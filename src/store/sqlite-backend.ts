@@ -11,7 +11,7 @@ import { int, text, toClientOperationRow, toConversationRow, toLLMCallRow } from
 import { createDashboardTables, prepareDashboardStatements } from "./sqlite-dashboard.ts";
 import { fromSQLiteError } from "./sqlite-errors.ts";
 import { createSerialQueue, toAsyncTables } from "./sync-tables.ts";
-import type { Backend, MessageRow, SyncTables, Tables } from "./tables.ts";
+import type { Backend, MessageRow, SyncTables, Tables, TurnBlobRow } from "./tables.ts";
 
 const UNFINISHED_CALLS = "status in ('planned', 'streaming')";
 const UNFINISHED_OPERATIONS = "status in ('planned', 'sent')";
@@ -118,6 +118,10 @@ export function createSqliteBackend(
         "on conflict do nothing",
     ),
     readTurnBlob: sql("select conversation_id, request_id from turn_blobs where blob_id = ?"),
+    // By `turn_blobs_by_request`.
+    readTurnBlobsOf: sql(
+      "select blob_id, conversation_id from turn_blobs where request_id = ? order by seq desc",
+    ),
     // By `turn_blobs_by_request`: the rows of one request older than its `keep`-th newest.
     trimTurnBlobs: sql(
       "delete from turn_blobs where request_id = ? and seq < (select seq from turn_blobs " +
@@ -324,6 +328,15 @@ export function createSqliteBackend(
             conversationID: text(row, "conversation_id"),
             requestID: text(row, "request_id"),
           };
+    },
+    readTurnBlobsOf(requestID) {
+      return statements.readTurnBlobsOf.all(requestID).map(
+        (row): TurnBlobRow => ({
+          blobID: Buffer.from(row.blob_id as Uint8Array).toString("hex"),
+          conversationID: text(row, "conversation_id"),
+          requestID,
+        }),
+      );
     },
     trimTurnBlobs(requestID, keep) {
       statements.trimTurnBlobs.run(requestID, requestID, keep - 1);

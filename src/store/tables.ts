@@ -230,6 +230,8 @@ export interface SyncTables {
   /** Inserts the row unless its blob id is recorded already (then nothing changes). */
   insertTurnBlob(row: TurnBlobRow): void;
   readTurnBlob(blobID: string): TurnBlobRow | null;
+  /** The request id's turn blobs, newest first (at most `TURN_BLOBS_PER_REQUEST`, kept so). */
+  readTurnBlobsOf(requestID: string): TurnBlobRow[];
   /** Deletes the request id's turn blobs but the `keep` inserted last. */
   trimTurnBlobs(requestID: string, keep: number): void;
 

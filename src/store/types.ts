@@ -334,6 +334,12 @@ export interface Store extends DashboardReads {
   /** The record of a turn blob id (64 hex digits), or `null` (never recorded, or trimmed). */
   findTurnBlob(blobID: string): Promise<TurnBlob | null>;
 
+  /**
+   * The records of the turn blobs of request id `requestID` (the turn it started), newest first:
+   * the checkpoints of that turn last released to its client (at most `TURN_BLOBS_PER_REQUEST`).
+   */
+  findTurnBlobsOf(requestID: string): Promise<TurnBlob[]>;
+
   /** Releases the database. Any later call fails with `StoreError("closed")`. */
   close(): Promise<void>;
 }

@@ -85,6 +85,9 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     outbound,
     blobs: options.blobCheckpoints ?? true,
     timeoutMs: options.blobWriteTimeoutMs ?? DEFAULT_BLOB_WRITE_TIMEOUT_MS,
+    ...(options.blobReadTimeoutMs === undefined
+      ? {}
+      : { readTimeoutMs: options.blobReadTimeoutMs }),
     log: deps.log,
     describe: () => ({ request: requestID, conversation: state.conversationID }),
     ...(deps.turnBlobs === undefined ? {} : { onTurnBlob: deps.turnBlobs.remember }),
@@ -153,6 +156,9 @@ const streamMethods: Omit<AgentStream, "requestID" | "outbound"> & ThisType<Stre
       this.sequencer.resync();
       const firstID = randomInt(2 ** 30, 2 ** 31);
       this.checkpoints.renumber(firstID);
+      // Nobody reads it yet (picked up for a RunSSE that subscribes next, or a BidiAppend whose
+      // RunSSE may come later): the writer's timeouts, a read back's among them, run from then.
+      if (!this.outbound.subscribed) this.checkpoints.pause();
       await this.turns.resume(request, { firstID, turnID });
       if (!this.outbound.subscribed) this.grace.start();
     },

@@ -18,7 +18,7 @@ function countingStore() {
     failWrites: 0,
     failWith: new Error("disk on fire") as Error,
   };
-  const counted: Pick<Store, "recordTurnBlobs" | "findTurnBlob"> = {
+  const counted: Pick<Store, "recordTurnBlobs" | "findTurnBlob" | "findTurnBlobsOf"> = {
     async recordTurnBlobs(blobs) {
       calls.record.push(blobs);
       if (calls.failWrites > 0) {
@@ -32,6 +32,10 @@ function countingStore() {
       calls.find += 1;
       if (calls.fail) throw new Error("disk on fire");
       return store.findTurnBlob(blobID);
+    },
+    async findTurnBlobsOf(requestID) {
+      if (calls.fail) throw new Error("disk on fire");
+      return store.findTurnBlobsOf(requestID);
     },
   };
   return { store, counted, calls };
@@ -175,6 +179,7 @@ test("a store look-up that does not answer in time: unknown, said at warn, witho
       // A store that never answers while the start waits (a dead PostgreSQL before its connect
       // time-out): answered only after the look-up gave up.
       findTurnBlob: () => new Promise((resolve) => (answer = resolve)),
+      findTurnBlobsOf: async () => [],
     },
     log,
     lookUpTimeoutMs: 20,
@@ -298,4 +303,28 @@ test("a batch the store refuses as invalid is not sent again", async () => {
     [[blob("a")], [blob("b")]],
   );
   assert.equal(lines[0]?.fields.waiting, 0);
+});
+
+test("the turn blobs written for a turn: the store's rows of the client's conversation, newest first; none when the store fails or is slow (warn)", async () => {
+  const { store, counted, calls } = countingStore();
+  const { log, lines } = createRecordingLog();
+  const origins = createTurnBlobOrigins({ store: counted, log });
+  await store.recordTurnBlobs([
+    { blobID: blob("1"), conversationID: "conv-1", requestID: "req-1" },
+    { blobID: blob("2"), conversationID: "conv-1", requestID: "req-1" },
+    // The same request id on another conversation (a request id is the client's to choose).
+    { blobID: blob("3"), conversationID: "conv-other", requestID: "req-1" },
+  ]);
+  assert.deepEqual(await origins.writtenFor("req-1", "conv-1"), [blob("2"), blob("1")]);
+  assert.deepEqual(await origins.writtenFor("req-2", "conv-1"), []);
+  calls.fail = true;
+  assert.deepEqual(await origins.writtenFor("req-1", "conv-1"), []);
+  assert.equal(lines.filter((line) => line.level === "warn").length, 1);
+  const slow = createTurnBlobOrigins({
+    store: { ...counted, findTurnBlobsOf: () => new Promise(() => {}) },
+    log,
+    lookUpTimeoutMs: 20,
+  });
+  assert.deepEqual(await slow.writtenFor("req-1", "conv-1"), []);
+  assert.equal(lines.filter((line) => line.level === "warn").length, 2);
 });

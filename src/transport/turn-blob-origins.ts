@@ -53,12 +53,19 @@ export interface TurnBlobOrigins {
    * from memory or the store; null when unknown or not visible to the request (above).
    */
   find(blobID: string, conversationID: string): Promise<string | null>;
+  /**
+   * The turn blobs (hex ids) written for turn `requestID` of the client's conversation
+   * `conversationID`, newest first: the store's rows (the ones in memory are of streams in this
+   * process), for the turn's own stream picked up after a restart (agent-stream/carry-turn.ts).
+   * Empty when none, or when the store fails or takes longer than the look-up time-out (warn).
+   */
+  writtenFor(requestID: string, conversationID: string): Promise<readonly string[]>;
   /** Resolves once every row remembered so far is written (or its write failed). */
   flush(): Promise<void>;
 }
 
 export interface TurnBlobOriginsOptions {
-  readonly store: Pick<Store, "recordTurnBlobs" | "findTurnBlob">;
+  readonly store: Pick<Store, "recordTurnBlobs" | "findTurnBlob" | "findTurnBlobsOf">;
   readonly log: Log;
   /** Whether the request being handled may see a conversation; absent: every one (no users). */
   readonly mayRead?: (conversationID: string) => Promise<boolean>;
@@ -206,6 +213,33 @@ export function createTurnBlobOrigins(options: TurnBlobOriginsOptions): TurnBlob
           "the turn blob look-up in the store took too long; no rewind detection for this start",
         );
         return null;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+
+    async writtenFor(requestID, conversationID) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const deadline = new Promise<typeof TIMED_OUT>((resolve) => {
+        timer = setTimeout(() => resolve(TIMED_OUT), lookUpTimeoutMs);
+      });
+      try {
+        const rows = await Promise.race([store.findTurnBlobsOf(requestID), deadline]);
+        if (rows === TIMED_OUT) {
+          log.warn(
+            { request: requestID, timeoutMs: lookUpTimeoutMs },
+            "the turn's blobs took too long to read from the store; its checkpoints list only the steps made since the restart",
+          );
+          return [];
+        }
+        // Only the client's own conversation's: a request id is the client's to choose.
+        return rows.filter((row) => row.conversationID === conversationID).map((row) => row.blobID);
+      } catch (error) {
+        log.warn(
+          { request: requestID, error: errorMessage(error) },
+          "the turn's blobs could not be read from the store; its checkpoints list only the steps made since the restart",
+        );
+        return [];
       } finally {
         clearTimeout(timer);
       }

@@ -831,6 +831,31 @@ export function runStoreContract(name: string, open: OpenStore): void {
         );
       });
 
+      it("a request's turn blobs are listed newest first, the trimmed ones gone; other requests' not", async (store) => {
+        assert.deepEqual(await store.findTurnBlobsOf("req-list"), []);
+        const many = TURN_BLOBS_PER_REQUEST + 2;
+        for (let index = 0; index < many; index += 1) {
+          await store.recordTurnBlobs([
+            record(`list-${index}`, "req-list"),
+            record(`elsewhere-${index}`, "req-elsewhere", "conv-other"),
+          ]);
+        }
+        // Recorded again (an older one, so that moving it to the front would show): still where
+        // it was first.
+        await store.recordTurnBlobs([record(`list-${many - 3}`, "req-list")]);
+        await store.recordTurnBlobs([record(`list-${many - 3}`, "req-list")]);
+        assert.deepEqual(
+          await store.findTurnBlobsOf("req-list"),
+          Array.from({ length: TURN_BLOBS_PER_REQUEST }, (_, index) =>
+            record(`list-${many - 1 - index}`, "req-list"),
+          ),
+        );
+        assert.deepEqual(
+          (await store.findTurnBlobsOf("req-elsewhere")).map((row) => row.conversationID),
+          Array.from({ length: TURN_BLOBS_PER_REQUEST }, () => "conv-other"),
+        );
+      });
+
       it("a batch with an invalid turn blob is refused whole; an invalid id is refused on look-up", async (store) => {
         const invalid = [
           { ...record("x"), blobID: "AB".repeat(32) },

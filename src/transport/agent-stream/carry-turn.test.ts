@@ -14,6 +14,7 @@ import {
   ConversationStateStructureSchema,
   ConversationStepSchema,
 } from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import { KvClientMessageSchema } from "../cursor/gen/agent/v1/kv_pb.js";
 import { type AgentServerMessage, toHeartbeatMessage } from "../cursor/index.ts";
 import { REQUEST_ID, turnState } from "../cursor/testing.ts";
 import type { LastClientTurn } from "../cursor/turn-state.ts";
@@ -27,9 +28,13 @@ import type { StreamState } from "./stream-state.ts";
 const EARLIER = new Uint8Array(32).fill(1);
 const LAST = new Uint8Array(32).fill(2);
 const UNREAD =
-  "the client's checkpoint ends with a turn blob it did not send back; a resumed turn is listed twice in this stream's checkpoints";
+  "the client's checkpoint ends with a turn blob it did not send back nor give when asked; a resumed turn is listed twice in this stream's checkpoints";
 
-function setUp(lastClientTurn: LastClientTurn, turns: readonly Uint8Array[] = [EARLIER, LAST]) {
+function setUp(
+  lastClientTurn: LastClientTurn,
+  turns: readonly Uint8Array[] = [EARLIER, LAST],
+  blobs = false,
+) {
   const llm = createLLM({ models: [] });
   const recording = createRecordingLog();
   const outbound = createOutboundStream<AgentServerMessage>({
@@ -48,7 +53,7 @@ function setUp(lastClientTurn: LastClientTurn, turns: readonly Uint8Array[] = [E
     outbound,
     checkpoints: createCheckpointWriter({
       outbound,
-      blobs: false,
+      blobs,
       timeoutMs: 1_000,
       log: recording.log,
       describe: () => ({}),
@@ -64,7 +69,7 @@ function setUp(lastClientTurn: LastClientTurn, turns: readonly Uint8Array[] = [E
     startedAt: null,
     end: () => {},
   };
-  return { state, lines: recording.lines };
+  return { state, lines: recording.lines, outbound };
 }
 
 test("the client's last turn is the one carried on: it leaves the earlier turns; the turn is named by its origin", () => {
@@ -133,4 +138,126 @@ test("a takeover: a client turn blob not sent back is read from the checkpoints 
     }
     assert.deepEqual(lines, []);
   }
+});
+
+test("a resume request's last turn blob not sent back: read back from the client's store (get_blob_args); once given, the turn is carried from it, before this stream's steps", async () => {
+  const step = (text: string) =>
+    create(ConversationStepSchema, { message: { case: "assistantMessage", value: { text } } });
+  const client = toBlobCheckpoint(
+    turnState({
+      requestID: "origin",
+      previous: create(ConversationStateStructureSchema, { turns: [EARLIER] }),
+      steps: [step("one"), step("two")],
+    }),
+  );
+  assert.ok(client.turn !== undefined);
+  const blob = client.turn.key;
+  const answer = (data: Uint8Array | undefined) =>
+    create(KvClientMessageSchema, {
+      id: 1,
+      message: {
+        case: "getBlobResult",
+        value: data === undefined ? { error: { message: "blob not found" } } : { blobData: data },
+      },
+    }).message;
+  for (const given of [true, false]) {
+    const { state, lines, outbound } = setUp(
+      { type: "unresolved", blob },
+      [EARLIER, client.turn.id],
+      true,
+    );
+    const reading = outbound.subscribe();
+    carryTurn(state, "origin");
+    const asked = (await reading.next()).value as AgentServerMessage | undefined;
+    assert.equal(asked?.message.case, "kvServerMessage");
+    const kv = asked?.message.value as { id: number; message: { case: string; value: unknown } };
+    assert.equal(kv.message.case, "getBlobArgs");
+    assert.equal(
+      Buffer.from((kv.message.value as { blobId: Uint8Array }).blobId).toString("hex"),
+      blob,
+    );
+    // Until the answer, the client's entry stays where it is.
+    assert.deepEqual(state.turn?.previous.turns.length, 2);
+    // A step of this stream's meanwhile.
+    if (state.turn !== null) state.turn = { ...state.turn, steps: [step("three")] };
+    state.checkpoints.result(kv.id, answer(given ? client.turn.data : undefined));
+    if (given) {
+      assert.deepEqual(state.turn?.previous.turns, [EARLIER]);
+      assert.equal(Buffer.from(state.turn?.carried?.entry ?? []).toString("hex"), blob);
+      assert.equal(state.turn?.carried?.ids?.steps.length, 2);
+      assert.equal(state.turn?.steps.length, 1);
+      // The checkpoint now: the client's two steps by id, then this stream's.
+      const now = toBlobCheckpoint(state.turn ?? turnState());
+      assert.equal(now.checkpoint.turns.length, 2);
+      assert.equal(now.turnSteps, 3);
+      assert.deepEqual(lines, []);
+    } else {
+      assert.equal(state.turn?.carried, undefined);
+      assert.equal(state.turn?.previous.turns.length, 2);
+      assert.deepEqual(
+        lines.filter((line) => line.message === UNREAD).map((line) => line.fields.blob),
+        [blob],
+      );
+    }
+  }
+});
+
+test("the turn's own stream picked up after a restart, whose saved request's checkpoint ends with an earlier turn blob not sent back: the turn's own recorded blobs are read back, not the earlier one, and the turn is carried from the client's", async () => {
+  const step = (text: string) =>
+    create(ConversationStepSchema, { message: { case: "assistantMessage", value: { text } } });
+  // The client's last checkpoint of this turn before the restart: two steps.
+  const client = toBlobCheckpoint(
+    turnState({
+      requestID: "resume-request",
+      previous: create(ConversationStateStructureSchema, { turns: [EARLIER] }),
+      steps: [step("one"), step("two")],
+    }),
+  );
+  assert.ok(client.turn !== undefined);
+  const own = client.turn.key;
+  const earlier = Buffer.from(EARLIER).toString("hex");
+  // The saved run request predates the turn: its last turn is EARLIER, not sent back and
+  // unknown to this fresh process (no request id).
+  const { state, lines, outbound } = setUp({ type: "unresolved", blob: earlier }, [EARLIER], true);
+  const asked: [string, string][] = [];
+  const withTurnBlobs: StreamState = {
+    ...state,
+    deps: {
+      ...state.deps,
+      turnBlobs: {
+        remember: () => {},
+        find: () => Promise.resolve(null),
+        writtenFor: (requestID, conversationID) => {
+          asked.push([requestID, conversationID]);
+          return Promise.resolve([own]);
+        },
+        flush: () => Promise.resolve(),
+      },
+    },
+  };
+  const reading = outbound.subscribe();
+  carryTurn(withTurnBlobs, "resume-request");
+  assert.deepEqual(
+    asked,
+    [["resume-request", state.turn?.conversationID]],
+    "the turn's recorded blobs are looked up",
+  );
+  const message = (await reading.next()).value as AgentServerMessage | undefined;
+  const kv = message?.message.value as { id: number; message: { case: string; value: unknown } };
+  assert.equal(kv.message.case, "getBlobArgs");
+  assert.equal(
+    Buffer.from((kv.message.value as { blobId: Uint8Array }).blobId).toString("hex"),
+    own,
+    "the turn's own blob is asked for, not the earlier turn's",
+  );
+  withTurnBlobs.checkpoints.result(
+    kv.id,
+    create(KvClientMessageSchema, {
+      id: kv.id,
+      message: { case: "getBlobResult", value: { blobData: client.turn.data } },
+    }).message,
+  );
+  assert.equal(Buffer.from(withTurnBlobs.turn?.carried?.entry ?? []).toString("hex"), own);
+  assert.equal(withTurnBlobs.turn?.carried?.ids?.steps.length, 2);
+  assert.deepEqual(lines, [], "nothing said: the turn is listed once");
 });

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { mock, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { hasFastProperties } from "../../llm/testing/fast-properties.ts";
@@ -14,7 +15,12 @@ import { turnState } from "../cursor/testing.ts";
 import { toTurnEnded } from "../cursor/turn-end.ts";
 import { createRecordingLog } from "../log.ts";
 import { createOutboundStream } from "../outbound-stream.ts";
-import { createCheckpointWriter, SENT_TURN_BLOBS } from "./checkpoint-writer.ts";
+import {
+  createCheckpointWriter,
+  DEFAULT_BLOB_READ_TIMEOUT_MS,
+  DEFAULT_BLOB_WRITE_TIMEOUT_MS,
+  SENT_TURN_BLOBS,
+} from "./checkpoint-writer.ts";
 
 const TIMEOUT_MS = 1_000;
 
@@ -457,4 +463,247 @@ test("the step counts of the turn blobs of the blob-form checkpoints that went o
     Array.from({ length: SENT_TURN_BLOBS }, (_, index) => index + 2),
     "the oldest is dropped",
   );
+});
+
+/** The asks (`get_blob_args`) in `messages`: kv id and hex blob id. */
+function asks(messages: readonly AgentServerMessage[]): { id: number; key: string }[] {
+  return messages.flatMap((message) =>
+    message.message.case === "kvServerMessage" &&
+    message.message.value.message.case === "getBlobArgs"
+      ? [
+          {
+            id: message.message.value.id,
+            key: Buffer.from(message.message.value.message.value.blobId).toString("hex"),
+          },
+        ]
+      : [],
+  );
+}
+
+const given = (data: Uint8Array): KvClientMessage["message"] => ({
+  case: "getBlobResult",
+  value: { $typeName: "agent.v1.GetBlobResult", blobData: data },
+});
+const notFound: KvClientMessage["message"] = {
+  case: "getBlobResult",
+  value: {
+    $typeName: "agent.v1.GetBlobResult",
+    error: { $typeName: "agent.v1.Error", message: "blob not found" },
+  },
+};
+
+test("a read of a client blob (get_blob_args): the first of the keys the client has; checkpoints wait for it, and its reader is told to send one anew; turn_ended and the end wait too", async () => {
+  const { writer, out, sent } = setup();
+  const state = turnState({ steps: [step("one")] });
+  const data = Uint8Array.of(1, 2, 3);
+  const key = createHash("sha256").update(data).digest("hex");
+  const answers: [string | null, boolean][] = [];
+  let keys!: (found: readonly string[]) => void;
+  writer.read(new Promise((resolve) => (keys = resolve)), (found, checkpointed) => {
+    answers.push([found?.key ?? null, checkpointed]);
+    // The reader's checkpoint as the turn now is.
+    if (checkpointed) writer.send([toCheckpointMessage(state)]);
+  });
+  let ended = false;
+  writer.send([toServerNotice("text"), toCheckpointMessage(state), toTurnEnded(state)]);
+  writer.whenSent(() => {
+    ended = true;
+  });
+  assert.deepEqual(out(), ["textDelta"], "only the text goes out while the keys are looked up");
+  keys(["00".repeat(32), key]);
+  await Promise.resolve();
+  assert.deepEqual(out(), ["set_blob"], "the first ask (a kv message)");
+  const [first] = asks(sent);
+  assert.equal(first?.key, "00".repeat(32));
+  writer.result(first?.id ?? 0, notFound);
+  assert.deepEqual(out(), ["set_blob"], "then the next key");
+  const second = asks(sent).at(-1);
+  assert.equal(second?.key, key);
+  // Bytes that are not the blob asked for count as not found; here the right ones come.
+  writer.result(second?.id ?? 0, given(data));
+  assert.deepEqual(answers, [[key, true]]);
+  // The reader's checkpoint writes its blobs; turn_ended waits behind it as always.
+  assert.deepEqual(out(), ["set_blob", "set_blob", "set_blob"]);
+  assert.equal(ended, false);
+  for (const message of sent.slice(-3)) {
+    if (message.message.case === "kvServerMessage") writer.result(message.message.value.id, ok);
+  }
+  assert.deepEqual(out(), ["checkpoint(ids)", "turnEnded"]);
+  assert.equal(ended, true);
+  // A repeated answer changes nothing.
+  writer.result(second?.id ?? 0, given(data));
+  assert.equal(answers.length, 1);
+});
+
+test("a read that finds nothing (wrong bytes, not found, no keys), or is cut by the stream's end now: the reader gets null", () => {
+  const { writer, out, sent } = setup();
+  const answers: unknown[] = [];
+  const state = turnState({ steps: [step("one")] });
+  writer.read(["01".repeat(32)], (found) => answers.push(found?.key ?? null));
+  out();
+  writer.result(asks(sent).at(-1)?.id ?? 0, given(Uint8Array.of(9)));
+  writer.read(["02".repeat(32)], (found) => answers.push(found?.key ?? null));
+  out();
+  writer.result(asks(sent).at(-1)?.id ?? 0, notFound);
+  writer.read([], (found) => answers.push(found?.key ?? null));
+  assert.deepEqual([...answers], [null, null, null]);
+  let checkpointedAtFlush = false;
+  writer.read(["04".repeat(32)], (found, checkpointed) => {
+    answers.push(found?.key ?? null);
+    checkpointedAtFlush = checkpointed;
+    if (checkpointed) writer.send([toCheckpointMessage(state)]);
+  });
+  out();
+  writer.send([toCheckpointMessage(state)]);
+  assert.deepEqual(out(), []);
+  writer.flush();
+  assert.deepEqual(answers, [null, null, null, null]);
+  assert.equal(checkpointedAtFlush, false, "the reader is not asked for one");
+  assert.deepEqual(out(), ["checkpoint(inline)"], "the held checkpoint goes out inline");
+});
+
+test("a read not answered in time: null, and the stream's checkpoints stay blob-form (a client may answer writes and not reads); the read's timeout runs only while someone reads the stream", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const { writer, out, lines } = setup();
+    const state = turnState({ steps: [step("one")] });
+    const answers: unknown[] = [];
+    writer.read(["03".repeat(32)], (found, checkpointed) => {
+      answers.push(found);
+      if (checkpointed) writer.send([toCheckpointMessage(state)]);
+    });
+    writer.send([toCheckpointMessage(state)]);
+    assert.deepEqual(out(), ["set_blob"], "the read only");
+    mock.timers.tick(TIMEOUT_MS - 1);
+    assert.deepEqual(answers, []);
+    mock.timers.tick(1);
+    assert.deepEqual(answers, [null]);
+    assert.deepEqual(
+      out(),
+      ["set_blob", "set_blob", "set_blob"],
+      "blob writes, no inline checkpoint",
+    );
+    assert.deepEqual(lines, [], "no fallback");
+
+    // Paused (nobody reads the stream: a stream picked up after a restart before its RunSSE
+    // came): the read waits; once a reader is attached, it gets its whole timeout.
+    const paused = setup();
+    const pausedAnswers: unknown[] = [];
+    paused.writer.pause();
+    paused.writer.read(["03".repeat(32)], (found) => pausedAnswers.push(found));
+    mock.timers.tick(10 * TIMEOUT_MS);
+    assert.deepEqual(pausedAnswers, [], "no timeout while nobody can answer");
+    paused.writer.resume();
+    mock.timers.tick(TIMEOUT_MS - 1);
+    assert.deepEqual(pausedAnswers, []);
+    mock.timers.tick(1);
+    assert.deepEqual(pausedAnswers, [null]);
+    paused.writer.send([toCheckpointMessage(state)]);
+    assert.deepEqual(paused.out(), ["set_blob", "set_blob", "set_blob", "set_blob"], "blob form");
+    assert.equal(paused.lines.length, 0);
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("the read timeout is short by default (DEFAULT_BLOB_READ_TIMEOUT_MS), and never longer than the write timeout", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const outbound = createOutboundStream<AgentServerMessage>({
+      heartbeatMs: 60_000,
+      heartbeat: toHeartbeatMessage,
+    });
+    const writer = createCheckpointWriter({
+      outbound,
+      blobs: true,
+      timeoutMs: DEFAULT_BLOB_WRITE_TIMEOUT_MS,
+      log: createRecordingLog().log,
+      describe: () => ({}),
+    });
+    const answers: unknown[] = [];
+    writer.read(["03".repeat(32)], (found) => answers.push(found));
+    mock.timers.tick(DEFAULT_BLOB_READ_TIMEOUT_MS - 1);
+    assert.deepEqual(answers, []);
+    mock.timers.tick(1);
+    assert.deepEqual(answers, [null]);
+    assert.ok(DEFAULT_BLOB_READ_TIMEOUT_MS < DEFAULT_BLOB_WRITE_TIMEOUT_MS);
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("a read on a stream that sends no blob writes: null at once, no kv message", () => {
+  const { writer, out } = setup(false);
+  const answers: unknown[] = [];
+  writer.read(["01".repeat(32)], (found) => answers.push(found));
+  assert.deepEqual(answers, [null]);
+  assert.deepEqual(out(), []);
+});
+
+test("a read whose reader's checkpoint needs no write: it goes out at once, then turn_ended, then the end", () => {
+  const { writer, out, sent } = setup();
+  const state = turnState({ steps: [step("one")] });
+  writer.send([toCheckpointMessage(state)]);
+  out();
+  for (const message of [...sent]) {
+    if (message.message.case === "kvServerMessage") writer.result(message.message.value.id, ok);
+  }
+  assert.deepEqual(out(), ["checkpoint(ids)"]);
+  writer.read(["05".repeat(32)], (_found, checkpointed) => {
+    if (checkpointed) writer.send([toCheckpointMessage(state)]);
+  });
+  /** What had gone out when the end ran (the stream ends its outbound there). */
+  let atEnd: string[] | undefined;
+  writer.send([toCheckpointMessage(state), toTurnEnded(state)]);
+  writer.whenSent(() => {
+    atEnd = out();
+  });
+  assert.deepEqual(out(), ["set_blob"], "the read only");
+  writer.result(asks(sent).at(-1)?.id ?? 0, notFound);
+  assert.deepEqual(atEnd, ["checkpoint(ids)", "turnEnded"]);
+});
+
+test("a hold (a tool step whose result is not saved yet): checkpoints wait, the newest goes out once the last hold is off; turn_ended and the end wait too; a hold not released is off after the timeout", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const { writer, out, sent } = setup();
+    const one = turnState({ steps: [step("one")] });
+    const two = turnState({ steps: [step("one"), step("two")] });
+    writer.holdCheckpoints("op-1");
+    writer.holdCheckpoints("op-2");
+    let atEnd: string[] | undefined;
+    writer.send([toServerNotice("text"), toCheckpointMessage(one), toCheckpointMessage(two)]);
+    writer.send([toTurnEnded(two)]);
+    writer.whenSent(() => {
+      atEnd = out();
+    });
+    assert.deepEqual(out(), ["textDelta"], "only the text");
+    writer.unholdCheckpoints("op-1");
+    assert.deepEqual(out(), [], "another hold is on");
+    writer.unholdCheckpoints("op-1");
+    writer.unholdCheckpoints("op-2");
+    // The newest (two steps): user message, two steps, turn.
+    assert.deepEqual(out(), ["set_blob", "set_blob", "set_blob", "set_blob"]);
+    for (const message of sent.slice(-4)) {
+      if (message.message.case === "kvServerMessage") writer.result(message.message.value.id, ok);
+    }
+    assert.deepEqual(atEnd, ["checkpoint(ids)", "turnEnded"]);
+
+    const { writer: later, out: laterOut } = setup(false);
+    later.holdCheckpoints("op-3");
+    later.send([toCheckpointMessage(one)]);
+    assert.deepEqual(laterOut(), [], "an inline checkpoint waits too");
+    mock.timers.tick(TIMEOUT_MS);
+    assert.deepEqual(laterOut(), ["checkpoint(inline)"]);
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("a hold cut by the stream's end now: the checkpoint held goes out before the end", () => {
+  const { writer, out } = setup();
+  writer.holdCheckpoints("op-1");
+  writer.send([toCheckpointMessage(turnState({ steps: [step("one")] }))]);
+  writer.flush();
+  assert.deepEqual(out(), ["checkpoint(inline)"]);
 });

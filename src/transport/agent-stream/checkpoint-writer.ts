@@ -4,13 +4,18 @@
  * client has not confirmed on this stream is written to the client's store
  * (`kv_server_message.set_blob_args`, each blob once per stream); the checkpoint, with the blob
  * ids, goes out once the client confirmed every one (`kv_client_message.set_blob_result`).
+ * It also reads a blob back from the client's store (`get_blob_args` / `get_blob_result`, `read`:
+ * a resumed turn's last checkpoint), and holds checkpoints while a tool's result is being saved
+ * (`holdCheckpoints`).
  *
  * - Only checkpoints wait: text, tool calls, execs and queries go out at once. Checkpoints that
  *   wait are kept in order; on each confirmation the NEWEST one whose blobs are all confirmed goes
  *   out and the older ones are dropped (a checkpoint is the whole state), so a turn whose steps
  *   grow faster than one ack round trip still gets its checkpoints out, in order. `turn_ended`,
- *   and whatever follows it, waits until no checkpoint waits; the stream's end (`whenSent`)
- *   also waits for the answers to every write (bounded by the timeout).
+ *   and whatever follows it, waits until no checkpoint waits and no read or hold is on; the
+ *   stream's end (`whenSent`) also waits for the answers to every write (bounded by the timeout).
+ * - A read not answered within its own, shorter timeout (counted while a reader is attached)
+ *   found nothing; it changes nothing about the writes.
  * - A client that answers nothing for `timeoutMs` (counted while a reader is attached, restarted
  *   by every confirmation) while a checkpoint waits, or answers with an error a write that a
  *   waiting checkpoint requires (other errors are ignored, as by SAK): the newest
@@ -30,9 +35,11 @@ import { withMethods } from "../../llm/index.ts";
 import type { AgentServerMessage } from "../cursor/index.ts";
 import {
   type KvClientMessage,
+  toBlob,
   toBlobCheckpoint,
   toCheckpointSource,
   toCheckpointUpdate,
+  toGetBlobMessage,
   toSetBlobMessage,
 } from "../cursor/index.ts";
 import type { Log } from "../log.ts";
@@ -40,6 +47,14 @@ import type { OutboundStream } from "../outbound-stream.ts";
 
 /** How long a checkpoint waits for the client's confirmations by default (SAK's 10 s). */
 export const DEFAULT_BLOB_WRITE_TIMEOUT_MS = 10_000;
+
+/**
+ * How long a blob read (`read`) waits for the client's answer by default, counted while a reader
+ * is attached: it sits in front of the stream's first checkpoint, and its end, and whether the IDE
+ * answers `get_blob_args` at all is unverified (docs/protocol.md §2.9), so it is short; an answer
+ * is one round trip on a live connection. Never longer than the write timeout.
+ */
+export const DEFAULT_BLOB_READ_TIMEOUT_MS = 3_000;
 
 /**
  * How many of the last blob-form checkpoints that went out are kept (`sentTurnSteps`): the
@@ -91,13 +106,41 @@ export interface CheckpointWriter {
    * it (carried-turn.ts `toSentClientTurn`) with no blob id kept (issue #19: per-stream heap).
    */
   sentTurnSteps(): readonly number[];
+  /**
+   * Reads a blob back from the client's store (`get_blob_args`): the first of `keys` (hex ids,
+   * or a promise of them) the client has. `then` gets it, its bytes checked against its id, or
+   * null when the client has none of them, does not answer within the read timeout (all asks
+   * together, counted while a reader is attached; the writes stay blob-form), the stream ends
+   * now (`flush`), or the stream sends no blob writes. Until then no
+   * checkpoint goes out: one sent meanwhile is dropped, and `then` is told (`checkpointed`) to
+   * send the stream's checkpoint anew; `turn_ended` and the end wait too.
+   */
+  read(keys: readonly string[] | Promise<readonly string[]>, then: ReadThen): void;
+  /**
+   * Holds checkpoints while `key` (a tool call's operation id) is held: one sent meanwhile waits
+   * (the newest only), and goes out once no hold or read is left (`unholdCheckpoints`), the
+   * timeout passed, or the stream ends now; `turn_ended` and the end wait too. A tool step goes
+   * into the turn when its result comes, before the runner saved that result: a checkpoint
+   * listing it must not reach the client before a restart would reuse the result (else the call
+   * is asked again and the turn lists its step twice).
+   */
+  holdCheckpoints(key: string): void;
+  unholdCheckpoints(key: string): void;
 }
+
+/** What `read` gives: the blob found (null: none), and whether a checkpoint waited for it. */
+export type ReadThen = (
+  found: { readonly key: string; readonly data: Uint8Array } | null,
+  checkpointed: boolean,
+) => void;
 
 export interface CheckpointWriterOptions {
   readonly outbound: OutboundStream<AgentServerMessage>;
   /** False: every checkpoint inline, no KV traffic. */
   readonly blobs: boolean;
   readonly timeoutMs: number;
+  /** How long a read waits for its answer (default: `DEFAULT_BLOB_READ_TIMEOUT_MS`, at most `timeoutMs`). */
+  readonly readTimeoutMs?: number;
   readonly log: Log;
   /** Fields for the log line (request, conversation). */
   readonly describe: () => Record<string, unknown>;
@@ -138,6 +181,7 @@ interface TurnBlobTold {
 interface Writer {
   readonly outbound: OutboundStream<AgentServerMessage>;
   readonly timeoutMs: number;
+  readonly readTimeoutMs: number;
   readonly log: Log;
   readonly describe: () => Record<string, unknown>;
   readonly onTurnBlob: CheckpointWriterOptions["onTurnBlob"];
@@ -163,6 +207,8 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
   const writer: Writer = {
     outbound: options.outbound,
     timeoutMs: options.timeoutMs,
+    readTimeoutMs:
+      options.readTimeoutMs ?? Math.min(DEFAULT_BLOB_READ_TIMEOUT_MS, options.timeoutMs),
     log: options.log,
     describe: options.describe,
     onTurnBlob: options.onTurnBlob,
@@ -189,13 +235,25 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
   pause() {
     this.paused = true;
     clearTimer(this);
+    // A read's timeout stops too: the client cannot answer while nobody reads the stream.
+    for (const read of this.writes?.reads ?? []) {
+      clearTimeout(read.timer);
+      read.timer = undefined;
+    }
   },
   resume() {
     this.paused = false;
     if (timed(this) && this.timer === undefined) arm(this);
+    for (const read of this.writes?.reads ?? []) if (read.timer === undefined) armRead(this, read);
   },
   result(id, result) {
     const writes = this.writes;
+    const asked = writes?.asked?.get(id);
+    if (asked !== undefined) {
+      writes?.asked?.delete(id);
+      answered(this, asked, result.case === "getBlobResult" ? result.value.blobData : undefined);
+      return;
+    }
     const key = writes?.written.get(id);
     if (writes === undefined || key === undefined) return;
     writes.written.delete(id);
@@ -227,6 +285,36 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
   sentTurnSteps() {
     return this.writes?.sent ?? [];
   },
+  holdCheckpoints(key) {
+    if (this.outbound.ended) return;
+    const writes = toWrites(this);
+    writes.holds ??= new Map();
+    clearTimeout(writes.holds.get(key));
+    const timer = setTimeout(unhold, this.timeoutMs, this, key);
+    timer.unref();
+    writes.holds.set(key, timer);
+  },
+  unholdCheckpoints(key) {
+    unhold(this, key);
+  },
+  read(keys, then) {
+    if (!this.blobs || this.outbound.ended) {
+      then(null, false);
+      return;
+    }
+    const writes = toWrites(this);
+    const read: Read = { then, key: "", rest: [], timer: undefined, done: false };
+    if (!this.paused) armRead(this, read);
+    writes.reads ??= new Set();
+    writes.reads.add(read);
+    if (Array.isArray(keys)) ask(this, read, keys as readonly string[]);
+    else {
+      (keys as Promise<readonly string[]>).then(
+        (found) => ask(this, read, found),
+        () => ask(this, read, []),
+      );
+    }
+  },
   whenSent(next) {
     this.atEnd ??= [];
     this.atEnd.push(next);
@@ -239,11 +327,123 @@ const writerMethods: CheckpointWriter & ThisType<Writer> = {
     }
     this.waiting = [];
     clearTimer(this);
+    // A running turn's checkpoint held by a read or a hold is dropped too.
+    if (this.writes !== undefined) this.writes.deferred = undefined;
   },
   flush() {
     flush(this);
   },
 };
+
+/**
+ * Whether a read is under way (`read`) or a hold is on (`holdCheckpoints`): checkpoints,
+ * `turn_ended` and the end wait.
+ */
+function reading(writer: Writer): boolean {
+  return (writer.writes?.reads?.size ?? 0) > 0 || (writer.writes?.holds?.size ?? 0) > 0;
+}
+
+/** Hold `key` is off (released, or its timeout passed). */
+function unhold(writer: Writer, key: string): void {
+  const holds = writer.writes?.holds;
+  const timer = holds?.get(key);
+  if (holds === undefined || timer === undefined) return;
+  clearTimeout(timer);
+  holds.delete(key);
+  if (reading(writer)) return;
+  opened(writer, () => {
+    const deferred = takeDeferred(writer);
+    if (deferred !== undefined) checkpoint(writer, deferred);
+  });
+}
+
+/** The checkpoint held while reads or holds were on, now theirs to send (or not). */
+function takeDeferred(writer: Writer): AgentServerMessage | undefined {
+  const writes = writer.writes;
+  const deferred = writes?.deferred;
+  if (writes !== undefined) writes.deferred = undefined;
+  return deferred;
+}
+
+/**
+ * The last read or hold is over: `run` sends the checkpoint held meanwhile (or a newer one), then
+ * what waited behind, and the end, go after it (in place of the one dropped, which came before
+ * them).
+ */
+function opened(writer: Writer, run: () => void): void {
+  const held = writer.behind;
+  const atEnd = writer.atEnd;
+  writer.behind = [];
+  writer.atEnd = undefined;
+  run();
+  if (atEnd !== undefined) writer.atEnd = [...atEnd, ...(writer.atEnd ?? [])];
+  send(writer, held);
+  runThen(writer);
+}
+
+/** Asks the client for the first of `keys` (none left: the read found nothing). */
+function ask(writer: Writer, read: Read, keys: readonly string[]): void {
+  const key = keys[0];
+  if (read.done) return;
+  if (key === undefined || writer.outbound.ended) {
+    readDone(writer, read, null);
+    return;
+  }
+  const writes = toWrites(writer);
+  writes.asked ??= new Map();
+  const id = writer.nextID++;
+  writes.asked.set(id, read);
+  read.key = key;
+  read.rest = keys.slice(1);
+  writer.outbound.push(toGetBlobMessage(id, key));
+}
+
+/** The client's answer to an ask of `read`: its blob if it is the one asked for, else the next. */
+function answered(writer: Writer, read: Read, data: Uint8Array | undefined): void {
+  if (data !== undefined && toBlob(data).key === read.key) {
+    readDone(writer, read, { key: read.key, data });
+  } else ask(writer, read, read.rest);
+}
+
+/** `read`'s timeout, anew (while a reader is attached: `pause` stops it, `resume` restarts it). */
+function armRead(writer: Writer, read: Read): void {
+  clearTimeout(read.timer);
+  read.timer = setTimeout(readTimedOut, writer.readTimeoutMs, writer, read);
+  read.timer.unref();
+}
+
+/**
+ * No answer to `read` within the read timeout: the read found nothing, as when the client has
+ * none of the blobs. Checkpoints stay in the blob form: a client may answer writes and not reads,
+ * and an inline turn stays in the client's checkpoints and fails its forks for good; whether the
+ * client answers writes, their own timeout decides (`expire`).
+ */
+function readTimedOut(writer: Writer, read: Read): void {
+  read.timer = undefined;
+  readDone(writer, read, null);
+}
+
+/** `read` is over (`found` null: nothing found), once; then what waited for the reads. */
+function readDone(
+  writer: Writer,
+  read: Read,
+  found: { readonly key: string; readonly data: Uint8Array } | null,
+): void {
+  const writes = writer.writes;
+  if (read.done || writes === undefined) return;
+  read.done = true;
+  clearTimeout(read.timer);
+  writes.reads?.delete(read);
+  for (const [id, asked] of writes.asked ?? []) if (asked === read) writes.asked?.delete(id);
+  // The reader sends a checkpoint anew, as the turn is once read, for one held meanwhile: it
+  // is held again while other reads or holds are on.
+  const checkpointed = takeDeferred(writer) !== undefined;
+  if (reading(writer)) {
+    read.then(found, checkpointed);
+    return;
+  }
+  opened(writer, () => read.then(found, checkpointed));
+}
 
 function unanswered(writer: Writer): number {
   return writer.writes?.writing.size ?? 0;
@@ -292,7 +492,9 @@ function expire(writer: Writer): void {
  */
 function runThen(writer: Writer, force = false): void {
   const atEnd = writer.atEnd;
-  if (writer.waiting.length > 0 || atEnd === undefined || atEnd.length === 0) return;
+  if (writer.waiting.length > 0 || reading(writer) || atEnd === undefined || atEnd.length === 0) {
+    return;
+  }
   if (unanswered(writer) > 0 && !force) {
     if (writer.timer === undefined && !writer.paused) arm(writer);
     return;
@@ -304,7 +506,11 @@ function runThen(writer: Writer, force = false): void {
 function send(writer: Writer, messages: readonly AgentServerMessage[]): void {
   for (const message of messages) {
     if (writer.outbound.ended) return;
-    if (writer.behind.length > 0 || (writer.waiting.length > 0 && isTurnEnded(message))) {
+    // turn_ended waits behind a checkpoint that waits, for its blobs or held (`reading`).
+    if (
+      writer.behind.length > 0 ||
+      ((writer.waiting.length > 0 || writer.writes?.deferred !== undefined) && isTurnEnded(message))
+    ) {
       writer.behind.push(message);
     } else if (message.message.case === "conversationCheckpointUpdate") {
       checkpoint(writer, message);
@@ -315,6 +521,11 @@ function send(writer: Writer, messages: readonly AgentServerMessage[]): void {
 }
 
 function checkpoint(writer: Writer, message: AgentServerMessage): void {
+  if (writer.writes !== undefined && reading(writer)) {
+    // Out once no read or hold is left (a reader sends the stream's checkpoint anew instead).
+    writer.writes.deferred = message;
+    return;
+  }
   const state = writer.blobs ? toCheckpointSource(message) : undefined;
   if (state === undefined) {
     // Inline (after a fallback, or a checkpoint not made from a turn state): out at once,
@@ -406,7 +617,7 @@ function fallBack(writer: Writer, reason: "timeout" | "error", detail?: string):
       reason,
       unconfirmed: unanswered(writer),
       ...(detail === undefined ? {} : { detail: detail.slice(0, 200) }),
-      ...(reason === "timeout" ? { timeoutMs: writer.timeoutMs } : {}),
+      ...(reason === "error" ? {} : { timeoutMs: writer.timeoutMs }),
     },
     reason === "timeout"
       ? "the client did not confirm checkpoint blob writes in time; checkpoints go inline for the rest of the stream"
@@ -424,6 +635,23 @@ function flush(writer: Writer): void {
   writer.waiting = [];
   clearTimer(writer);
   if (newest !== undefined) writer.outbound.push(newest.inline);
+  // Holds are off and unanswered reads get nothing now: the checkpoint held meanwhile goes out
+  // (inline, as it was) before the end.
+  const writes = writer.writes;
+  if (writes !== undefined) {
+    for (const timer of writes.holds?.values() ?? []) clearTimeout(timer);
+    writes.holds?.clear();
+    const reads = [...(writes.reads ?? [])];
+    writes.reads?.clear();
+    writes.asked?.clear();
+    const deferred = takeDeferred(writer);
+    for (const read of reads) {
+      read.done = true;
+      clearTimeout(read.timer);
+      read.then(null, false);
+    }
+    if (deferred !== undefined && !writer.outbound.ended) writer.outbound.push(deferred);
+  }
   const held = writer.behind;
   writer.behind = [];
   for (const message of held) writer.outbound.push(message);
@@ -439,6 +667,23 @@ interface Writes {
   readonly writing: Set<string>;
   /** How many steps the turn blobs of the last blob-form checkpoints that went out list. */
   readonly sent: number[];
+  /** Reads under way (`read`); made at the first. */
+  reads?: Set<Read>;
+  /** Their asks sent and not answered: kv id → read. */
+  asked?: Map<number, Read>;
+  /** The newest checkpoint sent while reads or holds were on; out once none is. */
+  deferred?: AgentServerMessage | undefined;
+  /** Holds on (`holdCheckpoints`): key → its timeout; made at the first. */
+  holds?: Map<string, NodeJS.Timeout>;
+}
+
+interface Read {
+  readonly then: ReadThen;
+  /** The blob asked for now, and the ones to ask for if the client has not got it. */
+  key: string;
+  rest: readonly string[];
+  timer: NodeJS.Timeout | undefined;
+  done: boolean;
 }
 
 function isTurnEnded(message: AgentServerMessage): boolean {

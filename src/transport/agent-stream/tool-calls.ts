@@ -153,6 +153,7 @@ const toolCallsMethods: ToolCalls & ThisType<Calls> = {
     if (step.ignored !== null) return Promise.reject(new Error(step.ignored));
     this.modeAtStart = stream.turn.mode;
     stream.turn = step.state;
+    holdFor(this, command.operationID, step.input);
     sendFor(this, command.operationID, step.messages);
     if (step.input !== null) return Promise.resolve(step.input.message);
     if (attempt.outcomeUnknown) {
@@ -199,6 +200,7 @@ const toolCallsMethods: ToolCalls & ThisType<Calls> = {
       return;
     }
     stream.turn = step.state;
+    holdFor(this, step.operationID, step.input);
     sendFor(this, step.operationID, step.messages);
     const operationID = step.operationID;
     if (operationID === null) return;
@@ -263,6 +265,19 @@ function sendFor(
 function clearLate(calls: Calls, operationID: string): void {
   calls.lates?.get(operationID)?.clear();
   calls.lates?.delete(operationID);
+}
+
+/**
+ * A tool call's result came (`input`): its step is in the turn before the runner saved the
+ * result, so the stream's checkpoints wait until it did (`TurnOutput.toolSaved`;
+ * checkpoint-writer.ts `holdCheckpoints`): a restart in between would ask the call again and the
+ * client's checkpoint would list its step twice. A subagent's call puts no step in the turn.
+ */
+function holdFor(calls: Calls, operationID: string | null, input: unknown): void {
+  if (operationID === null || input === null || calls.childCalls?.has(operationID) === true) {
+    return;
+  }
+  calls.stream.checkpoints.holdCheckpoints(operationID);
 }
 
 function finish(calls: Calls, operationID: string, message: ToolResultMessage | null): void {
@@ -332,6 +347,7 @@ function startWork(
       return;
     }
     stream.turn = step.state;
+    holdFor(calls, operationID, step.input);
     sendFor(calls, operationID, step.messages);
     if (step.work !== null) startWork(calls, operationID, step.work);
     finish(calls, operationID, step.input?.message ?? null);
@@ -352,6 +368,7 @@ function startLateTimer(calls: Calls, operationID: string): void {
     });
     if (step.ignored !== null) return;
     stream.turn = step.state;
+    holdFor(calls, operationID, step.input);
     sendFor(calls, operationID, step.messages);
     stream.deps.log.warn(
       { request: stream.requestID, conversation: stream.conversationID, operation: operationID },

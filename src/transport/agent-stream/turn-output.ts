@@ -84,6 +84,10 @@ const outputMethods: TurnOutput & ThisType<Output> = {
   runTool(command, state, attempt) {
     return this.tools.run(command, state, attempt);
   },
+  toolSaved(operationID) {
+    // Its step may go out in a checkpoint now (tool-calls.ts `holdFor`).
+    this.stream.checkpoints.unholdCheckpoints(operationID);
+  },
   settingsAfterTool(settings) {
     return this.tools.settingsAfterTool(settings);
   },

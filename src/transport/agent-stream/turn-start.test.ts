@@ -35,6 +35,7 @@ function heldLookUp() {
   const turnBlobs = createTurnBlobOrigins({
     store: {
       recordTurnBlobs: async () => {},
+      findTurnBlobsOf: async () => [],
       findTurnBlob: () =>
         new Promise((resolve) => {
           held.release = resolve;
@@ -141,7 +142,11 @@ test("turn starts share their methods and keep their state apart: each stream lo
   const llm = models("http://127.0.0.1:9");
   const runner = createRunner({ store: createMemoryStore(), llm });
   const turnBlobs = createTurnBlobOrigins({
-    store: { recordTurnBlobs: async () => {}, findTurnBlob: async () => null },
+    store: {
+      recordTurnBlobs: async () => {},
+      findTurnBlob: async () => null,
+      findTurnBlobsOf: async () => [],
+    },
     log: silentLog,
   });
   const deps = { runner, models: llm, now: () => 0, log, turnBlobs };

@@ -317,12 +317,14 @@ const turnStartMethods: TurnStart & ThisType<Starter> = {
       // loop/turn-record.ts), or normally when it has not ended. A stream picked up after a
       // restart is one of the turn's own: it gets a checkpoint naming the turn by the client's
       // id for it, with the steps its saved request's checkpoint held (a resume stream's: the
-      // turn up to the resume, carry-turn.ts; the turn's first stream's holds none, and its
-      // steps are not kept here). A resume request's stream gets none: the client keeps the
-      // checkpoint it has.
+      // turn up to the resume, carry-turn.ts; the turn's first stream's holds none: its last
+      // checkpoint before the restart is read back from the client first, when recorded). A
+      // resume request's stream gets none: the client keeps the checkpoint it has.
       const ended = await endedTurn(runner, stream.conversationID, restored?.turnID);
       const origin = ended?.record?.origin;
-      if (origin !== undefined) carryTurn(stream, origin);
+      if (origin !== undefined) {
+        carryTurn(stream, origin, undefined, { readBack: restored !== undefined });
+      }
       send(
         stream,
         restored === undefined

@@ -55,6 +55,12 @@ export interface AgentStreamOptions {
    * later one of the stream, goes inline. Default `DEFAULT_BLOB_WRITE_TIMEOUT_MS` (10 s).
    */
   readonly blobWriteTimeoutMs?: number;
+  /**
+   * How long a read of a client blob (`get_blob_args`) waits for its answer while a reader is
+   * attached before it counts as not found. Default `DEFAULT_BLOB_READ_TIMEOUT_MS` (3 s), at most
+   * the write timeout.
+   */
+  readonly blobReadTimeoutMs?: number;
 }
 
 export const DEFAULT_SUBAGENT_MAX_CONCURRENT = 4;

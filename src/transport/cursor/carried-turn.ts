@@ -19,6 +19,7 @@
  * except on a takeover, where it is rebuilt from the turn of the stream taken over and the step
  * counts of the checkpoints that stream sent (`toSentClientTurn`).
  */
+import { createHash } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
 import { type BlobStore, toBlobStore } from "./blobs.ts";
 import { toStepKeys, toTurnBlobKey, toTurnIds } from "./checkpoint-blobs.ts";
@@ -29,7 +30,7 @@ import {
 } from "./gen/agent/v1/conversation_state_pb.js";
 import type { PreFetchedBlob } from "./gen/agent/v1/run_request_pb.js";
 import { findTurnBlobOrigin } from "./turn-blob-origins.ts";
-import type { LastClientTurn, TurnParts, TurnState } from "./turn-state.ts";
+import type { CarriedTurn, LastClientTurn, TurnParts, TurnState } from "./turn-state.ts";
 
 const BLOB_ID_BYTES = 32;
 
@@ -75,6 +76,51 @@ export function toLastClientTurn(
       ? null
       : detachBytes({ userMessage: user, steps: stepBytes as Uint8Array[] });
   return { type: "read", turn: { requestID, entry: detachBytes(last), ids: parts, bytes } };
+}
+
+/**
+ * A client turn blob (hex id `blob`) read back from the client's store (`get_blob_args`,
+ * agent-stream/carry-turn.ts), its bytes `data`: they must hash to `blob` and decode to an agent
+ * turn whose parts are blob ids. The ids are reused as they are (the client has those blobs);
+ * the parts' bytes are not read (as for a turn blob whose parts did not come back: the inline
+ * form keeps the client's entry). Null: not such a turn.
+ */
+export function toReadBackTurn(blob: string, data: Uint8Array): CarriedTurn | null {
+  if (createHash("sha256").update(data).digest("hex") !== blob) return null;
+  let decoded: ReturnType<typeof fromBinary<typeof ConversationTurnStructureSchema>>["turn"];
+  try {
+    decoded = fromBinary(ConversationTurnStructureSchema, data).turn;
+  } catch {
+    return null;
+  }
+  if (decoded.case !== "agentConversationTurn") return null;
+  const { userMessage, steps, requestId } = decoded.value;
+  if (![userMessage, ...steps].every((id) => id.length === BLOB_ID_BYTES)) return null;
+  return {
+    requestID: requestId ?? "",
+    entry: Uint8Array.from(Buffer.from(blob, "hex")),
+    // Copied out of the client message they were decoded from.
+    ids: detachBytes({ userMessage, steps }),
+    bytes: null,
+  };
+}
+
+/**
+ * `state` once the client's turn blob of it, `turn` (`toReadBackTurn`), is read back while the
+ * stream carries the turn: when it is this turn and nothing is carried yet, it becomes the start
+ * of this turn's entry, before the steps the stream made meanwhile. When the client's checkpoint
+ * still lists it (`previous` ends with it: a resume request that did not send it back), it leaves
+ * `previous` as `withCarriedTurn` takes it. Otherwise `state` as it is.
+ */
+export function withReadBackTurn(state: TurnState, turn: CarriedTurn): TurnState {
+  if (state.carried !== undefined || turn.requestID === "" || turn.requestID !== state.requestID) {
+    return state;
+  }
+  const last = state.previous.turns.at(-1);
+  if (last !== undefined && Buffer.from(last).equals(turn.entry)) {
+    return withCarriedTurn({ ...state, lastClientTurn: { type: "read", turn } }, turn.requestID);
+  }
+  return { ...state, carried: turn };
 }
 
 /**

@@ -199,6 +199,25 @@ export function toSetBlobMessage(id: number, blob: CheckpointBlob): AgentServerM
   });
 }
 
+/**
+ * A read of blob `key` (hex) back from the client's store (`kv_server_message.get_blob_args`);
+ * the client answers with `get_blob_result`, the blob's bytes or an error.
+ */
+export function toGetBlobMessage(id: number, key: string): AgentServerMessage {
+  return create(AgentServerMessageSchema, {
+    message: {
+      case: "kvServerMessage",
+      value: {
+        id,
+        message: {
+          case: "getBlobArgs",
+          value: { blobId: Uint8Array.from(Buffer.from(key, "hex")) },
+        },
+      },
+    },
+  });
+}
+
 export function toBlob(data: Uint8Array): CheckpointBlob {
   const digest = createHash("sha256").update(data).digest();
   return { id: Uint8Array.from(digest), key: digest.toString("hex"), data };

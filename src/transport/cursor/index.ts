@@ -8,12 +8,20 @@ export { toForceBackground } from "./background-shell.ts";
 export { type BidiAppend, fromBidiAppendRequest } from "./bidi-append.ts";
 export {
   toLastClientTurn,
+  toReadBackTurn,
   toSentClientTurn,
   withCarriedTurn,
   withHandedTurn,
+  withReadBackTurn,
 } from "./carried-turn.ts";
 export { toCheckpointMessage, toCheckpointSource } from "./checkpoint.ts";
-export { toBlobCheckpoint, toCheckpointUpdate, toSetBlobMessage } from "./checkpoint-blobs.ts";
+export {
+  toBlob,
+  toBlobCheckpoint,
+  toCheckpointUpdate,
+  toGetBlobMessage,
+  toSetBlobMessage,
+} from "./checkpoint-blobs.ts";
 export { type ImportedHistory, toImportedHistory } from "./checkpoint-import.ts";
 export { toLastTurnOrigin } from "./checkpoint-origin.ts";
 export { type ClientEvent, fromClientMessage } from "./client-message.ts";

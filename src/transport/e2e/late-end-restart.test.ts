@@ -19,6 +19,11 @@ import {
 } from "../cursor/gen/agent/v1/agent_stream_pb.js";
 import { ConversationActionSchema } from "../cursor/gen/agent/v1/conversation_action_pb.js";
 import type { ConversationStateStructure } from "../cursor/gen/agent/v1/conversation_state_pb.js";
+import {
+  GetBlobResultSchema,
+  type KvClientMessage,
+  SetBlobResultSchema,
+} from "../cursor/gen/agent/v1/kv_pb.js";
 import { BidiAppendRequestSchema, BidiService } from "../cursor/gen/aiserver/v1/bidi_pb.js";
 import { ErrorDetailsSchema } from "../cursor/gen/aiserver/v1/error_details_pb.js";
 import { cloneCheckpoint } from "../testing/index.ts";
@@ -141,8 +146,9 @@ describe("a late stream of a turn that ended badly, after a restart", () => {
 
 /**
  * Reads a RunSSE for `requestId` to its end as the IDE does after a restart: every blob write is
- * stored in `store` and confirmed with a BidiAppend (`set_blob_result{}`), from seqno 1 (the
- * server takes a picked-up stream's next seqno as it comes).
+ * stored in `store` and confirmed with a BidiAppend (`set_blob_result{}`), and every blob read
+ * answered from it (`get_blob_result`), from seqno 1 (the server takes a picked-up stream's next
+ * seqno as it comes).
  */
 async function readRunSseAnsweringBlobs(
   harness: Harness,
@@ -163,14 +169,24 @@ async function readRunSseAnsweringBlobs(
       kinds.push(message.message.case ?? "");
       messages.push(message);
       const kv = message.message.case === "kvServerMessage" ? message.message.value : undefined;
-      if (kv?.message.case !== "setBlobArgs") continue;
-      const { blobId, blobData } = kv.message.value;
-      store.set(Buffer.from(blobId).toString("hex"), blobData);
+      if (kv === undefined) continue;
+      let result: KvClientMessage["message"];
+      if (kv.message.case === "setBlobArgs") {
+        const { blobId, blobData } = kv.message.value;
+        store.set(Buffer.from(blobId).toString("hex"), blobData);
+        result = { case: "setBlobResult", value: create(SetBlobResultSchema) };
+      } else if (kv.message.case === "getBlobArgs") {
+        const data = store.get(Buffer.from(kv.message.value.blobId).toString("hex"));
+        result = {
+          case: "getBlobResult",
+          value: create(
+            GetBlobResultSchema,
+            data === undefined ? { error: { message: "blob not found" } } : { blobData: data },
+          ),
+        };
+      } else continue;
       const answer = create(AgentClientMessageSchema, {
-        message: {
-          case: "kvClientMessage",
-          value: { id: kv.id, message: { case: "setBlobResult", value: {} } },
-        },
+        message: { case: "kvClientMessage", value: { id: kv.id, message: result } },
       });
       answers.push(
         bidi.bidiAppend(
@@ -193,7 +209,7 @@ describe("a late stream of a failed turn after a restart, blob-backed checkpoint
   let harness: Harness;
   afterEach(async () => harness.close());
 
-  test("a reader that answers the blob writes gets the checkpoint in one round trip, then the turn's error; the checkpoint clones", {
+  test("a reader that answers the blob reads and writes gets the checkpoint in one round trip, then the turn's error; the checkpoint clones", {
     timeout: 60_000,
   }, async () => {
     harness = await startHarness({ mode: "process", server: { runSseContentType: "connect" } });
@@ -206,27 +222,32 @@ describe("a late stream of a failed turn after a restart, blob-backed checkpoint
     });
     const result = await first.done;
     assert.equal(result.error?.code, Code.Unavailable, String(result.error));
+    const written = client.checkpoint("late-end-failed-blobs")?.turns.at(-1);
+    assert.equal(written?.length, 32, "the client holds a checkpoint of the turn, blob form");
+    // Its row is written on a later turn of the server's event loop, awaited by nothing the
+    // client sees (turn-blob-origins.ts): the kill comes once it is in the store.
+    for (let tries = 0; (await harness.store.findTurnBlobsOf(first.requestId)).length === 0; ) {
+      assert.ok(tries++ < 500, "the turn blob is recorded");
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
 
     await harness.restart(); // SIGKILL
     const store = new Map(client.blobs);
     const late = await readRunSseAnsweringBlobs(harness, first.requestId, store);
     assert.deepEqual(shown(late.error), shown(result.error));
-    // The turn's first stream saved a request whose checkpoint does not hold the turn: its user
-    // message and turn blobs are written (the client may have no checkpoint with this turn).
+    // The turn's first stream saved a request whose checkpoint does not hold the turn: the
+    // turn's last checkpoint before the restart is read back from the client (one blob read),
+    // and the late checkpoint is that one's turn blob, with nothing written again.
     assert.deepEqual(late.kinds, [
-      "kvServerMessage",
       "kvServerMessage",
       "conversationCheckpointUpdate",
       "interactionUpdate",
     ]);
-    const checkpoint = late.messages[2]?.message.value as ConversationStateStructure;
-    // The blob form: sent only once both writes were answered (a write left unanswered would
-    // end in the inline form after its timeout, with the same kinds).
-    assert.deepEqual(
-      checkpoint.turns.map((turn) => turn.length),
-      [32],
-      "the turn's entry is a turn blob id",
-    );
+    const read = late.messages[0]?.message.value;
+    assert.ok(read?.$typeName === "agent.v1.KvServerMessage");
+    assert.equal(read.message.case, "getBlobArgs");
+    const checkpoint = late.messages[1]?.message.value as ConversationStateStructure;
+    assert.deepEqual(checkpoint.turns, [written], "the turn's entry is the client's turn blob");
     assert.deepEqual(
       cloneCheckpoint(checkpoint, store).map((turn) => [turn.requestID, turn.userText]),
       [[first.requestId, "Hello"]],

@@ -76,6 +76,15 @@ export interface HarnessOptions {
   /** Mode `process`: settings of the first server process (kill point, late-result grace). */
   readonly process?: {
     readonly killAfterWrite?: number;
+    /**
+     * The first save of a tool call's result never completes (a stalled disk): the test kills the
+     * process (`restart`) once the client holds what it was sent meanwhile.
+     */
+    readonly stallToolResultSave?: boolean;
+    /** Overrides the heartbeat interval (a test that waits for one). */
+    readonly heartbeatMs?: number;
+    /** Overrides how long a blob read waits for the client's answer (every process). */
+    readonly blobReadTimeoutMs?: number;
     readonly lateResultGraceMs?: number;
     readonly envelopeTimeoutMs?: number;
     /** False: inline checkpoints (a raw reader that does not answer blob writes). */
@@ -134,6 +143,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
           ...(first && options.process?.killAfterWrite !== undefined
             ? { killAfterWrite: options.process.killAfterWrite }
             : {}),
+          ...(first && options.process?.stallToolResultSave === true
+            ? { stallToolResultSave: true }
+            : {}),
+          ...(options.process?.heartbeatMs === undefined
+            ? {}
+            : { heartbeatMs: options.process.heartbeatMs }),
+          ...(options.process?.blobReadTimeoutMs === undefined
+            ? {}
+            : { blobReadTimeoutMs: options.process.blobReadTimeoutMs }),
         })
       : startServer(
           {
@@ -223,6 +241,9 @@ export async function startServerProcess(settings: {
   dbPath: string;
   port: number;
   killAfterWrite?: number;
+  stallToolResultSave?: boolean;
+  heartbeatMs?: number;
+  blobReadTimeoutMs?: number;
   lateResultGraceMs?: number;
   envelopeTimeoutMs?: number;
   blobCheckpoints?: boolean;

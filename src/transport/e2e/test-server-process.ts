@@ -42,6 +42,10 @@ interface Settings {
   readonly runSseContentType?: "event-stream" | "connect";
   /** SIGKILL right after this store write (1-based); absent: never. */
   readonly killAfterWrite?: number;
+  /** The first save of a tool call's result (`completed`) never completes: a stalled disk. */
+  readonly stallToolResultSave?: boolean;
+  /** Overrides how long a blob read waits for the client's answer. */
+  readonly blobReadTimeoutMs?: number;
   /** Overrides how long a recovered tool call waits for a late result. */
   readonly lateResultGraceMs?: number;
   /** Overrides how long a RunSSE envelope may take to arrive. */
@@ -80,6 +84,7 @@ const store = withKillPoint(
       openSqliteStore({ path: settings.dbPath, backgroundCheckpoints: true })
     : await openPostgresStore({ url: settings.databaseUrl, poolSize: 4 }),
   settings.killAfterWrite,
+  settings.stallToolResultSave === true,
 );
 const cluster =
   settings.databaseUrl === undefined
@@ -133,6 +138,9 @@ const server = await startServer(
       ...(settings.blobCheckpoints === undefined
         ? {}
         : { blobCheckpoints: settings.blobCheckpoints }),
+      ...(settings.blobReadTimeoutMs === undefined
+        ? {}
+        : { blobReadTimeoutMs: settings.blobReadTimeoutMs }),
     },
   },
 );
@@ -160,15 +168,24 @@ process.once("SIGTERM", () => {
   })();
 });
 
-/** `store`, SIGKILLing this process once its `killAfter`-th write has completed. */
-function withKillPoint(store: Store, killAfter: number | undefined): Store {
-  if (killAfter === undefined) return store;
+/**
+ * `store`, SIGKILLing this process once its `killAfter`-th write has completed; `stall`: the
+ * first save of a tool call's result never completes (the test kills the process).
+ */
+function withKillPoint(store: Store, killAfter: number | undefined, stall: boolean): Store {
+  if (killAfter === undefined && !stall) return store;
   let writes = 0;
+  let stalled = false;
   return new Proxy(store, {
     get(target, key, receiver) {
       const value = Reflect.get(target, key, receiver) as unknown;
       if (typeof key !== "string" || !WRITES.has(key) || typeof value !== "function") return value;
       return async (...args: unknown[]) => {
+        if (stall && !stalled && key === "setClientOperationStatus" && args[1] === "completed") {
+          stalled = true;
+          process.stdout.write("STALLED the save of a tool call's result\n");
+          await new Promise(() => {});
+        }
         const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
         writes += 1;
         if (writes === killAfter) {
