@@ -4,6 +4,8 @@
  * saying it was canceled (a result that already arrived is kept), so the next turn's request
  * holds a valid history.
  */
+
+import { append } from "./append.ts";
 import { appendHashes } from "./history-hash.ts";
 import { callModel, hasTokens, withStickyModel } from "./model-route.ts";
 import { isIdle, toApplied, toRejected } from "./state.ts";
@@ -44,7 +46,7 @@ export function applyCancel(state: RuntimeState, input: CancelInput): Transition
     {
       committed: {
         ...canceled,
-        messages: [...committed.messages, ...results],
+        messages: append(committed.messages, results),
         hashes: appendHashes(committed.hashes, results),
       },
       pending: null,

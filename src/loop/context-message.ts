@@ -5,6 +5,7 @@
  */
 import { hash as digest } from "node:crypto";
 import type { ImageContent, TextContent, UserMessage } from "../llm/types.ts";
+import { append } from "./append.ts";
 import type { ContextSupplement, SeenContext } from "./types.ts";
 
 export function withContext(
@@ -22,11 +23,14 @@ export function withContext(
     blocks.push({ type: "text", text: supplement.text });
     nextSeen = previous
       ? nextSeen.map((entry) => (entry.key === supplement.key ? { key: entry.key, hash } : entry))
-      : [...nextSeen, { key: supplement.key, hash }];
+      : append(nextSeen, [{ key: supplement.key, hash }]);
   }
   if (blocks.length === 0) return { message, seen };
   return {
-    message: { ...message, content: [...blocks, ...toBlocks(message.content)] },
+    message: {
+      ...message,
+      content: append<TextContent | ImageContent>(blocks, toBlocks(message.content)),
+    },
     seen: nextSeen,
   };
 }

@@ -3,6 +3,7 @@
  * response; exactly one assistant message, the one carried by `done`, is appended per model call.
  */
 import type { AssistantMessage, ResponseEvent, ToolCall } from "../llm/types.ts";
+import { append } from "./append.ts";
 import { appendHashes } from "./history-hash.ts";
 import { toOperationID } from "./ids.ts";
 import { callModel, hasTokens, toFailoverModel, withStickyModel } from "./model-route.ts";
@@ -90,7 +91,7 @@ function applyDone(committed: ConversationState, callID: string, event: DoneEven
   const toolCalls = message.content.filter((block): block is ToolCall => block.type === "toolCall");
   const appended: ConversationState = {
     ...committed,
-    messages: [...committed.messages, message],
+    messages: append(committed.messages, [message]),
     hashes: appendHashes(committed.hashes, [message]),
     lastCommitID: callID,
   };
@@ -111,7 +112,7 @@ function applyDone(committed: ConversationState, callID: string, event: DoneEven
         committed: {
           ...appended,
           status: "final",
-          messages: [...appended.messages, ...results],
+          messages: append(appended.messages, results),
           hashes: appendHashes(appended.hashes, results),
         },
         pending: null,

@@ -11,6 +11,7 @@
  * the branch's first committed state. The runner loads, commits and routes.
  */
 import { hash as digest } from "node:crypto";
+import { append } from "./append.ts";
 import { hashHistory } from "./history-hash.ts";
 import { BRANCH_MARK, SUBAGENT_MARK, toTurnID, toTurnNumberOfCall } from "./ids.ts";
 import { isIdle } from "./state.ts";
@@ -35,7 +36,7 @@ export function withTurnStart(
     ...(ids.messageID === undefined || ids.messageID === "" ? {} : { messageID: ids.messageID }),
   };
   const kept = committed.turnStarts ?? [];
-  return [...kept.slice(Math.max(0, kept.length + 1 - MAX_TURN_STARTS)), record];
+  return append(kept.slice(Math.max(0, kept.length + 1 - MAX_TURN_STARTS)), [record]);
 }
 
 /** What the client's request says about where it stands. */

@@ -1,4 +1,5 @@
 import type { UserMessage } from "../llm/types.ts";
+import { append } from "./append.ts";
 import { withContext } from "./context-message.ts";
 import { appendHashes } from "./history-hash.ts";
 import { toTurnID } from "./ids.ts";
@@ -58,7 +59,7 @@ function beginTurn(
     turnCount,
     turnID: toTurnID(turnCount),
     settings,
-    messages: [...committed.messages, message],
+    messages: append(committed.messages, [message]),
     hashes: appendHashes(committed.hashes, [message]),
     stepCount: 0,
     context: seen,

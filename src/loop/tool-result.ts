@@ -6,6 +6,7 @@
  * starts when every call has its result.
  */
 import type { ToolCall, ToolResultMessage } from "../llm/types.ts";
+import { append } from "./append.ts";
 import { appendHashes } from "./history-hash.ts";
 import { startModelCall } from "./request.ts";
 import { toApplied, toRejected, WAIT_INPUT } from "./state.ts";
@@ -71,7 +72,7 @@ export function dispatchNextToolCall(
   }
   const appended: ConversationState = {
     ...state,
-    messages: results.length > 0 ? [...state.messages, ...results] : state.messages,
+    messages: results.length > 0 ? append(state.messages, results) : state.messages,
     hashes: results.length > 0 ? appendHashes(state.hashes, results) : state.hashes,
   };
   if (answered >= waiting.calls.length) {

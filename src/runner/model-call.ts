@@ -257,57 +257,17 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       // is dropped: its slot, its reservation and the stream end (review-19c finding 2).
       if (held !== undefined && !sent.has(held)) void held.drop();
     }
-    // Timing for the dashboard: saved with the call's next commit, not as a write of its own.
-    let firstEventAt: number | null = null;
-    const timing = (): RecordWrite[] =>
-      firstEventAt === null
-        ? []
-        : [{ type: "llm_call_first_event", callID: command.callID, at: firstEventAt }];
-    /** The loop's input for `event`. */
-    const toInput = (event: ResponseEvent): LLMEventInput => ({
-      type: "llm_event",
-      callID: command.callID,
-      event,
-      // Why it failed, for the loop's failover decision (loop/model-route.ts).
-      ...(event.type === "error" && event.reason === "error"
-        ? { failure: toFailureKind(stream.attempts, event.error.errorMessage) }
-        : {}),
-      // The loop compacts and repeats the call once on a context-length error.
-      ...(event.type === "error" && isContextOverflow(event.error)
-        ? { contextOverflow: true }
-        : {}),
-    });
-    /** Applies `event` at once when its step commits nothing (`ApplyInput.now`), else undefined. */
-    const applyNow = (event: ResponseEvent): Transition | undefined => {
-      // "First token" is the first content delta, not `start` (docs/dashboard.md, Timing).
-      if (
-        event.type === "text_delta" ||
-        event.type === "thinking_delta" ||
-        event.type === "toolcall_delta"
-      ) {
-        firstEventAt ??= Math.floor(now());
-      }
-      return apply.now(entry, toInput(event));
-    };
-    /**
-     * Applies `first` and the events that had already arrived behind it, in order, in the
-     * conversation's queue: each step with nothing to commit at once, the others committed.
-     */
-    const applyBurst = async (
-      first: ResponseEvent,
-      commits: boolean,
-    ): Promise<Transition | null> => {
-      let event: ResponseEvent | undefined = first;
-      let step: Transition | null = null;
-      for (let applied = 0; event !== undefined; applied++) {
-        // `commits`: the first event was just found to need a commit (`applyNow` said so).
-        const quick = applied === 0 && commits ? undefined : applyNow(event);
-        step = quick ?? (await apply(entry, toInput(event), command.callID, timing));
-        if (step === null || step.command.type !== "continue_llm") return step;
-        if (applied + 1 >= MAX_BURST || isStopping() || entry.retired) return step;
-        event = stream.poll();
-      }
-      return step;
+    // The call's reading state: one record, read by the module functions below (issue #19:
+    // four closures and their context per call in flight, for as long as it streams).
+    const reading: Reading = {
+      apply,
+      entry,
+      command,
+      stream,
+      now,
+      isStopping,
+      firstEventAt: null,
+      timing: undefined,
     };
     try {
       let event = await (held?.first ?? stream.recv());
@@ -319,8 +279,8 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
         const current: ResponseEvent = event;
         const idle = queue.idle(entry.conversationID);
         const step =
-          (idle ? applyNow(current) : undefined) ??
-          (await queue.run(entry.conversationID, () => applyBurst(current, idle)));
+          (idle ? applyNow(reading, current) : undefined) ??
+          (await queue.run(entry.conversationID, () => applyBurst(reading, current, idle)));
         if (step === null || step.command.type !== "continue_llm") return;
         event = stream.poll() ?? (await stream.recv());
       }
@@ -331,4 +291,85 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
     }
   };
   return Object.assign(call, { prepare });
+}
+
+/** One call being read (`call`): what its events are applied with. */
+interface Reading {
+  readonly apply: ApplyInput;
+  readonly entry: Live;
+  readonly command: CallLLMCommand;
+  readonly stream: LLMStream;
+  readonly now: () => number;
+  readonly isStopping: () => boolean;
+  /** When the first content delta came (epoch ms), for the dashboard; null before. */
+  firstEventAt: number | null;
+  /** `toTiming` of this call, made the first time a step is committed. */
+  timing: ((step: Transition) => readonly RecordWrite[]) | undefined;
+}
+
+/** Timing for the dashboard: saved with the call's next commit, not as a write of its own. */
+function toTiming(reading: Reading): RecordWrite[] {
+  const { firstEventAt, command } = reading;
+  return firstEventAt === null
+    ? []
+    : [{ type: "llm_call_first_event", callID: command.callID, at: firstEventAt }];
+}
+
+/** `toTiming` of the call, as `ApplyInput` takes it: made once, the first time it is needed. */
+function timingOf(reading: Reading): (step: Transition) => readonly RecordWrite[] {
+  reading.timing ??= () => toTiming(reading);
+  return reading.timing;
+}
+
+/** The loop's input for `event`. */
+function toInput(reading: Reading, event: ResponseEvent): LLMEventInput {
+  return {
+    type: "llm_event",
+    callID: reading.command.callID,
+    event,
+    // Why it failed, for the loop's failover decision (loop/model-route.ts).
+    ...(event.type === "error" && event.reason === "error"
+      ? { failure: toFailureKind(reading.stream.attempts, event.error.errorMessage) }
+      : {}),
+    // The loop compacts and repeats the call once on a context-length error.
+    ...(event.type === "error" && isContextOverflow(event.error) ? { contextOverflow: true } : {}),
+  };
+}
+
+/** Applies `event` at once when its step commits nothing (`ApplyInput.now`), else undefined. */
+function applyNow(reading: Reading, event: ResponseEvent): Transition | undefined {
+  // "First token" is the first content delta, not `start` (docs/dashboard.md, Timing).
+  if (
+    event.type === "text_delta" ||
+    event.type === "thinking_delta" ||
+    event.type === "toolcall_delta"
+  ) {
+    reading.firstEventAt ??= Math.floor(reading.now());
+  }
+  return reading.apply.now(reading.entry, toInput(reading, event));
+}
+
+/**
+ * Applies `first` and the events that had already arrived behind it, in order, in the
+ * conversation's queue: each step with nothing to commit at once, the others committed.
+ */
+async function applyBurst(
+  reading: Reading,
+  first: ResponseEvent,
+  commits: boolean,
+): Promise<Transition | null> {
+  const { entry, command, stream } = reading;
+  let event: ResponseEvent | undefined = first;
+  let step: Transition | null = null;
+  for (let applied = 0; event !== undefined; applied++) {
+    // `commits`: the first event was just found to need a commit (`applyNow` said so).
+    const quick = applied === 0 && commits ? undefined : applyNow(reading, event);
+    step =
+      quick ??
+      (await reading.apply(entry, toInput(reading, event), command.callID, timingOf(reading)));
+    if (step === null || step.command.type !== "continue_llm") return step;
+    if (applied + 1 >= MAX_BURST || reading.isStopping() || entry.retired) return step;
+    event = stream.poll();
+  }
+  return step;
 }

@@ -127,11 +127,38 @@ function toSettingsText(settings: object): string {
       key === "systemPrompt" && typeof member === "string"
         ? toPromptText(member)
         : key === "tools" && Array.isArray(member)
-          ? `[${Array.from(member, (tool: unknown) => (isPlainObject(tool) ? toCanonicalJSONOnce(tool) : toCanonicalJSON(tool))).join(",")}]`
+          ? toToolsText(member)
           : toCanonicalJSON(member);
     text += `${text === "{" ? "" : ","}${JSON.stringify(key)}:${value}`;
   }
   return `${text}}`;
+}
+
+/**
+ * The text of a tool list, each frozen definition written once (`toCanonicalJSONOnce`). A frozen
+ * list of frozen definitions — the catalogue's, one per mode and web offer, shared by every turn
+ * (transport/cursor/tools/catalogue.ts) — is written once whole: no 15 KB text joined again at
+ * every commit (issue #19). Whoever freezes a definition freezes its members too (the contract of
+ * `toCanonicalJSONOnce`), so neither text can change.
+ *
+ * Contract for callers: only lists shared process-wide are frozen. The text (15–30 KB) is kept as
+ * long as the list is; a frozen list made per conversation (e.g. one with MCP tools) would keep
+ * its own copy for the conversation's life. Lists not frozen are joined at every commit and keep
+ * nothing.
+ */
+function toToolsText(tools: readonly unknown[]): string {
+  let text = toolsTexts.get(tools);
+  if (text === undefined) {
+    text = `[${Array.from(tools, (tool: unknown) => (isPlainObject(tool) ? toCanonicalJSONOnce(tool) : toCanonicalJSON(tool))).join(",")}]`;
+    if (Object.isFrozen(tools) && tools.every(isFrozenObject)) toolsTexts.set(tools, text);
+  }
+  return text;
+}
+
+const toolsTexts = new WeakMap<readonly unknown[], string>();
+
+function isFrozenObject(value: unknown): boolean {
+  return typeof value === "object" && value !== null && Object.isFrozen(value);
 }
 
 /**

@@ -42,6 +42,9 @@ const settings = fc.oneof(
       tools: fc.oneof(
         fc.array(tool, { maxLength: 4 }),
         fc.sparseArray(tool, { maxLength: 4 }),
+        // Frozen, as the catalogue's shared lists are (written once whole).
+        fc.array(tool, { maxLength: 4 }).map(freezeAll),
+        fc.array(tool, { maxLength: 4 }).map((list) => Object.freeze(list)),
         anything,
       ),
       readOnlyTools: fc.array(fc.string(), { maxLength: 2 }),
@@ -51,6 +54,16 @@ const settings = fc.oneof(
   ),
   anything,
 );
+
+/** `value` and everything reachable from it frozen (Map and Set entries aside). */
+function freezeAll<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    for (const key of Reflect.ownKeys(value))
+      freezeAll((value as Record<PropertyKey, unknown>)[key]);
+    Object.freeze(value);
+  }
+  return value;
+}
 
 const state = fc
   .record(
@@ -79,6 +92,50 @@ describe("toStateJSON()", () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+
+  test("a frozen tool list is written once whole; a frozen list of definitions not all frozen is written each time", () => {
+    const definition = (name: string) =>
+      freezeAll({ name, description: "d", parameters: { type: "object" } });
+    const shared = Object.freeze([definition("read"), definition("grep")]);
+    const stateOf = (tools: readonly object[], turnCount: number) =>
+      ({
+        conversationID: "c",
+        settings: { model: "m", systemPrompt: "p", tools },
+        messages: [],
+        turnCount,
+      }) as unknown as ConversationState;
+    for (const turnCount of [1, 2, 3]) {
+      const value = stateOf(shared, turnCount);
+      assert.equal(toStateJSON(value, toCanonicalJSON), reference(value));
+    }
+    // A definition that is not frozen may change between commits: its list is not remembered.
+    const open = { name: "edit", description: "before", parameters: {} };
+    const mixed = Object.freeze([definition("read"), open]);
+    const before = toStateJSON(stateOf(mixed, 1), toCanonicalJSON);
+    open.description = "after";
+    const after = toStateJSON(stateOf(mixed, 1), toCanonicalJSON);
+    assert.notEqual(after, before);
+    assert.equal(after, reference(stateOf(mixed, 1)));
+  });
+
+  test("a list that is not frozen, of frozen definitions, is written as it is now", () => {
+    // Only a frozen list is remembered whole: an open one may grow between commits.
+    const definition = (name: string) =>
+      freezeAll({ name, description: "d", parameters: { type: "object" } });
+    const tools: object[] = [definition("read")];
+    const stateOf = () =>
+      ({
+        conversationID: "c",
+        settings: { model: "m", systemPrompt: "p", tools },
+        messages: [],
+        turnCount: 1,
+      }) as unknown as ConversationState;
+    assert.equal(toStateJSON(stateOf(), toCanonicalJSON), reference(stateOf()));
+    tools.push(definition("grep"));
+    const after = toStateJSON(stateOf(), toCanonicalJSON);
+    assert.match(after, /"grep"/);
+    assert.equal(after, reference(stateOf()));
   });
 
   test("the same settings and tools in later states are written the same", () => {

@@ -107,7 +107,7 @@ export function createAgentStream(requestID: string, deps: AgentStreamDeps): Age
     release: (reason: string) => release(stream, reason),
   });
   const grace = createReconnectGrace(state, (reason) => cancelTurn(stream, reason));
-  const turns = createTurnStart(state, output, grace.start);
+  const turns = createTurnStart(state, output, grace);
   const record: Stream = {
     requestID,
     outbound,

@@ -19,10 +19,11 @@ import { createAgentStream } from "../agent-stream.ts";
 import { AgentClientMessageSchema } from "../cursor/gen/agent/v1/agent_stream_pb.js";
 import { ConversationStateStructureSchema } from "../cursor/gen/agent/v1/conversation_state_pb.js";
 import { toProtocolError } from "../cursor/index.ts";
-import { silentLog } from "../log.ts";
+import { createRecordingLog, silentLog } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS } from "../server.ts";
 import { createRunRequest } from "../testing/run-request.ts";
 import { createTurnBlobOrigins } from "../turn-blob-origins.ts";
+import { createTurnStart } from "./turn-start.ts";
 
 /** Turn blob origins whose store look-up is held until the test releases it. */
 function heldLookUp() {
@@ -134,4 +135,86 @@ test("with the real runner and a provider on 127.0.0.1: the abandoned start neve
     await provider.close();
   }
   assert.equal(provider.requests.length, 0);
+});
+
+test("turn starts share their methods and keep their state apart: each stream logs its own unresolved last turn once", async () => {
+  const { log, lines } = createRecordingLog();
+  const llm = models("http://127.0.0.1:9");
+  const runner = createRunner({ store: createMemoryStore(), llm });
+  const turnBlobs = createTurnBlobOrigins({
+    store: {
+      recordTurnBlobs: async () => {},
+      findTurnBlob: async () => null,
+      findTurnBlobsOf: async () => [],
+    },
+    log: silentLog,
+  });
+  const deps = { runner, models: llm, now: () => 0, log, turnBlobs };
+  const streams = ["req-a", "req-b"].map((id) =>
+    createAgentStream(id, { ...deps, options: DEFAULT_SERVER_OPTIONS.stream }),
+  );
+  for (const [index, stream] of streams.entries()) {
+    const { request } = blobRunRequest();
+    request.conversationId = `conv-${index}`;
+    await stream.append(
+      0,
+      create(AgentClientMessageSchema, { message: { case: "runRequest", value: request } }),
+    );
+  }
+  const unresolved = lines.filter((line) => line.message.startsWith("the checkpoint's last turn"));
+  assert.deepEqual(
+    unresolved.map((line) => line.fields.request),
+    ["req-a", "req-b"],
+  );
+  for (const stream of streams) stream.close("test over");
+  await runner.shutdown();
+
+  const state = { requestID: "x" } as unknown as Parameters<typeof createTurnStart>[0];
+  const output = {} as unknown as Parameters<typeof createTurnStart>[1];
+  const one = createTurnStart(state, output, { start: () => {} });
+  const two = createTurnStart(state, output, { start: () => {} });
+  assert.equal(one.start, two.start);
+  assert.equal(one.resume, two.resume);
+  assert.equal(one.compact, two.compact);
+  assert.equal("then" in one, false);
+});
+
+test("a turn nobody reads starts the stream's reconnect grace on the grace itself, not on the turn start's record", async () => {
+  // The grace is kept whole and called as `grace.start()` (review of turnheap, L2): a grace with
+  // shared methods (its state on `this`) must get itself as `this`, or its timer would be put
+  // where its `clear` never looks.
+  const llm = models("http://127.0.0.1:9");
+  const runner = createRunner({ store: createMemoryStore(), llm });
+  const stream = createAgentStream("req-g", {
+    runner,
+    models: llm,
+    now: () => 0,
+    log: silentLog,
+    options: DEFAULT_SERVER_OPTIONS.stream,
+  });
+  // The stream's own state and output (members of its record, not of the public type).
+  const { state, output } = stream as unknown as {
+    state: Parameters<typeof createTurnStart>[0];
+    output: Parameters<typeof createTurnStart>[1];
+  };
+  assert.equal(state.outbound.subscribed, false);
+  const receivers: unknown[] = [];
+  const grace = {
+    start(this: unknown) {
+      receivers.push(this);
+    },
+  };
+  const turns = createTurnStart(state, output, grace);
+  const request = createRunRequest({
+    conversationId: "conv-g",
+    text: "/summarize",
+    modelId: "m",
+    workspace: "/tmp",
+  });
+  // A new conversation has nothing to compact: the runner rejects the turn after the grace starts.
+  await turns.compact(0, request);
+  assert.equal(receivers.length, 1);
+  assert.equal(receivers[0], grace);
+  stream.close("test over");
+  await runner.shutdown();
 });

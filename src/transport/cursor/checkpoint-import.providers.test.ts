@@ -137,7 +137,7 @@ function importedMessages(): Message[] {
 function request(messages: Message[]): RequestMessages {
   return {
     systemPrompt: "You are a coding agent.",
-    tools: toToolDefinitions("agent", []),
+    tools: [...toToolDefinitions("agent", [])],
     messages,
   };
 }

@@ -39,17 +39,24 @@ export function toCheckpoint(state: TurnState): ConversationStateStructure {
   return toCheckpointWith(state, toTurnBytes(state));
 }
 
-/** `previous` with the carried turn's entry put back last (once per stream). */
-const withEntries = new WeakMap<ConversationStateStructure, ConversationStateStructure>();
+/**
+ * `previous` with the carried turn's entry put back last (once per stream). Kept by `previous`
+ * and checked against the entry: one `previous` may be shared by streams (run-request.ts: the
+ * empty checkpoint of a first turn) that carry different turns.
+ */
+const withEntries = new WeakMap<
+  ConversationStateStructure,
+  { readonly entry: Uint8Array | undefined; readonly restored: ConversationStateStructure }
+>();
 
 function withClientEntry(state: TurnState): ConversationStateStructure {
   const { previous, carried } = state;
-  let restored = withEntries.get(previous);
-  if (restored === undefined) {
-    restored = copyMessage(previous);
-    restored.turns = carried === undefined ? previous.turns : [...previous.turns, carried.entry];
-    withEntries.set(previous, restored);
-  }
+  const entry = carried?.entry;
+  const cached = withEntries.get(previous);
+  if (cached !== undefined && cached.entry === entry) return cached.restored;
+  const restored = copyMessage(previous);
+  restored.turns = entry === undefined ? previous.turns : [...previous.turns, entry];
+  withEntries.set(previous, { entry, restored });
   return restored;
 }
 

@@ -78,7 +78,7 @@ const LAYOUT_LINES = 400;
 export function toContextSupplements(sources: ContextSources): ContextSupplement[] {
   const supplements: ContextSupplement[] = [];
   const add = (key: string, text: string | null) => {
-    if (text !== null && text !== "") supplements.push({ key, text });
+    if (text !== null && text !== "") supplements.push(toSupplement(key, text));
   };
   const context = sources.requestContext;
   if (context !== undefined && !sources.excludeWorkspace) {
@@ -103,6 +103,59 @@ export function toContextSupplements(sources: ContextSources): ContextSupplement
   }
   return supplements;
 }
+
+/**
+ * `{ key, text }`; for the workspace's keys (`SUBAGENT_CONTEXT_KEYS`), one shared frozen value per
+ * distinct text. Every conversation of a workspace renders the same environment, rules and layout,
+ * and each one's history keeps its supplements' texts for as long as it is live: one copy, not one
+ * per conversation (issue #19, heap per open stream). The last `SHARED_PER_KEY` texts of each key
+ * are kept, most recent first, found by length and then by comparing the text (no hashing of
+ * texts of tens of KB at every turn start); at most `SHARED_CHARS` characters in all, then it
+ * starts over, and a text above an eighth of that is not kept.
+ *
+ * `sharedSupplements` is a module-level intern table (a kind STYLE.md §7.2 warns about as memory
+ * across requests): content-keyed, so a hit returns a text equal to the one rendered and no request
+ * sees another's data through it, and bounded as above. In a server of many users it keeps other
+ * users' rules and instructions in the heap (≤ 2 MB) after their conversations end; nothing reads
+ * them but an equal rendering. Its rules are tested in context.test.ts ("shared supplements: …").
+ */
+function toSupplement(key: string, text: string): ContextSupplement {
+  if (!SUBAGENT_CONTEXT_KEYS.has(key)) return { key, text };
+  let kept = sharedSupplements.get(key);
+  if (kept !== undefined) {
+    for (let i = 0; i < kept.length; i++) {
+      const found = kept[i] as ContextSupplement;
+      if (found.text.length !== text.length || found.text !== text) continue;
+      if (i > 0) {
+        kept.splice(i, 1);
+        kept.unshift(found);
+      }
+      return found;
+    }
+  }
+  const supplement: ContextSupplement = Object.freeze({ key, text });
+  if (text.length > SHARED_CHARS / 8) return supplement;
+  if (sharedChars + text.length > SHARED_CHARS) {
+    sharedSupplements.clear();
+    sharedChars = 0;
+    kept = undefined;
+  }
+  if (kept === undefined) {
+    kept = [];
+    sharedSupplements.set(key, kept);
+  }
+  kept.unshift(supplement);
+  sharedChars += text.length;
+  if (kept.length > SHARED_PER_KEY) sharedChars -= (kept.pop() as ContextSupplement).text.length;
+  return supplement;
+}
+
+/** Characters of the shared supplements' texts kept at most (≈ 2 MB of UTF-16). */
+const SHARED_CHARS = 1 << 20;
+/** Texts kept per key: a few workspaces (or a few states of one) served at once. */
+const SHARED_PER_KEY = 4;
+const sharedSupplements = new Map<string, ContextSupplement[]>();
+let sharedChars = 0;
 
 function renderEnvironment(context: RequestContext): string | null {
   const env = context.env;

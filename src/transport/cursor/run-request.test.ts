@@ -410,3 +410,68 @@ test("the mode reads back from its settings; other settings name no mode", () =>
   }
   assert.equal(fromModeSettings({ systemPrompt: "You are a careful coding agent." }), null);
 });
+
+test("first turns share one frozen empty checkpoint and empty lists; their checkpoints are as with their own", () => {
+  const first = (request: AgentRunRequest) => {
+    request.conversationState = undefined;
+    return start(request).state;
+  };
+  const a = first(cliRunRequest());
+  const b = first(ideRunRequest());
+  assert.equal(a.previous, b.previous);
+  assert.ok(Object.isFrozen(a.previous));
+  assert.throws(() => {
+    (a.previous as { turns: unknown[] }).turns.push(new Uint8Array(1));
+  }, TypeError);
+  assert.equal(a.previous.turns.length, 0);
+  for (const list of [a.open, a.steps, a.streaming, a.thinkingDurations, a.todos, a.mcpTools]) {
+    assert.equal(list, b.steps);
+    assert.ok(Object.isFrozen(list));
+  }
+  // The same checkpoint as from an empty checkpoint of its own.
+  const own = { ...a, previous: create(ConversationStateStructureSchema) };
+  assert.deepEqual(
+    toBinary(ConversationStateStructureSchema, toCheckpoint(a)),
+    toBinary(ConversationStateStructureSchema, toCheckpoint(own)),
+  );
+  // Resumed turn states without a checkpoint share it too.
+  const resumed = toResumedTurnState(
+    Object.assign(cliRunRequest(), { conversationState: undefined }),
+    OPTIONS,
+  );
+  assert.ok(resumed.ok);
+  assert.equal(resumed.value.previous, a.previous);
+});
+
+test("the subagent context is kept in a list of its own length, equal to the rendered one", () => {
+  const state = start(ideRunRequest()).state;
+  const context = state.subagentContext ?? [];
+  assert.ok(context.length > 0);
+  assert.deepEqual(
+    context.map((supplement) => supplement.key),
+    start(ideRunRequest())
+      .input.context.map((supplement) => supplement.key)
+      .filter((key) => context.some((kept) => kept.key === key)),
+  );
+  assert.equal(state.customSubagents?.length, 0);
+});
+
+test("streams sharing the empty checkpoint that carry different client entries each get their own back", () => {
+  const first = () => {
+    const request = cliRunRequest();
+    request.conversationState = undefined;
+    return start(request).state;
+  };
+  const carrying = (entry: Uint8Array) => ({
+    ...first(),
+    carried: { requestID: "r-earlier", entry, ids: null, bytes: null },
+  });
+  const one = carrying(new Uint8Array([1, 1, 1]));
+  const two = carrying(new Uint8Array([2, 2]));
+  assert.equal(one.previous, two.previous);
+  for (const state of [one, two, one]) {
+    const turns = toCheckpoint(state).turns;
+    assert.equal(turns.length, 2);
+    assert.deepEqual(turns[0], state.carried.entry);
+  }
+});

@@ -13,6 +13,7 @@ import type { RunAction } from "./client-message.ts";
 import { ofSubagentContext, toContextSupplements, toSubagentContext } from "./context.ts";
 import { findUnusedContext } from "./context-attached.ts";
 import { type Decoded, toDecoded, toDecodeError } from "./decode-error.ts";
+import { deepFreeze } from "./deep-freeze.ts";
 import { detachBytes } from "./detach-bytes.ts";
 import { AgentMode, type TodoItem, TodoItemSchema } from "./gen/agent/v1/common_pb.js";
 import { ConversationStateStructureSchema } from "./gen/agent/v1/conversation_state_pb.js";
@@ -208,15 +209,17 @@ function toTurnState(
   // The turn keeps these two for the life of the stream: their bytes (the earlier turns, images,
   // unknown fields) are copied out of the request body, which is released (detach-bytes.ts).
   const { previous, userMessage } = detachBytes({
-    previous: request.conversationState ?? create(ConversationStateStructureSchema),
+    previous: request.conversationState ?? NO_CHECKPOINT,
     userMessage: turn.userMessage,
   });
   const agentMode =
     turn.agentMode !== AgentMode.UNSPECIFIED ? turn.agentMode : (previous.mode ?? AgentMode.AGENT);
   const mode = fromAgentMode(agentMode);
-  const mcpTools = toMcpToolRefs(
-    [...(request.mcpTools?.mcpTools ?? []), ...(turn.requestContext?.tools ?? [])],
-    request.mcpFileSystemOptions?.mcpDescriptors ?? [],
+  const mcpTools = orNone(
+    toMcpToolRefs(
+      [...(request.mcpTools?.mcpTools ?? []), ...(turn.requestContext?.tools ?? [])],
+      request.mcpFileSystemOptions?.mcpDescriptors ?? [],
+    ),
   );
   const env = turn.requestContext?.env;
   const workspaceRoot =
@@ -240,34 +243,62 @@ function toTurnState(
     },
     contextWindow: options.contextWindow,
     nextID: 1,
-    open: [],
+    open: NONE,
     modelCallID: "",
-    streaming: [],
+    streaming: NONE,
     thinking: null,
-    thinkingDurations: [],
+    thinkingDurations: NONE,
     usage: ZERO_USAGE,
     contextTokens: previous.tokenDetails?.usedTokens ?? 0,
     userMessage,
-    steps: [],
+    steps: NONE,
     previous,
     ...withReferenced(toReferencedBytes(request.conversationState, request.preFetchedBlobs)),
-    todos: toTodos(previous.todos),
-    subagentContext:
+    todos: orNone(toTodos(previous.todos)),
+    subagentContext: toExact(
       subagentContext ??
-      toSubagentContext({
-        requestContext: turn.requestContext,
-        customInstructions: request.customSystemPrompt,
-        excludeWorkspace: request.excludeWorkspaceContext ?? false,
-      }),
-    customSubagents: (turn.requestContext?.customSubagents ?? []).map((custom) => ({
-      name: custom.name,
-      description: custom.description,
-      prompt: custom.prompt,
-      tools: [...custom.tools],
-      model: custom.model,
-      readOnly: custom.permissionMode === CustomSubagentPermissionMode.READONLY,
-    })),
+        toSubagentContext({
+          requestContext: turn.requestContext,
+          customInstructions: request.customSystemPrompt,
+          excludeWorkspace: request.excludeWorkspaceContext ?? false,
+        }),
+    ),
+    customSubagents: orNone(
+      (turn.requestContext?.customSubagents ?? []).map((custom) => ({
+        name: custom.name,
+        description: custom.description,
+        prompt: custom.prompt,
+        tools: [...custom.tools],
+        model: custom.model,
+        readOnly: custom.permissionMode === CustomSubagentPermissionMode.READONLY,
+      })),
+    ),
   };
+}
+
+/*
+ * A turn state lives as long as its stream (issue #19, heap per open stream): what most turns
+ * start with is shared, not made per stream. A turn state is replaced, never changed in place
+ * (its lists are readonly; checkpoint.ts and carried-turn.ts copy `previous` before setting a
+ * field), and these are frozen, so a write to one throws instead of reaching every stream.
+ */
+
+/** The checkpoint of a run request that sent none (a conversation's first turn): empty. */
+const NO_CHECKPOINT = deepFreeze(create(ConversationStateStructureSchema));
+
+/** The empty list every turn state's empty lists are. */
+const NONE: readonly never[] = Object.freeze([]);
+
+function orNone<T>(list: readonly T[]): readonly T[] {
+  return list.length === 0 ? NONE : list;
+}
+
+/**
+ * `list` in an array of its own length: a list built by `push` or `filter` keeps room for ≈16
+ * more entries (≈130 B), for as long as the turn state keeps it.
+ */
+function toExact<T>(list: readonly T[]): readonly T[] {
+  return list.length === 0 ? NONE : list.slice();
 }
 
 interface TurnAction {

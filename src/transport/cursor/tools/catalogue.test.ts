@@ -147,3 +147,39 @@ test("effect-free tools: the concurrent built-ins, never an MCP tool whatever it
     "mcp_servers",
   ]);
 });
+
+test("without MCP tools, each mode's definitions and concurrent names are one frozen list per web offer, shared by every turn", () => {
+  const web = { search: true, fetch: false, askApproval: true };
+  for (const mode of MODES) {
+    assert.equal(toToolDefinitions(mode, [], web), toToolDefinitions(mode, [], { ...web }));
+    assert.equal(toConcurrentToolNames(mode, [], web), toConcurrentToolNames(mode, [], { ...web }));
+    assert.ok(Object.isFrozen(toToolDefinitions(mode, [], web)));
+    assert.ok(Object.isFrozen(toConcurrentToolNames(mode, [], web)));
+    assert.notEqual(toToolDefinitions(mode, [], web), toToolDefinitions(mode, []));
+  }
+  const refs = toMcpToolRefs([
+    create(McpToolDefinitionSchema, { name: "x", providerIdentifier: "s" }),
+  ]);
+  assert.notEqual(toToolDefinitions("agent", refs), toToolDefinitions("agent", refs));
+  assert.deepEqual(toToolDefinitions("agent", refs), toToolDefinitions("agent", refs));
+});
+
+test("lists with MCP tools are new per call and not frozen, so the store keeps no text of them for a conversation's life", () => {
+  // store/history.ts `toToolsText` keeps the text of a frozen list as long as the list; a
+  // conversation keeps its MCP list in its settings, so a frozen one would keep ≈ 29 KiB of text.
+  const refs = toMcpToolRefs([
+    create(McpToolDefinitionSchema, { name: "x", providerIdentifier: "s" }),
+  ]);
+  for (const mode of ["agent", "debug"] as const) {
+    const definitions = toToolDefinitions(mode, refs);
+    assert.equal(Object.isFrozen(definitions), false);
+    assert.equal(Object.isFrozen(toConcurrentToolNames(mode, refs)), false);
+    assert.equal(definitions.at(-1)?.name, "mcp__s__x");
+    // The definitions themselves stay the shared frozen ones.
+    assert.equal(definitions[0], toToolDefinitions(mode, [])[0]);
+    assert.deepEqual(
+      toConcurrentToolNames(mode, refs).slice(0, toConcurrentToolNames(mode, []).length),
+      toConcurrentToolNames(mode, []),
+    );
+  }
+});

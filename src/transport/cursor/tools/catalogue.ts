@@ -132,8 +132,12 @@ export function toToolDefinitions(
   mode: Mode,
   mcp: readonly McpToolRef[],
   web: WebOffer = NO_WEB,
-): Tool[] {
-  return listTools(mode, mcp, web).map((tool) => tool.definition);
+): readonly Tool[] {
+  const listed = listTools(mode, mcp, web);
+  // New per call and not frozen: the store remembers the text of frozen lists only
+  // (store/history.ts `toToolsText`), and this one lives only as long as its conversation.
+  if (mcp.length > 0) return listed.map((tool) => tool.definition);
+  return ofListed(listed).definitions;
 }
 
 /**
@@ -144,10 +148,35 @@ export function toConcurrentToolNames(
   mode: Mode,
   mcp: readonly McpToolRef[],
   web: WebOffer = NO_WEB,
-): string[] {
-  return listTools(mode, mcp, web)
-    .filter((tool) => tool.concurrent)
-    .map((tool) => tool.name);
+): readonly string[] {
+  const listed = listTools(mode, mcp, web);
+  if (mcp.length > 0) return listed.filter((tool) => tool.concurrent).map((tool) => tool.name);
+  return ofListed(listed).concurrent;
+}
+
+/**
+ * The definitions and concurrent names of a built-in tool list, made once per list: the built-ins'
+ * lists are kept (`listTools`), so every turn start without MCP tools shares these two (frozen)
+ * in its settings, which the loop keeps for the conversation's life (issue #19, heap per open
+ * stream). Only these process-wide lists are frozen: the store keeps the text of a frozen list for
+ * the list's life (store/history.ts `toToolsText`), so a frozen per-conversation list (one with
+ * MCP tools) would keep ≈ 29 KiB of text per live conversation.
+ */
+const ofLists = new WeakMap<
+  readonly AnyTool[],
+  { readonly definitions: readonly Tool[]; readonly concurrent: readonly string[] }
+>();
+
+function ofListed(listed: readonly AnyTool[]) {
+  let of = ofLists.get(listed);
+  if (of === undefined) {
+    of = {
+      definitions: Object.freeze(listed.map((tool) => tool.definition)),
+      concurrent: Object.freeze(listed.filter((tool) => tool.concurrent).map((tool) => tool.name)),
+    };
+    ofLists.set(listed, of);
+  }
+  return of;
 }
 
 /**
