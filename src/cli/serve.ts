@@ -149,7 +149,10 @@ export const SERVE_COMMAND: Command = {
           });
     let server: LocalServer;
     try {
-      const providers = createLLM({ models: config.models.map((model) => model.config) });
+      const providers = createLLM({
+        models: config.models.map((model) => model.config),
+        onWarning: (message) => log.warn({}, message),
+      });
       const llm = team === undefined ? providers : gateLLM(providers, team.admit);
       server = await startServer(
         {

@@ -35,6 +35,7 @@ import { createDemoModel, DEMO_API, type DemoModel, type DemoOptions } from "./d
 import { toErrorMessage } from "./error-message.ts";
 import { createExactFetch, type ExactFetchState, hashBody } from "./exact-fetch.ts";
 import { toFailureKind } from "./failure-kind.ts";
+import { createHttpFetch, envProxyGap } from "./http-fetch.ts";
 import {
   createModelHealth,
   type HealthPolicy,
@@ -86,8 +87,15 @@ export interface CreateLLMOptions {
   readonly models: readonly ModelConfig[];
   /** Where `apiKeyEnv` keys are read, at call time. Default: `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** The HTTP client; default `globalThis.fetch`. */
+  /**
+   * The HTTP client for provider calls; default the `node:http` transport (http-fetch.ts), or
+   * `globalThis.fetch` when `CURSOR_BYOK_UPSTREAM_FETCH=global` is set in `env`, or when
+   * NODE_USE_ENV_PROXY / --use-env-proxy asks for a proxy this Node's HTTP agents cannot take
+   * (`envProxyGap`; Node < 24.5).
+   */
   readonly fetch?: typeof fetch;
+  /** Told once why the default transport was not taken (or an unknown switch value ignored). */
+  readonly onWarning?: (message: string) => void;
   /** Overrides of the retry policy (retry.ts), e.g. an instant `sleep` in tests. */
   readonly retry?: Partial<RetryPolicy>;
   /** The demo model, served when `models` is empty; `false` never serves it. */
@@ -141,6 +149,28 @@ function loadedApi(api: ApiKind): ProviderStreams {
   return module;
 }
 
+/** One `node:http` transport per process: its kept-alive connections serve every call. */
+let sharedHttpFetch: typeof fetch | undefined;
+
+/** The provider calls' transport (see `CreateLLMOptions.fetch`). */
+function defaultFetch(
+  env: Readonly<Record<string, string | undefined>>,
+  warn: (message: string) => void,
+): typeof fetch {
+  const chosen = env.CURSOR_BYOK_UPSTREAM_FETCH;
+  if (chosen === "global") return globalThis.fetch;
+  if (chosen !== undefined && chosen !== "") {
+    warn(`CURSOR_BYOK_UPSTREAM_FETCH=${JSON.stringify(chosen)} is not "global": ignored`);
+  }
+  const gap = envProxyGap(env);
+  if (gap !== undefined) {
+    warn(gap);
+    return globalThis.fetch;
+  }
+  sharedHttpFetch ??= createHttpFetch().fetch;
+  return sharedHttpFetch;
+}
+
 /** Sent as the key to keyless OpenAI-compatible servers, which ignore it (the SDK requires one). */
 const NO_KEY = "no-key";
 const USER_AGENT = "cursor-byok";
@@ -153,7 +183,7 @@ export function createLLM(options: CreateLLMOptions): LLM {
       : undefined;
   const policy = createRetryPolicy(options.retry);
   const env = options.env ?? process.env;
-  const baseFetch = options.fetch ?? globalThis.fetch;
+  const baseFetch = options.fetch ?? defaultFetch(env, options.onWarning ?? (() => undefined));
 
   const infos: ModelInfo[] = options.models.map(toModelInfo);
   const health = createModelHealth(options.models, options.health);

@@ -7,7 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
-import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
+import {
+  type ClientRequest,
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+} from "node:http";
 import {
   createServer as createHttp2Server,
   type Http2ServerResponse,
@@ -226,45 +232,65 @@ describe("BidiAppend through the server, direct and through Connect", () => {
 });
 
 describe("the answer to a run request and its model request", () => {
-  test("the append is answered after the model call it started was written upstream", async () => {
-    const harness = await startHarness();
-    const order: string[] = [];
-    const onModelRequest = (): void => {
-      order.push("model request");
-    };
-    const onAnswered = (message: unknown): void => {
-      const { request } = message as { request: IncomingMessage };
-      if (request.url === PATH) order.push("append answered");
-    };
-    // Node's fetch (undici) publishes when it writes a request's head; the HTTP server when a
-    // response has been written.
-    subscribe("undici:client:sendHeaders", onModelRequest);
-    subscribe("http.server.response.finish", onAnswered);
-    try {
-      harness.reply({ text: "Hello." }, { text: "Again." });
-      const client = harness.client();
-      // The first turn opens the connection to the provider (its request waits for the connect);
-      // the second sends on the kept-alive one, as a server that has served a turn does.
-      const first = await client.startTurn({
-        conversationId: CONVERSATION,
-        text: "hi",
-        modelId: MODEL,
-      }).done;
-      assert.equal(first.error, undefined);
-      order.length = 0;
-      const second = await client.startTurn({
-        conversationId: CONVERSATION,
-        text: "again",
-        modelId: MODEL,
-      }).done;
-      assert.equal(second.error, undefined);
-      assert.deepEqual(order.slice(0, 2), ["model request", "append answered"], order.join(", "));
-    } finally {
-      unsubscribe("undici:client:sendHeaders", onModelRequest);
-      unsubscribe("http.server.response.finish", onAnswered);
-      await harness.close();
-    }
-  });
+  // Node's global fetch writes from an immediate of its own: that variant fails without the
+  // deferral (`afterQueuedWork`). The default transport (node:http, src/llm/http-fetch.ts) writes
+  // from process.nextTick, before the deferral's immediate, so its variant passes with or without
+  // the deferral: it does not test the deferral, only that the default transport keeps the order
+  // (it fails if the provider request were written later than the answer).
+  for (const [transport, fetch] of [
+    ["Node's global fetch: the deferral", globalThis.fetch],
+    ["the default transport: written before, deferral or not", undefined],
+  ] as const) {
+    test(`the append is answered after the model call it started was written upstream (${transport})`, async () => {
+      const harness = await startHarness(fetch === undefined ? {} : { fetch });
+      const order: string[] = [];
+      const onModelRequest = (): void => {
+        order.push("model request");
+      };
+      // The provider calls go over node:http (src/llm/http-fetch.ts), which publishes once a
+      // request has been written whole; the client's own requests go elsewhere.
+      const onHttpRequest = (message: unknown): void => {
+        const { request } = message as { request: ClientRequest };
+        if (`http://${request.host}:${request.socket?.remotePort}` === harness.provider.url) {
+          onModelRequest();
+        }
+      };
+      const onAnswered = (message: unknown): void => {
+        const { request } = message as { request: IncomingMessage };
+        if (request.url === PATH) order.push("append answered");
+      };
+      // Node's fetch (undici) publishes when it writes a request's head; the HTTP server when a
+      // response has been written.
+      subscribe("undici:client:sendHeaders", onModelRequest);
+      subscribe("http.client.request.start", onHttpRequest);
+      subscribe("http.server.response.finish", onAnswered);
+      try {
+        harness.reply({ text: "Hello." }, { text: "Again." });
+        const client = harness.client();
+        // The first turn opens the connection to the provider (its request waits for the connect);
+        // the second sends on the kept-alive one, as a server that has served a turn does.
+        const first = await client.startTurn({
+          conversationId: CONVERSATION,
+          text: "hi",
+          modelId: MODEL,
+        }).done;
+        assert.equal(first.error, undefined);
+        order.length = 0;
+        const second = await client.startTurn({
+          conversationId: CONVERSATION,
+          text: "again",
+          modelId: MODEL,
+        }).done;
+        assert.equal(second.error, undefined);
+        assert.deepEqual(order.slice(0, 2), ["model request", "append answered"], order.join(", "));
+      } finally {
+        unsubscribe("undici:client:sendHeaders", onModelRequest);
+        unsubscribe("http.client.request.start", onHttpRequest);
+        unsubscribe("http.server.response.finish", onAnswered);
+        await harness.close();
+      }
+    });
+  }
 });
 
 describe("the BidiAppend handler alone, with a scripted append", () => {

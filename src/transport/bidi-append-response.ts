@@ -202,10 +202,12 @@ async function serveBidiAppend(
 
 /**
  * Resolves in the event loop's check phase, after the immediates queued before it. An append that
- * starts a turn has by now released the model call, whose request undici writes from an immediate
- * of its own (the check of a kept-alive connection): the answer, which no client waits for before
- * it reads RunSSE, is written after it, and its write (a loopback syscall that wakes the client,
- * ≈0.1–0.3 ms) is no longer on the time to first text (issue #19).
+ * starts a turn has by now released the model call. The default provider transport (node:http,
+ * src/llm/http-fetch.ts) has written its request already (from process.nextTick); Node's fetch
+ * (`CURSOR_BYOK_UPSTREAM_FETCH=global`) writes it from an immediate of its own (undici's check of
+ * a kept-alive connection), which is what this waits for. Either way the answer, which no client
+ * waits for before it reads RunSSE, is written after it, and its write (a loopback syscall that
+ * wakes the client, ≈0.1–0.3 ms) is no longer on the time to first text (issue #19).
  */
 function afterQueuedWork(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));

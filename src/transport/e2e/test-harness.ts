@@ -69,6 +69,8 @@ export interface HarnessOptions {
   readonly models?: (providerUrl: string) => readonly Record<string, unknown>[];
   /** The LLM layer's cool-down policy (model-health.ts). */
   readonly health?: Partial<HealthPolicy>;
+  /** In-process: the provider calls' HTTP client (default: the LLM layer's own, http-fetch.ts). */
+  readonly fetch?: typeof fetch;
   /** The web tools of the in-process server (none: web_search and web_fetch are not offered). */
   readonly web?: WebTools;
   /** In-process: wraps each server's runner (e.g. a shutdown that takes a while). */
@@ -113,6 +115,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ),
     retry: { sleep: async () => {}, maxAttempts: 3 },
     ...(options.health === undefined ? {} : { health: options.health }),
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   });
   const serverOptions: ServerOptions = {
     ...DEFAULT_SERVER_OPTIONS,
