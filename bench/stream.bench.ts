@@ -485,13 +485,24 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
   const clients = await openBatch();
   const watchedFrom = Date.now();
   await sleep(observeMs);
+  /** Streams open in `batch` now (a stream opened after the memory was read is not in it). */
+  const openNow = (batch: readonly Clients[]) =>
+    batch.reduce((sum, client) => sum + client.open, 0);
   const after = await memory.next();
   const rssAfter = rss();
+  const openAtFirst = openNow(clients);
   const second =
     batches === 2
       ? await openBatch().then(async (batch) => {
           await sleep(observeMs);
-          return { batch, memory: await memory.next(), rss: rss() };
+          const memoryNow = await memory.next();
+          // Streams opened since the first reading, late ones of the first batch included.
+          return {
+            batch,
+            memory: memoryNow,
+            rss: rss(),
+            open: openNow([...clients, ...batch]) - openAtFirst,
+          };
         })
       : undefined;
   const results = await Promise.all(
@@ -552,21 +563,27 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
     );
   const first = { memory: after, rss: rssAfter };
   if (second === undefined) {
-    perStream("live heap per open stream", { memory: before, rss: rssBefore }, first, opened, "");
+    perStream(
+      "live heap per open stream",
+      { memory: before, rss: rssBefore },
+      first,
+      openAtFirst,
+      "",
+    );
     return;
   }
   perStream(
     `live heap per open stream, the first ${streams} (with one-off compiled code)`,
     { memory: before, rss: rssBefore },
     first,
-    opened,
+    openAtFirst,
     "",
   );
   perStream(
     `live heap per open stream, ${streams} more`,
     first,
     second,
-    openIn(clients.length),
+    second.open,
     " [≤ 48 KiB]",
   );
 }
