@@ -14,6 +14,18 @@ export interface ErrorMessageFields {
   readonly timestamp: number;
 }
 
+/** A new usage of nothing (a new object each time: a message's usage is its own). */
+export function toZeroUsage(): AssistantMessage["usage"] {
+  return {
+    input: 0,
+    output: 0,
+    cacheRead: 0,
+    cacheWrite: 0,
+    totalTokens: 0,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+  };
+}
+
 export function toErrorMessage(fields: ErrorMessageFields): AssistantMessage {
   return {
     role: "assistant",
@@ -21,14 +33,7 @@ export function toErrorMessage(fields: ErrorMessageFields): AssistantMessage {
     api: fields.api,
     provider: fields.provider,
     model: fields.model,
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
+    usage: toZeroUsage(),
     stopReason: fields.reason,
     errorMessage: fields.errorMessage,
     timestamp: fields.timestamp,

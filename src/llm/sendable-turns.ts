@@ -31,6 +31,7 @@
  */
 import type { Api, Model } from "@earendil-works/pi-ai";
 import type { ApiKind } from "./config.ts";
+import { toZeroUsage } from "./error-message.ts";
 import type {
   AssistantMessage,
   ImageContent,
@@ -212,14 +213,7 @@ function toNoReply(model: Model<Api>, timestamp: number): AssistantMessage {
     api: model.api,
     provider: model.provider,
     model: model.id,
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
+    usage: toZeroUsage(),
     stopReason: "stop",
     timestamp,
   };
