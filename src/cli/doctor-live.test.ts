@@ -12,14 +12,14 @@ const home = createTempHome();
 after(() => home.cleanup());
 const SECRET = "sk-fake-secret-0123456789";
 
-async function doctorLive(reply: FakeReply) {
+async function doctorLive(reply: FakeReply, env: Record<string, string> = {}) {
   const provider = await startFakeProvider(() => reply);
   try {
     const file = path.join(home.dir, "live.yaml");
     const entry = (name: string) =>
       `  - name: ${name}\n    api: openai-compatible\n    provider: fake\n    baseUrl: ${provider.baseUrl}\n    model: fake-1\n    apiKeyEnv: FAKE_KEY\n`;
     writeFileSync(file, `models:\n${entry("fake")}${entry("fake-too")}`);
-    const io = createTestIO({ home: home.dir, env: { ...home.env, FAKE_KEY: SECRET } });
+    const io = createTestIO({ home: home.dir, env: { ...home.env, FAKE_KEY: SECRET, ...env } });
     const code = await runCli(
       [
         "doctor",
@@ -56,6 +56,21 @@ test("a provider that answers passes; models sharing an endpoint cost one reques
   assert.equal(requests[0]?.headers.authorization, `Bearer ${SECRET}`);
   assert.equal(requests[0]?.body.model, "fake-1");
   assert.ok(!out.includes(SECRET));
+});
+
+test("what the server would warn about its provider transport is said with the result", async () => {
+  const { code, out } = await doctorLive(
+    {
+      type: "sse",
+      body: toChatCompletionSse({ text: "OK", usage: { prompt: 12, completion: 1 } }),
+    },
+    { CURSOR_BYOK_UPSTREAM_FETCH: "undici" },
+  );
+  assert.equal(code, 0, out);
+  assert.match(
+    out,
+    /^ok {4}live {6}fake at .* answered in \d+\.\d s \(warning: CURSOR_BYOK_UPSTREAM_FETCH="undici" is not "global": ignored\)$/m,
+  );
 });
 
 test("a provider that refuses the key fails, with the variable to check", async () => {

@@ -57,7 +57,27 @@ async function checkOne(
   },
 ): Promise<CheckResult> {
   const where = `${config.provider} at ${toDisplayUrl(config.baseUrl)} (model ${config.name})`;
-  const llm = createLLM({ models: [config], env: options.env, retry: { maxAttempts: 1 } });
+  // What the server would log at warn about its transport (an ignored switch, a proxy Node
+  // cannot take) is said with the result: the check went the way the server's calls go.
+  const warnings: string[] = [];
+  const llm = createLLM({
+    models: [config],
+    env: options.env,
+    retry: { maxAttempts: 1 },
+    onWarning: (message) => warnings.push(message),
+  });
+  const result = await callOnce(llm, config, where, options.timeoutMs);
+  return warnings.length === 0
+    ? result
+    : { ...result, detail: `${result.detail} (warning: ${warnings.join("; ")})` };
+}
+
+async function callOnce(
+  llm: ReturnType<typeof createLLM>,
+  config: ConfiguredModel["config"],
+  where: string,
+  timeoutMs: number,
+): Promise<CheckResult> {
   const started = performance.now();
   const stream = llm.stream({
     callID: `doctor-${randomUUID()}`,
@@ -68,7 +88,7 @@ async function checkOne(
       messages: [{ role: "user", content: "Reply with the word OK.", timestamp: Date.now() }],
       tools: [],
     },
-    signal: AbortSignal.timeout(options.timeoutMs),
+    signal: AbortSignal.timeout(timeoutMs),
   });
   for await (const event of stream) {
     if (event.type === "done") {
@@ -80,7 +100,7 @@ async function checkOne(
       return {
         status: "fail",
         name: "live",
-        detail: `${where}: ${event.reason === "aborted" ? `no answer within ${options.timeoutMs / 1000} s` : message}`,
+        detail: `${where}: ${event.reason === "aborted" ? `no answer within ${timeoutMs / 1000} s` : message}`,
         hint: toLiveHint(message, config),
       };
     }
