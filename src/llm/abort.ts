@@ -7,6 +7,31 @@ export function toAbortError(signal: AbortSignal): Error {
   return new DOMException("The operation was aborted.", "AbortError");
 }
 
+/**
+ * A signal that aborts when `a` or `b` does, with that one's reason: `AbortSignal.any` for a
+ * signal that lives as long as a model stream, at less than half its memory (two listeners, where
+ * `AbortSignal.any` keeps weak references and finalization records in both sources and on
+ * itself: ≈ 0.7 KiB against ≈ 1.7 KiB once a listener is on it, issue #19). Unlike
+ * `AbortSignal.any`'s, it is kept alive by its sources until one aborts: for sources that end
+ * with the same call.
+ */
+export function toEitherSignal(a: AbortSignal, b: AbortSignal): AbortSignal {
+  if (a === b || a.aborted) return a;
+  if (b.aborted) return b;
+  const either = new AbortController();
+  const onA = () => {
+    b.removeEventListener("abort", onB);
+    either.abort(a.reason);
+  };
+  const onB = () => {
+    a.removeEventListener("abort", onA);
+    either.abort(b.reason);
+  };
+  a.addEventListener("abort", onA, { once: true });
+  b.addEventListener("abort", onB, { once: true });
+  return either.signal;
+}
+
 /** `promise`'s outcome, or an abort error as soon as `signal` aborts (the work is not stopped). */
 export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(toAbortError(signal));

@@ -21,7 +21,7 @@
  *   for as long as the response streams.
  */
 import { createHash } from "node:crypto";
-import { describeError, toAbortError, untilAborted } from "./abort.ts";
+import { describeError, toAbortError, toEitherSignal, untilAborted } from "./abort.ts";
 import { decideRetry, type RetryPolicy } from "./retry.ts";
 import { redactSecret } from "./secret.ts";
 import type { ExactRequest, RequestAttempt, SentRequest } from "./types.ts";
@@ -84,40 +84,50 @@ export function createExactFetch(options: ExactFetchOptions): {
   readonly state: ExactFetchState;
 } {
   const state: ExactFetchState = { exact: undefined, attempts: [], hookFailure: undefined };
+  /**
+   * What is used once, for the one request, and let go then: the SDK keeps this fetch for as
+   * long as the response streams (a replayed body is the whole request; issue #19).
+   */
+  let once: Pick<ExactFetchOptions, "replayBody" | "beforeSend" | "onBodyTaken"> | undefined =
+    options;
+  // What every attempt reads: `options` itself goes with `once`.
+  const { callID, model, baseFetch, policy, signal: callSignal, secrets } = options;
 
   const exactFetch = async (
     input: string | URL | Request,
     init?: RequestInit,
   ): Promise<Response> => {
-    if (state.exact !== undefined) {
+    if (state.exact !== undefined || once === undefined) {
       throw new Error("refused a second upstream request within one model call");
     }
     if (input instanceof Request || typeof init?.body !== "string") {
       throw new Error("unsupported provider request: expected a URL and a string body");
     }
+    const { replayBody, beforeSend, onBodyTaken } = once;
+    once = undefined;
     const signal =
       init.signal === undefined || init.signal === null
-        ? options.signal
-        : AbortSignal.any([init.signal, options.signal]);
-    const body = options.replayBody ?? init.body;
-    options.onBodyTaken?.();
+        ? callSignal
+        : toEitherSignal(init.signal, callSignal);
+    const body = replayBody ?? init.body;
+    onBodyTaken?.();
     // Encoded once: hashed here and sent below (a 20–40 KB body; issue #19).
     const bytes = Buffer.from(body, "utf8");
     const url = String(input);
     const exact: ExactRequest = Object.freeze({
-      callID: options.callID,
-      model: options.model,
+      callID,
+      model,
       method: init.method ?? "POST",
-      url: options.secrets.reduce((text, secret) => redactSecret(text, secret), url),
+      url: secrets.reduce((text, secret) => redactSecret(text, secret), url),
       body,
       bodyHash: createHash("sha256").update(bytes).digest("hex"),
-      replayed: options.replayBody !== undefined,
+      replayed: replayBody !== undefined,
     });
     state.exact = toSentRequest(exact);
 
-    if (options.beforeSend !== undefined) {
+    if (beforeSend !== undefined) {
       try {
-        await untilAborted(options.beforeSend(exact), signal);
+        await untilAborted(beforeSend(exact), signal);
       } catch (error) {
         if (signal.aborted) throw toAbortError(signal);
         state.hookFailure = describeError(error);
@@ -143,7 +153,7 @@ export function createExactFetch(options: ExactFetchOptions): {
       if (signal.aborted) throw toAbortError(signal);
       let response: Response;
       try {
-        response = await options.baseFetch(input, request());
+        response = await baseFetch(input, request());
       } catch (error) {
         if (signal.aborted) throw toAbortError(signal);
         if (isRedirect(error)) {
@@ -152,17 +162,17 @@ export function createExactFetch(options: ExactFetchOptions): {
           addAttempt(state, { attempt, error: failure });
           throw new Error(failure);
         }
-        const decision = decideRetry(options.policy, attempt, { type: "connection_error" });
+        const decision = decideRetry(policy, attempt, { type: "connection_error" });
         const failure = describeError(error);
         if (decision.type === "stop") {
           addAttempt(state, { attempt, error: failure });
           throw error;
         }
         addAttempt(state, { attempt, error: failure, retryDelayMs: decision.delayMs });
-        await options.policy.sleep(decision.delayMs, signal);
+        await policy.sleep(decision.delayMs, signal);
         continue;
       }
-      const decision = decideRetry(options.policy, attempt, {
+      const decision = decideRetry(policy, attempt, {
         type: "response",
         status: response.status,
         headers: response.headers,
@@ -173,7 +183,7 @@ export function createExactFetch(options: ExactFetchOptions): {
       }
       addAttempt(state, { attempt, status: response.status, retryDelayMs: decision.delayMs });
       await response.body?.cancel().catch(() => undefined);
-      await options.policy.sleep(decision.delayMs, signal);
+      await policy.sleep(decision.delayMs, signal);
     }
   };
 

@@ -200,6 +200,20 @@ for (const [name, send] of transports) {
       assert.equal(server.seen.at(-1)?.headers["content-length"], "5");
     });
 
+    test("no body: content-length 0 on a POST, no body headers on a GET; bytes get their length", async () => {
+      server.handle((_request, response) => response.end());
+      await (await send(server.url, { method: "POST" })).text();
+      assert.equal(server.seen.at(-1)?.headers["content-length"], "0");
+      assert.equal(server.seen.at(-1)?.headers["transfer-encoding"], undefined);
+      await (await send(server.url, { method: "GET" })).text();
+      assert.equal(server.seen.at(-1)?.headers["content-length"], undefined);
+      assert.equal(server.seen.at(-1)?.headers["transfer-encoding"], undefined);
+      const bytes = new TextEncoder().encode("bytes");
+      await (await send(server.url, { method: "PUT", body: bytes })).text();
+      assert.equal(server.seen.at(-1)?.headers["content-length"], "5");
+      assert.equal(server.seen.at(-1)?.body.toString(), "bytes");
+    });
+
     test("the body streams: each event can be read before the response ends", async () => {
       const exchange = server.next();
       server.handle(sseStart);
@@ -389,6 +403,37 @@ for (const [name, send] of transports) {
 }
 
 describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
+  test("the Host header: bracketed for IPv6, with a port that is not the default", async (t) => {
+    const heads: string[] = [];
+    const v6 = net.createServer((socket) => {
+      let head = "";
+      socket.on("data", (chunk: Buffer) => {
+        head += chunk.toString("latin1");
+        if (!head.includes("\r\n\r\n")) return;
+        heads.push(head);
+        socket.end("HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n");
+      });
+    });
+    const listening = await new Promise<boolean>((resolve) => {
+      v6.once("error", () => resolve(false));
+      v6.listen(0, "::1", () => resolve(true));
+    });
+    if (!listening) {
+      t.skip("this machine has no IPv6 loopback (::1)");
+      return;
+    }
+    const { port } = v6.address() as AddressInfo;
+    try {
+      const response = await light.fetch(`http://[::1]:${port}/v1`, { method: "POST", body: "{}" });
+      assert.equal(response.status, 204);
+      const host = /\r\nhost: ([^\r]*)\r\n/i.exec(heads[0] ?? "")?.[1];
+      assert.equal(host, `[::1]:${port}`);
+      assert.equal(/\r\ncontent-length: 2\r\n/i.test(heads[0] ?? ""), true);
+    } finally {
+      await new Promise((done) => v6.close(() => done(undefined)));
+    }
+  });
+
   test("asks for an uncompressed answer unless the caller chose an encoding", async () => {
     server.handle((_request, response) => response.end());
     await (await light.fetch(server.url, exactRequest("{}"))).text();

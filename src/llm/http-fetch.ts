@@ -102,6 +102,7 @@ export function createHttpFetch(options: HttpFetchOptions = {}): HttpFetch {
   const agents = {
     http: new http.Agent(agentOptions),
     https: new https.Agent({ ...options.tls, ...agentOptions }),
+    proxied: proxyEnv !== undefined,
   };
   const send = (input: string | URL | Request, init?: RequestInit): Promise<Response> =>
     httpFetch(input, init ?? {}, agents, timings);
@@ -154,6 +155,8 @@ interface Timings {
 interface Agents {
   readonly http: http.Agent;
   readonly https: https.Agent;
+  /** Whether the agents take a proxy from the environment (`proxyEnv`). */
+  readonly proxied: boolean;
 }
 
 async function httpFetch(
@@ -175,15 +178,19 @@ async function httpFetch(
   const body = await toSendable(init.body ?? null);
   // Encoding a Blob or FormData body waits: the signal may have fired meanwhile.
   signal?.throwIfAborted();
-  const headers = toHeaders(init.headers, body);
+  const method = init.method ?? "GET";
+  const headers = toHeaders(init.headers, body, method, url, agents.proxied);
   const request = (secure ? https : http).request(url, {
-    method: init.method ?? "GET",
+    method,
     headers,
     agent: secure ? agents.https : agents.http,
     // Until the request has its socket this is also the proxy tunnel's timeout (Node uses the
     // request's for the CONNECT): a stalled tunnel is closed, not kept for 300 s.
     timeout: Math.min(timings.connectTimeoutMs, timings.timeoutMs),
   });
+  // Written into the request's head by now; Node's agent keeps the options, list and all, for
+  // the socket's life (≈ 0.4 KiB on an open stream, issue #19).
+  if (Array.isArray(headers)) headers.length = 0;
   const answer = exchange(request, signal, timings, {
     href: url.href,
     manual: init.redirect === "manual",
@@ -467,17 +474,57 @@ async function toSendable(body: NonNullable<RequestInit["body"]> | null): Promis
   return { data: new Uint8Array(await encoded.arrayBuffer()), type };
 }
 
-/** The request headers as given, plus fetch's defaults where the caller set none. */
-function toHeaders(init: RequestInit["headers"], body: Sendable): Record<string, string> {
+/**
+ * The request headers as given, plus fetch's defaults where the caller set none, as Node's flat
+ * `[name, value, …]` list, Host included (Node adds none to a list): Node writes a list into the
+ * request head at once, where an object would also be kept, header by header, for the life of
+ * the request, ≈ 1.5 KiB for a provider SDK's twenty headers on every open stream (issue #19).
+ * As an object when a proxy may take the request (Node adds a plain-HTTP proxy's headers to the
+ * kept ones, which a list bypasses) or when the caller set a Host header.
+ */
+function toHeaders(
+  init: RequestInit["headers"],
+  body: Sendable,
+  method: string,
+  url: URL,
+  proxied: boolean,
+): string[] | Record<string, string> {
   const headers = new Headers(init);
   for (const [name, value] of DEFAULT_HEADERS) {
     if (!headers.has(name)) headers.set(name, value);
   }
   if (body.type !== null && !headers.has("content-type")) headers.set("content-type", body.type);
-  // An object, not a raw array: with an array Node adds no Host header.
-  const sent: Record<string, string> = {};
-  for (const [name, value] of headers) sent[name] = value;
+  // Node derives a TLS server name from a Host header it was given as an object.
+  if (proxied || headers.has("host")) {
+    const sent: Record<string, string> = {};
+    for (const [name, value] of headers) sent[name] = value;
+    return sent;
+  }
+  const sent: string[] = [];
+  for (const [name, value] of headers) sent.push(name, value);
+  // As Node would add them to an object's: the host (bracketed when IPv6, with the port unless
+  // the default), and the length of a body it is given whole (a list's head is written before
+  // the body comes; a stream's length is unknown and it goes chunked either way).
+  sent.push("host", url.host);
+  const length = lengthOf(body.data, method);
+  if (length !== undefined && !headers.has("content-length") && !headers.has("transfer-encoding")) {
+    sent.push("content-length", String(length));
+  }
   return sent;
+}
+
+/**
+ * Methods Node sends no body headers for when no body is given (`useChunkedEncodingByDefault`
+ * false); any other gets `content-length: 0`.
+ */
+const BODILESS_METHODS = new Set(["GET", "HEAD", "DELETE", "OPTIONS", "TRACE", "CONNECT"]);
+
+/** The byte length Node gives a body handed to `end()` whole; undefined: none, or a stream. */
+function lengthOf(data: Sendable["data"], method: string): number | undefined {
+  if (data === null) return BODILESS_METHODS.has(method.toUpperCase()) ? undefined : 0;
+  if (typeof data === "string") return Buffer.byteLength(data, "utf8");
+  if (data instanceof Uint8Array) return data.byteLength;
+  return undefined;
 }
 
 /** Writes the body and ends the request; a stream chunk by chunk, waiting for drain. */

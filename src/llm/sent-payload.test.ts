@@ -14,21 +14,22 @@ setFlagsFromString("--expose-gc");
 /** A full collection, from a fresh context where `--expose-gc` took effect. */
 const collect = runInNewContext("gc") as () => void;
 
-test("the body handed back to pi-ai is our own object, emptied once released", () => {
+test("the body handed back to pi-ai is our own object, emptied (its values undefined) once released", () => {
   const sent = createSentPayload("openai-chat");
   const built = { model: "m", messages: [{ role: "user", content: "hi" }] };
   const adopted = sent.adopt(built, built) as Record<string, unknown>;
   assert.notEqual(adopted, built);
   assert.deepEqual(adopted, built);
   sent.release();
-  assert.deepEqual(adopted, {});
+  assert.deepEqual(adopted, { model: undefined, messages: undefined });
   assert.deepEqual(Object.keys(built), ["model", "messages"]);
+  assert.deepEqual(built.messages, [{ role: "user", content: "hi" }]);
   // A replacement body is already ours: handed back as it is.
   const replaced = { ...built, parallel_tool_calls: true };
   const again = createSentPayload("openai-responses");
   assert.equal(again.adopt(built, replaced), replaced);
   again.release();
-  assert.deepEqual(replaced, {});
+  assert.deepEqual(Object.values(replaced), [undefined, undefined, undefined]);
 });
 
 test("Anthropic and Gemini bodies are handed back and kept as they are", () => {

@@ -45,7 +45,9 @@ export function createSentPayload(api: ApiKind): SentPayload {
     },
     release() {
       if (adopted === undefined) return;
-      for (const key of Object.keys(adopted)) delete adopted[key];
+      // Set to undefined, not deleted: deleting turns the object into a dictionary, which for a
+      // body's dozen keys keeps ≈ 0.4 KiB of empty hash table per open stream (issue #19).
+      for (const key of Object.keys(adopted)) adopted[key] = undefined;
       adopted = undefined;
     },
   };

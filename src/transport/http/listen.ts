@@ -97,18 +97,28 @@ export async function listen(
     // holds each behind the client's delayed ACK, up to ~40 ms.
     socket.setNoDelay(true);
     sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
-    // Until the first bytes route the connection, no HTTP time-out applies: this one does.
-    const silent = setTimeout(() => socket.destroy(), limits.firstBytesTimeoutMs);
+    // Until the first bytes route the connection, no HTTP time-out applies: this one does. Let
+    // go once cleared: this scope lives as long as the connection (issue #19).
+    let silent: ReturnType<typeof setTimeout> | undefined = setTimeout(
+      () => socket.destroy(),
+      limits.firstBytesTimeoutMs,
+    );
     silent.unref();
-    socket.once("close", () => clearTimeout(silent));
+    const quiet = () => {
+      clearTimeout(silent);
+      silent = undefined;
+    };
+    socket.once("close", () => {
+      sockets.delete(socket);
+      quiet();
+    });
     let head = EMPTY;
     const onData = (chunk: Buffer): void => {
       head = Buffer.concat([head, chunk]);
       const n = Math.min(head.length, PREFACE.length);
       const isH2 = head.subarray(0, n).equals(PREFACE.subarray(0, n));
       if (isH2 && head.length < PREFACE.length) return;
-      clearTimeout(silent);
+      quiet();
       socket.off("data", onData);
       // The error listener below shares this scope and lives as long as the connection: it must
       // not keep the first bytes (a slice that can pin a whole 64 KiB read buffer, issue #19).
@@ -126,7 +136,7 @@ export async function listen(
       }
     };
     socket.on("data", onData);
-    socket.on("error", () => socket.destroy());
+    socket.on("error", destroyOnError);
   };
 
   const server = net.createServer(route);
@@ -158,6 +168,11 @@ export async function listen(
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** A connection's error listener, one for all (`this` is the socket). */
+function destroyOnError(this: Socket): void {
+  this.destroy();
+}
 
 /** A duplex over `socket` whose readable side yields `head` first. */
 function toReplayingStream(socket: Socket, head: Buffer): Duplex {
