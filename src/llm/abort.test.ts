@@ -39,3 +39,14 @@ test("toEitherSignal leaves no listener on the other source once one aborts", ()
   assert.equal(getEventListeners(a.signal, "abort").length, 0);
   assert.equal(either.reason, "b went");
 });
+
+test("toEitherSignal keeps the first reason when one source aborts the other from its listener", () => {
+  // As an SDK does: its own controller follows the caller's signal, aborting with no reason, and
+  // its listener was added first, so it runs before toEitherSignal's.
+  const caller = new AbortController();
+  const sdk = new AbortController();
+  caller.signal.addEventListener("abort", () => sdk.abort(), { once: true });
+  const either = toEitherSignal(sdk.signal, caller.signal);
+  caller.abort("canceled");
+  assert.equal(either.reason, "canceled");
+});

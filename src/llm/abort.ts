@@ -19,13 +19,16 @@ export function toEitherSignal(a: AbortSignal, b: AbortSignal): AbortSignal {
   if (a === b || a.aborted) return a;
   if (b.aborted) return b;
   const either = new AbortController();
+  // The reason is that of the first source to abort: when one aborts the other from a listener
+  // of its own (an SDK's signal following the caller's, with a reason of its own), the other's
+  // listener here runs first, while the first is already aborted.
   const onA = () => {
     b.removeEventListener("abort", onB);
-    either.abort(a.reason);
+    either.abort(b.aborted ? b.reason : a.reason);
   };
   const onB = () => {
     a.removeEventListener("abort", onA);
-    either.abort(b.reason);
+    either.abort(a.aborted ? a.reason : b.reason);
   };
   a.addEventListener("abort", onA, { once: true });
   b.addEventListener("abort", onB, { once: true });

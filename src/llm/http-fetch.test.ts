@@ -403,6 +403,19 @@ for (const [name, send] of transports) {
 }
 
 describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
+  test("a Host header the caller set is the one sent", async () => {
+    server.handle((_request, response) => response.end());
+    await (
+      await light.fetch(server.url, {
+        method: "POST",
+        body: "{}",
+        headers: { host: "example.test" },
+      })
+    ).text();
+    assert.equal(server.seen.at(-1)?.headers.host, "example.test");
+    assert.equal(server.seen.at(-1)?.headers["content-length"], "2");
+  });
+
   test("the Host header: bracketed for IPv6, with a port that is not the default", async (t) => {
     const heads: string[] = [];
     const v6 = net.createServer((socket) => {
@@ -652,7 +665,8 @@ describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
     await new Promise<void>((resolve) => secure.listen(0, "127.0.0.1", resolve));
     const { port } = secure.address() as AddressInfo;
     const proxied = createHttpFetch({
-      proxyEnv: { HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url },
+      // With credentials: Node adds the proxy's own headers to the request (checked below).
+      proxyEnv: { HTTP_PROXY: proxy.url.replace("http://", "http://u:p@"), HTTPS_PROXY: proxy.url },
       tls: { ca: ca.certPem, servername: "localhost" },
     });
     const bypassing = createHttpFetch({
@@ -664,6 +678,8 @@ describe("http-fetch: its own contract", { timeout: 20_000 }, () => {
       assert.equal(await response.text(), "via proxy");
       assert.deepEqual(proxy.seen.at(-1), `POST ${server.url}/v1/chat`);
       assert.equal(server.seen.at(-1)?.body.toString(), '{"a":1}');
+      assert.equal(server.seen.at(-1)?.headers["proxy-authorization"], "Basic dTpw");
+      assert.equal(server.seen.at(-1)?.headers["proxy-connection"], "keep-alive");
 
       const tunnelled = await proxied.fetch(`https://127.0.0.1:${port}/`, exactRequest("{}"));
       assert.equal(await tunnelled.text(), "tunnelled");

@@ -494,22 +494,27 @@ function toHeaders(
     if (!headers.has(name)) headers.set(name, value);
   }
   if (body.type !== null && !headers.has("content-type")) headers.set("content-type", body.type);
-  // Node derives a TLS server name from a Host header it was given as an object.
-  if (proxied || headers.has("host")) {
+  const framing = headers.has("content-length") ? "given" : toFraming(body.data, method);
+  // Node derives a TLS server name from a Host header it was given as an object, and frames a
+  // body from what it sees of it (`expect`, `transfer-encoding`, a stream's end, a body on a
+  // method that has none by default): those requests keep the object.
+  if (
+    proxied ||
+    framing === "node" ||
+    headers.has("host") ||
+    headers.has("expect") ||
+    headers.has("transfer-encoding")
+  ) {
     const sent: Record<string, string> = {};
     for (const [name, value] of headers) sent[name] = value;
     return sent;
   }
   const sent: string[] = [];
   for (const [name, value] of headers) sent.push(name, value);
-  // As Node would add them to an object's: the host (bracketed when IPv6, with the port unless
-  // the default), and the length of a body it is given whole (a list's head is written before
-  // the body comes; a stream's length is unknown and it goes chunked either way).
+  // As Node adds them to an object's: the host (bracketed when IPv6, with the port unless the
+  // default), and the length of a body it is handed whole.
   sent.push("host", url.host);
-  const length = lengthOf(body.data, method);
-  if (length !== undefined && !headers.has("content-length") && !headers.has("transfer-encoding")) {
-    sent.push("content-length", String(length));
-  }
+  if (typeof framing === "number") sent.push("content-length", String(framing));
   return sent;
 }
 
@@ -519,12 +524,18 @@ function toHeaders(
  */
 const BODILESS_METHODS = new Set(["GET", "HEAD", "DELETE", "OPTIONS", "TRACE", "CONNECT"]);
 
-/** The byte length Node gives a body handed to `end()` whole; undefined: none, or a stream. */
-function lengthOf(data: Sendable["data"], method: string): number | undefined {
-  if (data === null) return BODILESS_METHODS.has(method.toUpperCase()) ? undefined : 0;
+/**
+ * How Node frames a request without a `content-length` header, when that is known before the body
+ * is sent: the length of a body handed to `end()` whole, or "none" (no body headers); "node" when
+ * it depends on the body as it comes (a stream, a body on a bodiless method).
+ */
+function toFraming(data: Sendable["data"], method: string): number | "none" | "node" {
+  const bodiless = BODILESS_METHODS.has(method.toUpperCase());
+  if (data === null) return bodiless ? "none" : 0;
+  if (bodiless) return "node";
   if (typeof data === "string") return Buffer.byteLength(data, "utf8");
   if (data instanceof Uint8Array) return data.byteLength;
-  return undefined;
+  return "node";
 }
 
 /** Writes the body and ends the request; a stream chunk by chunk, waiting for drain. */
