@@ -120,7 +120,7 @@ export async function listen(
       if (isH2 && head.length < PREFACE.length) return;
       quiet();
       socket.off("data", onData);
-      // The error listener below shares this scope and lives as long as the connection: it must
+      // The close listener above shares this scope and lives as long as the connection: it must
       // not keep the first bytes (a slice that can pin a whole 64 KiB read buffer, issue #19).
       const routed = head;
       head = EMPTY;
