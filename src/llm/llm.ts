@@ -309,6 +309,9 @@ function streamProvider(
       ),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   };
+  // Read by the closure below instead of `call`: pi-ai keeps this scope for as long as the call
+  // streams, and `call` holds the caller's hooks (issue #19).
+  const request = call.request;
   const events = startEvents(() =>
     loadedApi(config.api).streamSimple(
       model,
@@ -318,7 +321,7 @@ function streamProvider(
       normalizeContext(
         withWireToolCallIds(
           model,
-          withAlternatingRoles(config.api, model, withSendableMessages(call.request)),
+          withAlternatingRoles(config.api, model, withSendableMessages(request)),
         ),
       ),
       streamOptions,
@@ -358,7 +361,8 @@ interface ProviderCallState {
   readonly state: ExactFetchState;
   readonly secrets: readonly string[];
   readonly health: ModelHealth;
-  readonly onQueued: LLMCall["onQueued"];
+  /** Until the gate is passed (then let go: it is the caller's, issue #19). */
+  onQueued: LLMCall["onQueued"];
   /** Unlinks the call's controller from the caller's signal. */
   readonly release: () => void;
   /** Whether the model's health has been told the call succeeded (its first token). */
@@ -390,6 +394,7 @@ const providerCallMethods: ResponseStreamHooks & ThisType<ProviderCallState> = {
   // after the gate) and the model has a free call slot (model-health.ts).
   gate() {
     const { health, configured, controller, onQueued } = this;
+    this.onQueued = undefined;
     return loadedApis.has(this.api)
       ? health.acquire(configured.name, controller.signal, onQueued)
       : loadApi(this.api).then(() => health.acquire(configured.name, controller.signal, onQueued));

@@ -246,7 +246,8 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
   };
 
   const call = async (entry: Live, command: CallLLMCommand, prepared?: PreparedCall) => {
-    const held = prepared as Opened | undefined;
+    let held = prepared as Opened | undefined;
+    prepared = undefined;
     let stream: LLMStream;
     try {
       const opened = await openCall(entry, command, held);
@@ -257,6 +258,10 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       // is dropped: its slot, its reservation and the stream end (review-19c finding 2).
       if (held !== undefined && !sent.has(held)) void held.drop();
     }
+    const first = held?.first ?? stream.recv();
+    // Let go (a suspended function keeps what its variables hold): the prepared call's promises
+    // and closures are not kept while the call streams (issue #19).
+    held = undefined;
     // The call's reading state: one record, read by the module functions below (issue #19:
     // four closures and their context per call in flight, for as long as it streams).
     const reading: Reading = {
@@ -270,7 +275,7 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       timing: undefined,
     };
     try {
-      let event = await (held?.first ?? stream.recv());
+      let event = await first;
       while (event !== undefined) {
         if (isStopping() || entry.retired) return;
         // With nothing of the conversation queued or running, a step that commits nothing (a

@@ -86,8 +86,15 @@ export function createRunner(options: RunnerOptions): Runner {
     conversationID: string,
     what: "model call" | "tool call",
     work: () => Promise<void>,
+  ): void => track(conversationID, what, work());
+
+  /** Reports a failure of `work`; a model call's is kept until it ends (`shutdown` waits). */
+  const track = (
+    conversationID: string,
+    what: "model call" | "tool call",
+    work: Promise<void>,
   ): void => {
-    const task = work()
+    const task = work
       .catch((error: unknown) => report(error, { conversationID, what }))
       .finally(() => background.delete(task));
     if (what === "model call") background.add(task);
@@ -130,7 +137,11 @@ export function createRunner(options: RunnerOptions): Runner {
           return;
         }
         entry.calling = command.callID;
-        spawn(entry.conversationID, "model call", () =>
+        // Started here, not from a closure: no closure of this scope keeps the prepared call for
+        // as long as the call streams (issue #19).
+        track(
+          entry.conversationID,
+          "model call",
           callModel(entry, command, prepared).finally(() => {
             if (entry.calling === command.callID) entry.calling = null;
           }),
