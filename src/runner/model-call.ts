@@ -258,9 +258,10 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
       // is dropped: its slot, its reservation and the stream end (review-19c finding 2).
       if (held !== undefined && !sent.has(held)) void held.drop();
     }
-    const first = held?.first ?? stream.recv();
-    // Let go (a suspended function keeps what its variables hold): the prepared call's promises
-    // and closures are not kept while the call streams (issue #19).
+    let first: Promise<ResponseEvent | undefined> | undefined = held?.first ?? stream.recv();
+    // Let go, as `first` once read (a suspended function keeps what its variables hold): neither
+    // the prepared call's promises and closures nor the first event are kept while the call
+    // streams (issue #19).
     held = undefined;
     // The call's reading state: one record, read by the module functions below (issue #19:
     // four closures and their context per call in flight, for as long as it streams).
@@ -276,6 +277,7 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
     };
     try {
       let event = await first;
+      first = undefined;
       while (event !== undefined) {
         if (isStopping() || entry.retired) return;
         // With nothing of the conversation queued or running, a step that commits nothing (a
