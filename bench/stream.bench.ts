@@ -27,7 +27,8 @@
  *   the first batch also carries V8's one-off compiled code and feedback);
  * - concurrency: 2,000 streaming conversations (a chunk a second each) on a server process of
  *   its own (bounded in time): chunk latency once all are open (and while they were opening),
- *   the longest silence any stream saw.
+ *   the longest silence any stream saw, and what stopped the server process meanwhile (how late
+ *   its event loop ran, its garbage collections: src/transport/e2e/pauses.ts).
  *
  * heap and concurrency: the server runs with raised stream and connection caps (every
  * conversation holds a RunSSE and a BidiAppend connection); the conversations are opened and
@@ -48,6 +49,7 @@ import { performance } from "node:perf_hooks";
 import type { LLM, LLMCall } from "../src/llm/index.ts";
 import { createRunner } from "../src/runner/runner.ts";
 import { createMemoryStore } from "../src/store/index.ts";
+import type { PauseReport } from "../src/transport/e2e/pauses.ts";
 import { silentLog } from "../src/transport/log.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../src/transport/server.ts";
 import type { ClientResult, ClientSettings } from "./stream-clients.ts";
@@ -484,7 +486,10 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
   // Watched for `observeMs` once every stream is open; memory is read at the end of that.
   const clients = await openBatch();
   const watchedFrom = Date.now();
+  // The server's own pauses, counted from here (the opening's are not the steady state's).
+  await memory.pauses();
   await sleep(observeMs);
+  const pauses = await memory.pauses();
   /** Streams open in `batch` now (a stream opened after the memory was read is not in it). */
   const openNow = (batch: readonly Clients[]) =>
     batch.reduce((sum, client) => sum + client.open, 0);
@@ -547,6 +552,9 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
     );
     print(
       `  longest silence on a stream: ${ms(gaps.reduce((longest, gap) => Math.max(longest, gap), 0))} [≤ 5,000 ms]   gaps p99 ${ms(percentile(gaps, 99))}${opened < streams ? "   (not met: not every stream opened)" : ""}`,
+    );
+    print(
+      `  the server process meanwhile: event loop busy ${(100 * pauses.busy).toFixed(0)}%, late p50 ${ms(pauses.loopDelay.p50)}  p99 ${ms(pauses.loopDelay.p99)}  max ${ms(pauses.loopDelay.max)};   young-generation collections ${pauses.minor.count} (longest ${ms(pauses.minor.max)}, ${ms(pauses.minor.total)} in all), full ${pauses.major.count} (longest ${ms(pauses.major.max)})`,
     );
   } else {
     print(`heap: ${streams} open, silent conversations on a server process (after a full GC)`);
@@ -648,16 +656,21 @@ interface Memory {
   readonly external: number;
 }
 
-/** The child's `LISTENING` address and a `MEMORY` report on request, taken after a full GC. */
+/**
+ * The child's `LISTENING` address, a `MEMORY` report on request (taken after a full GC), and a
+ * `PAUSES` report on request (since the previous one; no collection).
+ */
 function memoryReports(child: ChildProcess): {
   readonly listening: Promise<string>;
   next(): Promise<Memory>;
+  pauses(): Promise<PauseReport>;
 } {
   let resolveListening: (url: string) => void = () => {};
   const listening = new Promise<string>((resolve) => {
     resolveListening = resolve;
   });
   let waiting: ((memory: Memory) => void)[] = [];
+  let waitingPauses: ((report: PauseReport) => void)[] = [];
   onLines(child, (line) => {
     const address = /^LISTENING (\S+)$/.exec(line)?.[1];
     if (address !== undefined) resolveListening(address);
@@ -667,6 +680,12 @@ function memoryReports(child: ChildProcess): {
       waiting = [];
       for (const resolve of wake) resolve(memory);
     }
+    if (line.startsWith("PAUSES ")) {
+      const report = JSON.parse(line.slice("PAUSES ".length)) as PauseReport;
+      const wake = waitingPauses;
+      waitingPauses = [];
+      for (const resolve of wake) resolve(report);
+    }
   });
   return {
     listening,
@@ -674,6 +693,11 @@ function memoryReports(child: ChildProcess): {
       new Promise<Memory>((resolve) => {
         waiting.push(resolve);
         child.stdin?.write("memory\n");
+      }),
+    pauses: () =>
+      new Promise<PauseReport>((resolve) => {
+        waitingPauses.push(resolve);
+        child.stdin?.write("pauses\n");
       }),
   };
 }

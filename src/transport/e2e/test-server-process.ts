@@ -17,6 +17,7 @@ import {
 } from "../../store/index.ts";
 import { silentLog } from "../log.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../server.ts";
+import { watchPauses } from "./pauses.ts";
 
 interface Settings {
   readonly providerUrl: string;
@@ -63,7 +64,9 @@ interface Settings {
   /**
    * Prints one such report for every line read on standard input, and never otherwise: a
    * benchmark that measures latency must not have the server stop for a full collection twice a
-   * second.
+   * second. A `pauses` line instead prints `PAUSES <json>` (pauses.ts `PauseReport`): how late
+   * the event loop ran and the garbage collector's pauses since the previous `pauses` line (no
+   * collection of its own).
    */
   readonly reportMemoryOnRequest?: boolean;
 }
@@ -156,7 +159,11 @@ if (settings.reportMemoryMs !== undefined) {
   setInterval(reportMemory, settings.reportMemoryMs).unref();
 }
 if (settings.reportMemoryOnRequest === true) {
-  createInterface({ input: process.stdin }).on("line", reportMemory);
+  const pauses = watchPauses();
+  createInterface({ input: process.stdin }).on("line", (line) => {
+    if (line !== "pauses") return reportMemory();
+    process.stdout.write(`PAUSES ${JSON.stringify(pauses.take())}\n`);
+  });
 }
 process.once("SIGTERM", () => {
   void (async () => {
