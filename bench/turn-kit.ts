@@ -91,6 +91,21 @@ export async function startBenchProvider(): Promise<BenchProvider> {
       provider.written = [];
       const { chunks, paceMs, stall, stallAfter, stamp } = provider.script;
       res.writeHead(200, { "content-type": "text/event-stream" });
+      if (paceMs === 0 && stall !== true && stallAfter === undefined && stamp !== true) {
+        // Back to back: the whole body in one write. Written chunk by chunk, the body left this
+        // process in 16 KB batches as it was made, all in one turn of its event loop: a reader in
+        // another process started on the first batch while a reader in this one (the server of
+        // the in-process sections) could start only once the last was made.
+        const now = performance.now();
+        const body: string[] = [];
+        for (let i = 0; i < chunks; i += 1) {
+          provider.written[i] = now;
+          body.push(chunk(`e${i} `));
+        }
+        body.push(chunk("", "stop"), "data: [DONE]\n\n");
+        res.end(body.join(""));
+        return;
+      }
       for (let i = 0; i < chunks; i += 1) {
         const now = performance.now();
         provider.written[i] = now;
