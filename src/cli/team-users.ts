@@ -231,11 +231,13 @@ export function createTeam(users: Users, options: TeamOptions = {}): Team {
       }
       if (verdict.type === "revoked")
         return { type: "refused", kind: "other", message: verdict.message };
+      // `ledger`, never `call`: the gate keeps `settle` and `hold` for as long as the call runs,
+      // and a closure here that named the call would keep its whole request (team-admit.test.ts).
       return {
         type: "admitted",
         ...(apiKey === undefined ? {} : { apiKey }),
         settle: (used) => settle({ ...ledger, ...used }),
-        hold: () => users.hold(call.callID, now()),
+        hold: () => users.hold(ledger.callID, now()),
       };
     },
     close: () => users.close(),

@@ -57,8 +57,12 @@ export function estimateInputTokens(call: LLMCall): number {
 }
 
 /** The reservation of a call: estimated input plus the whole output limit it is sent with. */
-export function toReservation(call: LLMCall, model: ModelLimits | undefined): CallAmount {
-  const input = estimateInputTokens(call);
+/** `input`: the call's `estimateInputTokens`, when the caller has it already. */
+export function toReservation(
+  call: LLMCall,
+  model: ModelLimits | undefined,
+  input = estimateInputTokens(call),
+): CallAmount {
   const output = model === undefined ? 0 : toOutputLimit(call, model);
   return { tokens: input + output, cost: price(model?.prices, input, output) };
 }
@@ -70,7 +74,11 @@ export interface UsageMeter {
   used(terminal: Extract<ResponseEvent, { type: "done" } | { type: "error" }>): CallAmount;
 }
 
-export function createUsageMeter(call: LLMCall, model: ModelLimits | undefined): UsageMeter {
+/**
+ * `inputTokens`: the call's `estimateInputTokens`, taken before it is sent: the meter lives as
+ * long as the call streams and keeps nothing of its request.
+ */
+export function createUsageMeter(inputTokens: number, model: ModelLimits | undefined): UsageMeter {
   let received = false;
   let outputChars = 0;
   return {
@@ -96,9 +104,11 @@ export function createUsageMeter(call: LLMCall, model: ModelLimits | undefined):
       const reported = fromUsage(message.usage);
       if (terminal.type === "done" && reported.tokens > 0) return reported;
       if (!received) return reported;
-      const input = estimateInputTokens(call);
       const output = Math.ceil(outputChars / CHARS_PER_TOKEN);
-      const estimated = { tokens: input + output, cost: price(model?.prices, input, output) };
+      const estimated = {
+        tokens: inputTokens + output,
+        cost: price(model?.prices, inputTokens, output),
+      };
       return estimated.tokens > reported.tokens ? estimated : reported;
     },
   };

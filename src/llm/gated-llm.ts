@@ -18,7 +18,12 @@
  */
 
 import type { AssistantMessageEvent } from "@earendil-works/pi-ai";
-import { type CallAmount, createUsageMeter, toReservation } from "./call-estimate.ts";
+import {
+  type CallAmount,
+  createUsageMeter,
+  estimateInputTokens,
+  toReservation,
+} from "./call-estimate.ts";
 import { toErrorMessage } from "./error-message.ts";
 import type { LLM, ModelInfo } from "./llm.ts";
 import { createResponseStream } from "./response-stream.ts";
@@ -90,18 +95,23 @@ export function gateLLM(llm: LLM, admit: AdmitCall, options: GateOptions = {}): 
 }
 
 function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall, holdEveryMs: number): LLMStream {
+  // No closure below refers to `call` itself, which would keep it (its request, the caller's
+  // hooks) for as long as the call streams: only `pending` does, and lets go once it is sent.
   const controller = new AbortController();
-  const onAbort = () => controller.abort(call.signal?.reason);
-  if (call.signal?.aborted === true) controller.abort(call.signal.reason);
-  else call.signal?.addEventListener("abort", onAbort, { once: true });
-  const release = () => call.signal?.removeEventListener("abort", onAbort);
-  const model = llm.findModel(call.model);
+  const signal = call.signal;
+  const modelName = call.model;
+  const onAbort = () => controller.abort(signal?.reason);
+  if (signal?.aborted === true) controller.abort(signal.reason);
+  else signal?.addEventListener("abort", onAbort, { once: true });
+  const release = () => signal?.removeEventListener("abort", onAbort);
+  const model = llm.findModel(modelName);
+  let pending: LLMCall | undefined = call;
 
   const failure = (reason: "error" | "aborted", message: string): AssistantMessage =>
     toErrorMessage({
       api: "unknown",
       provider: GATE_PROVIDER,
-      model: call.model,
+      model: modelName,
       reason,
       errorMessage: message,
       timestamp: Date.now(),
@@ -113,13 +123,17 @@ function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall, holdEveryMs: num
 
   let inner: LLMStream | undefined;
   async function* events(): AsyncIterable<AssistantMessageEvent> {
+    let sent = pending as LLMCall | undefined;
+    pending = undefined;
+    if (sent === undefined) throw new Error("a gated call's events are read once");
+    const inputTokens = estimateInputTokens(sent);
     let admission: Admission;
     try {
       admission = await admit({
-        call,
+        call: sent,
         model,
-        replay: call.replay !== undefined,
-        reservation: toReservation(call, model),
+        replay: sent.replay !== undefined,
+        reservation: toReservation(sent, model, inputTokens),
       });
     } catch (error) {
       yield refusal(
@@ -150,12 +164,9 @@ function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall, holdEveryMs: num
         : setInterval(() => void hold().catch(() => {}), holdEveryMs).unref();
     try {
       // The caller's signal stays linked: aborting it aborts the inner call through ours.
-      inner = llm.stream({
-        ...call,
-        signal: controller.signal,
-        ...(admission.apiKey === undefined ? {} : { apiKey: admission.apiKey }),
-      });
-      const meter = createUsageMeter(call, model);
+      inner = startInner(llm, sent, controller.signal, admission.apiKey);
+      sent = undefined;
+      const meter = createUsageMeter(inputTokens, model);
       for await (const event of inner) {
         meter.see(event);
         if (event.type === "done" || event.type === "error") {
@@ -183,4 +194,17 @@ function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall, holdEveryMs: num
       onEnd: release,
     },
   });
+}
+
+/**
+ * The inner call, started from a function of its own: a suspended async function keeps what its
+ * variables hold, used again or not, and the gate's generator must not keep the sent call.
+ */
+function startInner(
+  llm: LLM,
+  sent: LLMCall,
+  signal: AbortSignal,
+  apiKey: Secret | undefined,
+): LLMStream {
+  return llm.stream({ ...sent, signal, ...(apiKey === undefined ? {} : { apiKey }) });
 }

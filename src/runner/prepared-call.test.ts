@@ -265,55 +265,59 @@ describe("a model call prepared before its step's commit", () => {
     assert.equal(saves, 0);
   });
 
-  test("a call mid-stream keeps neither the caller's call, its hooks, its prepared call nor its first event", async () => {
-    const sse = toChatCompletionSse({ text: "one two three four five" });
-    provider.reply({ type: "stall", body: sse, events: 3 });
-    const inner = createTestLLM();
-    const kept: Record<string, WeakRef<object>> = {};
-    let first!: (stream: LLMStream) => void;
-    const opened = new Promise<LLMStream>((resolve) => {
-      first = resolve;
+  for (const gated of [false, true]) {
+    test(`${gated ? "behind a team gate, " : ""}a call mid-stream keeps neither the caller's call, its hooks, its prepared call nor its first event`, async () => {
+      const sse = toChatCompletionSse({ text: "one two three four five" });
+      provider.reply({ type: "stall", body: sse, events: 3 });
+      // The gate's admission holds nothing of the call either (store/users.ts keeps amounts).
+      const admit: AdmitCall = async () => ({ type: "admitted", settle: async () => {} });
+      const inner = gated ? gateLLM(createTestLLM(), admit) : createTestLLM();
+      const kept: Record<string, WeakRef<object>> = {};
+      let first!: (stream: LLMStream) => void;
+      const opened = new Promise<LLMStream>((resolve) => {
+        first = resolve;
+      });
+      const llm: LLM = {
+        ...inner,
+        stream: (call) => {
+          kept.call = new WeakRef(call);
+          if (call.beforeSend !== undefined) kept.beforeSend = new WeakRef(call.beforeSend);
+          if (call.onQueued !== undefined) kept.onQueued = new WeakRef(call.onQueued);
+          const stream = inner.stream(call);
+          first(stream);
+          return stream;
+        },
+      };
+      const runner = createRunner({ store, llm, prepareWaitMs: LONG });
+      const output = createOutput();
+      const publish = output.publish.bind(output);
+      const watched: EndingOutput = {
+        ...output,
+        publish(events, state) {
+          for (const event of events) if (event.type === "start") kept.start = new WeakRef(event);
+          publish(events, state);
+        },
+      };
+      await runner.submit(CONV, start(), watched);
+      await output.firstText;
+      const stream = await opened;
+      assert.equal(Object.keys(kept).length, 4, "the call, its beforeSend and onQueued, its start");
+      // WeakRef targets live to the end of the job that created or read them.
+      await new Promise((resolve) => setImmediate(resolve));
+      collect();
+      assert.deepEqual(
+        Object.entries(kept)
+          .filter(([, ref]) => ref.deref() !== undefined)
+          .map(([name]) => name),
+        [],
+        "nothing of the caller's call is kept while the model answers",
+      );
+      assert.equal(stream.signal.aborted, false, "still streaming");
+      await runner.submit(CONV, cancel("c"), watched);
+      await output.ended;
+      await runner.shutdown();
     });
-    const llm: LLM = {
-      ...inner,
-      stream: (call) => {
-        kept.call = new WeakRef(call);
-        if (call.beforeSend !== undefined) kept.beforeSend = new WeakRef(call.beforeSend);
-        if (call.onQueued !== undefined) kept.onQueued = new WeakRef(call.onQueued);
-        const stream = inner.stream(call);
-        first(stream);
-        return stream;
-      },
-    };
-    const runner = createRunner({ store, llm, prepareWaitMs: LONG });
-    const output = createOutput();
-    const publish = output.publish.bind(output);
-    const watched: EndingOutput = {
-      ...output,
-      publish(events, state) {
-        for (const event of events) if (event.type === "start") kept.start = new WeakRef(event);
-        publish(events, state);
-      },
-    };
-    await runner.submit(CONV, start(), watched);
-    await output.firstText;
-    const stream = await opened;
-    assert.equal(Object.keys(kept).length, 4, "the call, its beforeSend and onQueued, its start");
-    // WeakRef targets live to the end of the job that created or read them.
-    await new Promise((resolve) => setImmediate(resolve));
-    collect();
-    assert.deepEqual(
-      Object.entries(kept)
-        .filter(([, ref]) => ref.deref() !== undefined)
-        .map(([name]) => name),
-      [],
-      "nothing of the caller's call is kept while the model answers",
-    );
-    assert.equal(stream.signal.aborted, false, "still streaming");
-    await runner.submit(CONV, cancel("c"), watched);
-    await output.ended;
-    await runner.shutdown();
-  });
+  }
 
   test("a call that waited for a slot keeps no request body once it is sent", async () => {
     const sse = toChatCompletionSse({ text: "one two three" });
