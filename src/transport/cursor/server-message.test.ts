@@ -23,6 +23,19 @@ test("a heartbeat is interaction_update(1).heartbeat(13), two tags and no payloa
   );
 });
 
+test("the heartbeat is one frozen message, and each caller gets its bytes to keep", () => {
+  const heartbeat = toHeartbeatMessage();
+  assert.equal(toHeartbeatMessage(), heartbeat);
+  assert.ok(Object.isFrozen(heartbeat) && Object.isFrozen(heartbeat.message.value));
+  assert.deepEqual(heartbeat, toUpdateMessage({ case: "heartbeat", value: {} }));
+  const first = toServerMessageBytes(heartbeat);
+  first.fill(0);
+  assert.deepEqual(
+    toServerMessageBytes(heartbeat),
+    toBinary(AgentServerMessageSchema, toUpdateMessage({ case: "heartbeat", value: {} })),
+  );
+});
+
 test("updates wrap as interaction_update and round-trip", () => {
   const message = toUpdateMessage({ case: "textDelta", value: { text: "hi" } });
   const decoded = fromBinary(AgentServerMessageSchema, toServerMessageBytes(message));

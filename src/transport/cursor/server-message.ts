@@ -1,6 +1,7 @@
 /** Small constructors for the AgentServerMessages every codec sends. */
 import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { toCheckpointFieldBytes } from "./checkpoint-bytes.ts";
+import { deepFreeze } from "./deep-freeze.ts";
 import {
   type AgentServerMessage,
   AgentServerMessageSchema,
@@ -82,20 +83,32 @@ export function toServerNotice(text: string): AgentServerMessage {
   return toTextDeltaMessage(text, true);
 }
 
-/** `interaction_update.heartbeat`, sent while nothing else is (the transport decides when). */
+/**
+ * `interaction_update.heartbeat`, sent while nothing else is (the transport decides when): one
+ * shared, frozen message whose bytes are made once (`toServerMessageBytes`). Every idle stream
+ * sends one per heartbeat interval, and after a pause of the process the heartbeats of all the
+ * streams that fell due meanwhile go out in one run of timers: built and encoded each time, 2,000
+ * of them took ≈ 40 ms there, holding back every chunk behind them (issue #19).
+ */
+const HEARTBEAT = deepFreeze(
+  toUpdateMessage({ case: "heartbeat", value: create(HeartbeatUpdateSchema) }),
+);
+const HEARTBEAT_BYTES = toBinary(AgentServerMessageSchema, HEARTBEAT);
+
 export function toHeartbeatMessage(): AgentServerMessage {
-  return toUpdateMessage({ case: "heartbeat", value: create(HeartbeatUpdateSchema) });
+  return HEARTBEAT;
 }
 
 /**
- * The bytes of one server message (the payload of one Connect envelope): `toBinary`'s, written
- * directly for a plain text, thinking or partial tool call delta (one per streamed chunk; the
+ * The bytes of one server message (the payload of one Connect envelope): `toBinary`'s, a copy of
+ * the heartbeat's made once, written directly for a plain text, thinking or partial tool call delta (one per streamed chunk; the
  * reflective writer walks every branch of both oneofs, ≈10 µs of a paced chunk's path, and the
  * tool call's UI form each time, issue #19), and for a checkpoint update (its earlier turns
  * copied in once, checkpoint-bytes.ts). server-message.test.ts and checkpoint-bytes.test.ts hold
  * them byte-identical.
  */
 export function toServerMessageBytes(message: AgentServerMessage): Uint8Array {
+  if (message === HEARTBEAT) return HEARTBEAT_BYTES.slice();
   return (
     toDeltaBytes(message) ??
     toCheckpointUpdateBytes(message) ??
