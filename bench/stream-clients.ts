@@ -7,13 +7,16 @@
  *   conversation is open once its first message arrived): as fast as the server opens them, and
  *   never a burst of thousands of connections that overflows its listen backlog;
  * - prints `PROGRESS <open> <failed>` every 200 ms while it runs;
- * - on a line on stdin (or stdin closing) aborts every conversation and prints
- *   `RESULT <json>`: chunk delays (provider write → this client, from the `t<epoch ms>` stamps)
- *   and when they arrived,
- *   gaps between messages on a stream, when the last one opened, failures;
+ * - on a `mark` line on stdin, starts counting this process's own pauses (pauses.ts) afresh;
+ * - on any other line (or stdin closing) aborts every conversation and prints `RESULT <json>`:
+ *   chunk delays (provider write → this client, from the `t<epoch ms>` stamps) and when they
+ *   arrived, gaps between messages on a stream, when the last one opened, failures, and its
+ *   pauses since the mark;
  * - exits by itself after `maxMs` whatever happens.
  */
 import { performance } from "node:perf_hooks";
+import { type PauseReport, watchPauses } from "../src/transport/e2e/pauses.ts";
+import { runLeanTurn } from "./lean-turn.ts";
 import { runTurn, stampsOf } from "./turn-kit.ts";
 
 export interface ClientSettings {
@@ -21,6 +24,8 @@ export interface ClientSettings {
   readonly streams: number;
   readonly maxOpening: number;
   readonly maxMs: number;
+  /** `lean`: lean-turn.ts; `connect`: connect-es (turn-kit.ts `runTurn`). */
+  readonly client: "lean" | "connect";
 }
 
 export interface ClientResult {
@@ -33,6 +38,8 @@ export interface ClientResult {
   readonly gaps: number[];
   readonly failures: number;
   readonly firstFailure: string | undefined;
+  /** This process's own pauses since the `mark` line (or since it started). */
+  readonly pauses: PauseReport;
 }
 
 /** Milliseconds since the epoch, sub-millisecond: comparable between processes on one machine. */
@@ -54,7 +61,11 @@ const progress = setInterval(() => {
   process.stdout.write(`PROGRESS ${open} ${failures.length}\n`);
 }, 200);
 
+const pauses = watchPauses();
+
 const stop = async () => {
+  const ownPauses = pauses.take();
+  pauses.stop();
   controller.abort();
   for (const wake of slotFreed.splice(0)) wake();
   await Promise.all(opened);
@@ -67,11 +78,28 @@ const stop = async () => {
     gaps,
     failures: failures.length,
     firstFailure: failures[0],
+    pauses: ownPauses,
   };
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`, () => process.exit(0));
 };
-process.stdin.once("data", () => void stop());
-process.stdin.once("end", () => void stop());
+let stopping = false;
+const stopOnce = () => {
+  if (stopping) return;
+  stopping = true;
+  void stop();
+};
+let input = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (text: string) => {
+  input += text;
+  for (let newline = input.indexOf("\n"); newline >= 0; newline = input.indexOf("\n")) {
+    const line = input.slice(0, newline);
+    input = input.slice(newline + 1);
+    if (line === "mark") pauses.take();
+    else stopOnce();
+  }
+});
+process.stdin.once("end", stopOnce);
 
 let opening = 0;
 const slotFreed: (() => void)[] = [];
@@ -88,8 +116,9 @@ for (let i = 0; i < settings.streams && !controller.signal.aborted; i += 1) {
     slotFreed.shift()?.();
   };
   let last = Number.NaN;
+  const turn = settings.client === "lean" ? runLeanTurn : runTurn;
   opened.push(
-    runTurn(
+    turn(
       settings.url,
       (text) => {
         const at = epochNow();

@@ -52,7 +52,7 @@ import { performance } from "node:perf_hooks";
 import type { LLM, LLMCall } from "../src/llm/index.ts";
 import { createRunner } from "../src/runner/runner.ts";
 import { createMemoryStore } from "../src/store/index.ts";
-import type { PauseReport } from "../src/transport/e2e/pauses.ts";
+import { type PauseReport, watchPauses } from "../src/transport/e2e/pauses.ts";
 import { silentLog } from "../src/transport/log.ts";
 import { DEFAULT_SERVER_OPTIONS, startServer } from "../src/transport/server.ts";
 import type { ClientResult, ClientSettings } from "./stream-clients.ts";
@@ -93,6 +93,11 @@ const OPEN_LIMIT_MS = 90_000;
 const MAX_OPENING = 64;
 /** Conversations one client process opens and reads (stream-clients.ts). */
 const CLIENTS_PER_PROCESS = 1_000;
+/**
+ * How the client processes speak the protocol: `lean` (lean-turn.ts, the default) keeps a load
+ * generator's own collections out of the figure; `connect` reads every stream through connect-es.
+ */
+const CLIENT = process.env.BENCH_CLIENT === "connect" ? "connect" : "lean";
 
 const print = (line = "") => process.stdout.write(`${line}\n`);
 const median = (values: readonly number[]) => percentile(values, 50);
@@ -119,8 +124,8 @@ async function main(): Promise<void> {
   if (run("concurrency")) {
     await inServerProcess(provider, {
       streams: CONCURRENCY,
-      // Every stream writes a chunk a second for as long as it is watched.
-      script: { chunks: 1_000, paceMs: 1_000, stamp: true },
+      // Every stream writes a chunk a second for as long as it is watched, each on its own clock.
+      script: { chunks: 1_000, paceMs: 1_000, stamp: true, fixedSchedule: true },
       heartbeatMs: 1_000,
       observeMs: 10_000,
     });
@@ -492,6 +497,7 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
         // overflow its listen backlog (and the clients would measure the kernel's drops).
         maxOpening: Math.max(1, Math.round(MAX_OPENING / processes)),
         maxMs: batches * (OPEN_LIMIT_MS + observeMs) + 45_000,
+        client: CLIENT,
       }),
     );
     const settled = () => batch.reduce((sum, client) => sum + client.open + client.failed, 0);
@@ -503,10 +509,15 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
   // Watched for `observeMs` once every stream is open; memory is read at the end of that.
   const clients = await openBatch();
   const watchedFrom = Date.now();
-  // The server's own pauses, counted from here (the opening's are not the steady state's).
+  // The server's own pauses, counted from here (the opening's are not the steady state's); the
+  // client processes' too.
+  for (const client of clients) client.mark();
+  const ownPauses = watchPauses();
   await memory.pauses();
   await sleep(observeMs);
   const pauses = await memory.pauses();
+  const providerPauses = ownPauses.take();
+  ownPauses.stop();
   /** Streams open in `batch` now (a stream opened after the memory was read is not in it). */
   const openNow = (batch: readonly Clients[]) =>
     batch.reduce((sum, client) => sum + client.open, 0);
@@ -559,7 +570,7 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
       `concurrency: ${streams} conversations on a server process (SQLite in ${DB_DIR}), each streaming a chunk a second; heartbeat ${heartbeatMs} ms; watched ${observeMs / 1000} s once all were open`,
     );
     print(
-      `  streams open: ${opened} of ${streams} (${Number.isNaN(allOpenAt) ? "not all" : `all after ${ms(allOpenAt - startedAt)}`}; ${processes} client processes)   failed: ${failures}${firstFailure === undefined ? "" : ` (first: ${firstFailure})`}`,
+      `  streams open: ${opened} of ${streams} (${Number.isNaN(allOpenAt) ? "not all" : `all after ${ms(allOpenAt - startedAt)}`}; ${processes} client processes, ${CLIENT} client)   failed: ${failures}${firstFailure === undefined ? "" : ` (first: ${firstFailure})`}`,
     );
     print(
       `  chunk → client, all open: p50 ${ms(percentile(steady, 50))}   p99 ${ms(percentile(steady, 99))} [< 50 ms]   (${steady.length} chunks)`,
@@ -570,9 +581,11 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
     print(
       `  longest silence on a stream: ${ms(gaps.reduce((longest, gap) => Math.max(longest, gap), 0))} [≤ 5,000 ms]   gaps p99 ${ms(percentile(gaps, 99))}${opened < streams ? "   (not met: not every stream opened)" : ""}`,
     );
-    print(
-      `  the server process meanwhile: event loop busy ${(100 * pauses.busy).toFixed(0)}%, late p50 ${ms(pauses.loopDelay.p50)}  p99 ${ms(pauses.loopDelay.p99)}  max ${ms(pauses.loopDelay.max)};   young-generation collections ${pauses.minor.count} (longest ${ms(pauses.minor.max)}, ${ms(pauses.minor.total)} in all), full ${pauses.major.count} (longest ${ms(pauses.major.max)})`,
-    );
+    print(`  the server process meanwhile: ${toPauseLine(pauses)}`);
+    print(`  the provider's process (this one) meanwhile: ${toPauseLine(providerPauses)}`);
+    results.slice(0, clients.length).forEach((result, k) => {
+      print(`  client process ${k + 1} meanwhile: ${toPauseLine(result.pauses)}`);
+    });
   } else {
     print(`heap: ${streams} open, silent conversations on a server process (after a full GC)`);
   }
@@ -613,10 +626,16 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
   );
 }
 
+function toPauseLine(pauses: PauseReport): string {
+  return `event loop busy ${(100 * pauses.busy).toFixed(0)}%, late p50 ${ms(pauses.loopDelay.p50)}  p99 ${ms(pauses.loopDelay.p99)}  max ${ms(pauses.loopDelay.max)};   young-generation collections ${pauses.minor.count} (longest ${ms(pauses.minor.max)}, ${ms(pauses.minor.total)} in all), full ${pauses.major.count} (longest ${ms(pauses.major.max)});   waited for a CPU ${pauses.cpuWaitMs === undefined ? "(unknown)" : ms(pauses.cpuWaitMs)} (${pauses.involuntarySwitches} times taken off one)`;
+}
+
 interface Clients {
   /** Conversations open / failed so far (from the process's progress reports). */
   readonly open: number;
   readonly failed: number;
+  /** Its own pauses are counted from now. */
+  mark(): void;
   /** Aborts the process's conversations and resolves with what it measured. */
   stop(): Promise<ClientResult>;
 }
@@ -641,6 +660,15 @@ function startClients(settings: ClientSettings): Clients {
     gaps: [],
     failures: settings.streams,
     firstFailure: "the client process ended without a result",
+    pauses: {
+      ms: 0,
+      loopDelay: { p50: Number.NaN, p99: Number.NaN, max: Number.NaN },
+      busy: Number.NaN,
+      minor: { count: 0, max: 0, total: 0 },
+      major: { count: 0, max: 0, total: 0 },
+      cpuWaitMs: undefined,
+      involuntarySwitches: 0,
+    },
   };
   child.once("exit", () => resolveResult(empty));
   onLines(child, (line) => {
@@ -657,6 +685,9 @@ function startClients(settings: ClientSettings): Clients {
     },
     get failed() {
       return state.failed;
+    },
+    mark() {
+      child.stdin?.write("mark\n");
     },
     stop() {
       child.stdin?.end("stop\n");

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { watchPauses } from "./pauses.ts";
+import { fromSchedstat, watchPauses } from "./pauses.ts";
 
 /** Lets the process deliver what its performance observers have buffered. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -24,6 +24,11 @@ describe("watchPauses", () => {
       const { p50, p99, max } = report.loopDelay;
       assert.ok(p50 >= 0 && p50 <= p99 && p99 <= max);
 
+      assert.ok(report.involuntarySwitches >= 0);
+      if (process.platform === "linux") {
+        assert.ok(report.cpuWaitMs !== undefined && report.cpuWaitMs >= 0);
+      }
+
       const next = watch.take();
       assert.equal(next.minor.count, 0);
       assert.equal(next.major.count, 0);
@@ -31,4 +36,11 @@ describe("watchPauses", () => {
       watch.stop();
     }
   });
+});
+
+test("a schedstat line's second figure is the run-queue wait, in ns", () => {
+  assert.equal(fromSchedstat("1827501 5000000 12\n"), 5);
+  assert.equal(fromSchedstat("0 0 0"), 0);
+  assert.equal(fromSchedstat(""), undefined);
+  assert.equal(fromSchedstat("garbage"), undefined);
 });

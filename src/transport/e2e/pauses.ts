@@ -3,8 +3,12 @@
  * (bench/stream.bench.ts `concurrency`): how late a 10 ms timer ran, and the garbage collector's
  * pauses (young- and old-generation), since the previous `take`. A chunk that waits in the
  * server for one of these arrives that much later at the client; the client processes and the
- * provider have pauses of their own, which this does not count.
+ * provider have pauses of their own, which this does not count. Also how long the event loop's
+ * thread was ready to run but had no CPU: on a machine whose cores are shared with busy
+ * processes (a benchmark's clients and provider), the kernel's scheduler, not the process,
+ * makes part of the lateness.
  */
+import { readFileSync } from "node:fs";
 import {
   constants,
   type EventLoopUtilization,
@@ -25,6 +29,13 @@ export interface PauseReport {
   readonly busy: number;
   readonly minor: GcPauses;
   readonly major: GcPauses;
+  /**
+   * Milliseconds the event loop's thread was runnable but waiting for a CPU (Linux's
+   * `/proc/<pid>/task/<pid>/schedstat`; undefined where there is none).
+   */
+  readonly cpuWaitMs: number | undefined;
+  /** Times the kernel took a CPU from any of the process's threads before it yielded it. */
+  readonly involuntarySwitches: number;
 }
 
 export interface GcPauses {
@@ -55,10 +66,14 @@ export function watchPauses(): PauseWatch {
   observer.observe({ entryTypes: ["gc"] });
   let since = performance.now();
   let utilization: EventLoopUtilization = performance.eventLoopUtilization();
+  let waited = readCpuWaitMs();
+  let switches = process.resourceUsage().involuntaryContextSwitches;
   return {
     take() {
       const now = performance.now();
       const used = performance.eventLoopUtilization(utilization);
+      const waitedNow = readCpuWaitMs();
+      const switchesNow = process.resourceUsage().involuntaryContextSwitches;
       const report: PauseReport = {
         ms: now - since,
         loopDelay: {
@@ -69,7 +84,11 @@ export function watchPauses(): PauseWatch {
         busy: used.utilization,
         minor,
         major,
+        cpuWaitMs: waitedNow === undefined || waited === undefined ? undefined : waitedNow - waited,
+        involuntarySwitches: switchesNow - switches,
       };
+      waited = waitedNow;
+      switches = switchesNow;
       delay.reset();
       minor = emptyPauses();
       major = emptyPauses();
@@ -82,6 +101,26 @@ export function watchPauses(): PauseWatch {
       observer.disconnect();
     },
   };
+}
+
+/** The main thread's time waiting on a run queue, in ms, or undefined off Linux. */
+function readCpuWaitMs(): number | undefined {
+  try {
+    return fromSchedstat(
+      readFileSync(`/proc/${process.pid}/task/${process.pid}/schedstat`, "utf8"),
+    );
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The wait of a `schedstat` line ("<ns on a CPU> <ns waiting on a run queue> <time slices>"),
+ * in ms; undefined when the line is not one.
+ */
+export function fromSchedstat(line: string): number | undefined {
+  const waitNs = Number(line.trim().split(/\s+/)[1]);
+  return Number.isFinite(waitNs) ? waitNs / 1e6 : undefined;
 }
 
 /** The histogram holds the whole interval between the timer's runs, in ns; the rest is late. */
