@@ -49,7 +49,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import type { LLM, LLMCall } from "../src/llm/index.ts";
+import { gateLLM, type LLM, type LLMCall } from "../src/llm/index.ts";
 import { createRunner } from "../src/runner/runner.ts";
 import { createMemoryStore } from "../src/store/index.ts";
 import { type PauseReport, watchPauses } from "../src/transport/e2e/pauses.ts";
@@ -78,6 +78,8 @@ const asked = process.argv
 const run = (section: Section) => asked.length === 0 || asked.includes(section);
 const LENGTHS = (process.env.BENCH_LENGTHS ?? "1000,10000,20000,100000").split(",").map(Number);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 2_000);
+/** Deltas per call of the team gate's throughput figure. */
+const GATE_DELTAS = 20_000;
 /**
  * Where the server process's SQLite database goes. Its commits are synchronous (`synchronous =
  * full`, node:sqlite blocks the event loop for each fsync), so on a slow or busy disk the disk,
@@ -260,6 +262,24 @@ async function inProcess(provider: BenchProvider): Promise<void> {
         `  ${String(n).padStart(6)} deltas: server ${median(server).toFixed(0).padStart(6)}/s (${(1e6 / median(server)).toFixed(1)} µs each)   direct ${median(base).toFixed(0).padStart(6)}/s (${(1e6 / median(base)).toFixed(1)} µs)   ratio ${median(ratios).toFixed(2)}   [≥ 0.80]${apart.length === 0 ? "" : `   client in its own process: ratio ${median(apart).toFixed(2)}`}`,
       );
     }
+    // A team server's calls go through the team gate (src/llm/gated-llm.ts): what it adds per
+    // event, on the LLM layer alone (admission and settlement answered at once).
+    const gated = gateLLM(createBenchLLM(provider.url), async () => ({
+      type: "admitted",
+      settle: async () => {},
+      hold: async () => {},
+    }));
+    const gateRatios: number[] = [];
+    provider.script = { chunks: GATE_DELTAS, paceMs: 0 };
+    await runDirect(gated, directRequest());
+    await runDirect(gated, directRequest());
+    for (let round = 0; round < 5; round += 1) {
+      const behind = rate(await runDirect(gated, directRequest()), GATE_DELTAS);
+      gateRatios.push(behind / rate(await direct(), GATE_DELTAS));
+    }
+    print(
+      `  the team gate, ${GATE_DELTAS} deltas: LLM layer behind it ÷ directly, ratio ${median(gateRatios).toFixed(2)}`,
+    );
   }
 
   if (run("latency")) {

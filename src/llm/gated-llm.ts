@@ -17,7 +17,7 @@
  * does not stop it. A failing `admit` refuses (fails closed).
  */
 
-import type { AssistantMessageEvent } from "@earendil-works/pi-ai";
+import { errorMessage } from "../errors/error-message.ts";
 import {
   type CallAmount,
   createUsageMeter,
@@ -26,7 +26,7 @@ import {
 } from "./call-estimate.ts";
 import { toErrorMessage } from "./error-message.ts";
 import type { LLM, ModelInfo } from "./llm.ts";
-import { createResponseStream } from "./response-stream.ts";
+import { createRelayStream, endRelay, relayEvent } from "./response-stream.ts";
 import type { Secret } from "./secret.ts";
 import type { AssistantMessage, LLMCall, LLMStream } from "./types.ts";
 
@@ -96,36 +96,86 @@ export function gateLLM(llm: LLM, admit: AdmitCall, options: GateOptions = {}): 
 
 function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall, holdEveryMs: number): LLMStream {
   // No closure below refers to `call` itself, which would keep it (its request, the caller's
-  // hooks) for as long as the call streams: only `pending` does, and lets go once it is sent.
+  // hooks) for as long as the call streams: `drive` takes it from `pending`, which lets go.
   const controller = new AbortController();
   const signal = call.signal;
-  const modelName = call.model;
   const onAbort = () => controller.abort(signal?.reason);
   if (signal?.aborted === true) controller.abort(signal.reason);
   else signal?.addEventListener("abort", onAbort, { once: true });
-  const release = () => signal?.removeEventListener("abort", onAbort);
-  const model = llm.findModel(modelName);
-  let pending: LLMCall | undefined = call;
-
-  const failure = (reason: "error" | "aborted", message: string): AssistantMessage =>
-    toErrorMessage({
-      api: "unknown",
-      provider: GATE_PROVIDER,
-      model: modelName,
-      reason,
-      errorMessage: message,
-      timestamp: Date.now(),
-    });
-  const refusal = (message: string): AssistantMessageEvent => {
-    const reason = controller.signal.aborted ? "aborted" : "error";
-    return { type: "error", reason, error: failure(reason, message) };
+  const gate: Gate = {
+    pending: call,
+    modelName: call.model,
+    model: llm.findModel(call.model),
+    controller,
+    inner: undefined,
   };
+  const failure = (reason: "error" | "aborted", message: string): AssistantMessage =>
+    toFailure(gate.modelName, reason, message);
+  // The inner call's events are snapshots already: relayed as they are, one hop, no copy.
+  const stream = createRelayStream({
+    callID: call.callID,
+    controller,
+    hooks: {
+      toFailure: failure,
+      exactRequest: () => gate.inner?.exactRequest,
+      attempts: () => gate.inner?.attempts ?? [],
+      argumentsText: (contentIndex) => gate.inner?.toolCallArgumentsText(contentIndex),
+      onEnd: () => signal?.removeEventListener("abort", onAbort),
+    },
+  });
+  void drive(gate, stream, llm, admit, holdEveryMs);
+  return stream;
+}
 
-  let inner: LLMStream | undefined;
-  async function* events(): AsyncIterable<AssistantMessageEvent> {
-    let sent = pending as LLMCall | undefined;
-    pending = undefined;
-    if (sent === undefined) throw new Error("a gated call's events are read once");
+/** One gated call's state, read by its stream's hooks. */
+interface Gate {
+  /** The call, until `drive` takes it. */
+  pending: LLMCall | undefined;
+  readonly modelName: string;
+  readonly model: ModelInfo | undefined;
+  readonly controller: AbortController;
+  /** The admitted call, once started. */
+  inner: LLMStream | undefined;
+}
+
+function toFailure(model: string, reason: "error" | "aborted", message: string): AssistantMessage {
+  return toErrorMessage({
+    api: "unknown",
+    provider: GATE_PROVIDER,
+    model,
+    reason,
+    errorMessage: message,
+    timestamp: Date.now(),
+  });
+}
+
+/**
+ * Admits the call, then relays the inner call's events to `stream` as they come (read eagerly,
+ * whether or not anyone reads `stream`, so that an ended call is always settled and its hold
+ * stopped), settling before the terminal event is handed on.
+ */
+async function drive(
+  gate: Gate,
+  stream: LLMStream,
+  llm: LLM,
+  admit: AdmitCall,
+  holdEveryMs: number,
+): Promise<void> {
+  const { controller, model } = gate;
+  const refuse = (message: string): void => {
+    const reason = controller.signal.aborted ? "aborted" : "error";
+    relayEvent(stream, {
+      type: "error",
+      reason,
+      error: toFailure(gate.modelName, reason, message),
+    });
+  };
+  let sent = gate.pending;
+  gate.pending = undefined;
+  let holding: ReturnType<typeof setInterval> | undefined;
+  let failed: string | undefined;
+  try {
+    if (sent === undefined) throw new Error("a gated call is driven once");
     const inputTokens = estimateInputTokens(sent);
     let admission: Admission;
     try {
@@ -136,7 +186,7 @@ function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall, holdEveryMs: num
         reservation: toReservation(sent, model, inputTokens),
       });
     } catch (error) {
-      yield refusal(
+      refuse(
         `The model call was not started: its admission check failed (${
           error instanceof Error ? error.message : String(error)
         }).`,
@@ -148,52 +198,45 @@ function gatedStream(call: LLMCall, llm: LLM, admit: AdmitCall, holdEveryMs: num
         admission.kind === "budget" && !admission.message.startsWith(BUDGET_REACHED_PREFIX)
           ? `${BUDGET_REACHED_PREFIX}${admission.message}`
           : admission.message;
-      yield refusal(message);
+      refuse(message);
       return;
     }
     const { settle, hold } = admission;
     if (controller.signal.aborted) {
       await settle?.({ tokens: 0, cost: 0 }).catch(() => {});
-      yield refusal("Request was aborted");
+      refuse("Request was aborted");
       return;
     }
     // While the call runs, its reservation is marked as in use (store/users.ts `hold`).
-    const holding =
-      hold === undefined
-        ? undefined
-        : setInterval(() => void hold().catch(() => {}), holdEveryMs).unref();
-    try {
-      // The caller's signal stays linked: aborting it aborts the inner call through ours.
-      inner = startInner(llm, sent, controller.signal, admission.apiKey);
-      sent = undefined;
-      const meter = createUsageMeter(inputTokens, model);
-      for await (const event of inner) {
-        meter.see(event);
-        if (event.type === "done" || event.type === "error") {
-          clearInterval(holding);
-          // Retried and reported by the admission's owner (cli/team-users.ts): never fails the call.
-          await settle?.(meter.used(event)).catch(() => {});
-        }
-        yield event;
-      }
-    } finally {
-      clearInterval(holding);
+    if (hold !== undefined) {
+      holding = setInterval(() => void hold().catch(() => {}), holdEveryMs).unref();
     }
+    // The caller's signal stays linked: aborting it aborts the inner call through ours.
+    const inner = startInner(llm, sent, controller.signal, admission.apiKey);
+    gate.inner = inner;
+    sent = undefined;
+    const meter = createUsageMeter(inputTokens, model);
+    for (;;) {
+      // A burst of events is taken in one go; a wait only when none has arrived.
+      const event = inner.poll() ?? (await inner.recv());
+      if (event === undefined) return;
+      meter.see(event);
+      if (event.type === "done" || event.type === "error") {
+        clearInterval(holding);
+        // Retried and reported by the admission's owner (cli/team-users.ts): never fails the call.
+        await settle?.(meter.used(event)).catch(() => {});
+        relayEvent(stream, event);
+        return;
+      }
+      relayEvent(stream, event);
+    }
+  } catch (error) {
+    // Not expected (the inner stream never throws): the stream ends with it as its error.
+    failed = errorMessage(error);
+  } finally {
+    clearInterval(holding);
+    endRelay(stream, failed ?? "the model call ended without a terminal event");
   }
-
-  return createResponseStream({
-    callID: call.callID,
-    controller,
-    events: events(),
-    hooks: {
-      toFailure: failure,
-      exactRequest: () => inner?.exactRequest,
-      attempts: () => inner?.attempts ?? [],
-      // The inner call's raw argument text (the outer snapshot sees only the parsed events).
-      argumentsText: (contentIndex) => inner?.toolCallArgumentsText(contentIndex),
-      onEnd: release,
-    },
-  });
 }
 
 /**

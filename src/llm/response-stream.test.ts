@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
+  createRelayStream,
   createResponseStream,
+  endRelay,
   type ResponseStreamHooks,
   type ResponseStreamOptions,
+  relayEvent,
 } from "./response-stream.ts";
 import { hasFastProperties } from "./testing/fast-properties.ts";
 import { collect } from "./testing/streams.ts";
@@ -280,5 +283,56 @@ describe("response stream", () => {
         createResponseStream({ ...options, hooks: { ...call } as unknown as ResponseStreamHooks }),
       { name: "TypeError", message: /hooks\.toFailure must be a function/ },
     );
+  });
+
+  test("a relay stream hands out the events it is fed as they are, to waiting and later readers", async () => {
+    const observed: ResponseEvent[] = [];
+    const relay = createRelayStream({
+      callID: "call-2",
+      controller: new AbortController(),
+      hooks: {
+        toFailure: (reason, errorMessage) => ({ ...message(reason), errorMessage }),
+        observe: (event) => observed.push(event),
+      },
+    });
+    const first = relay.recv();
+    const done: ResponseEvent = { type: "done", reason: "stop", message: message("stop", "hi") };
+    relayEvent(relay, START);
+    relayEvent(relay, done);
+    const last = relay.recv();
+    endRelay(relay, "unused");
+    assert.equal(await first, START);
+    assert.equal(await last, done);
+    assert.deepEqual(observed, [START, done]);
+    assert.equal(await relay.recv(), undefined);
+    assert.equal(relay.poll(), undefined);
+    assert.equal(relay.callID, "call-2");
+  });
+
+  test("a relay stream ended without a terminal event ends with its owner's failure, through finishError", async () => {
+    const controller = new AbortController();
+    let ended = 0;
+    const relay = createRelayStream({
+      callID: "call-3",
+      controller,
+      hooks: {
+        toFailure: (reason, errorMessage) => ({ ...message(reason), errorMessage }),
+        finishError: (error) => ({ ...error, errorMessage: `[${error.errorMessage}]` }),
+        onEnd: () => {
+          ended += 1;
+        },
+      },
+    });
+    const waiting = [relay.recv(), relay.recv(), relay.recv()];
+    relayEvent(relay, START);
+    controller.abort();
+    endRelay(relay, "the owner stopped");
+    endRelay(relay, "twice");
+    const [start, failure, after] = await Promise.all(waiting);
+    assert.equal(start, START);
+    assert.ok(failure?.type === "error" && failure.reason === "aborted");
+    assert.equal(failure.error.errorMessage, "[the owner stopped]");
+    assert.equal(after, undefined);
+    assert.equal(ended, 1);
   });
 });

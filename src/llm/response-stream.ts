@@ -6,6 +6,10 @@
  * a source that ends without a terminal event, or fails while iterating, ends the stream with a
  * synthetic `error`. The source is read eagerly into an unbounded queue, so snapshots are taken
  * as close as possible to when the provider produced the events.
+ *
+ * A relay stream (`createRelayStream`) has the same queue and members, fed by its owner with
+ * events that are snapshots already (another stream's, gated-llm.ts): no second copy of each,
+ * and no chain of async iterators between the two streams.
  */
 import type { AssistantMessage, AssistantMessageEvent } from "@earendil-works/pi-ai";
 import { errorMessage } from "../errors/error-message.ts";
@@ -66,7 +70,8 @@ interface Stream {
   readonly signal: AbortSignal;
   readonly controller: AbortController;
   readonly hooks: ResponseStreamHooks;
-  readonly snapshotter: Snapshotter;
+  /** Undefined for a relay stream, whose events are another stream's snapshots. */
+  readonly snapshotter: Snapshotter | undefined;
   /** Events not handed out yet, from `head` on (slots before it are emptied). */
   queue: ResponseEvent[];
   head: number;
@@ -76,12 +81,51 @@ interface Stream {
    */
   waiter: Waiter | undefined;
   moreWaiters: Waiter[] | undefined;
+  /** The terminal event was queued (or handed to a waiter). */
+  terminated: boolean;
   ended: boolean;
 }
 
 type Waiter = (event: ResponseEvent | undefined) => void;
 
 export function createResponseStream(options: ResponseStreamOptions): LLMStream {
+  const record = createRecord(options, createSnapshotter());
+  void pump(record, options.events);
+  return record;
+}
+
+/**
+ * A stream its owner feeds: `relayEvent` hands in each event (a snapshot already, handed out as
+ * it is; `finishError` and `observe` apply as for any stream), `endRelay` ends it after the
+ * terminal event (or after a failure through `toFailure`, if the owner has none).
+ */
+export function createRelayStream(options: Omit<ResponseStreamOptions, "events">): LLMStream {
+  return createRecord(options, undefined);
+}
+
+/** Hands `event` to a relay stream's reader (`createRelayStream`). */
+export function relayEvent(relay: LLMStream, event: ResponseEvent): void {
+  const stream = relay as unknown as Stream;
+  const handed = finish(stream, event);
+  stream.hooks.observe?.(handed);
+  deliver(stream, handed);
+}
+
+/**
+ * Ends a relay stream: after its terminal event, or with a synthetic `error` (`message`) when
+ * it had none.
+ */
+export function endRelay(relay: LLMStream, message: string): void {
+  const stream = relay as unknown as Stream;
+  if (stream.ended) return;
+  if (!stream.terminated) deliverFailure(stream, message);
+  end(stream);
+}
+
+function createRecord(
+  options: Omit<ResponseStreamOptions, "events">,
+  snapshotter: Snapshotter | undefined,
+): Stream & LLMStream {
   const hooks = options.hooks;
   // Fails where the stream is made, not at the first provider failure (which must end it with
   // one terminal event, its message redacted by `finishError`).
@@ -93,16 +137,15 @@ export function createResponseStream(options: ResponseStreamOptions): LLMStream 
     signal: options.controller.signal,
     controller: options.controller,
     hooks,
-    snapshotter: createSnapshotter(),
+    snapshotter,
     queue: [],
     head: 0,
     waiter: undefined,
     moreWaiters: undefined,
+    terminated: false,
     ended: false,
   };
-  const record = withMethods(stream, streamMethods);
-  void pump(record, options.events);
-  return record;
+  return withMethods(stream, streamMethods);
 }
 
 /** The members of `LLMStream`, shared by every stream (`this` is the stream's record). */
@@ -127,7 +170,7 @@ const streamMethods: Omit<LLMStream, "callID" | "signal"> & ThisType<Stream & LL
   toolCallArgumentsText(contentIndex) {
     return (
       this.hooks.argumentsText?.(contentIndex) ??
-      this.snapshotter.toolCallArgumentsText(contentIndex)
+      this.snapshotter?.toolCallArgumentsText(contentIndex)
     );
   },
   async *[Symbol.asyncIterator]() {
@@ -146,6 +189,7 @@ const streamMethods: Omit<LLMStream, "callID" | "signal"> & ThisType<Stream & LL
 };
 
 function deliver(stream: Stream, event: ResponseEvent): void {
+  if (event.type === "done" || event.type === "error") stream.terminated = true;
   const waiter = stream.waiter;
   if (waiter === undefined) {
     stream.queue.push(event);
@@ -178,8 +222,8 @@ function deliverFailure(stream: Stream, message: string): void {
 
 /** Reads the source into the queue, from when the gate opens to the terminal event. */
 async function pump(stream: Stream, events: AsyncIterable<AssistantMessageEvent>): Promise<void> {
-  const { hooks, snapshotter } = stream;
-  let terminated = false;
+  const { hooks } = stream;
+  const snapshotter = stream.snapshotter as Snapshotter;
   let release: (() => void) | undefined;
   try {
     release = await hooks.gate?.();
@@ -187,23 +231,27 @@ async function pump(stream: Stream, events: AsyncIterable<AssistantMessageEvent>
       const snapshot = finish(stream, snapshotter.toSnapshot(event));
       hooks.observe?.(snapshot);
       deliver(stream, snapshot);
-      if (snapshot.type === "done" || snapshot.type === "error") {
-        terminated = true;
-        break;
-      }
+      if (stream.terminated) break;
     }
-    if (!terminated) deliverFailure(stream, "the provider stream ended without a terminal event");
+    if (!stream.terminated) {
+      deliverFailure(stream, "the provider stream ended without a terminal event");
+    }
   } catch (error) {
-    if (!terminated) deliverFailure(stream, errorMessage(error));
+    if (!stream.terminated) deliverFailure(stream, errorMessage(error));
   } finally {
     release?.();
-    stream.ended = true;
-    const waiters = [stream.waiter, ...(stream.moreWaiters ?? [])];
-    stream.waiter = undefined;
-    stream.moreWaiters = undefined;
-    for (const waiter of waiters) waiter?.(undefined);
-    hooks.onEnd?.();
+    end(stream);
   }
+}
+
+/** After the terminal event: wakes every reader still waiting (with `undefined`). */
+function end(stream: Stream): void {
+  stream.ended = true;
+  const waiters = [stream.waiter, ...(stream.moreWaiters ?? [])];
+  stream.waiter = undefined;
+  stream.moreWaiters = undefined;
+  for (const waiter of waiters) waiter?.(undefined);
+  stream.hooks.onEnd?.();
 }
 
 function poll(stream: Stream): ResponseEvent | undefined {
