@@ -3,27 +3,21 @@ import { describe, mock, test } from "node:test";
 import { type Admission, type AdmitCall, GATE_PROVIDER, gateLLM } from "./gated-llm.ts";
 import type { LLM } from "./llm.ts";
 import { createResponseStream } from "./response-stream.ts";
-import { collect } from "./testing/streams.ts";
+import { collect, toTestMessage } from "./testing/streams.ts";
 import type { AssistantMessage, LLMCall, LLMStream, ResponseEvent } from "./types.ts";
 
+/** What every finished call of these tests used. */
+const USAGE: AssistantMessage["usage"] = {
+  input: 10,
+  output: 5,
+  cacheRead: 0,
+  cacheWrite: 0,
+  totalTokens: 15,
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0.25 },
+};
+
 function message(stopReason: AssistantMessage["stopReason"], text = ""): AssistantMessage {
-  return {
-    role: "assistant",
-    content: text === "" ? [] : [{ type: "text", text }],
-    api: "test-api",
-    provider: "test",
-    model: "m",
-    usage: {
-      input: 10,
-      output: 5,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 15,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0.25 },
-    },
-    stopReason,
-    timestamp: 0,
-  };
+  return { ...toTestMessage(stopReason, text), usage: USAGE };
 }
 
 const CALL: LLMCall = {

@@ -9,28 +9,10 @@ import {
   relayEvent,
 } from "./response-stream.ts";
 import { hasFastProperties } from "./testing/fast-properties.ts";
-import { collect } from "./testing/streams.ts";
-import type { AssistantMessage, RequestAttempt, ResponseEvent, SentRequest } from "./types.ts";
+import { collect, toTestMessage } from "./testing/streams.ts";
+import type { RequestAttempt, ResponseEvent, SentRequest } from "./types.ts";
 
-function message(stopReason: AssistantMessage["stopReason"], text = ""): AssistantMessage {
-  return {
-    role: "assistant",
-    content: text === "" ? [] : [{ type: "text", text }],
-    api: "test-api",
-    provider: "test",
-    model: "m",
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
-    stopReason,
-    timestamp: 0,
-  };
-}
+const message = toTestMessage;
 
 function streamOf(events: AsyncIterable<ResponseEvent>, controller = new AbortController()) {
   return createResponseStream({

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
 import { createSnapshotter } from "./snapshot.ts";
-import { assertGrammar, assertSnapshots } from "./testing/streams.ts";
+import { assertGrammar, assertSnapshots, toTestMessage } from "./testing/streams.ts";
 import type { AssistantMessage, ResponseEvent, ToolCall } from "./types.ts";
 
 type Piece =
@@ -15,23 +15,7 @@ type Piece =
  * every event. They are all produced before any is read, the worst case of a lagging reader.
  */
 function liveEvents(blocks: readonly Piece[]): ResponseEvent[] {
-  const live: AssistantMessage = {
-    role: "assistant",
-    content: [],
-    api: "test-api",
-    provider: "test",
-    model: "m",
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
-    stopReason: "pending",
-    timestamp: 0,
-  };
+  const live: AssistantMessage = toTestMessage("pending");
   const events: ResponseEvent[] = [{ type: "start", partial: live }];
   blocks.forEach((block, contentIndex) => {
     if (block.type === "text") {

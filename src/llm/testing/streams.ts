@@ -3,7 +3,25 @@
  * (event grammar, snapshots that never change, partials that match the deltas).
  */
 import assert from "node:assert/strict";
-import type { ResponseEvent, ResponseStream } from "../types.ts";
+import { toZeroUsage } from "../error-message.ts";
+import type { AssistantMessage, ResponseEvent, ResponseStream } from "../types.ts";
+
+/** An assistant message of model `m` that used nothing, with `text` as its one block if any. */
+export function toTestMessage(
+  stopReason: AssistantMessage["stopReason"],
+  text = "",
+): AssistantMessage {
+  return {
+    role: "assistant",
+    content: text === "" ? [] : [{ type: "text", text }],
+    api: "test-api",
+    provider: "test",
+    model: "m",
+    usage: toZeroUsage(),
+    stopReason,
+    timestamp: 0,
+  };
+}
 
 /** Every event of `stream`, in order, until it ends. Fails instead of looping forever. */
 export async function collect(stream: ResponseStream, limit = 10_000): Promise<ResponseEvent[]> {
