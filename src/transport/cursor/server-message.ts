@@ -102,11 +102,11 @@ export function toHeartbeatMessage(): AgentServerMessage {
 
 /**
  * The bytes of one server message (the payload of one Connect envelope): `toBinary`'s, a copy of
- * the heartbeat's made once, written directly for a plain text, thinking or partial tool call delta (one per streamed chunk; the
- * reflective writer walks every branch of both oneofs, ≈10 µs of a paced chunk's path, and the
- * tool call's UI form each time, issue #19), and for a checkpoint update (its earlier turns
- * copied in once, checkpoint-bytes.ts). server-message.test.ts and checkpoint-bytes.test.ts hold
- * them byte-identical.
+ * the heartbeat's made once, written directly for a plain text, thinking or partial tool call
+ * delta (one per streamed chunk; the reflective writer walks every branch of both oneofs, ≈10 µs
+ * of a paced chunk's path, and the tool call's UI form each time, issue #19), and for a
+ * checkpoint update (its earlier turns copied in once, checkpoint-bytes.ts).
+ * server-message.test.ts and checkpoint-bytes.test.ts hold them byte-identical.
  */
 export function toServerMessageBytes(message: AgentServerMessage): Uint8Array {
   if (message === HEARTBEAT) return HEARTBEAT_BYTES.slice();
