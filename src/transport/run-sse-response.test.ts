@@ -7,7 +7,7 @@ import {
   type Server,
   type ServerResponse,
 } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import { describe, test } from "node:test";
 import { gunzipSync } from "node:zlib";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -31,6 +31,7 @@ import {
   COMPRESS_MIN_BYTES,
   CONNECT_COMPRESSION,
   createRunSseHandler,
+  toFramedEnvelope,
 } from "./run-sse-response.ts";
 import { createStreamResponses, type StreamResponses } from "./stream-responses.ts";
 
@@ -211,6 +212,52 @@ function call(
   };
 }
 
+/** The body's HTTP/1.1 chunks (RFC 9112 §7.1), each checked to be framed whole. */
+function chunksOf(body: Buffer): Buffer[] {
+  const chunks: Buffer[] = [];
+  let offset = 0;
+  for (;;) {
+    const line = body.indexOf("\r\n", offset);
+    assert.ok(line > offset, "a chunk size line");
+    const size = Number.parseInt(body.subarray(offset, line).toString("latin1"), 16);
+    const start = line + 2;
+    chunks.push(body.subarray(start, start + size));
+    assert.equal(body.subarray(start + size, start + size + 2).toString("latin1"), "\r\n");
+    offset = start + size + 2;
+    if (size === 0) break;
+  }
+  assert.equal(offset, body.length, "nothing after the last chunk");
+  return chunks;
+}
+
+/**
+ * A RunSSE call over a bare TCP connection in HTTP `version` (the server closes the connection
+ * after the response): the response's head, and its body's bytes as sent.
+ */
+function rawCall(url: string, version: "1.1" | "1.0"): Promise<{ head: string; body: Buffer }> {
+  const payload = toBinary(BidiRequestIdSchema, create(BidiRequestIdSchema, { requestId: "r-1" }));
+  const envelope = encodeEnvelope(0, payload);
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", reject);
+    socket.on("end", () => {
+      const all = Buffer.concat(chunks);
+      const split = all.indexOf("\r\n\r\n");
+      resolve({
+        head: all.subarray(0, split + 4).toString("latin1"),
+        body: all.subarray(split + 4),
+      });
+    });
+    socket.write(
+      `POST ${PATH} HTTP/${version}\r\nhost: ${hostname}:${port}\r\ncontent-type: application/connect+proto\r\nconnect-protocol-version: 1\r\ncontent-length: ${envelope.length}\r\nconnection: close\r\n\r\n`,
+    );
+    socket.write(envelope);
+  });
+}
+
 /** The body's envelopes: flags, and the message or the end-of-stream JSON. */
 function envelopesOf(body: Buffer, gzipped = false): { flags: number; value: unknown }[] {
   const out: { flags: number; value: unknown }[] = [];
@@ -298,6 +345,22 @@ const ERROR_WITH_METADATA = new ConnectError(
   { "x-cursor-byok-retry": "later" },
   [{ desc: BidiRequestIdSchema, value: { requestId: "r-1" } }],
 );
+
+test("toFramedEnvelope: Connect's envelope, as one HTTP/1.1 chunk when chunked", () => {
+  // Payload sizes whose envelopes' sizes take one to five hex digits.
+  for (const length of [0, 10, 11, 250, 4_091, 70_000]) {
+    const data = Uint8Array.from({ length }, (_, i) => i % 251);
+    for (const flags of [0, 1]) {
+      const envelope = Buffer.from(encodeEnvelope(flags, data));
+      assert.deepEqual(toFramedEnvelope(flags, data, false), envelope);
+      const size = Buffer.from(`${envelope.length.toString(16)}\r\n`, "latin1");
+      assert.deepEqual(
+        toFramedEnvelope(flags, data, true),
+        Buffer.concat([size, envelope, Buffer.from("\r\n", "latin1")]),
+      );
+    }
+  }
+});
 
 describe("the direct RunSSE responder writes what Connect's handler writes", () => {
   test("a turn ending cleanly: `{}`; the response typed text/event-stream", async () => {
@@ -503,25 +566,23 @@ describe("the direct RunSSE responder", () => {
       const running = call(served.url);
       await running.head;
       const response = served.responses[0];
-      assert.ok(response !== undefined);
+      const socket = response?.socket;
+      assert.ok(response !== undefined && socket !== null && socket !== undefined);
       // The client reads nothing more: the server writes until the socket pushes back.
       running.request.socket?.pause();
-      if (!response.writableNeedDrain) {
+      if (!socket.writableNeedDrain) {
         await new Promise<void>((resolve) => {
-          const write = response.write.bind(response);
-          response.write = ((chunk: Uint8Array) => {
+          const write = socket.write.bind(socket);
+          socket.write = ((chunk: Uint8Array) => {
             const flowing = write(chunk);
             if (!flowing) resolve();
             return flowing;
-          }) as typeof response.write;
+          }) as typeof socket.write;
         });
       }
       const delivered = served.outbound.delivered;
       assert.ok(delivered < count - 1, `stopped at ${delivered} of ${count}`);
-      assert.ok(
-        response.writableLength < 4 * 256 * 1024,
-        `${response.writableLength} bytes buffered`,
-      );
+      assert.ok(socket.writableLength < 4 * 256 * 1024, `${socket.writableLength} bytes buffered`);
       running.request.destroy();
       running.body.catch(() => {});
       await new Promise((resolve) => response.once("close", resolve));
@@ -540,6 +601,40 @@ describe("the direct RunSSE responder", () => {
       assert.equal(envelopes.length, count - delivered + 1);
     } finally {
       await served.close();
+    }
+  });
+
+  test("each message is one HTTP/1.1 chunk; an HTTP/1.0 client gets the envelopes unframed", async () => {
+    for (const version of ["1.1", "1.0"] as const) {
+      const served = await serve("direct");
+      try {
+        served.outbound.push(text("one"));
+        const reading = rawCall(served.url, version);
+        served.outbound.push(thinking("two"));
+        served.outbound.push(toHeartbeatMessage());
+        served.outbound.end();
+        const { head, body } = await reading;
+        assert.match(head, /^HTTP\/1\.1 200 OK\r\n/);
+        if (version === "1.1") {
+          assert.match(head, /\r\ntransfer-encoding: chunked\r\n/i);
+          const chunks = chunksOf(body);
+          assert.equal(chunks.at(-1)?.length, 0, "the last chunk");
+          const envelopes = chunks.slice(0, -1).map((chunk) => {
+            const within = envelopesOf(chunk);
+            assert.equal(within.length, 1, "one envelope per chunk");
+            return within[0]?.flags;
+          });
+          assert.deepEqual(envelopes, [0, 0, 0, 2]);
+        } else {
+          assert.doesNotMatch(head, /transfer-encoding/i);
+          assert.deepEqual(
+            envelopesOf(body).map((envelope) => envelope.flags),
+            [0, 0, 0, 2],
+          );
+        }
+      } finally {
+        await served.close();
+      }
     }
   });
 

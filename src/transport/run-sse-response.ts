@@ -15,23 +15,27 @@
  *
  * The bytes are Connect's: the message is `toBinary` of the procedure's output (what Connect's
  * binary serialization does; `toServerMessageBytes` writes a delta's same bytes directly), framed
- * with `encodeEnvelope`, compressed with the codec `compressionNegotiate` picks from the same
- * list and the same threshold the Connect adapter uses, and the stream ends with
+ * as `encodeEnvelope` frames it, compressed with the codec `compressionNegotiate` picks from the
+ * same list and the same threshold the Connect adapter uses, and the stream ends with
  * `createEndStreamSerialization`'s end-of-stream message (`{}`, or the error's JSON with its
  * metadata). Headers: status 200 and Connect's content type (and
  * `connect-content-encoding` when compressing), sent as soon as the stream is open instead of
- * with the first message. run-sse-response.test.ts compares both ways byte for byte.
+ * with the first message. run-sse-response.test.ts compares both ways byte for byte. Each
+ * message's envelope goes to the connection as one HTTP/1.1 chunk made in one buffer
+ * (`toFramedEnvelope`), the framing Node's `response.write` would add in four socket writes; the
+ * head and the end go through the response.
  *
  * Behaviour kept from Connect's handler: the request body is read to its end before the stream is
  * opened; `connect-timeout-ms` ends the response after that long with the clean end-of-stream
  * `{}` (Connect aborts the handler's signal, our subscriber ends, and it writes `{}`); a client
  * that goes away ends the subscriber (reconnect grace, agent-stream.ts); a message counts as
- * delivered once written (`write` returned true, or 'drain' came), and the loop waits for 'drain'
- * rather than buffering; a stream held at shutdown gets no end of stream (both ways: the route
+ * delivered once written (the socket's `write` returned true, or 'drain' came), and the loop
+ * waits for 'drain' rather than buffering; a stream held at shutdown gets no end of stream (both ways: the route
  * awaits the hook from `contextValues`), its connection is dropped (stream-responses.ts).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { Socket } from "node:net";
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
@@ -129,8 +133,13 @@ export function createRunSseHandler(options: RunSseHandlerOptions): RequestHandl
               );
               return;
             }
+            // A response without its connection yet (behind another on a pipelining one) is
+            // left to Connect: the direct responder writes to the connection.
             const direct =
-              requestID === undefined || options.responder === "connect" || !isHttp1(request)
+              requestID === undefined ||
+              options.responder === "connect" ||
+              !isHttp1(request) ||
+              response.socket === null
                 ? null
                 : acceptsDirect(request, check.flags);
             if (requestID === undefined || direct === null) {
@@ -262,6 +271,8 @@ async function serveRunSse(
   const headers: Record<string, string> = { "content-type": CONTENT_TYPE };
   if (compression !== null) headers[headerStreamEncoding.toLowerCase()] = compression.name;
   let error: unknown;
+  /** The connection, written directly (`toFramedEnvelope`). */
+  let socket: Socket | null = null;
   try {
     const stream = await open(requestID, headerOf(request, "x-request-id"));
     // Opened even when the client is gone or the deadline passed meanwhile, as Connect's handler
@@ -269,6 +280,10 @@ async function serveRunSse(
     reader = stream.read();
     if (gone || expired) reader.close();
     response.writeHead(200, headers);
+    const connection = response.socket;
+    socket = connection;
+    // RFC 9112 §7.1 framing, when Node chose it for this response (it does for HTTP/1.1).
+    const chunked = isChunked(response);
     let headSent = false;
     /** Whether a message was written since the loop last found nothing to send. */
     let wrote = false;
@@ -281,7 +296,7 @@ async function serveRunSse(
           response.flushHeaders();
           headSent = true;
         }
-        flush(response);
+        flush(connection);
         if (wrote) {
           // What was just written is usually the first event of a burst: the runner applies all
           // the events of one network read in one chain of promise jobs. The first goes out at
@@ -295,25 +310,30 @@ async function serveRunSse(
         await reader.wait();
         continue;
       }
-      headSent = true;
       wrote = true;
-      const data = toServerMessageBytes(message);
-      let bytes: Uint8Array;
-      if (compression === null || data.byteLength < COMPRESS_MIN_BYTES) {
-        bytes = encodeEnvelope(0, data);
-      } else {
-        flush(response);
-        bytes = encodeEnvelope(compressedFlag, await compression.compress(data));
+      let data = toServerMessageBytes(message);
+      let flags = 0;
+      if (compression !== null && data.byteLength >= COMPRESS_MIN_BYTES) {
+        flush(connection);
+        data = await compression.compress(data);
+        flags = compressedFlag;
       }
-      if (gone) break;
-      if (!response.write(bytes)) {
-        flush(response);
+      if (gone || connection === null) break;
+      // Corked until the loop finds nothing more to send (`flush`): the messages of one
+      // synchronous run, and the head with the first, leave in one `writev`.
+      if (connection.writableCorked === 0) connection.cork();
+      if (!headSent) {
+        response.flushHeaders();
+        headSent = true;
+      }
+      if (!connection.write(toFramedEnvelope(flags, data, chunked))) {
+        flush(connection);
         const flowing = await new Promise<boolean>((resolve) => {
           drained = resolve;
-          response.once("drain", onDrain);
+          connection.once("drain", onDrain);
         });
         drained = null;
-        response.off("drain", onDrain);
+        connection.off("drain", onDrain);
         // Not written: left undelivered for the next subscriber (`close` before `next`).
         if (!flowing) break;
       }
@@ -323,6 +343,7 @@ async function serveRunSse(
   } catch (thrown) {
     error = thrown;
   } finally {
+    flush(socket);
     clearTimeout(deadline);
     reader?.close();
     response.off("close", onClose);
@@ -350,16 +371,49 @@ function nextImmediate(): Promise<void> {
 }
 
 /**
- * Sends what was written so far now. Node corks an HTTP/1.1 response's socket on a write and
- * uncorks it on the next tick, which comes only once the microtask queue is empty: when a
- * model's burst is applied in one chain of promise steps (runner, commits, the turn's end), the
- * first text's bytes waited for the whole chain — 1–2 ms of time to first text in a measurement
- * (issue #19). Called before every wait, so the messages written in one synchronous run still go
- * out in one `writev`.
+ * Sends what was written so far now: uncorks the socket, corked by the loop for the messages of
+ * one synchronous run. Called before every wait. Node itself, writing through the response,
+ * corks on a write and uncorks on the next tick, which comes only once the microtask queue is
+ * empty: when a model's burst is applied in one chain of promise steps (runner, commits, the
+ * turn's end), the first text's bytes waited for the whole chain — 1–2 ms of time to first text
+ * in a measurement (issue #19).
  */
-function flush(response: ServerResponse): void {
-  const socket = response.socket;
+function flush(socket: Socket | null): void {
   if (socket !== null && socket.writableCorked > 0) socket.uncork();
+}
+
+/**
+ * Whether Node frames this response's body in chunks (HTTP/1.1 without a content length); set
+ * by `writeHead`. Node's own property: its writes frame each one.
+ */
+function isChunked(response: ServerResponse): boolean {
+  return (response as ServerResponse & { chunkedEncoding?: boolean }).chunkedEncoding === true;
+}
+
+/**
+ * One Connect envelope (`flags`, `data`) as the bytes written to the socket: with `chunked`, as
+ * one HTTP/1.1 chunk (`<size in hex>\r\n<envelope>\r\n`, RFC 9112 §7.1), the framing Node's
+ * `response.write` adds — there as four socket writes, a tick and a hex string per message, here
+ * one buffer from Node's pool (issue #19). The bytes are Connect's `encodeEnvelope`'s.
+ */
+export function toFramedEnvelope(flags: number, data: Uint8Array, chunked: boolean): Buffer {
+  const size = 5 + data.byteLength;
+  const head = chunked ? size.toString(16) : "";
+  const out = Buffer.allocUnsafe(chunked ? head.length + 2 + size + 2 : size);
+  let at = 0;
+  if (chunked) {
+    at = out.write(head, 0, "latin1");
+    out[at++] = 13;
+    out[at++] = 10;
+  }
+  out[at] = flags;
+  out.writeUInt32BE(data.byteLength, at + 1);
+  out.set(data, at + 5);
+  if (chunked) {
+    out[at + size] = 13;
+    out[at + size + 1] = 10;
+  }
+  return out;
 }
 
 /**
