@@ -257,6 +257,61 @@ describe("OutboundStream.read()", () => {
     }
   });
 
+  test("waitForMore(): a burst pushed in promise jobs is joined, and read in the check phase", async () => {
+    const stream = createOutboundStream<string>({
+      heartbeatMs: 5000,
+      heartbeat: () => "♥",
+      join: (last, message) => last + message,
+    });
+    const reader = stream.read();
+    stream.push("a");
+    assert.equal(reader.next(), "a");
+    let resumed = false;
+    const waiting = reader.waitForMore().then(() => {
+      resumed = true;
+    });
+    for (const part of ["b", "c", "d"]) {
+      await null;
+      stream.push(part);
+    }
+    await null;
+    assert.equal(resumed, false, "a push before the check phase does not wake it");
+    await waiting;
+    assert.equal(reader.next(), "bcd");
+    assert.equal(reader.next(), undefined);
+    assert.equal(stream.delivered, 2);
+  });
+
+  test("waitForMore(): with nothing by the check phase, it waits for the next push", async () => {
+    const stream = create();
+    const reader = stream.read();
+    stream.push("a");
+    assert.equal(reader.next(), "a");
+    let resumed = false;
+    const waiting = reader.waitForMore().then(() => {
+      resumed = true;
+    });
+    // Queued after the reader's own: runs once its check has found nothing.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(resumed, false);
+    stream.push("b");
+    await waiting;
+    assert.equal(reader.next(), "b");
+  });
+
+  test("waitForMore(): close() wakes it at once", async () => {
+    const stream = create();
+    const reader = stream.read();
+    stream.push("a");
+    assert.equal(reader.next(), "a");
+    const waiting = reader.waitForMore();
+    reader.close();
+    await waiting;
+    assert.equal(reader.next(), undefined);
+    assert.equal(reader.done, true);
+    assert.equal(stream.delivered, 0, "closed before asking for the next: left undelivered");
+  });
+
   test("a heartbeat after heartbeatMs of waiting, not backlogged", async () => {
     mock.timers.enable({ apis: ["setTimeout"] });
     try {

@@ -304,7 +304,7 @@ async function serveRunSse(
           // this turn of the event loop, so adjacent deltas go out joined, as one message and one
           // write, instead of one of each per delta (issue #19).
           wrote = false;
-          await nextImmediate();
+          await reader.waitForMore();
           continue;
         }
         await reader.wait();
@@ -363,11 +363,6 @@ async function serveRunSse(
     flags |= compressedFlag;
   }
   response.end(encodeEnvelope(flags, end));
-}
-
-/** Resolves in the event loop's check phase: after the promise jobs queued before it ran. */
-function nextImmediate(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /**
