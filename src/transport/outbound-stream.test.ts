@@ -4,13 +4,28 @@ import { describe, mock, test } from "node:test";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { hasFastProperties } from "../llm/testing/fast-properties.ts";
-import { createOutboundStream } from "./outbound-stream.ts";
+import { createOutboundStream, type OutboundStream } from "./outbound-stream.ts";
 
 setFlagsFromString("--expose-gc");
 /** A full collection, from a fresh context where `--expose-gc` took effect. */
 const collect = runInNewContext("gc") as () => void;
 
 const create = () => createOutboundStream<string>({ heartbeatMs: 5000, heartbeat: () => "♥" });
+
+/**
+ * A reader of `stream` that has just been handed "a" (as a writer writing it) and now waits for
+ * more (`waitForMore`); `state.resumed` once that wait has ended.
+ */
+function waitingForMore(stream: OutboundStream<string>) {
+  const reader = stream.read();
+  stream.push("a");
+  assert.equal(reader.next(), "a");
+  const state = { resumed: false };
+  const waiting = reader.waitForMore().then(() => {
+    state.resumed = true;
+  });
+  return { reader, state, waiting };
+}
 
 async function take(it: AsyncIterator<string>, n: number): Promise<string[]> {
   const out: string[] = [];
@@ -263,19 +278,13 @@ describe("OutboundStream.read()", () => {
       heartbeat: () => "♥",
       join: (last, message) => last + message,
     });
-    const reader = stream.read();
-    stream.push("a");
-    assert.equal(reader.next(), "a");
-    let resumed = false;
-    const waiting = reader.waitForMore().then(() => {
-      resumed = true;
-    });
+    const { reader, state, waiting } = waitingForMore(stream);
     for (const part of ["b", "c", "d"]) {
       await null;
       stream.push(part);
     }
     await null;
-    assert.equal(resumed, false, "a push before the check phase does not wake it");
+    assert.equal(state.resumed, false, "a push before the check phase does not wake it");
     await waiting;
     assert.equal(reader.next(), "bcd");
     assert.equal(reader.next(), undefined);
@@ -284,16 +293,10 @@ describe("OutboundStream.read()", () => {
 
   test("waitForMore(): with nothing by the check phase, it waits for the next push", async () => {
     const stream = create();
-    const reader = stream.read();
-    stream.push("a");
-    assert.equal(reader.next(), "a");
-    let resumed = false;
-    const waiting = reader.waitForMore().then(() => {
-      resumed = true;
-    });
+    const { reader, state, waiting } = waitingForMore(stream);
     // Queued after the reader's own: runs once its check has found nothing.
     await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(resumed, false);
+    assert.equal(state.resumed, false);
     stream.push("b");
     await waiting;
     assert.equal(reader.next(), "b");
@@ -301,10 +304,7 @@ describe("OutboundStream.read()", () => {
 
   test("waitForMore(): close() wakes it at once", async () => {
     const stream = create();
-    const reader = stream.read();
-    stream.push("a");
-    assert.equal(reader.next(), "a");
-    const waiting = reader.waitForMore();
+    const { reader, waiting } = waitingForMore(stream);
     reader.close();
     await waiting;
     assert.equal(reader.next(), undefined);
