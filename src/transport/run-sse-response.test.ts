@@ -64,6 +64,8 @@ async function serve(
     readonly heartbeatMs?: number;
     readonly contentType?: "event-stream" | "connect";
     readonly open?: OpenRunSse;
+    /** Runs on each response before the handler gets it. */
+    readonly onResponse?: (response: ServerResponse) => void;
   } = {},
 ): Promise<Served> {
   const outbound = createOutboundStream<AgentServerMessage>({
@@ -108,6 +110,7 @@ async function serve(
   const responses: ServerResponse[] = [];
   const server: Server = createServer((request, response) => {
     responses.push(response);
+    settings.onResponse?.(response);
     handler(request, response);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -635,6 +638,41 @@ describe("the direct RunSSE responder", () => {
       } finally {
         await served.close();
       }
+    }
+  });
+
+  test("on a Node that does not say how it frames the response, Node's own write frames each message", async () => {
+    let writes = 0;
+    const served = await serve("direct", {
+      // Node's property, read as Node reads it, but not a boolean: our check sees no answer.
+      onResponse: (response) => {
+        let chunked: unknown;
+        Object.defineProperty(response, "chunkedEncoding", {
+          get: () => (chunked === true ? "yes" : chunked),
+          set: (value: unknown) => {
+            chunked = value;
+          },
+        });
+        const write = response.write.bind(response);
+        response.write = ((...args: Parameters<typeof write>) => {
+          writes += 1;
+          return write(...args);
+        }) as typeof response.write;
+      },
+    });
+    try {
+      served.outbound.push(text("one"));
+      const reading = rawCall(served.url, "1.1");
+      served.outbound.push(thinking("two"));
+      served.outbound.end();
+      const chunks = chunksOf((await reading).body);
+      assert.deepEqual(
+        chunks.slice(0, -1).map((chunk) => envelopesOf(chunk).map((envelope) => envelope.flags)),
+        [[0], [0], [2]],
+      );
+      assert.equal(writes, 2, "both messages through response.write");
+    } finally {
+      await served.close();
     }
   });
 

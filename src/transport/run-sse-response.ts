@@ -282,8 +282,9 @@ async function serveRunSse(
     response.writeHead(200, headers);
     const connection = response.socket;
     socket = connection;
-    // RFC 9112 §7.1 framing, when Node chose it for this response (it does for HTTP/1.1).
-    const chunked = isChunked(response);
+    // RFC 9112 §7.1 framing, when Node chose it for this response (it does for HTTP/1.1);
+    // undefined on a Node that does not say: the response frames the messages itself.
+    const chunked = toChunked(response);
     let headSent = false;
     /** Whether a message was written since the loop last found nothing to send. */
     let wrote = false;
@@ -326,7 +327,11 @@ async function serveRunSse(
         response.flushHeaders();
         headSent = true;
       }
-      if (!connection.write(toFramedEnvelope(flags, data, chunked))) {
+      const taken =
+        chunked === undefined
+          ? response.write(encodeEnvelope(flags, data))
+          : connection.write(toFramedEnvelope(flags, data, chunked));
+      if (!taken) {
         flush(connection);
         const flowing = await new Promise<boolean>((resolve) => {
           drained = resolve;
@@ -378,11 +383,14 @@ function flush(socket: Socket | null): void {
 }
 
 /**
- * Whether Node frames this response's body in chunks (HTTP/1.1 without a content length); set
- * by `writeHead`. Node's own property: its writes frame each one.
+ * Whether Node frames this response's body in chunks (HTTP/1.1 without a content length), as
+ * `writeHead` decided; undefined when Node does not say. Node's own property (not in its
+ * documented API): the bytes written directly must be framed exactly as its own writes and its
+ * `end` are, so a Node without it gets the messages through `response.write`.
  */
-function isChunked(response: ServerResponse): boolean {
-  return (response as ServerResponse & { chunkedEncoding?: boolean }).chunkedEncoding === true;
+function toChunked(response: ServerResponse): boolean | undefined {
+  const chunked = (response as ServerResponse & { chunkedEncoding?: unknown }).chunkedEncoding;
+  return typeof chunked === "boolean" ? chunked : undefined;
 }
 
 /**
