@@ -254,9 +254,15 @@ function rawCall(url: string, version: "1.1" | "1.0"): Promise<{ head: string; b
         body: all.subarray(split + 4),
       });
     });
-    socket.write(
-      `POST ${PATH} HTTP/${version}\r\nhost: ${hostname}:${port}\r\ncontent-type: application/connect+proto\r\nconnect-protocol-version: 1\r\ncontent-length: ${envelope.length}\r\nconnection: close\r\n\r\n`,
-    );
+    const head = [
+      `POST ${PATH} HTTP/${version}`,
+      `host: ${hostname}:${port}`,
+      "content-type: application/connect+proto",
+      "connect-protocol-version: 1",
+      `content-length: ${envelope.length}`,
+      "connection: close",
+    ];
+    socket.write(`${head.join("\r\n")}\r\n\r\n`);
     socket.write(envelope);
   });
 }

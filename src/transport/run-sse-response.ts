@@ -30,8 +30,9 @@
  * `{}` (Connect aborts the handler's signal, our subscriber ends, and it writes `{}`); a client
  * that goes away ends the subscriber (reconnect grace, agent-stream.ts); a message counts as
  * delivered once written (the socket's `write` returned true, or 'drain' came), and the loop
- * waits for 'drain' rather than buffering; a stream held at shutdown gets no end of stream (both ways: the route
- * awaits the hook from `contextValues`), its connection is dropped (stream-responses.ts).
+ * waits for 'drain' rather than buffering; a stream held at shutdown gets no end of stream (both
+ * ways: the route awaits the hook from `contextValues`), its connection is dropped
+ * (stream-responses.ts).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
