@@ -20,6 +20,8 @@
  *   after the first few of an IDE conversation carries the client's checkpoint (up to 512 KiB),
  *   as hex in BidiAppend's `data` (turn-kit.ts `ideCheckpoint`, 300 KB), here the second turn of
  *   a conversation (its model request: the first turn's two messages more than the direct one);
+ *   and, from the same turns, when the client had the reply's last text (it comes in the same
+ *   network read as the reply's end, whose step commits and ends the turn), client in its own;
  * - latency and ttft are measured twice: with the client in this process (the server's event
  *   loop also runs the client's decoding), and with the client in a process of its own
  *   (turn-client.ts), as Cursor's clients are. The latter is also set against the direct call
@@ -323,9 +325,13 @@ async function inProcess(provider: BenchProvider): Promise<void> {
   }
 
   if (run("ttft")) {
-    provider.script = { chunks: 5, paceMs: 0 };
+    const chunks = 5;
+    provider.script = { chunks, paceMs: 0 };
     const firstAfter = ({ received, calledAt }: { received: number[]; calledAt: number }) =>
       (received[0] ?? Number.NaN) - calledAt - ((provider.written[0] ?? 0) - provider.requestAt);
+    /** From the provider's write of the last chunk (with the reply's end) to the client's text. */
+    const lastAfter = ({ received }: { received: number[] }) =>
+      (received[chunks - 1] ?? Number.NaN) - (provider.written[chunks - 1] ?? 0);
     /** `turns` turns of each kind, alternated. */
     const measure = async (turns: number) => {
       const times = {
@@ -334,12 +340,18 @@ async function inProcess(provider: BenchProvider): Promise<void> {
         base: [] as number[],
         baseApart: [] as number[],
         ide: [] as number[],
+        lastApart: [] as number[],
+        lastBaseApart: [] as number[],
       };
       for (let round = 0; round < turns; round += 1) {
         times.server.push(firstAfter(await throughServer()));
-        times.apart.push(firstAfter(await throughClientProcess()));
+        const apart = await throughClientProcess();
+        times.apart.push(firstAfter(apart));
+        times.lastApart.push(lastAfter(apart));
         times.base.push(firstAfter(await direct()));
-        times.baseApart.push(firstAfter(await directInClientProcess()));
+        const baseApart = await directInClientProcess();
+        times.baseApart.push(firstAfter(baseApart));
+        times.lastBaseApart.push(lastAfter(baseApart));
         // Last: the direct calls above send the request of a first turn, as before.
         times.ide.push(firstAfter(await throughClientProcess(true)));
       }
@@ -349,7 +361,8 @@ async function inProcess(provider: BenchProvider): Promise<void> {
     // fresh process mostly measure how cold the code still is (printed apart).
     const cold = await measure(COLD_TURNS);
     encodings.length = 0;
-    const { server, apart, base, baseApart, ide } = await measure(WARM_TURNS);
+    const { server, apart, base, baseApart, ide, lastApart, lastBaseApart } =
+      await measure(WARM_TURNS);
     const added = (values: readonly number[], baseline = base) =>
       percentile(values, 50) - percentile(baseline, 50);
     const coldAdded = (values: readonly number[], baseline = cold.base) =>
@@ -387,6 +400,9 @@ async function inProcess(provider: BenchProvider): Promise<void> {
     );
     print(
       `    of which the client's own encoding of its append (in its process): p50 ${ms(median(encodings))}`,
+    );
+    print(
+      `  the reply's last text (it arrives with the reply's end, in one network read), provider's write → client, client in its own: p50 ${ms(percentile(lastApart, 50))}   p99 ${ms(percentile(lastApart, 99))};   the direct call in that process: p50 ${ms(percentile(lastBaseApart, 50))};   added p50 ${ms(added(lastApart, lastBaseApart))}`,
     );
   }
   clientProcess?.close();
