@@ -150,44 +150,7 @@ describe("createModelCall()", () => {
         });
       },
     };
-    const command: CallLLMCommand = {
-      type: "call_llm",
-      callID: "call-1",
-      model: "main",
-      request: {
-        systemPrompt: "You are a test agent.",
-        messages: [{ role: "user" as const, content: "hi", timestamp: AT }],
-        tools: [],
-      },
-      messagesHash: "h",
-      messageCount: 1,
-      lastMessageHash: "h",
-    };
-    const created = createConversation("c");
-    await store.commitInput({
-      inputID: "in:create",
-      expectedVersion: 0,
-      state: created.committed,
-      result: { command: "none", rejected: null },
-    });
-    const entry: Live = {
-      conversationID: "c",
-      state: {
-        ...created,
-        committed: {
-          ...created.committed,
-          status: "waiting_llm",
-          turnID: "turn-1",
-          call: { callID: "call-1" } as RuntimeState["committed"]["call"],
-        },
-      },
-      version: 1,
-      output: null,
-      calling: null,
-      stream: null,
-      tools: new Map(),
-      retired: false,
-    };
+    const { command, entry } = await toCallInFlight(store);
     const queue = createSerialQueue();
     // Tells when the reader puts a step in the queue.
     let enqueued!: () => void;
@@ -252,4 +215,134 @@ describe("createModelCall()", () => {
       "queued:done",
     ]);
   });
+
+  test("a step that commits waits for the event loop's check phase: what the deltas before it queued there (a client's write) runs first", async () => {
+    // The whole reply, its end included, in one network read: its events are applied in one
+    // chain of promise jobs, up to the step that commits.
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "abcd", chunkSize: 2 }) });
+    const llm = createLLM({
+      models: createModelConfigs([
+        { api: "openai-compatible", baseUrl: provider.url, apiKey: "k", name: "main", model: "m" },
+      ]),
+    });
+    const { command, entry } = await toCallInFlight(store);
+    const log: string[] = [];
+    let writing = false;
+    const applied = (how: string, input: Input): Transition => {
+      const event = (input as Extract<Input, { type: "llm_event" }>).event;
+      if (event.type === "text_delta") {
+        log.push(`${how}:${event.delta}`);
+        // As a client's stream does: the delta goes out from an immediate.
+        if (!writing) {
+          writing = true;
+          setImmediate(() => {
+            writing = false;
+            log.push("written");
+          });
+        }
+      } else if (event.type === "done") {
+        log.push(`${how}:done`);
+      }
+      const ends = event.type === "done" || event.type === "error";
+      const next = ends ? ({ type: "wait_input" } as const) : ({ type: "continue_llm" } as const);
+      return { state: entry.state, emit: [], command: next, rejected: null };
+    };
+    const apply = Object.assign(async (_: Live, input: Input) => applied("queued", input), {
+      now: (_: Live, input: Input) =>
+        input.type === "llm_event" && input.event.type === "done"
+          ? undefined
+          : applied("now", input),
+    });
+    const modelCall = createModelCall({
+      store,
+      llm,
+      now: () => AT,
+      queue: createSerialQueue(),
+      apply,
+      isStopping: () => false,
+    });
+    await modelCall(entry, command);
+    assert.deepEqual(log, ["now:ab", "now:cd", "written", "queued:done"]);
+  });
+
+  test("a call stopped while its committing step waits for the check phase applies nothing more", async () => {
+    provider.reply({ type: "sse", body: toChatCompletionSse({ text: "abcd", chunkSize: 2 }) });
+    const llm = createLLM({
+      models: createModelConfigs([
+        { api: "openai-compatible", baseUrl: provider.url, apiKey: "k", name: "main", model: "m" },
+      ]),
+    });
+    const { command, entry } = await toCallInFlight(store);
+    const log: string[] = [];
+    let stopping = false;
+    const applied = (how: string, input: Input): Transition => {
+      const event = (input as Extract<Input, { type: "llm_event" }>).event;
+      log.push(`${how}:${event.type}`);
+      // The server starts to stop in the check phase the committing step waits for.
+      if (event.type === "text_end") setImmediate(() => (stopping = true));
+      const ends = event.type === "done" || event.type === "error";
+      const next = ends ? ({ type: "wait_input" } as const) : ({ type: "continue_llm" } as const);
+      return { state: entry.state, emit: [], command: next, rejected: null };
+    };
+    const apply = Object.assign(async (_: Live, input: Input) => applied("queued", input), {
+      now: (_: Live, input: Input) =>
+        input.type === "llm_event" && input.event.type === "done"
+          ? undefined
+          : applied("now", input),
+    });
+    const modelCall = createModelCall({
+      store,
+      llm,
+      now: () => AT,
+      queue: createSerialQueue(),
+      apply,
+      isStopping: () => stopping,
+    });
+    await modelCall(entry, command);
+    assert.equal(log.at(-1), "now:text_end");
+    assert.ok(!log.includes("queued:done"));
+  });
 });
+
+/** A conversation of the memory store `store` whose turn waits for the model call `call-1`. */
+async function toCallInFlight(store: Store): Promise<{ command: CallLLMCommand; entry: Live }> {
+  const command: CallLLMCommand = {
+    type: "call_llm",
+    callID: "call-1",
+    model: "main",
+    request: {
+      systemPrompt: "You are a test agent.",
+      messages: [{ role: "user" as const, content: "hi", timestamp: AT }],
+      tools: [],
+    },
+    messagesHash: "h",
+    messageCount: 1,
+    lastMessageHash: "h",
+  };
+  const created = createConversation("c");
+  await store.commitInput({
+    inputID: "in:create",
+    expectedVersion: 0,
+    state: created.committed,
+    result: { command: "none", rejected: null },
+  });
+  const entry: Live = {
+    conversationID: "c",
+    state: {
+      ...created,
+      committed: {
+        ...created.committed,
+        status: "waiting_llm",
+        turnID: "turn-1",
+        call: { callID: "call-1" } as RuntimeState["committed"]["call"],
+      },
+    },
+    version: 1,
+    output: null,
+    calling: null,
+    stream: null,
+    tools: new Map(),
+    retired: false,
+  };
+  return { command, entry };
+}
