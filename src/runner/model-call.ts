@@ -313,7 +313,7 @@ export function createModelCall(deps: ModelCallDeps): ModelCall {
  * the turn's end in the transport: its checkpoint) that would otherwise run in the same promise
  * jobs as the deltas before it, ahead of their writes: a client's stream sends a burst's deltas
  * from an immediate (docs/architecture.md, the transport's writer). So the last text of a reply
- * whose text and end arrive in one network read reaches the client ≈ 0.8 ms sooner (issue #19).
+ * whose text and end arrive in one network read no longer waits for that work (issue #19).
  */
 function afterWrites(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
