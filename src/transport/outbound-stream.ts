@@ -161,8 +161,12 @@ interface Stream<T> {
   generation: number;
   /** Readers attached and not closed. */
   active: number;
-  /** Readers waiting for something to read; made at the first wait. */
-  waiters: Set<Reader<T>> | undefined;
+  /**
+   * Readers waiting for a push (`awaitPush`), in no order; made at the first wait. An array,
+   * taken from by swapping with the last: a Set's table is made anew each time it empties,
+   * a live allocation per paced message of every open stream (issue #19).
+   */
+  waiters: Reader<T>[] | undefined;
 }
 
 /** One subscriber's reader: a plain record, its prototype `readerMethods` (as a stream's). */
@@ -187,6 +191,8 @@ interface Reader<T> {
   closed: boolean;
   /** Resolves the pending `wait`. */
   resume: (() => void) | null;
+  /** Whether it is among its stream's `waiters` (a wait for a push or the heartbeat). */
+  waiting: boolean;
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
@@ -261,9 +267,10 @@ const streamMethods: Omit<OutboundStream<unknown>, "ended" | "held" | "delivered
 
 function changed<T>(stream: Stream<T>): void {
   // Most pushes find the subscriber busy writing: nothing to wake, nothing to allocate.
-  if (stream.waiters === undefined || stream.waiters.size === 0) return;
-  // Each waiter removes itself and only schedules its reader's continuation.
-  for (const reader of stream.waiters) wake(reader);
+  const waiters = stream.waiters;
+  if (waiters === undefined || waiters.length === 0) return;
+  // Each waiter removes itself (the last, from the end) and only schedules its continuation.
+  for (let i = waiters.length - 1; i >= 0; i--) wake(waiters[i] as Reader<T>);
 }
 
 /** The oldest undelivered message was written, and is never sent again: let it go. */
@@ -298,6 +305,7 @@ function attach<T>(
     heartbeatDue: false,
     closed: false,
     resume: null,
+    waiting: false,
     timer: undefined,
   };
   const reader = withMethods(record, readerMethods);
@@ -327,8 +335,9 @@ function isReadable<T>(reader: Reader<T>): boolean {
 /** Registers the reader's pending wait (its `resume`) to be woken by a push or a heartbeat due. */
 function awaitPush<T>(reader: Reader<T>): void {
   const stream = reader.stream;
-  stream.waiters ??= new Set();
-  stream.waiters.add(reader);
+  stream.waiters ??= [];
+  stream.waiters.push(reader);
+  reader.waiting = true;
   reader.timer = setTimeout(heartbeatDue, stream.options.heartbeatMs, reader);
 }
 
@@ -345,8 +354,14 @@ function wake<T>(reader: Reader<T>): void {
   const resolve = reader.resume;
   if (resolve === null) return;
   reader.resume = null;
-  clearTimeout(reader.timer);
-  reader.stream.waiters?.delete(reader);
+  if (reader.waiting) {
+    reader.waiting = false;
+    clearTimeout(reader.timer);
+    const waiters = reader.stream.waiters as Reader<T>[];
+    const at = waiters.indexOf(reader);
+    const last = waiters.pop() as Reader<T>;
+    if (at < waiters.length) waiters[at] = last;
+  }
   resolve();
 }
 
