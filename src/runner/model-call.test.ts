@@ -68,42 +68,8 @@ describe("createModelCall()", () => {
     });
     const holding = holder.recv();
     await provider.request(0);
-    const command: CallLLMCommand = {
-      type: "call_llm",
-      callID: "call-1",
-      model: "main",
-      request,
-      messagesHash: "h",
-      messageCount: 1,
-      lastMessageHash: "h",
-    };
-    const created = createConversation("c");
-    await store.commitInput({
-      inputID: "in:create",
-      expectedVersion: 0,
-      state: created.committed,
-      result: { command: "none", rejected: null },
-    });
     // What the call reads of the conversation when it is let go: another turn's id.
-    const state: RuntimeState = {
-      ...created,
-      committed: {
-        ...created.committed,
-        status: "waiting_llm",
-        turnID: "turn-later",
-        call: { callID: "call-1" } as RuntimeState["committed"]["call"],
-      },
-    };
-    const entry: Live = {
-      conversationID: "c",
-      state,
-      version: 1,
-      output: null,
-      calling: null,
-      stream: null,
-      tools: new Map(),
-      retired: false,
-    };
+    const { command, entry } = await toCallInFlight(store, { request, turnID: "turn-later" });
     const modelCall = createModelCall({
       store,
       llm,
@@ -220,16 +186,9 @@ describe("createModelCall()", () => {
     // The whole reply, its end included, in one network read: its events are applied in one
     // chain of promise jobs, up to the step that commits.
     provider.reply({ type: "sse", body: toChatCompletionSse({ text: "abcd", chunkSize: 2 }) });
-    const llm = createLLM({
-      models: createModelConfigs([
-        { api: "openai-compatible", baseUrl: provider.url, apiKey: "k", name: "main", model: "m" },
-      ]),
-    });
-    const { command, entry } = await toCallInFlight(store);
     const log: string[] = [];
     let writing = false;
-    const applied = (how: string, input: Input): Transition => {
-      const event = (input as Extract<Input, { type: "llm_event" }>).event;
+    await readReply(provider, store, (how, event) => {
       if (event.type === "text_delta") {
         log.push(`${how}:${event.delta}`);
         // As a client's stream does: the delta goes out from an immediate.
@@ -243,74 +202,81 @@ describe("createModelCall()", () => {
       } else if (event.type === "done") {
         log.push(`${how}:done`);
       }
-      const ends = event.type === "done" || event.type === "error";
-      const next = ends ? ({ type: "wait_input" } as const) : ({ type: "continue_llm" } as const);
-      return { state: entry.state, emit: [], command: next, rejected: null };
-    };
-    const apply = Object.assign(async (_: Live, input: Input) => applied("queued", input), {
-      now: (_: Live, input: Input) =>
-        input.type === "llm_event" && input.event.type === "done"
-          ? undefined
-          : applied("now", input),
     });
-    const modelCall = createModelCall({
-      store,
-      llm,
-      now: () => AT,
-      queue: createSerialQueue(),
-      apply,
-      isStopping: () => false,
-    });
-    await modelCall(entry, command);
     assert.deepEqual(log, ["now:ab", "now:cd", "written", "queued:done"]);
   });
 
   test("a call stopped while its committing step waits for the check phase applies nothing more", async () => {
     provider.reply({ type: "sse", body: toChatCompletionSse({ text: "abcd", chunkSize: 2 }) });
-    const llm = createLLM({
-      models: createModelConfigs([
-        { api: "openai-compatible", baseUrl: provider.url, apiKey: "k", name: "main", model: "m" },
-      ]),
-    });
-    const { command, entry } = await toCallInFlight(store);
     const log: string[] = [];
     let stopping = false;
-    const applied = (how: string, input: Input): Transition => {
-      const event = (input as Extract<Input, { type: "llm_event" }>).event;
-      log.push(`${how}:${event.type}`);
-      // The server starts to stop in the check phase the committing step waits for.
-      if (event.type === "text_end") setImmediate(() => (stopping = true));
-      const ends = event.type === "done" || event.type === "error";
-      const next = ends ? ({ type: "wait_input" } as const) : ({ type: "continue_llm" } as const);
-      return { state: entry.state, emit: [], command: next, rejected: null };
-    };
-    const apply = Object.assign(async (_: Live, input: Input) => applied("queued", input), {
-      now: (_: Live, input: Input) =>
-        input.type === "llm_event" && input.event.type === "done"
-          ? undefined
-          : applied("now", input),
-    });
-    const modelCall = createModelCall({
+    await readReply(
+      provider,
       store,
-      llm,
-      now: () => AT,
-      queue: createSerialQueue(),
-      apply,
-      isStopping: () => stopping,
-    });
-    await modelCall(entry, command);
+      (how, event) => {
+        log.push(`${how}:${event.type}`);
+        // The server starts to stop in the check phase the committing step waits for.
+        if (event.type === "text_end") setImmediate(() => (stopping = true));
+      },
+      () => stopping,
+    );
     assert.equal(log.at(-1), "now:text_end");
     assert.ok(!log.includes("queued:done"));
   });
 });
 
-/** A conversation of the memory store `store` whose turn waits for the model call `call-1`. */
-async function toCallInFlight(store: Store): Promise<{ command: CallLLMCommand; entry: Live }> {
+/**
+ * Reads the fake provider's reply as the model call of a conversation of `store`, telling
+ * `onEvent` of each event applied: at once (`now`), or in the queue (`queued`, `done`: its step
+ * commits).
+ */
+async function readReply(
+  provider: FakeProvider,
+  store: Store,
+  onEvent: (how: "now" | "queued", event: ResponseEvent) => void,
+  isStopping: () => boolean = () => false,
+): Promise<void> {
+  const llm = createLLM({
+    models: createModelConfigs([
+      { api: "openai-compatible", baseUrl: provider.url, apiKey: "k", name: "main", model: "m" },
+    ]),
+  });
+  const { command, entry } = await toCallInFlight(store);
+  const applied = (how: "now" | "queued", input: Input): Transition => {
+    const event = (input as Extract<Input, { type: "llm_event" }>).event;
+    onEvent(how, event);
+    const ends = event.type === "done" || event.type === "error";
+    const next = ends ? ({ type: "wait_input" } as const) : ({ type: "continue_llm" } as const);
+    return { state: entry.state, emit: [], command: next, rejected: null };
+  };
+  const apply = Object.assign(async (_: Live, input: Input) => applied("queued", input), {
+    now: (_: Live, input: Input) =>
+      input.type === "llm_event" && input.event.type === "done" ? undefined : applied("now", input),
+  });
+  const modelCall = createModelCall({
+    store,
+    llm,
+    now: () => AT,
+    queue: createSerialQueue(),
+    apply,
+    isStopping,
+  });
+  await modelCall(entry, command);
+}
+
+/**
+ * A conversation of the memory store `store` whose turn (`turnID`, default `turn-1`) waits for
+ * the model call `call-1` (of `request`, default a first turn's).
+ */
+async function toCallInFlight(
+  store: Store,
+  options: { readonly request?: CallLLMCommand["request"]; readonly turnID?: string } = {},
+): Promise<{ command: CallLLMCommand; entry: Live }> {
   const command: CallLLMCommand = {
     type: "call_llm",
     callID: "call-1",
     model: "main",
-    request: {
+    request: options.request ?? {
       systemPrompt: "You are a test agent.",
       messages: [{ role: "user" as const, content: "hi", timestamp: AT }],
       tools: [],
@@ -333,7 +299,7 @@ async function toCallInFlight(store: Store): Promise<{ command: CallLLMCommand; 
       committed: {
         ...created.committed,
         status: "waiting_llm",
-        turnID: "turn-1",
+        turnID: options.turnID ?? "turn-1",
         call: { callID: "call-1" } as RuntimeState["committed"]["call"],
       },
     },
