@@ -3,7 +3,10 @@
  * and on the PostgreSQL store (a local cluster with durable settings, or
  * `CURSOR_BYOK_TEST_DATABASE_URL`; skipped with the reason when there is none), when the conversation already holds 10, 1,000 and 10,000 messages of realistic size (tool
  * results of 2–20 KB between small assistant messages). The design target is a ratio of medians
- * near 1: a commit costs O(new message), not O(history). Printed, not asserted.
+ * near 1: a commit costs O(new message), not O(history). Also how long each commit held the event
+ * loop ("loop held": its busy time per commit), which every other stream of a server waits for:
+ * on SQLite the whole commit, its fsync included (`node:sqlite` is synchronous). Printed, not
+ * asserted.
  */
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -89,6 +92,8 @@ interface Figures {
   readonly megabytes: number;
   readonly median: number;
   readonly p99: number;
+  /** Time the event loop was busy per measured commit (`eventLoopUtilization`'s active time). */
+  readonly heldMs: number;
   readonly loadMs: number;
 }
 
@@ -131,10 +136,16 @@ async function measure(open: Open, length: number): Promise<Figures> {
       nextStates.push(previous);
     }
     const timings: number[] = [];
+    // `eventLoopUtilization` counts from the event loop's first turn, which a program whose
+    // commits never wait for I/O has not had yet.
+    await new Promise((resolve) => setImmediate(resolve));
+    let busy = performance.eventLoopUtilization();
     for (const [i, next] of nextStates.entries()) {
+      if (i === WARM_UP) busy = performance.eventLoopUtilization();
       const elapsed = await commit(`append-${i}`, next);
       if (i >= WARM_UP) timings.push(elapsed);
     }
+    const heldMs = performance.eventLoopUtilization(busy).active / MEASURED;
     timings.sort((a, b) => a - b);
 
     const loadStarted = performance.now();
@@ -147,6 +158,7 @@ async function measure(open: Open, length: number): Promise<Figures> {
       megabytes: bytes / 1e6,
       median: percentile(timings, 50),
       p99: percentile(timings, 99),
+      heldMs,
       loadMs,
     };
   } finally {
@@ -164,11 +176,12 @@ async function report(title: string, open: Open): Promise<void> {
     `${title}, append one message (${MEASURED} commits after ${WARM_UP} warm-up), ` +
       "~22 KB of settings in the stored state",
   );
-  console.log("history  | history size | median     | p99        | full load");
+  console.log("history  | history size | median     | p99        | loop held  | full load");
   for (const r of results) {
     console.log(
       `${String(r.length).padStart(8)} | ${r.megabytes.toFixed(2).padStart(9)} MB | ` +
-        `${ms(r.median).padStart(10)} | ${ms(r.p99).padStart(10)} | ${ms(r.loadMs)}`,
+        `${ms(r.median).padStart(10)} | ${ms(r.p99).padStart(10)} | ` +
+        `${ms(r.heldMs).padStart(10)} | ${ms(r.loadMs)}`,
     );
   }
   const first = results[0] as Figures;
