@@ -312,7 +312,9 @@ function streamProvider(
   // Read by the closure below instead of `call`: pi-ai keeps this scope for as long as the call
   // streams, and `call` holds the caller's hooks (issue #19).
   const request = call.request;
-  const events = startEvents(() =>
+  // Started once the call's gate opens, and read as the provider pushes each event
+  // (response-stream.ts `readPushed`).
+  const events = () =>
     loadedApi(config.api).streamSimple(
       model,
       // Another model's tool calls get ids this one accepts (tool-call-ids.ts); blank user
@@ -325,8 +327,7 @@ function streamProvider(
         ),
       ),
       streamOptions,
-    ),
-  );
+    );
   const hooks: ProviderCallState = {
     controller,
     model,
@@ -495,17 +496,6 @@ function failedStream(
       onEnd: release,
     },
   });
-}
-
-/**
- * pi-ai's stream, started when it is first iterated, so that a synchronous throw (a library bug or
- * a missing key) happens inside the reader's loop and becomes an event there. Its own iterator
- * is handed out as is: no generator in between adds a hop per event.
- */
-function startEvents(
-  start: () => AsyncIterable<AssistantMessageEvent>,
-): AsyncIterable<AssistantMessageEvent> {
-  return { [Symbol.asyncIterator]: () => start()[Symbol.asyncIterator]() };
 }
 
 /** The terminal error as we hand it out: the real cause of a hook failure, and no secrets. */

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { createAssistantMessageEventStream } from "@earendil-works/pi-ai/utils/event-stream";
 import {
   createRelayStream,
   createResponseStream,
   endRelay,
+  type ProviderEvents,
   type ResponseStreamHooks,
   type ResponseStreamOptions,
   relayEvent,
@@ -316,5 +318,133 @@ describe("response stream", () => {
     assert.equal(failure.error.errorMessage, "[the owner stopped]");
     assert.equal(after, undefined);
     assert.equal(ended, 1);
+  });
+});
+
+describe("response stream over a provider's stream (read as pushed)", () => {
+  /** A stream over `source`, and a promise that resolves once the stream has started it. */
+  function streamOver(
+    source: () => ProviderEvents,
+    hooks: Partial<ResponseStreamHooks> = {},
+  ): { stream: ReturnType<typeof createResponseStream>; started: Promise<void> } {
+    let begin!: () => void;
+    const started = new Promise<void>((resolve) => {
+      begin = resolve;
+    });
+    const stream = createResponseStream({
+      callID: "call-p",
+      controller: new AbortController(),
+      events: () => {
+        begin();
+        return source();
+      },
+      hooks: {
+        toFailure: (reason, errorMessage) => ({ ...message(reason), errorMessage }),
+        ...hooks,
+      },
+    });
+    return { stream, started };
+  }
+
+  test("each event is handed out while the provider pushes it; the terminal event and the end are pi-ai's own", async () => {
+    const source = createAssistantMessageEventStream();
+    const { stream, started } = streamOver(() => source);
+    await started;
+    source.push(START);
+    // No promise in between: the reader has it when `push` returns.
+    assert.equal(stream.poll()?.type, "start");
+    source.push({ type: "text_start", contentIndex: 0, partial: message("pending", "") });
+    source.push({
+      type: "text_delta",
+      contentIndex: 0,
+      delta: "hi",
+      partial: message("pending", "hi"),
+    });
+    assert.deepEqual(
+      [stream.poll()?.type, stream.poll()?.type, stream.poll()],
+      ["text_start", "text_delta", undefined],
+    );
+    // A final message newer than the stream: pi-ai's own push times it.
+    const final = { ...message("stop", "hi"), timestamp: Date.now() };
+    source.push({ type: "done", reason: "stop", message: final });
+    source.end();
+    const done = await stream.recv();
+    assert.ok(done?.type === "done");
+    assert.equal(typeof done.message.durationMs, "number");
+    assert.equal(await stream.recv(), undefined);
+    // Pushed after the end: nothing more.
+    source.push({
+      type: "text_delta",
+      contentIndex: 0,
+      delta: "late",
+      partial: message("pending"),
+    });
+    assert.equal(stream.poll(), undefined);
+  });
+
+  test("a provider that failed before it was read (pushed its error and ended at once): the error is handed out", async () => {
+    const { stream } = streamOver(() => {
+      const failed = createAssistantMessageEventStream();
+      failed.push({ type: "error", reason: "error", error: message("error", "no key") });
+      failed.end();
+      return failed;
+    });
+    const events = await collect(stream);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ["error"],
+    );
+    assert.deepEqual(events[0]?.type === "error" && events[0].error.content, [
+      { type: "text", text: "no key" },
+    ]);
+  });
+
+  test("a provider that ends without a terminal event ends with a synthetic error; a start that throws, with its error", async () => {
+    const source = createAssistantMessageEventStream();
+    const { stream, started } = streamOver(() => source);
+    await started;
+    source.push(START);
+    source.end();
+    const events = await collect(stream);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ["start", "error"],
+    );
+    assert.match(
+      (events[1]?.type === "error" && events[1].error.errorMessage) || "",
+      /without a terminal event/,
+    );
+    const thrown = await collect(
+      streamOver(() => {
+        throw new Error("the provider module is broken");
+      }).stream,
+    );
+    assert.equal(thrown.length, 1);
+    assert.equal(
+      thrown[0]?.type === "error" && thrown[0].error.errorMessage,
+      "the provider module is broken",
+    );
+  });
+
+  test("a throw while an event is handed out ends the stream with an error, not the provider's push", async () => {
+    const source = createAssistantMessageEventStream();
+    const { stream, started } = streamOver(() => source, {
+      observe: (event) => {
+        if (event.type === "text_delta") throw new Error("observer failed");
+      },
+    });
+    await started;
+    source.push(START);
+    assert.doesNotThrow(() =>
+      source.push({ type: "text_delta", contentIndex: 0, delta: "x", partial: message("pending") }),
+    );
+    source.push({ type: "done", reason: "stop", message: message("stop") });
+    source.end();
+    const events = await collect(stream);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ["start", "error"],
+    );
+    assert.equal(events[1]?.type === "error" && events[1].error.errorMessage, "observer failed");
   });
 });
