@@ -195,6 +195,7 @@ export const SERVE_COMMAND: Command = {
               : { subagentMaxSteps: config.subagentMaxSteps }),
             blobCheckpoints: config.server.blobCheckpoints,
             blobWriteTimeoutMs: config.server.blobWriteTimeoutMs,
+            blobReadTimeoutMs: config.server.blobReadTimeoutMs,
           },
           host: config.server.host,
           port: config.server.port,

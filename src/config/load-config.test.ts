@@ -67,6 +67,7 @@ server:
   maxConnections: 120
   blobCheckpoints: false
   blobWriteTimeoutMs: 2500
+  blobReadTimeoutMs: 2000
 data:
   directory: state
 log:
@@ -89,6 +90,19 @@ models:
 `;
 
 describe("a valid file", () => {
+  test("the blob read timeout is 3 s unless set, and never longer than the write timeout", () => {
+    assert.equal(
+      load("server:\n  blobWriteTimeoutMs: 1000\n").config.server.blobReadTimeoutMs,
+      1000,
+    );
+    assert.equal(
+      load("server:\n  blobWriteTimeoutMs: 1000\n  blobReadTimeoutMs: 1000\n").config.server
+        .blobReadTimeoutMs,
+      1000,
+    );
+    assert.equal(load("server:\n  blobReadTimeoutMs: 500\n").config.server.blobReadTimeoutMs, 500);
+  });
+
   test("every setting is read", () => {
     const env = {
       BYOK_TOKEN: "token-value-123-of-32-characters-x",
@@ -104,6 +118,7 @@ describe("a valid file", () => {
     assert.equal(config.server.maxConnections, 120);
     assert.equal(config.server.blobCheckpoints, false);
     assert.equal(config.server.blobWriteTimeoutMs, 2500);
+    assert.equal(config.server.blobReadTimeoutMs, 2000);
     assert.equal(config.server.accessToken.type, "env");
     assert.ok(config.server.accessToken.type === "env");
     assert.equal(config.server.accessToken.variable, "BYOK_TOKEN");
@@ -185,6 +200,7 @@ describe("a valid file", () => {
       assert.equal(config.server.offerHttp2, false);
       assert.equal(config.server.blobCheckpoints, true);
       assert.equal(config.server.blobWriteTimeoutMs, 10_000);
+      assert.equal(config.server.blobReadTimeoutMs, 3_000);
       assert.equal(config.logLevel, "info");
       assert.equal(config.dataDirectory, "/home/me/.local/share/cursor-byok");
       assert.deepEqual(config.models, []);
@@ -251,7 +267,7 @@ describe("an invalid file names the file, line, column, field and problem", () =
     [
       "unknown server field",
       "server:\n  prot: 80\n",
-      "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2, maxStreams, maxConnections, blobCheckpoints, blobWriteTimeoutMs, users, advertiseUrl)",
+      "FILE:2:3: server.prot: unknown field (expected one of host, port, accessToken, accessTokenEnv, runSseContentType, http2, maxStreams, maxConnections, blobCheckpoints, blobWriteTimeoutMs, blobReadTimeoutMs, users, advertiseUrl)",
     ],
     [
       "a team server over plain http to another machine",
@@ -400,6 +416,11 @@ describe("an invalid file names the file, line, column, field and problem", () =
       "a stream cap that is not a positive integer",
       "server:\n  maxStreams: 0\n",
       "FILE:2:15: server.maxStreams: must be a positive integer",
+    ],
+    [
+      "a blob read timeout longer than the write timeout",
+      "server:\n  blobWriteTimeoutMs: 1000\n  blobReadTimeoutMs: 1500\n",
+      "FILE:3:22: server.blobReadTimeoutMs: must not be longer than server.blobWriteTimeoutMs (1000)",
     ],
     [
       "a literal access token too short to guard the keys",

@@ -77,6 +77,7 @@ const SERVER_FIELDS = [
   "maxConnections",
   "blobCheckpoints",
   "blobWriteTimeoutMs",
+  "blobReadTimeoutMs",
   "users",
   "advertiseUrl",
 ];
@@ -251,11 +252,35 @@ function toServerSettings(
       DEFAULT_MAX_CONNECTIONS,
     blobCheckpoints:
       optionalBoolean(source, at("blobCheckpoints"), section.blobCheckpoints) ?? true,
-    blobWriteTimeoutMs:
-      optionalPositiveInteger(source, at("blobWriteTimeoutMs"), section.blobWriteTimeoutMs) ??
-      DEFAULT_BLOB_WRITE_TIMEOUT_MS,
+    ...toBlobTimeouts(source, section),
     users: optionalBoolean(source, at("users"), section.users) ?? false,
     ...toAdvertiseUrl(source, section.advertiseUrl),
+  };
+}
+
+/**
+ * `blobWriteTimeoutMs`, and `blobReadTimeoutMs`, which is never longer (a read of the client's
+ * blob holds the stream's checkpoints, which the write timeout bounds).
+ */
+function toBlobTimeouts(
+  source: YamlSource | undefined,
+  section: Record<string, unknown>,
+): { blobWriteTimeoutMs: number; blobReadTimeoutMs: number } {
+  const at = (field: string): FieldPath => ["server", field];
+  const blobWriteTimeoutMs =
+    optionalPositiveInteger(source, at("blobWriteTimeoutMs"), section.blobWriteTimeoutMs) ??
+    DEFAULT_BLOB_WRITE_TIMEOUT_MS;
+  const read = optionalPositiveInteger(source, at("blobReadTimeoutMs"), section.blobReadTimeoutMs);
+  if (read !== undefined && read > blobWriteTimeoutMs) {
+    throw fail(
+      source,
+      at("blobReadTimeoutMs"),
+      `must not be longer than server.blobWriteTimeoutMs (${blobWriteTimeoutMs})`,
+    );
+  }
+  return {
+    blobWriteTimeoutMs,
+    blobReadTimeoutMs: read ?? Math.min(DEFAULT_BLOB_READ_TIMEOUT_MS, blobWriteTimeoutMs),
   };
 }
 
@@ -304,6 +329,9 @@ export const DEFAULT_MAX_STREAMS = DEFAULT_SERVER_OPTIONS.maxStreams;
 /** How long a checkpoint waits for its blob writes' answers unless `server.blobWriteTimeoutMs` says otherwise. */
 export const DEFAULT_BLOB_WRITE_TIMEOUT_MS =
   DEFAULT_SERVER_OPTIONS.stream.blobWriteTimeoutMs ?? 10_000;
+/** How long a read of the client's blob waits unless `server.blobReadTimeoutMs` says otherwise (at most the write timeout). */
+export const DEFAULT_BLOB_READ_TIMEOUT_MS =
+  DEFAULT_SERVER_OPTIONS.stream.blobReadTimeoutMs ?? 3_000;
 /** Open connections at once unless `server.maxConnections` says otherwise. */
 export const DEFAULT_MAX_CONNECTIONS = DEFAULT_SERVER_OPTIONS.listen.maxConnections;
 

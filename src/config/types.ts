@@ -42,6 +42,11 @@ export interface ServerSettings {
   /** `server.blobWriteTimeoutMs`: how long a checkpoint waits for its writes' answers. */
   readonly blobWriteTimeoutMs: number;
   /**
+   * `server.blobReadTimeoutMs`: how long a read of the client's blob (a resume after a restart)
+   * waits for its answer; never longer than `blobWriteTimeoutMs`.
+   */
+  readonly blobReadTimeoutMs: number;
+  /**
    * `server.users`: clients authenticate with the tokens of `cursor-byok users` (docs/team.md),
    * with budgets; needs the PostgreSQL store. The access token, if any, stays the admin's.
    */

@@ -37,7 +37,10 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { LLM } from "../llm/index.ts";
 import type { Runner } from "../runner/types.ts";
 import type { ClusterDirectory, Store } from "../store/index.ts";
-import { DEFAULT_BLOB_WRITE_TIMEOUT_MS } from "./agent-stream/checkpoint-writer.ts";
+import {
+  DEFAULT_BLOB_READ_TIMEOUT_MS,
+  DEFAULT_BLOB_WRITE_TIMEOUT_MS,
+} from "./agent-stream/checkpoint-writer.ts";
 import type { AgentStreamOptions } from "./agent-stream.ts";
 import { createBidiAppendApply } from "./bidi-append-apply.ts";
 import { BIDI_APPEND_PATH, createBidiAppendHandler } from "./bidi-append-response.ts";
@@ -135,6 +138,7 @@ export const DEFAULT_SERVER_OPTIONS: ServerOptions = {
     lateResultGraceMs: 30_000,
     blobCheckpoints: true,
     blobWriteTimeoutMs: DEFAULT_BLOB_WRITE_TIMEOUT_MS,
+    blobReadTimeoutMs: DEFAULT_BLOB_READ_TIMEOUT_MS,
   },
   streamRetentionMs: 60_000,
   idleStreamMs: 120_000,

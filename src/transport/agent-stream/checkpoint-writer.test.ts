@@ -632,6 +632,32 @@ test("the read timeout is short by default (DEFAULT_BLOB_READ_TIMEOUT_MS), and n
   }
 });
 
+test("a read timeout set longer than the write timeout waits only as long as the write timeout", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const outbound = createOutboundStream<AgentServerMessage>({
+      heartbeatMs: 60_000,
+      heartbeat: toHeartbeatMessage,
+    });
+    const writer = createCheckpointWriter({
+      outbound,
+      blobs: true,
+      timeoutMs: 1_000,
+      readTimeoutMs: 5_000,
+      log: createRecordingLog().log,
+      describe: () => ({}),
+    });
+    const answers: unknown[] = [];
+    writer.read(["04".repeat(32)], (found) => answers.push(found));
+    mock.timers.tick(999);
+    assert.deepEqual(answers, []);
+    mock.timers.tick(1);
+    assert.deepEqual(answers, [null]);
+  } finally {
+    mock.timers.reset();
+  }
+});
+
 test("a read on a stream that sends no blob writes: null at once, no kv message", () => {
   const { writer, out } = setup(false);
   const answers: unknown[] = [];

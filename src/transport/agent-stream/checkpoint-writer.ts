@@ -139,7 +139,7 @@ export interface CheckpointWriterOptions {
   /** False: every checkpoint inline, no KV traffic. */
   readonly blobs: boolean;
   readonly timeoutMs: number;
-  /** How long a read waits for its answer (default: `DEFAULT_BLOB_READ_TIMEOUT_MS`, at most `timeoutMs`). */
+  /** How long a read waits for its answer (default `DEFAULT_BLOB_READ_TIMEOUT_MS`; never longer than `timeoutMs`). */
   readonly readTimeoutMs?: number;
   readonly log: Log;
   /** Fields for the log line (request, conversation). */
@@ -207,8 +207,10 @@ export function createCheckpointWriter(options: CheckpointWriterOptions): Checkp
   const writer: Writer = {
     outbound: options.outbound,
     timeoutMs: options.timeoutMs,
-    readTimeoutMs:
-      options.readTimeoutMs ?? Math.min(DEFAULT_BLOB_READ_TIMEOUT_MS, options.timeoutMs),
+    readTimeoutMs: Math.min(
+      options.readTimeoutMs ?? DEFAULT_BLOB_READ_TIMEOUT_MS,
+      options.timeoutMs,
+    ),
     log: options.log,
     describe: options.describe,
     onTurnBlob: options.onTurnBlob,

@@ -57,8 +57,8 @@ export interface AgentStreamOptions {
   readonly blobWriteTimeoutMs?: number;
   /**
    * How long a read of a client blob (`get_blob_args`) waits for its answer while a reader is
-   * attached before it counts as not found. Default `DEFAULT_BLOB_READ_TIMEOUT_MS` (3 s), at most
-   * the write timeout.
+   * attached before it counts as not found. Default `DEFAULT_BLOB_READ_TIMEOUT_MS` (3 s); never
+   * longer than the write timeout.
    */
   readonly blobReadTimeoutMs?: number;
 }
