@@ -2,24 +2,33 @@
  * The provider body of one call, let go once its bytes were taken (issue #19, heap per open
  * stream).
  *
- * pi-ai builds the body as objects (`onPayload` sees it) and keeps the value `onPayload` returns
- * for as long as the call streams, though the SDK serialises it once, before the request is sent.
- * That body is a converted copy of the whole conversation: new message objects, and every tool
- * call's arguments as a new JSON string. In a long agent conversation each open stream held
- * another copy of its history (measured: 40 tool-call rounds of ≈ 4 KB each, +83 KiB per call in
- * flight). Here the value handed back to pi-ai is always our own object (a shallow copy when
- * nothing else made one), and it is emptied when the exact fetch has taken the body: nothing
- * sends it again (a second request of a call is refused, exact-fetch.ts), and nothing reads it
- * after sending.
+ * pi-ai builds the body as objects (`onPayload` sees it) and keeps it for as long as the call
+ * streams, though the SDK serialises it once, before the request is sent. That body is a
+ * converted copy of the whole conversation: new message and block objects, and for the OpenAI
+ * APIs every tool call's arguments as a new JSON string. In a long agent conversation each open
+ * stream held another copy of its history (measured, OpenAI: 40 tool-call rounds of ≈ 4 KB each,
+ * +83 KiB per call in flight). Nothing sends it again (a second request of a call is refused,
+ * exact-fetch.ts), so once the exact fetch has taken the body's bytes it is emptied:
  *
- * Only for the APIs where that was checked in pi-ai 1.6.0 and the SDK it calls (src/llm/README.md,
- * pi-ai behaviour table): Chat Completions and Responses through the OpenAI SDK use the body only
- * to send it. Not for Anthropic (pi-ai keeps a copy of its own, and reads it after the stream)
- * nor Gemini (the Google SDK's automatic function calling reads the request again).
+ * - Chat Completions and Responses (the OpenAI SDK): pi-ai keeps the value `onPayload` returns
+ *   and uses it only to send it. That value is always our own object (a shallow copy when nothing
+ *   else made one), and its members are set to undefined.
+ * - Anthropic Messages: pi-ai sends, and keeps, a shallow copy of the value `onPayload` returns
+ *   (with `stream: true`), and its own body (the one `onPayload` was given) stays reachable too
+ *   (a finished loop's variable, held by its suspended function). Neither is read after the send:
+ *   pi-ai reads the sent body again only to continue a message thread, which our calls never do
+ *   (`disableContinuation`; docs: src/llm/README.md, pi-ai behaviour table). So the message lists
+ *   of both are emptied in place (that empties the copy's too, which shares ours), and pi-ai's
+ *   body's members are set to undefined. The tool list is left alone: it may be the one list
+ *   shared by every call (shared-tools.ts).
+ * - Gemini: kept as it is (the Google SDK's automatic function calling reads the request again).
+ *
+ * What pi-ai 1.6.0 and its SDKs do with the body was checked for each API (the pi-ai behaviour
+ * table in src/llm/README.md); pi-ai is pinned to that version.
  */
 import type { ApiKind } from "./config.ts";
 
-const RELEASED: ReadonlySet<ApiKind> = new Set([
+const OWN_COPY: ReadonlySet<ApiKind> = new Set([
   "openai-chat",
   "openai-compatible",
   "openai-responses",
@@ -28,29 +37,63 @@ const RELEASED: ReadonlySet<ApiKind> = new Set([
 export interface SentPayload {
   /**
    * What `onPayload` returns for pi-ai's `built` body, given the body to send (`built` or a
-   * replacement): for a released API our own object, never pi-ai's.
+   * replacement): for the OpenAI APIs our own object, never pi-ai's.
    */
   adopt(built: unknown, toSend: unknown): unknown;
-  /** Empties the adopted body (once its bytes were taken). */
+  /** Empties what `adopt` saw (once its bytes were taken). */
   release(): void;
 }
 
 export function createSentPayload(api: ApiKind): SentPayload {
+  if (OWN_COPY.has(api)) return createOwnCopy();
+  if (api === "anthropic") return createEmptiedInPlace();
+  return { adopt: (_built, toSend) => toSend, release: () => {} };
+}
+
+/** The OpenAI APIs: pi-ai keeps what `onPayload` returns, so that is our own copy, emptied. */
+function createOwnCopy(): SentPayload {
   let adopted: Record<string, unknown> | undefined;
   return {
     adopt(built, toSend) {
-      if (!RELEASED.has(api) || !isRecord(toSend)) return toSend;
+      if (!isRecord(toSend)) return toSend;
       adopted = toSend === built ? { ...toSend } : toSend;
       return adopted;
     },
     release() {
       if (adopted === undefined) return;
-      // Set to undefined, not deleted: deleting turns the object into a dictionary, which for a
-      // body's dozen keys keeps ≈ 0.4 KiB of empty hash table per open stream (issue #19).
-      for (const key of Object.keys(adopted)) adopted[key] = undefined;
+      clearMembers(adopted);
       adopted = undefined;
     },
   };
+}
+
+/** Anthropic: pi-ai keeps its own body and a shallow copy of ours (see the module comment). */
+function createEmptiedInPlace(): SentPayload {
+  let built: Record<string, unknown> | undefined;
+  let sent: Record<string, unknown> | undefined;
+  return {
+    adopt(builtBody, toSend) {
+      if (isRecord(builtBody)) built = builtBody;
+      if (isRecord(toSend)) sent = toSend;
+      return toSend;
+    },
+    release() {
+      for (const body of [sent, built]) {
+        if (body !== undefined && Array.isArray(body.messages)) body.messages.length = 0;
+      }
+      if (built !== undefined) clearMembers(built);
+      built = undefined;
+      sent = undefined;
+    },
+  };
+}
+
+/**
+ * Set to undefined, not deleted: deleting turns the object into a dictionary, which for a body's
+ * dozen keys keeps ≈ 0.4 KiB of empty hash table per open stream (issue #19).
+ */
+function clearMembers(body: Record<string, unknown>): void {
+  for (const key of Object.keys(body)) body[key] = undefined;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
