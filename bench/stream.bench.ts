@@ -34,7 +34,8 @@
  * - heap: live heap (after a full GC) per open, silent stream (waiting for its model), in a
  *   server process of its own: for a first batch of 200, and for 200 more (the target's figure:
  *   the first batch also carries V8's one-off compiled code and feedback; the server keeps its
- *   bytecode, see `keepBytecode`);
+ *   bytecode, see `keepBytecode`); then the same with the model behind Anthropic's Messages API
+ *   (a provider that sends a recorded reply's first text delta and goes silent);
  * - concurrency: 2,000 streaming conversations (a chunk a second each) on a server process of
  *   its own (bounded in time): chunk latency once all are open (and while they were opening),
  *   the longest silence any stream saw, and what stopped the server process meanwhile (how late
@@ -57,6 +58,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { gateLLM, type LLM, type LLMCall } from "../src/llm/index.ts";
+import { readFixture } from "../src/llm/testing/fake-provider.ts";
+import { startStallingProvider } from "../src/llm/testing/stalling-provider.ts";
 import { createRunner } from "../src/runner/runner.ts";
 import { createMemoryStore, openSqliteStore } from "../src/store/index.ts";
 import { type PauseReport, watchPauses } from "../src/transport/e2e/pauses.ts";
@@ -121,7 +124,7 @@ async function main(): Promise<void> {
     await inProcess(provider);
   }
   if (run("heap")) {
-    await inServerProcess(provider, {
+    const heap = {
       streams: 200,
       script: { chunks: 1, paceMs: 0, stallAfter: 1 },
       heartbeatMs: 250,
@@ -131,7 +134,19 @@ async function main(): Promise<void> {
       observeMs: 6_000,
       secondBatch: true,
       keepBytecode: true,
-    });
+    } as const;
+    await inServerProcess(provider, heap);
+    // The same against Anthropic's Messages API (pi-ai's other client library), silent after the
+    // reply's first text delta.
+    const anthropic = await startStallingProvider(readFixture("anthropic", "text"), 3);
+    try {
+      await inServerProcess(provider, {
+        ...heap,
+        model: { api: "anthropic", url: anthropic.url, label: "Anthropic Messages" },
+      });
+    } finally {
+      await anthropic.close();
+    }
   }
   if (run("concurrency")) {
     await inServerProcess(provider, {
@@ -508,6 +523,8 @@ interface ServerProcessRun {
    * no stream took less. Kept, the figure is what the streams added (56.8–57.1 in 7 of 7).
    */
   readonly keepBytecode?: boolean;
+  /** Another provider than the bench's (OpenAI-compatible Chat Completions), by its API. */
+  readonly model?: { readonly api: "anthropic"; readonly url: string; readonly label: string };
 }
 
 /**
@@ -526,7 +543,8 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
       ...(settings.keepBytecode === true ? ["--no-flush-bytecode"] : []),
       join(import.meta.dirname, "..", "src", "transport", "e2e", "test-server-process.ts"),
       JSON.stringify({
-        providerUrl: provider.url,
+        providerUrl: settings.model?.url ?? provider.url,
+        ...(settings.model === undefined ? {} : { api: settings.model.api }),
         apiKey: "k",
         model: MODEL,
         dbPath: join(dir, "db"),
@@ -675,7 +693,9 @@ async function inServerProcess(provider: BenchProvider, settings: ServerProcessR
       print(`  client process ${k + 1} meanwhile: ${toPauseLine(result.pauses)}`);
     });
   } else {
-    print(`heap: ${streams} open, silent conversations on a server process (after a full GC)`);
+    print(
+      `heap: ${streams} open, silent conversations on a server process (after a full GC)${settings.model === undefined ? "" : `, the model behind ${settings.model.label}`}`,
+    );
   }
   const perStream = (
     label: string,

@@ -1,6 +1,4 @@
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -9,8 +7,9 @@ import { createModelConfig } from "./config.ts";
 import { createLLM } from "./llm.ts";
 import { createSentPayload } from "./sent-payload.ts";
 import { firstRequest } from "./testing/behaviours.ts";
-import { readFixture, splitSseEvents } from "./testing/fake-provider.ts";
+import { readFixture } from "./testing/fake-provider.ts";
 import { ANTHROPIC, OPENAI_CHAT, type ProviderSpec } from "./testing/provider-specs.ts";
+import { startStallingProvider } from "./testing/stalling-provider.ts";
 import type { RequestMessages } from "./types.ts";
 
 setFlagsFromString("--expose-gc");
@@ -67,35 +66,6 @@ test("Gemini bodies are handed back and kept as they are", () => {
   sent.release();
   assert.deepEqual(built, { model: "m", contents: [{ role: "user", parts: [{ text: "hi" }] }] });
 });
-
-/**
- * A provider that reads each request to its end without keeping it, then answers with the first
- * `events` events of `body` and nothing more (the fake provider keeps every request, which would
- * be counted here).
- */
-async function startStallingProvider(
-  body: string,
-  events: number,
-): Promise<{ readonly url: string; close(): Promise<void> }> {
-  const head = splitSseEvents(body).slice(0, events).join("");
-  const server = createServer((request, response) => {
-    request.resume();
-    request.on("end", () => {
-      response.writeHead(200, { "content-type": "text/event-stream" });
-      response.write(head);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 /**
  * `rounds` tool-call rounds after the first request's messages: each a short text, a call whose

@@ -21,6 +21,8 @@ import { watchPauses } from "./pauses.ts";
 
 interface Settings {
   readonly providerUrl: string;
+  /** The provider's API (default an OpenAI-compatible Chat Completions server). */
+  readonly api?: "openai-compatible" | "anthropic";
   readonly apiKey: string;
   readonly model: string;
   readonly dbPath: string;
@@ -102,8 +104,9 @@ const llm = createLLM({
   models: createModelConfigs([
     {
       name: settings.model,
-      api: "openai-compatible",
-      model: "scripted-model",
+      ...(settings.api === "anthropic"
+        ? { api: "anthropic", model: "claude-sonnet-4-5" }
+        : { api: "openai-compatible", model: "scripted-model" }),
       baseUrl: settings.providerUrl,
       apiKey: settings.apiKey,
     },
