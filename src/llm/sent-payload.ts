@@ -21,7 +21,12 @@
  *   of both are emptied in place (that empties the copy's too, which shares ours), and pi-ai's
  *   body's members are set to undefined. The tool list is left alone: it may be the one list
  *   shared by every call (shared-tools.ts).
- * - Gemini: kept as it is (the Google SDK's automatic function calling reads the request again).
+ * - Gemini: pi-ai keeps the value `onPayload` returns and uses it only to send it; the Google SDK
+ *   sends a converted copy and keeps a shallow copy of it (the same `contents` list) while the
+ *   response streams, reading it again only for automatic function calling, which needs tools
+ *   that are functions (ours are declarations: the SDK turns it off) or automatic continuation
+ *   (pi-ai turns it off). So the `contents` lists are emptied in place; the rest is left as it
+ *   is (the SDK's copy may be the very object pi-ai handed it).
  *
  * What pi-ai 1.6.0 and its SDKs do with the body was checked for each API (the pi-ai behaviour
  * table in src/llm/README.md); pi-ai is pinned to that version.
@@ -46,8 +51,8 @@ export interface SentPayload {
 
 export function createSentPayload(api: ApiKind): SentPayload {
   if (OWN_COPY.has(api)) return createOwnCopy();
-  if (api === "anthropic") return createEmptiedInPlace();
-  return { adopt: (_built, toSend) => toSend, release: () => {} };
+  if (api === "anthropic") return createEmptiedInPlace("messages", true);
+  return createEmptiedInPlace("contents", false);
 }
 
 /** The OpenAI APIs: pi-ai keeps what `onPayload` returns, so that is our own copy, emptied. */
@@ -67,8 +72,11 @@ function createOwnCopy(): SentPayload {
   };
 }
 
-/** Anthropic: pi-ai keeps its own body and a shallow copy of ours (see the module comment). */
-function createEmptiedInPlace(): SentPayload {
+/**
+ * Anthropic and Gemini (see the module comment): the bodies' `list` (their messages) emptied in
+ * place, and with `clearBuilt` pi-ai's own body's members set to undefined.
+ */
+function createEmptiedInPlace(list: "messages" | "contents", clearBuilt: boolean): SentPayload {
   let built: Record<string, unknown> | undefined;
   let sent: Record<string, unknown> | undefined;
   return {
@@ -79,9 +87,10 @@ function createEmptiedInPlace(): SentPayload {
     },
     release() {
       for (const body of [sent, built]) {
-        if (body !== undefined && Array.isArray(body.messages)) body.messages.length = 0;
+        const messages = body?.[list];
+        if (Array.isArray(messages)) messages.length = 0;
       }
-      if (built !== undefined) clearMembers(built);
+      if (clearBuilt && built !== undefined) clearMembers(built);
       built = undefined;
       sent = undefined;
     },
