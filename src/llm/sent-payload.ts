@@ -33,12 +33,6 @@
  */
 import type { ApiKind } from "./config.ts";
 
-const OWN_COPY: ReadonlySet<ApiKind> = new Set([
-  "openai-chat",
-  "openai-compatible",
-  "openai-responses",
-]);
-
 export interface SentPayload {
   /**
    * What `onPayload` returns for pi-ai's `built` body, given the body to send (`built` or a
@@ -50,9 +44,16 @@ export interface SentPayload {
 }
 
 export function createSentPayload(api: ApiKind): SentPayload {
-  if (OWN_COPY.has(api)) return createOwnCopy();
-  if (api === "anthropic") return createEmptiedInPlace("messages", true);
-  return createEmptiedInPlace("contents", false);
+  switch (api) {
+    case "openai-chat":
+    case "openai-compatible":
+    case "openai-responses":
+      return createOwnCopy();
+    case "anthropic":
+      return createEmptiedInPlace("messages", true);
+    case "gemini":
+      return createEmptiedInPlace("contents", false);
+  }
 }
 
 /** The OpenAI APIs: pi-ai keeps what `onPayload` returns, so that is our own copy, emptied. */
